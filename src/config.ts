@@ -1,0 +1,171 @@
+// Every SVC_* setting, parsed and validated once. A bad value stops start-up naming the setting.
+// The README's configuration table lists the same settings (a test keeps the two in step).
+
+type Kind = 'string' | 'int' | 'bool' | 'enum' | 'optional';
+
+interface Setting {
+  kind: Kind;
+  default?: string;
+  min?: number;
+  max?: number;
+  values?: readonly string[];
+  secret?: boolean;
+  doc: string;
+}
+
+export const SETTINGS = {
+  SVC_BIND: { kind: 'string', default: '127.0.0.1:8080', doc: 'host:port the API listens on' },
+  SVC_DATABASE_URL: {
+    kind: 'optional',
+    secret: true,
+    doc: 'PostgreSQL URL; unset = embedded PostgreSQL in SVC_DATA_DIR (DATABASE_URL is also read)',
+  },
+  SVC_DATA_DIR: { kind: 'string', default: './data', doc: 'directory of the embedded PostgreSQL and local files' },
+  SVC_RUNTIME_ROLE: { kind: 'enum', default: 'all', values: ['all', 'api', 'worker'], doc: 'all = API and workers; api; worker' },
+  SVC_LOG_LEVEL: {
+    kind: 'enum',
+    default: 'info',
+    values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+    doc: 'log level (JSON lines on stdout)',
+  },
+  SVC_BODY_LIMIT_BYTES: { kind: 'int', default: '16777216', min: 1024, doc: 'largest accepted request body' },
+  SVC_TRUSTED_PROXIES: { kind: 'string', default: '', doc: 'comma-separated proxy addresses whose X-Forwarded-For is trusted' },
+  SVC_ADMIN_PASSWORD: {
+    kind: 'optional',
+    secret: true,
+    doc: 'password of the bootstrap user admin; unset = generated and printed once at first start',
+  },
+  SVC_ADMIN_GROUPNAME: { kind: 'string', default: 'admins', doc: 'name of the admin group' },
+  SVC_ADMIN_IDENTITY_SCOPE: { kind: 'string', default: 'local', doc: 'identity scope of the admin group' },
+  SVC_TOKEN_HASH_KEY: { kind: 'optional', secret: true, doc: 'HMAC key for token hashes; unset = generated once and kept in the database' },
+  SVC_TOKEN_LIFETIME_HOURS: { kind: 'int', default: '24', min: 1, doc: 'default token lifetime' },
+  SVC_MAX_TOKEN_LIFETIME_HOURS: { kind: 'int', default: '8760', min: 1, doc: 'longest token lifetime' },
+  SVC_TOKEN_RETENTION_DAYS: { kind: 'int', default: '30', min: 0, doc: 'days a revoked or expired token is kept' },
+  SVC_TOKEN_RETENTION_PURGE_ENABLED: { kind: 'bool', default: 'true', doc: 'run the token purge worker' },
+  SVC_TOKEN_RETENTION_PURGE_BATCH_SIZE: { kind: 'int', default: '1000', min: 10, doc: 'tokens purged per batch' },
+  SVC_TOKEN_RETENTION_PURGE_INTERVAL_SECONDS: { kind: 'int', default: '3600', min: 1, doc: 'token purge interval' },
+  SVC_LOGIN_RATE_LIMIT_REDIS_URL: {
+    kind: 'optional',
+    secret: true,
+    doc: 'Redis URL sharing login rate limits across instances; unset = in memory',
+  },
+  SVC_DB_POOL_MAX: { kind: 'int', default: '10', min: 1, doc: 'database connections per process' },
+  SVC_DB_STATEMENT_TIMEOUT_MS: { kind: 'int', default: '30000', min: 100, doc: 'statement timeout' },
+  SVC_DB_POOL_ACQUIRE_TIMEOUT_MS: { kind: 'int', default: '10000', min: 100, doc: 'time to wait for a connection' },
+  SVC_REMOTE_CALL_TIMEOUT_MS: { kind: 'int', default: '10000', min: 1, doc: 'remote call timeout cap' },
+  SVC_REMOTE_CALL_MAX_RESPONSE_BYTES: { kind: 'int', default: '262144', min: 1, doc: 'remote call response bytes read' },
+  SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS: { kind: 'bool', default: 'false', doc: 'admit private and loopback remote-call destinations' },
+  SVC_REMOTE_CALL_MAX_ACTIVE_TASKS_PER_USER: { kind: 'int', default: '100', min: 1, doc: 'active remote-call tasks per user' },
+  SVC_EXPORT_TEMPLATE_RECURSION_LIMIT: { kind: 'int', default: '64', min: 1, doc: 'template include depth' },
+  SVC_EXPORT_TEMPLATE_FUEL: { kind: 'int', default: '50000', min: 1, doc: 'template rendering work budget' },
+  SVC_EXPORT_OUTPUT_RETENTION_HOURS: { kind: 'int', default: '24', min: 1, doc: 'hours an export output stays readable' },
+  SVC_BACKUP_OUTPUT_RETENTION_HOURS: { kind: 'int', default: '24', min: 1, doc: 'hours a backup output stays readable' },
+  SVC_BACKUP_MAX_ACTIVE_TASKS: { kind: 'int', default: '2', min: 1, doc: 'queued or running backup tasks at once (429 beyond)' },
+  SVC_TASK_WORKERS: { kind: 'int', default: '2', min: 0, doc: 'task workers per worker process' },
+  SVC_TASK_POLL_INTERVAL_MS: { kind: 'int', default: '2000', min: 10, doc: 'task queue poll fallback' },
+  SVC_EVENT_FANOUT_WORKERS: { kind: 'int', default: '1', min: 0, doc: 'event fan-out workers' },
+  SVC_EVENT_FANOUT_BATCH_SIZE: { kind: 'int', default: '100', min: 1, doc: 'events per fan-out batch' },
+  SVC_EVENT_FANOUT_POLL_INTERVAL_MS: { kind: 'int', default: '5000', min: 10, doc: 'fan-out poll fallback' },
+  SVC_EVENT_FANOUT_LOCK_TIMEOUT_MS: { kind: 'int', default: '30000', min: 100, doc: 'fan-out claim lifetime' },
+  SVC_EVENT_DELIVERY_WORKERS: { kind: 'int', default: '0', min: 0, doc: 'delivery workers (0 = delivery disabled)' },
+  SVC_EVENT_DELIVERY_BATCH_SIZE: { kind: 'int', default: '100', min: 1, doc: 'deliveries per batch (at most 8 claimed at once)' },
+  SVC_EVENT_DELIVERY_POLL_INTERVAL_MS: { kind: 'int', default: '5000', min: 10, doc: 'delivery poll fallback' },
+  SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS: { kind: 'int', default: '30000', min: 100, doc: 'delivery claim lifetime' },
+  SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS: { kind: 'int', default: '25000', min: 1, doc: 'transport timeout (below the lock timeout)' },
+  SVC_EVENT_DELIVERY_RETRY_BACKOFF_BASE_MS: { kind: 'int', default: '1000', min: 1, doc: 'first retry delay' },
+  SVC_EVENT_DELIVERY_RETRY_BACKOFF_MAX_MS: { kind: 'int', default: '300000', min: 1, doc: 'longest retry delay' },
+  SVC_EVENT_DELIVERY_MAX_ATTEMPTS: { kind: 'int', default: '10', min: 1, doc: 'attempts before dead' },
+  SVC_EVENT_SINK_ALLOW_PRIVATE_TARGETS: { kind: 'bool', default: 'false', doc: 'admit private and loopback sink destinations' },
+  SVC_OUTBOUND_CA_FILE: { kind: 'optional', doc: 'extra trusted CA certificates (PEM) for outbound TLS' },
+  SVC_SECRET_SOURCE: { kind: 'enum', default: 'env', values: ['env', 'file'], doc: 'where secret aliases resolve' },
+  SVC_SECRET_FILE_ROOT: { kind: 'optional', doc: 'root directory of the file secret source' },
+  SVC_EVENT_RETENTION_PURGE_ENABLED: { kind: 'bool', default: 'false', doc: 'run the event retention purge' },
+  SVC_EVENT_RETENTION_DAYS: { kind: 'int', default: '365', min: 1, doc: 'days events are kept when purge is enabled' },
+  SVC_EVENT_DELIVERY_RETENTION_DAYS: { kind: 'int', default: '30', min: 1, doc: 'days terminal deliveries are kept' },
+  SVC_EVENT_RETENTION_PURGE_INTERVAL_SECONDS: { kind: 'int', default: '3600', min: 1, doc: 'event purge interval' },
+  SVC_EVENT_RETENTION_PURGE_BATCH_SIZE: { kind: 'int', default: '1000', min: 1, doc: 'events per purge batch' },
+  SVC_EVENT_RETENTION_FILE_ARCHIVE_ENABLED: { kind: 'bool', default: 'false', doc: 'archive purged events to files' },
+  SVC_EVENT_RETENTION_ARCHIVE_PATH: { kind: 'optional', doc: 'directory of event archive files' },
+} as const satisfies Record<string, Setting>;
+
+export type SettingName = keyof typeof SETTINGS;
+
+type ValueOf<S> = S extends { kind: 'int' }
+  ? number
+  : S extends { kind: 'bool' }
+    ? boolean
+    : S extends { kind: 'optional' }
+      ? string | undefined
+      : S extends { kind: 'enum'; values: readonly (infer V)[] }
+        ? V
+        : string;
+
+export type Config = { [K in SettingName]: ValueOf<(typeof SETTINGS)[K]> };
+
+export class ConfigError extends Error {}
+
+function parseOne(name: string, s: Setting, raw: string | undefined): unknown {
+  const value = raw === undefined || raw === '' ? s.default : raw.trim();
+  if (s.kind === 'optional') return value === undefined || value === '' ? undefined : value;
+  if (value === undefined) throw new ConfigError(`${name} is required`);
+  switch (s.kind) {
+    case 'string':
+      return value;
+    case 'bool':
+      if (/^(true|1|yes|on)$/i.test(value)) return true;
+      if (/^(false|0|no|off)$/i.test(value)) return false;
+      throw new ConfigError(`${name} must be true or false, got "${value}"`);
+    case 'enum':
+      if (!s.values?.includes(value)) throw new ConfigError(`${name} must be one of ${s.values?.join(', ')}, got "${value}"`);
+      return value;
+    case 'int': {
+      if (!/^-?\d+$/.test(value)) throw new ConfigError(`${name} must be an integer, got "${value}"`);
+      const n = Number(value);
+      if (!Number.isSafeInteger(n) || (s.min !== undefined && n < s.min) || (s.max !== undefined && n > s.max)) {
+        throw new ConfigError(
+          `${name} must be an integer${s.min !== undefined ? ` >= ${s.min}` : ''}${s.max !== undefined ? ` <= ${s.max}` : ''}, got "${value}"`,
+        );
+      }
+      return n;
+    }
+  }
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env, overrides: Partial<Config> = {}): Config {
+  const out: Record<string, unknown> = {};
+  for (const [name, s] of Object.entries(SETTINGS) as [string, Setting][]) {
+    let raw = env[name];
+    if (name === 'SVC_DATABASE_URL' && !raw) raw = env.DATABASE_URL;
+    out[name] = parseOne(name, s, raw);
+  }
+  const cfg = { ...(out as Config), ...overrides };
+  bind(cfg.SVC_BIND);
+  if (cfg.SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS >= cfg.SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS) {
+    throw new ConfigError('SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS must be less than SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS');
+  }
+  if (cfg.SVC_TOKEN_LIFETIME_HOURS > cfg.SVC_MAX_TOKEN_LIFETIME_HOURS) {
+    throw new ConfigError('SVC_TOKEN_LIFETIME_HOURS must not exceed SVC_MAX_TOKEN_LIFETIME_HOURS');
+  }
+  if (cfg.SVC_SECRET_SOURCE === 'file' && !cfg.SVC_SECRET_FILE_ROOT) {
+    throw new ConfigError('SVC_SECRET_FILE_ROOT is required when SVC_SECRET_SOURCE=file');
+  }
+  return cfg;
+}
+
+/** Splits SVC_BIND into host and port. */
+export function bind(value: string): { host: string; port: number } {
+  const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(value);
+  const port = m ? Number(m[2]) : NaN;
+  if (!m || port > 65535) throw new ConfigError(`SVC_BIND must be host:port, got "${value}"`);
+  return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
+}
+
+/** The effective configuration with secrets redacted, for /api/v1/admin/config. */
+export function redactedConfig(cfg: Config): Record<string, string | number | boolean | null> {
+  const out: Record<string, string | number | boolean | null> = {};
+  for (const [name, s] of Object.entries(SETTINGS) as [SettingName, Setting][]) {
+    const v = cfg[name];
+    out[name] = v === undefined ? null : s.secret ? '[redacted]' : v;
+  }
+  return out;
+}

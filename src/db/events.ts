@@ -1,0 +1,61 @@
+import type { Db } from './sql.ts';
+
+/** Who caused a change: a user request, a worker running a task, or the system itself. */
+export interface Actor {
+  kind: 'user' | 'worker' | 'system';
+  principalId: number | null;
+  principalName: string | null;
+  initiatorId?: number | null;
+  initiatorName?: string | null;
+  taskId?: number | null;
+  requestId?: string | null;
+  correlationId?: string | null;
+}
+
+export const SYSTEM_ACTOR: Actor = { kind: 'system', principalId: null, principalName: null };
+
+export interface NewEvent {
+  entityType: string;
+  entityId: number | null;
+  entityName?: string | null;
+  collectionId?: number | null;
+  relatedCollectionIds?: number[];
+  action: string;
+  summary?: string | null;
+  before?: unknown;
+  after?: unknown;
+  beforeRevision?: number | null;
+  afterRevision?: number | null;
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * Appends one audit event inside the caller's transaction, so the event exists only if the change
+ * commits. Snapshots must never hold secrets, raw tokens, token hashes or password hashes.
+ */
+export async function appendEvent(tx: Db, actor: Actor, e: NewEvent): Promise<{ id: number; event_id: string }> {
+  const initiatorId = actor.initiatorId ?? (actor.kind === 'user' ? actor.principalId : null);
+  const initiatorName = actor.initiatorName ?? (actor.kind === 'user' ? actor.principalName : null);
+  const provenance = {
+    actor: {
+      kind: actor.kind,
+      principal: actor.principalId === null ? null : { id: actor.principalId, name: actor.principalName },
+    },
+    initiator: initiatorId === null ? null : { principal_id: initiatorId, name: initiatorName },
+    task_id: actor.taskId ?? null,
+  };
+  const related = [...new Set(e.relatedCollectionIds ?? [])].filter((c) => c !== e.collectionId);
+  const metadata = { ...(e.metadata ?? {}), ...(related.length ? { related_collection_ids: related } : {}) };
+  const [row] = await tx<{ id: number; event_id: string }[]>`
+    insert into events (entity_type, entity_id, entity_name, collection_id, related_collection_ids, action,
+      actor_kind, actor_user_id, initiator_user_id, task_id, provenance, request_id, correlation_id,
+      summary, before, after, before_revision, after_revision, metadata, schema_version)
+    values (${e.entityType}, ${e.entityId}, ${e.entityName ?? null}, ${e.collectionId ?? null}, ${related}::int[],
+      ${e.action}, ${actor.kind}, ${actor.kind === 'user' ? actor.principalId : null}, ${initiatorId},
+      ${actor.taskId ?? null}, ${tx.json(provenance as never)}, ${actor.requestId ?? null}, ${actor.correlationId ?? null},
+      ${e.summary ?? null}, ${e.before === undefined || e.before === null ? null : tx.json(e.before as never)},
+      ${e.after === undefined || e.after === null ? null : tx.json(e.after as never)},
+      ${e.beforeRevision ?? null}, ${e.afterRevision ?? null}, ${tx.json(metadata as never)}, 2)
+    returning id, event_id`;
+  return row!;
+}

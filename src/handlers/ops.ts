@@ -1,0 +1,26 @@
+import type { HandlerMap } from '../http/contract.ts';
+import { openapiDocument } from '../http/adapter.ts';
+import { DOCS_HTML } from '../http/docs.ts';
+import { isMigrated } from '../db/migrate.ts';
+import { ApiError } from '../http/errors.ts';
+import { renderMetrics } from '../metrics.ts';
+
+export const opsHandlers = {
+  getHealth: async () => ({ status: 200, body: { status: 'ok' } }),
+
+  getReadiness: async (_input, ctx) => {
+    const ready = await isMigrated(ctx.deps.sql).catch(() => false);
+    if (!ready) throw new ApiError(503, 'the database is not reachable or not migrated');
+    return { status: 200, body: { status: 'ready' } };
+  },
+
+  getOpenApiDocument: async () => ({ status: 200, body: openapiDocument() }),
+
+  getApiReference: async () => ({ status: 200, raw: DOCS_HTML, contentType: 'text/html; charset=utf-8' }),
+
+  getMetrics: async (_input, ctx) => ({
+    status: 200,
+    raw: await renderMetrics(ctx.deps),
+    contentType: 'text/plain; version=0.0.4; charset=utf-8',
+  }),
+} satisfies Partial<HandlerMap>;

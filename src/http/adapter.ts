@@ -1,0 +1,151 @@
+import { readFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import YAML from 'yaml';
+import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
+import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { OperationId } from '../../generated/operations.ts';
+import { ApiError, type ErrorDetail } from './errors.ts';
+import { SchemaRegistry, escapePointer } from './schemas.ts';
+
+// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => Ajv2020;
+
+export const OPENAPI_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'openapi.yaml');
+
+let cachedDoc: Document | undefined;
+/** The contract, parsed once per process. Never mutate it. */
+export function openapiDocument(): Document {
+  cachedDoc ??= YAML.parse(readFileSync(OPENAPI_PATH, 'utf8')) as Document;
+  return cachedDoc;
+}
+
+export function newAjv(): Ajv2020 {
+  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true, discriminator: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+export interface RawRequest {
+  method: string;
+  path: string;
+  query: Record<string, string | string[]>;
+  headers: Record<string, string>;
+  body: unknown;
+  contentType: string;
+}
+
+export interface Routed {
+  operationId: OperationId;
+  operation: Operation;
+  params: Record<string, unknown>;
+  query: Record<string, unknown>;
+  needsAuth: boolean;
+}
+
+/**
+ * Routing and request validation against openapi.yaml. openapi-backend matches the route and
+ * validates path, query and header parameters; request bodies are validated here per media type
+ * (openapi-backend only knows application/json bodies).
+ */
+export class ContractRouter {
+  readonly api: OpenAPIBackend;
+  private readonly schemas = new SchemaRegistry();
+
+  constructor() {
+    this.api = new OpenAPIBackend({
+      definition: structuredClone(openapiDocument()),
+      quick: true,
+      strict: false,
+      validate: true,
+      coerceTypes: true,
+      ignoreTrailingSlashes: false,
+      customizeAjv: (_ajv, opts) => {
+        const a = new Ajv2020({ ...opts, strict: false, allErrors: true, coerceTypes: (opts as { coerceTypes?: boolean }).coerceTypes });
+        addFormats(a);
+        return a as never;
+      },
+    });
+  }
+
+  async init(): Promise<void> {
+    await this.api.init();
+  }
+
+  /** Matches a request to an operation: 404 for unknown paths, 405 for a known path with another method. */
+  match(req: RawRequest): Operation {
+    try {
+      const op = this.api.router.matchOperation({ method: req.method, path: req.path, headers: req.headers, query: req.query }, true);
+      if (!op) throw new ApiError(404, 'no route matches this request');
+      return op;
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      const msg = err instanceof Error ? err.message : '';
+      if (msg.startsWith('405')) throw new ApiError(405, 'this method is not allowed on this path');
+      throw new ApiError(404, 'no route matches this request');
+    }
+  }
+
+  needsAuth(op: Operation): boolean {
+    const sec = op.security ?? (this.api.definition.security as unknown[] | undefined) ?? [];
+    return Array.isArray(sec) && sec.length > 0 && !sec.some((s) => s && typeof s === 'object' && Object.keys(s).length === 0);
+  }
+
+  /** Validates parameters and body; returns coerced params and query, or throws 400. */
+  validate(op: Operation, req: RawRequest): Routed {
+    const result = this.api.validateRequest(
+      { method: req.method, path: req.path, headers: req.headers, query: req.query, body: undefined },
+      op,
+    );
+    const errors = (result.errors ?? []).filter(
+      (e) =>
+        !e.instancePath.startsWith('/requestBody') &&
+        !(e.keyword === 'required' && (e.params as { missingProperty?: string }).missingProperty === 'requestBody'),
+    );
+    const details: ErrorDetail[] = errors.map((e) => toDetail(e));
+    details.push(...this.validateBody(op, req));
+    if (details.length) {
+      throw new ApiError(400, `invalid request: ${details[0]!.path ? details[0]!.path + ' ' : ''}${details[0]!.message}`, {
+        details,
+        reason: 'invalid_request',
+      });
+    }
+    return {
+      operationId: op.operationId as OperationId,
+      operation: op,
+      params: (result.coerced.params ?? {}) as Record<string, unknown>,
+      query: (result.coerced.query ?? {}) as Record<string, unknown>,
+      needsAuth: this.needsAuth(op),
+    };
+  }
+
+  private validateBody(op: Operation, req: RawRequest): ErrorDetail[] {
+    const rb = op.requestBody as { required?: boolean; content?: Record<string, { schema?: unknown }> } | undefined;
+    if (!rb?.content) return [];
+    const hasBody = req.body !== undefined;
+    if (!hasBody) return rb.required ? [{ path: 'body', message: 'a request body is required' }] : [];
+    const types = Object.keys(rb.content);
+    const type = types.find((t) => t === req.contentType) ?? (req.contentType === '' && types.length === 1 ? types[0] : undefined);
+    if (!type) throw new ApiError(415, `unsupported content type; use ${types.join(' or ')}`);
+    const opPointer = `/paths/${escapePointer(op.path)}/${op.method}`;
+    const [rawBody, rbPointer] = this.schemas.resolve(this.schemas.at(`${opPointer}/requestBody`), `${opPointer}/requestBody`);
+    const content = rawBody.content as Record<string, { schema?: unknown }> | undefined;
+    if (!content?.[type]?.schema) return [];
+    const validate = this.schemas.validatorAt(`${rbPointer}/content/${escapePointer(type)}/schema`);
+    if (validate(req.body)) return [];
+    return (validate.errors ?? []).slice(0, 20).map((e) => toDetail(e, 'body'));
+  }
+}
+
+function toDetail(e: ErrorObject, root?: string): ErrorDetail {
+  let path = e.instancePath.replace(/^\/requestBody/, '/body').replace(/^\/(path|query|header)\//, '$1.');
+  if (root) path = root + e.instancePath;
+  path = path.replace(/^\//, '').replace(/\//g, '.');
+  const p = e.params as Record<string, unknown>;
+  let message = e.message ?? 'is invalid';
+  if (e.keyword === 'additionalProperties') message = `unknown member "${String(p.additionalProperty)}"`;
+  if (e.keyword === 'required') message = `missing required member "${String(p.missingProperty)}"`;
+  if (e.keyword === 'enum') message = `must be one of ${(p.allowedValues as unknown[]).map(String).join(', ')}`;
+  return { path: path || 'body', message };
+}

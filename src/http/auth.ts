@@ -1,0 +1,64 @@
+import type { Deps } from '../deps.ts';
+import { hashToken } from '../domain/token-secret.ts';
+import { validateTokenHash, type TokenScopeValue } from '../db/tokens.ts';
+import { unauthorized } from './errors.ts';
+
+export interface AuthInfo {
+  principal: {
+    id: number;
+    kind: 'human' | 'service_account';
+    name: string;
+    identity_scope: string;
+    created_at: Date;
+    updated_at: Date;
+    revision: number;
+  };
+  /** Member of the configured admin group in the configured identity scope. */
+  isAdmin: boolean;
+  token: {
+    id: number;
+    name: string | null;
+    description: string | null;
+    issued: Date;
+    expires_at: Date | null;
+    last_used_at: Date | null;
+    revision: number;
+    /** null = unscoped. */
+    scope: TokenScopeValue | null;
+  };
+}
+
+const BEARER = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/;
+
+/** Resolves the bearer token of a request, or throws the generic 401. */
+export async function authenticate(deps: Deps, authorization: string | undefined): Promise<AuthInfo> {
+  const m = authorization ? BEARER.exec(authorization.trim()) : null;
+  if (!m || m[1]!.length > 512) throw unauthorized();
+  const row = await validateTokenHash(deps.sql, hashToken(deps.tokenKey, m[1]!), deps.config.SVC_TOKEN_LIFETIME_HOURS, {
+    group: deps.config.SVC_ADMIN_GROUPNAME,
+    scope: deps.config.SVC_ADMIN_IDENTITY_SCOPE,
+  });
+  if (!row) throw unauthorized();
+  return {
+    principal: {
+      id: row.principal_id,
+      kind: row.kind,
+      name: row.name,
+      identity_scope: row.identity_scope,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+      revision: row.revision,
+    },
+    isAdmin: row.is_admin,
+    token: {
+      id: row.token_id,
+      name: row.token_name,
+      description: row.token_description,
+      issued: row.issued,
+      expires_at: row.expires_at,
+      last_used_at: row.last_used_at,
+      revision: row.token_revision,
+      scope: row.scope,
+    },
+  };
+}

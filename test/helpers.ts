@@ -1,0 +1,96 @@
+import { randomBytes } from 'node:crypto';
+import { inject } from 'vitest';
+import pino from 'pino';
+import { loadConfig, type Config } from '../src/config.ts';
+import { createSql } from '../src/db/sql.ts';
+import { bootstrap } from '../src/db/bootstrap.ts';
+import { tokenHashKey } from '../src/db/meta.ts';
+import { createApp, type App } from '../src/app.ts';
+import type { Deps } from '../src/deps.ts';
+import { checkResponse, type CheckedResponse } from './contract-check.ts';
+
+export const ADMIN_PASSWORD = 'test-admin-password';
+
+export interface RequestOptions {
+  token?: string | null;
+  body?: unknown;
+  /** Sent as-is (no JSON encoding) when given. */
+  rawBody?: string;
+  contentType?: string;
+  headers?: Record<string, string>;
+  query?: Record<string, string | number | boolean | (string | number)[]>;
+}
+
+export interface TestApp {
+  deps: Deps;
+  app: App;
+  adminToken: string;
+  request(method: string, path: string, opts?: RequestOptions): Promise<CheckedResponse>;
+  login(name: string, password: string, identityScope?: string): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** A unique name for test isolation (files run in parallel against one database). */
+export function uniq(prefix = 't'): string {
+  return `${prefix}-${randomBytes(5).toString('hex')}`;
+}
+
+export function testConfig(overrides: Partial<Config> = {}): Config {
+  return loadConfig(
+    { ...process.env, SVC_ADMIN_PASSWORD: ADMIN_PASSWORD, SVC_DATABASE_URL: inject('dbUrl'), SVC_LOG_LEVEL: 'silent' },
+    overrides,
+  );
+}
+
+/** The app on the per-run test database, with every response checked against openapi.yaml. */
+export async function startTestApp(overrides: Partial<Config> = {}): Promise<TestApp> {
+  const config = testConfig(overrides);
+  const sql = createSql(config.SVC_DATABASE_URL!, config);
+  await bootstrap(sql, config);
+  const deps: Deps = {
+    config,
+    sql,
+    log: pino({ level: 'silent' }),
+    tokenKey: await tokenHashKey(sql, config.SVC_TOKEN_HASH_KEY),
+    services: {},
+  };
+  const app = await createApp(deps);
+
+  async function request(method: string, path: string, opts: RequestOptions = {}): Promise<CheckedResponse> {
+    const url = new URL(path, 'http://test.local');
+    for (const [k, v] of Object.entries(opts.query ?? {})) {
+      if (Array.isArray(v)) for (const item of v) url.searchParams.append(k, String(item));
+      else url.searchParams.set(k, String(v));
+    }
+    const headers = new Headers(opts.headers);
+    const token = opts.token === undefined ? t.adminToken : opts.token;
+    if (token) headers.set('authorization', `Bearer ${token}`);
+    let body: string | undefined;
+    if (opts.rawBody !== undefined) body = opts.rawBody;
+    else if (opts.body !== undefined) body = JSON.stringify(opts.body);
+    if (body !== undefined) headers.set('content-type', opts.contentType ?? 'application/json');
+    const res = await app.fetch(new Request(url, { method, headers, body }));
+    const text = await res.text();
+    return checkResponse(method, url.pathname, res.status, res.headers, text);
+  }
+
+  async function login(name: string, password: string, identityScope?: string): Promise<string> {
+    const res = await request('POST', '/api/v0/auth/login', {
+      token: null,
+      body: { name, password, ...(identityScope ? { identity_scope: identityScope } : {}) },
+    });
+    if (res.status !== 200) throw new Error(`login of ${name} failed: ${res.status} ${res.text}`);
+    return (res.body as { token: string }).token;
+  }
+
+  const t: TestApp = {
+    deps,
+    app,
+    adminToken: '',
+    request,
+    login,
+    close: () => sql.end({ timeout: 5 }),
+  };
+  t.adminToken = await login('admin', ADMIN_PASSWORD);
+  return t;
+}
