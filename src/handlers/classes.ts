@@ -10,5 +10,4 @@ export const classesHandlers = {
   getClass: pending('getClass'),
   deleteClass: pending('deleteClass'),
   updateClass: pending('updateClass'),
-  listClassEvents: pending('listClassEvents'),
 } satisfies Partial<HandlerMap>;

@@ -9,6 +9,5 @@ export const collectionsHandlers = {
   updateCollection: pending('updateCollection'),
   listCollectionAncestors: pending('listCollectionAncestors'),
   listCollectionChildren: pending('listCollectionChildren'),
-  listCollectionEvents: pending('listCollectionEvents'),
   updateCollectionParent: pending('updateCollectionParent'),
 } satisfies Partial<HandlerMap>;

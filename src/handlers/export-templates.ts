@@ -7,6 +7,5 @@ export const exportTemplatesHandlers = {
   getExportTemplate: pending('getExportTemplate'),
   deleteExportTemplate: pending('deleteExportTemplate'),
   updateExportTemplate: pending('updateExportTemplate'),
-  listExportTemplateEvents: pending('listExportTemplateEvents'),
   runExportTemplate: pending('runExportTemplate'),
 } satisfies Partial<HandlerMap>;

@@ -10,5 +10,4 @@ export const groupsHandlers = {
   listGroupMembers: pending('listGroupMembers'),
   addGroupMember: pending('addGroupMember'),
   removeGroupMember: pending('removeGroupMember'),
-  listGroupEvents: pending('listGroupEvents'),
 } satisfies Partial<HandlerMap>;

@@ -16,6 +16,7 @@ import { groupsHandlers } from './groups.ts';
 import { importsHandlers } from './imports.ts';
 import { meHandlers } from './me.ts';
 import { metaHandlers } from './meta.ts';
+import { metaCountsHandlers } from './meta-counts.ts';
 import { objectsHandlers } from './objects.ts';
 import { opsHandlers } from './ops.ts';
 import { permissionsHandlers } from './permissions.ts';
@@ -49,6 +50,7 @@ export const handlers = {
   ...importsHandlers,
   ...meHandlers,
   ...metaHandlers,
+  ...metaCountsHandlers,
   ...objectsHandlers,
   ...opsHandlers,
   ...permissionsHandlers,

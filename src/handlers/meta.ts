@@ -2,7 +2,6 @@ import type { HandlerMap } from '../http/contract.ts';
 import { pending } from './not-implemented.ts';
 
 export const metaHandlers = {
-  getMetaCounts: pending('getMetaCounts'),
   getMetaDb: pending('getMetaDb'),
   getLoginRateLimitState: pending('getLoginRateLimitState'),
   clearLoginRateLimits: pending('clearLoginRateLimits'),

@@ -15,5 +15,4 @@ export const objectsHandlers = {
   deleteObject: pending('deleteObject'),
   updateObject: pending('updateObject'),
   patchObjectData: pending('patchObjectData'),
-  listObjectEvents: pending('listObjectEvents'),
 } satisfies Partial<HandlerMap>;

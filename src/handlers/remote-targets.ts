@@ -7,6 +7,5 @@ export const remoteTargetsHandlers = {
   getRemoteTarget: pending('getRemoteTarget'),
   deleteRemoteTarget: pending('deleteRemoteTarget'),
   updateRemoteTarget: pending('updateRemoteTarget'),
-  listRemoteTargetEvents: pending('listRemoteTargetEvents'),
   invokeRemoteTarget: pending('invokeRemoteTarget'),
 } satisfies Partial<HandlerMap>;

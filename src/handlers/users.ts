@@ -7,5 +7,4 @@ export const usersHandlers = {
   getUser: pending('getUser'),
   deleteUser: pending('deleteUser'),
   updateUser: pending('updateUser'),
-  listUserEvents: pending('listUserEvents'),
 } satisfies Partial<HandlerMap>;
