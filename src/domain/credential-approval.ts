@@ -1,0 +1,60 @@
+import { createHash } from 'node:crypto';
+
+/** Approval lifetime: one use within this many seconds of creation. */
+export const APPROVAL_TTL_SECONDS = 120;
+
+export const APPROVAL_KINDS = [
+  'create_token',
+  'renew_token',
+  'create_user',
+  'update_user',
+  'import_credentials',
+  'confirm_restore',
+] as const;
+export type ApprovalKind = (typeof APPROVAL_KINDS)[number];
+
+/**
+ * The approved operation exactly as in `CredentialApprovalRequest.operation`: its kind, its path
+ * ids and its body, e.g. `{kind: 'update_user', user_id: 7, user: {password: '…'}}`.
+ */
+export type ApprovalOperation = { kind: ApprovalKind } & Record<string, unknown>;
+
+/** The ids the approval record exposes (`target_*`), taken from the operation. */
+export function approvalTargets(op: ApprovalOperation): {
+  principalId: number | null;
+  tokenId: number | null;
+  restoreId: number | null;
+} {
+  const num = (v: unknown) => (typeof v === 'number' ? v : null);
+  switch (op.kind) {
+    case 'create_token':
+      return { principalId: num(op.principal_id), tokenId: null, restoreId: null };
+    case 'renew_token':
+      return { principalId: num(op.principal_id), tokenId: num(op.token_id), restoreId: null };
+    case 'update_user':
+      return { principalId: num(op.user_id), tokenId: null, restoreId: null };
+    case 'confirm_restore':
+      return { principalId: null, tokenId: null, restoreId: num(op.restore_id) };
+    default:
+      return { principalId: null, tokenId: null, restoreId: null };
+  }
+}
+
+/** JSON with object keys sorted at every level, so equal documents give equal text. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null);
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+}
+
+/** The binding between an approval and the later request: SHA-256 of the canonical operation. */
+export function operationHash(op: ApprovalOperation): Buffer {
+  return createHash('sha256').update(canonicalJson(op), 'utf8').digest();
+}
+
+/** Approval ids: 256 random bits, base64url (the header value is checked against this shape). */
+export const APPROVAL_ID = /^[A-Za-z0-9_-]{43}$/;
