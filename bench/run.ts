@@ -51,7 +51,10 @@ try {
   const baseline = await time(async () => void (await (await req('GET', '/healthz')).text()));
   const cases: [string, () => Promise<void>][] = [
     ['validateToken (auth + one UPDATE)', async () => void (await (await req('GET', '/api/v0/auth/validate', { token })).text())],
-    ['login rejected by validation (400)', async () => void (await (await req('POST', '/api/v0/auth/login', { body: { name: 'x'.repeat(300), password: 'p' } })).text())],
+    [
+      'login rejected by validation (400)',
+      async () => void (await (await req('POST', '/api/v0/auth/login', { body: { name: 'x'.repeat(300), password: 'p' } })).text()),
+    ],
   ];
   console.log(`baseline GET /healthz: ${baseline.toFixed(1)} µs/request (${ITER} iterations)`);
   for (const [name, fn] of cases) {

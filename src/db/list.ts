@@ -1,0 +1,302 @@
+// Turns a ParsedList (src/http/list-query.ts) into SQL: filters, keyset pagination over the sort
+// keys plus the id tie-breaker (so pages survive concurrent inserts), and the exact total.
+// Visibility is the caller's `where` fragments, so totals are computed after authorization.
+import type postgres from 'postgres';
+import type { Db } from './sql.ts';
+import { encodeCursor, type Filter, type ListSpec, type ParsedList, type SortKey } from '../http/list-query.ts';
+import type { Reply } from '../http/contract.ts';
+
+export type Fragment = postgres.PendingQuery<postgres.Row[]>;
+
+export interface ListPage<T> {
+  rows: T[];
+  nextCursor: string | null;
+  total: number | null;
+  limit: number;
+}
+
+export interface ListOptions {
+  /** The FROM clause (with joins), e.g. db`collections c`. */
+  from: Fragment;
+  /** The select list, e.g. db`c.id, c.name`. */
+  select: Fragment;
+  /** Extra conditions (visibility, path scoping), ANDed with the filters. */
+  where?: Fragment[];
+  parsed: ParsedList;
+  spec: ListSpec;
+}
+
+/** AND of fragments (true when empty). */
+export function and(db: Db, parts: Fragment[]): Fragment {
+  if (parts.length === 0) return db`true`;
+  return parts.slice(1).reduce((acc, p) => db`${acc} and (${p})` as Fragment, db`(${parts[0]!})` as Fragment);
+}
+
+export function or(db: Db, parts: Fragment[]): Fragment {
+  if (parts.length === 0) return db`false`;
+  return parts.slice(1).reduce((acc, p) => db`${acc} or (${p})` as Fragment, db`(${parts[0]!})` as Fragment);
+}
+
+function col(db: Db, column: string): Fragment {
+  return db`${db(column)}` as Fragment;
+}
+
+/** SQL for one filter. */
+export function filterSql(db: Db, f: Filter): Fragment {
+  const positive = f.def.type === 'json' ? jsonFilter(db, f) : columnFilter(db, f);
+  return f.negate ? (db`not coalesce((${positive}), false)` as Fragment) : positive;
+}
+
+function cast(db: Db, f: Filter, v: unknown): Fragment {
+  switch (f.def.type) {
+    case 'integer':
+      return db`${v as number}::bigint` as Fragment;
+    case 'timestamp':
+      return db`${v as string}::text::timestamptz` as Fragment;
+    case 'boolean':
+      return db`${v as boolean}::boolean` as Fragment;
+    default:
+      return db`${String(v)}::text` as Fragment;
+  }
+}
+
+function likeEscape(s: string): string {
+  return s.replace(/[\\%_]/g, (m) => '\\' + m);
+}
+
+function columnFilter(db: Db, f: Filter): Fragment {
+  const c = col(db, f.def.column);
+  const v = f.values;
+  const one = () => cast(db, f, v[0]);
+  switch (f.op) {
+    case 'is_null':
+      return (v[0] ? db`${c} is null` : db`${c} is not null`) as Fragment;
+    case 'equals':
+      if (v.length > 1) return inList(db, f, c);
+      return db`${c} = ${one()}` as Fragment;
+    case 'in':
+      return inList(db, f, c);
+    case 'gt':
+      return db`${c} > ${one()}` as Fragment;
+    case 'gte':
+      return db`${c} >= ${one()}` as Fragment;
+    case 'lt':
+      return db`${c} < ${one()}` as Fragment;
+    case 'lte':
+      return db`${c} <= ${one()}` as Fragment;
+    case 'between':
+      return db`${c} between ${cast(db, f, v[0])} and ${cast(db, f, v[1])}` as Fragment;
+    default:
+      return textOp(db, c, f.op, String(v[0]));
+  }
+}
+
+function inList(db: Db, f: Filter, c: Fragment): Fragment {
+  switch (f.def.type) {
+    case 'integer':
+      return db`${c} = any(${f.values.map(Number)}::bigint[])` as Fragment;
+    case 'timestamp':
+      return db`${c} = any(${f.values.map(String)}::text[]::timestamptz[])` as Fragment;
+    default:
+      return db`${c} = any(${f.values.map(String)}::text[])` as Fragment;
+  }
+}
+
+function textOp(db: Db, c: Fragment, op: string, v: string): Fragment {
+  switch (op) {
+    case 'equals':
+      return db`${c} = ${v}::text` as Fragment;
+    case 'iequals':
+      return db`lower(${c}) = lower(${v}::text)` as Fragment;
+    case 'contains':
+      return db`strpos(${c}, ${v}::text) > 0` as Fragment;
+    case 'icontains':
+      return db`strpos(lower(${c}), lower(${v}::text)) > 0` as Fragment;
+    case 'startswith':
+      return db`${c} like ${likeEscape(v) + '%'}::text` as Fragment;
+    case 'istartswith':
+      return db`${c} ilike ${likeEscape(v) + '%'}::text` as Fragment;
+    case 'endswith':
+      return db`${c} like ${'%' + likeEscape(v)}::text` as Fragment;
+    case 'iendswith':
+      return db`${c} ilike ${'%' + likeEscape(v)}::text` as Fragment;
+    case 'like':
+      return db`${c} like ${v}::text` as Fragment;
+    case 'regex':
+      return db`${c} ~ ${v}::text` as Fragment;
+    default:
+      throw new Error(`unhandled text operator ${op}`);
+  }
+}
+
+/**
+ * JSON path filters. A missing path or a value that cannot be converted never matches and is
+ * never an error (the svc_try_* functions return null instead of failing).
+ */
+function jsonFilter(db: Db, f: Filter): Fragment {
+  const x = db`(${col(db, f.def.column)} #> ${f.path}::text[])` as Fragment;
+  const txt = db`(${x} #>> '{}')` as Fragment;
+  const isString = db`jsonb_typeof(${x}) = 'string'` as Fragment;
+  const isNumber = db`jsonb_typeof(${x}) = 'number'` as Fragment;
+  const v = f.values.map(String);
+  const first = v[0] ?? '';
+  const numeric = (s: string) => /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(s);
+  const equalsOne = (s: string): Fragment => {
+    const parts: Fragment[] = [db`(${isString} and ${txt} = ${s}::text)` as Fragment];
+    if (numeric(s)) parts.push(db`(case when ${isNumber} then (${x})::numeric end) = ${s}::numeric` as Fragment);
+    if (s === 'true' || s === 'false') parts.push(db`${x} = ${s}::jsonb` as Fragment);
+    if (s === 'null') parts.push(db`jsonb_typeof(${x}) = 'null'` as Fragment);
+    return or(db, parts);
+  };
+  const ordered = (cmp: (a: Fragment, b: Fragment) => Fragment): Fragment => {
+    if (numeric(first)) return cmp(db`(case when ${isNumber} then (${x})::numeric end)` as Fragment, db`${first}::numeric` as Fragment);
+    return cmp(db`(case when ${isString} then ${txt} end)` as Fragment, db`${first}::text` as Fragment);
+  };
+  switch (f.op) {
+    case 'is_null':
+      return (
+        f.values[0] ? db`(${x} is null or jsonb_typeof(${x}) = 'null')` : db`(${x} is not null and jsonb_typeof(${x}) <> 'null')`
+      ) as Fragment;
+    case 'equals':
+      return equalsOne(first);
+    case 'in':
+      return or(db, v.map(equalsOne));
+    case 'gt':
+      return ordered((a, b) => db`${a} > ${b}` as Fragment);
+    case 'gte':
+      return ordered((a, b) => db`${a} >= ${b}` as Fragment);
+    case 'lt':
+      return ordered((a, b) => db`${a} < ${b}` as Fragment);
+    case 'lte':
+      return ordered((a, b) => db`${a} <= ${b}` as Fragment);
+    case 'between': {
+      const [lo, hi] = [v[0]!, v[1]!];
+      if (numeric(lo) && numeric(hi))
+        return db`(case when ${isNumber} then (${x})::numeric end) between ${lo}::numeric and ${hi}::numeric` as Fragment;
+      return db`(case when ${isString} then ${txt} end) between ${lo}::text and ${hi}::text` as Fragment;
+    }
+    case 'has_key':
+      return db`(jsonb_typeof(${x}) = 'object' and ${x} ? ${first}::text)` as Fragment;
+    case 'array_length':
+      return db`(jsonb_typeof(${x}) = 'array' and jsonb_array_length(${x}) = ${Number(first)}::int)` as Fragment;
+    case 'all':
+      return db`(jsonb_typeof(${x}) = 'array' and ${and(
+        db,
+        v.map((s) => {
+          const alts: Fragment[] = [db`${x} @> jsonb_build_array(${s}::text)` as Fragment];
+          if (numeric(s)) alts.push(db`${x} @> jsonb_build_array(${s}::numeric)` as Fragment);
+          if (s === 'true' || s === 'false') alts.push(db`${x} @> jsonb_build_array(${s === 'true'}::boolean)` as Fragment);
+          return or(db, alts);
+        }),
+      )})` as Fragment;
+    case 'within_network':
+      return db`(${isString} and svc_try_inet(${txt}) <<= svc_try_inet(${first}::text))` as Fragment;
+    case 'contains_network':
+      return db`(${isString} and svc_try_inet(${txt}) >>= svc_try_inet(${first}::text))` as Fragment;
+    case 'contains_ip':
+      return db`(${isString} and svc_try_inet(${txt}) >>= svc_try_inet(${first}::text))` as Fragment;
+    case 'overlaps_network':
+      return db`(${isString} and svc_try_inet(${txt}) && svc_try_inet(${first}::text))` as Fragment;
+    case 'inet_equals':
+      return db`(${isString} and svc_try_inet(${txt}) = svc_try_inet(${first}::text))` as Fragment;
+    default:
+      return db`(${isString} and ${textOp(db, txt, f.op, first)})` as Fragment;
+  }
+}
+
+function sortExpr(db: Db, spec: ListSpec, key: SortKey): { expr: Fragment; type: string } {
+  const def = spec.fields[key.field]!;
+  return { expr: col(db, def.column), type: def.type };
+}
+
+/** Keyset condition "row comes after the cursor" for mixed directions, nulls sorting last in ascending order. */
+function afterCursor(db: Db, spec: ListSpec, sort: SortKey[], values: unknown[]): Fragment {
+  const alternatives: Fragment[] = [];
+  for (let i = 0; i < sort.length; i++) {
+    const eqs: Fragment[] = [];
+    for (let j = 0; j < i; j++) {
+      const { expr, type } = sortExpr(db, spec, sort[j]!);
+      const v = values[j];
+      eqs.push((v === null ? db`${expr} is null` : db`${expr} = ${typed(db, type, v)}`) as Fragment);
+    }
+    const { expr, type } = sortExpr(db, spec, sort[i]!);
+    const v = values[i];
+    let step: Fragment;
+    if (!sort[i]!.desc) {
+      // ascending, nulls last: after v come larger values, then nulls; nothing comes after null
+      step = (v === null ? db`false` : db`(${expr} > ${typed(db, type, v)} or ${expr} is null)`) as Fragment;
+    } else {
+      // descending, nulls first: after null come all non-nulls; after v come smaller values
+      step = (v === null ? db`${expr} is not null` : db`${expr} < ${typed(db, type, v)}`) as Fragment;
+    }
+    alternatives.push(and(db, [...eqs, step]));
+  }
+  return or(db, alternatives);
+}
+
+function typed(db: Db, type: string, v: unknown): Fragment {
+  switch (type) {
+    case 'integer':
+      return db`${v as number}::bigint` as Fragment;
+    case 'timestamp':
+      return db`${String(v)}::text::timestamptz` as Fragment;
+    case 'boolean':
+      return db`${v as boolean}::boolean` as Fragment;
+    default:
+      return db`${String(v)}::text` as Fragment;
+  }
+}
+
+function orderBy(db: Db, spec: ListSpec, sort: SortKey[]): Fragment {
+  const parts = sort.map((k) => {
+    const { expr } = sortExpr(db, spec, k);
+    return (k.desc ? db`${expr} desc nulls first` : db`${expr} asc nulls last`) as Fragment;
+  });
+  return parts.reduce((acc, p) => db`${acc}, ${p}` as Fragment);
+}
+
+/** Runs a list query: one page (limit + 1 rows to know whether more follow) and the total. */
+export async function runList<T extends Record<string, unknown>>(db: Db, opts: ListOptions): Promise<ListPage<T>> {
+  const { parsed, spec } = opts;
+  const conditions = [...(opts.where ?? []), ...parsed.filters.map((f) => filterSql(db, f))];
+  const where = and(db, conditions);
+  const page = parsed.cursor ? and(db, [where, afterCursor(db, spec, parsed.sort, parsed.cursor)]) : where;
+  const keyCols = parsed.sort.map((k, i) => {
+    const { expr, type } = sortExpr(db, spec, k);
+    const name = `__k${i}`;
+    return (type === 'timestamp' ? db`(${expr})::text as ${db(name)}` : db`${expr} as ${db(name)}`) as Fragment;
+  });
+  const keys = keyCols.reduce((acc, p) => db`${acc}, ${p}` as Fragment);
+  const rows = (await db`
+    select ${opts.select}, ${keys} from ${opts.from} where ${page}
+    order by ${orderBy(db, spec, parsed.sort)} limit ${parsed.limit + 1}`) as unknown as Record<string, unknown>[];
+  const more = rows.length > parsed.limit;
+  if (more) rows.pop();
+  let nextCursor: string | null = null;
+  const last = rows.at(-1);
+  if (more && last)
+    nextCursor = encodeCursor(
+      parsed.sort.map((_, i) => (last[`__k${i}`] ?? null) as unknown),
+      parsed.signature,
+    );
+  for (const r of rows) for (let i = 0; i < parsed.sort.length; i++) delete r[`__k${i}`];
+  let total: number | null = null;
+  if (parsed.includeTotal) {
+    const [c] = (await db`select count(*)::bigint as n from ${opts.from} where ${where}`) as unknown as { n: number }[];
+    total = Number(c?.n ?? 0);
+  }
+  return { rows: rows as T[], nextCursor, total, limit: parsed.limit };
+}
+
+/** The paging headers of a list reply: X-Page-Limit, X-Next-Cursor (when more), X-Total-Count (when asked). */
+export function pageHeaders(page: { nextCursor: string | null; total: number | null; limit: number }): Record<string, string> {
+  const h: Record<string, string> = { 'x-page-limit': String(page.limit) };
+  if (page.nextCursor) h['x-next-cursor'] = page.nextCursor;
+  if (page.total !== null) h['x-total-count'] = String(page.total);
+  return h;
+}
+
+/** A 200 list reply with a bare JSON array body and the paging headers. */
+export function listReply<T>(page: ListPage<unknown>, body: T[]): Reply {
+  return { status: 200, body, headers: pageHeaders(page) };
+}
