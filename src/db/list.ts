@@ -1,9 +1,19 @@
 // Turns a ParsedList (src/http/list-query.ts) into SQL: filters, keyset pagination over the sort
 // keys plus the id tie-breaker (so pages survive concurrent inserts), and the exact total.
 // Visibility is the caller's `where` fragments, so totals are computed after authorization.
+//
+// Use in a handler:
+//   const spec: ListSpec = { fields: { id: {type: 'integer', column: 'c.id'}, name: {type: 'text', column: 'c.name'}, ... },
+//                            defaultSort: [{ field: 'id', desc: false }], extraParams: ['permissions'] };
+//   const parsed = parseListQuery(input.query, spec);            // 400 on bad input
+//   const page = await runList<Row>(db, { from: db`collections c`, select: db`c.id, c.name, ...`,
+//                                         where: [visibilityFragment], parsed, spec });
+//   return listReply(page, page.rows.map(toWire));              // X-Page-Limit, X-Next-Cursor, X-Total-Count
+// Bind timestamps as text and cast in SQL (${iso}::text::timestamptz): postgres.js serializes
+// timestamptz parameters through JS Date and drops microseconds.
 import type postgres from 'postgres';
 import type { Db } from './sql.ts';
-import { encodeCursor, type Filter, type ListSpec, type ParsedList, type SortKey } from '../http/list-query.ts';
+import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../http/list-query.ts';
 import type { Reply } from '../http/contract.ts';
 
 export type Fragment = postgres.PendingQuery<postgres.Row[]>;
@@ -41,6 +51,11 @@ function col(db: Db, column: string): Fragment {
   return db`${db(column)}` as Fragment;
 }
 
+/** The SQL of a field: its expression when it has one, else its column. */
+function fieldSql(db: Db, def: FieldDef): Fragment {
+  return def.expr ? (def.expr(db as never) as Fragment) : col(db, def.column);
+}
+
 /** SQL for one filter. */
 export function filterSql(db: Db, f: Filter): Fragment {
   const positive = f.def.type === 'json' ? jsonFilter(db, f) : columnFilter(db, f);
@@ -65,7 +80,7 @@ function likeEscape(s: string): string {
 }
 
 function columnFilter(db: Db, f: Filter): Fragment {
-  const c = col(db, f.def.column);
+  const c = fieldSql(db, f.def);
   const v = f.values;
   const one = () => cast(db, f, v[0]);
   switch (f.op) {
@@ -134,7 +149,7 @@ function textOp(db: Db, c: Fragment, op: string, v: string): Fragment {
  * never an error (the svc_try_* functions return null instead of failing).
  */
 function jsonFilter(db: Db, f: Filter): Fragment {
-  const x = db`(${col(db, f.def.column)} #> ${f.path}::text[])` as Fragment;
+  const x = db`(${fieldSql(db, f.def)} #> ${f.path}::text[])` as Fragment;
   const txt = db`(${x} #>> '{}')` as Fragment;
   const isString = db`jsonb_typeof(${x}) = 'string'` as Fragment;
   const isNumber = db`jsonb_typeof(${x}) = 'number'` as Fragment;
@@ -206,7 +221,7 @@ function jsonFilter(db: Db, f: Filter): Fragment {
 
 function sortExpr(db: Db, spec: ListSpec, key: SortKey): { expr: Fragment; type: string } {
   const def = spec.fields[key.field]!;
-  return { expr: col(db, def.column), type: def.type };
+  return { expr: fieldSql(db, def), type: def.type };
 }
 
 /** Keyset condition "row comes after the cursor" for mixed directions, nulls sorting last in ascending order. */

@@ -62,6 +62,11 @@ export interface FieldDef {
   type: FieldType;
   /** SQL column reference, e.g. "c.name" (quoted as an identifier). */
   column: string;
+  /**
+   * Optional SQL expression used instead of `column` (e.g. a computed value); receives the
+   * db handle and returns a postgres.js fragment. `column` then only names the field in errors.
+   */
+  expr?: (db: never) => unknown;
   /** Defaults: sortable unless json. */
   sortable?: boolean;
   filterable?: boolean;
