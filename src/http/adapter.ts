@@ -73,18 +73,51 @@ export class ContractRouter {
     await this.api.init();
   }
 
-  /** Matches a request to an operation: 404 for unknown paths, 405 for a known path with another method. */
+  /**
+   * Matches a request to an operation: 404 for unknown paths, 405 for a known path with another
+   * method. Paths are precompiled once; literal segments win over templated ones (a longer
+   * literal part is tried first), as openapi-backend orders them, without its per-request regex
+   * compilation.
+   */
   match(req: RawRequest): Operation {
-    try {
-      const op = this.api.router.matchOperation({ method: req.method, path: req.path, headers: req.headers, query: req.query }, true);
-      if (!op) throw new ApiError(404, 'no route matches this request');
-      return op;
-    } catch (err) {
-      if (err instanceof ApiError) throw err;
-      const msg = err instanceof Error ? err.message : '';
-      if (msg.startsWith('405')) throw new ApiError(405, 'this method is not allowed on this path');
-      throw new ApiError(404, 'no route matches this request');
+    this.routes ??= this.compileRoutes();
+    let pathMatched = false;
+    for (const route of this.routes) {
+      if (!route.regex.test(req.path)) continue;
+      const op = route.methods.get(req.method);
+      if (op) return op;
+      pathMatched = true;
     }
+    if (pathMatched) throw new ApiError(405, 'this method is not allowed on this path');
+    throw new ApiError(404, 'no route matches this request');
+  }
+
+  private routes?: { regex: RegExp; literal: number; methods: Map<string, Operation> }[];
+
+  private compileRoutes(): { regex: RegExp; literal: number; methods: Map<string, Operation> }[] {
+    const byPath = new Map<string, Map<string, Operation>>();
+    for (const op of this.api.router.getOperations()) {
+      const methods = byPath.get(op.path) ?? new Map<string, Operation>();
+      methods.set(op.method, op);
+      byPath.set(op.path, methods);
+    }
+    const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    return [...byPath.entries()]
+      .map(([path, methods]) => ({
+        regex: new RegExp(
+          '^' +
+            path
+              .split(/\{[^}]+\}/)
+              .map(escape)
+              .join('[^/]+') +
+            '$',
+        ),
+        literal: path.replace(/\{[^}]+\}/g, '').length,
+        exact: !path.includes('{'),
+        methods,
+      }))
+      .sort((a, b) => Number(b.exact) - Number(a.exact) || b.literal - a.literal)
+      .map(({ regex, literal, methods }) => ({ regex, literal, methods }));
   }
 
   needsAuth(op: Operation): boolean {
