@@ -1,0 +1,192 @@
+import type { Db, TransactionSql } from './sql.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import { runList, type ListPage } from './list.ts';
+
+export interface GroupRow {
+  id: number;
+  name: string;
+  description: string;
+  identity_scope: string;
+  managed_by: string | null;
+  external_key: string | null;
+  last_sync_attempted_at: Date | null;
+  last_sync_success_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+/** The public representation and audit snapshot of a group (the row has nothing secret). */
+export function groupView(r: GroupRow) {
+  return {
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    identity_scope: r.identity_scope,
+    managed_by: r.managed_by,
+    external_key: r.external_key,
+    last_sync_attempted_at: r.last_sync_attempted_at,
+    last_sync_success_at: r.last_sync_success_at,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+const GROUP_FIELDS = {
+  id: { type: 'integer', column: 'g.id' },
+  name: { type: 'text', column: 'g.name' },
+  description: { type: 'text', column: 'g.description' },
+  identity_scope: { type: 'text', column: 'g.identity_scope', sortable: false },
+  managed_by: { type: 'text', column: 'g.managed_by', sortable: false },
+  external_key: { type: 'text', column: 'g.external_key', sortable: false },
+  created_at: { type: 'timestamp', column: 'g.created_at' },
+  updated_at: { type: 'timestamp', column: 'g.updated_at' },
+  revision: { type: 'integer', column: 'g.revision' },
+} as const satisfies ListSpec['fields'];
+
+export const GROUP_LIST: ListSpec = { fields: GROUP_FIELDS, defaultSort: [{ field: 'id', desc: false }] };
+
+/** The groups of one principal: sortable like groups, no filters (the contract declares none). */
+export const PRINCIPAL_GROUP_LIST: ListSpec = {
+  fields: {
+    id: { ...GROUP_FIELDS.id, filterable: false },
+    name: { ...GROUP_FIELDS.name, filterable: false },
+    description: { ...GROUP_FIELDS.description, filterable: false },
+    created_at: { ...GROUP_FIELDS.created_at, filterable: false },
+    updated_at: { ...GROUP_FIELDS.updated_at, filterable: false },
+    revision: { ...GROUP_FIELDS.revision, filterable: false },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+const SELECT = (db: Db) =>
+  db`g.id, g.name, g.description, g.identity_scope, g.managed_by, g.external_key, g.last_sync_attempted_at,
+    g.last_sync_success_at, g.created_at, g.updated_at, g.revision`;
+
+export function listGroups(db: Db, parsed: ParsedList): Promise<ListPage<GroupRow>> {
+  return runList<GroupRow & Record<string, unknown>>(db, { from: db`groups g`, select: SELECT(db), parsed, spec: GROUP_LIST });
+}
+
+export function listPrincipalGroups(db: Db, principalId: number, parsed: ParsedList): Promise<ListPage<GroupRow>> {
+  return runList<GroupRow & Record<string, unknown>>(db, {
+    from: db`groups g join group_members gm on gm.group_id = g.id`,
+    select: SELECT(db),
+    where: [db`gm.principal_id = ${principalId}`],
+    parsed,
+    spec: PRINCIPAL_GROUP_LIST,
+  });
+}
+
+export async function findGroup(db: Db, id: number): Promise<GroupRow | undefined> {
+  const [row] = await db<GroupRow[]>`select ${SELECT(db)} from groups g where g.id = ${id}`;
+  return row;
+}
+
+export async function lockGroup(tx: TransactionSql, id: number): Promise<GroupRow | undefined> {
+  const [row] = await tx<GroupRow[]>`select ${SELECT(tx)} from groups g where g.id = ${id} for update`;
+  return row;
+}
+
+/** Locks the group against deletion while a membership or ownership is written (key share). */
+export async function shareLockGroup(tx: TransactionSql, id: number): Promise<GroupRow | undefined> {
+  const [row] = await tx<GroupRow[]>`select ${SELECT(tx)} from groups g where g.id = ${id} for key share`;
+  return row;
+}
+
+export async function insertGroup(tx: TransactionSql, g: { name: string; description: string; identityScope: string }): Promise<GroupRow> {
+  const [row] = await tx<GroupRow[]>`
+    insert into groups (name, description, identity_scope)
+    values (${g.name}, ${g.description}, ${g.identityScope})
+    returning id, name, description, identity_scope, managed_by, external_key, last_sync_attempted_at,
+      last_sync_success_at, created_at, updated_at, revision`;
+  return row!;
+}
+
+export async function updateGroupRow(tx: TransactionSql, id: number, g: { name: string; description: string }): Promise<GroupRow> {
+  const [row] = await tx<GroupRow[]>`
+    update groups set name = ${g.name}, description = ${g.description}, updated_at = now(), revision = revision + 1
+    where id = ${id}
+    returning id, name, description, identity_scope, managed_by, external_key, last_sync_attempted_at,
+      last_sync_success_at, created_at, updated_at, revision`;
+  return row!;
+}
+
+export async function deleteGroupRow(tx: TransactionSql, id: number): Promise<void> {
+  await tx`delete from groups where id = ${id}`;
+}
+
+/** Service accounts owned by a group (they block its deletion). */
+export async function ownedServiceAccounts(db: Db, groupId: number): Promise<{ id: number; name: string }[]> {
+  return db<{ id: number; name: string }[]>`
+    select p.id, p.name from service_accounts sa join principals p on p.id = sa.principal_id
+    where sa.owner_group_id = ${groupId} order by p.id`;
+}
+
+export async function isMember(db: Db, groupId: number, principalId: number): Promise<boolean> {
+  const rows = await db`select 1 from group_members where group_id = ${groupId} and principal_id = ${principalId}`;
+  return rows.length > 0;
+}
+
+// ---- memberships ----
+
+export interface MemberRow {
+  id: number;
+  kind: 'human' | 'service_account';
+  name: string;
+  identity_scope: string;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+export function memberView(r: MemberRow) {
+  return {
+    id: r.id,
+    kind: r.kind,
+    name: r.name,
+    identity_scope: r.identity_scope,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+export const MEMBER_LIST: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'p.id', filterable: false },
+    name: { type: 'text', column: 'p.name', filterable: false },
+    created_at: { type: 'timestamp', column: 'p.created_at', filterable: false },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+export function listMembers(db: Db, groupId: number, parsed: ParsedList): Promise<ListPage<MemberRow>> {
+  return runList<MemberRow & Record<string, unknown>>(db, {
+    from: db`principals p join group_members gm on gm.principal_id = p.id`,
+    select: db`p.id, p.kind, p.name, p.identity_scope, p.created_at, p.updated_at, p.revision`,
+    where: [db`gm.group_id = ${groupId}`],
+    parsed,
+    spec: MEMBER_LIST,
+  });
+}
+
+export async function findPrincipalForMembership(db: Db, id: number): Promise<MemberRow | undefined> {
+  const [row] = await db<MemberRow[]>`
+    select id, kind, name, identity_scope, created_at, updated_at, revision from principals where id = ${id} for key share`;
+  return row;
+}
+
+/** Adds a membership; false when it already existed (a no-op). */
+export async function insertMembership(tx: TransactionSql, groupId: number, principalId: number): Promise<boolean> {
+  const rows = await tx`
+    insert into group_members (group_id, principal_id) values (${groupId}, ${principalId})
+    on conflict do nothing returning group_id`;
+  return rows.length > 0;
+}
+
+/** Removes a membership; false when there was none (a no-op). */
+export async function deleteMembership(tx: TransactionSql, groupId: number, principalId: number): Promise<boolean> {
+  const rows = await tx`delete from group_members where group_id = ${groupId} and principal_id = ${principalId} returning group_id`;
+  return rows.length > 0;
+}

@@ -1,0 +1,112 @@
+import type { Db, TransactionSql } from './sql.ts';
+import type { ListSpec } from '../http/list-query.ts';
+import { runList, type ListPage } from './list.ts';
+import type { ParsedList } from '../http/list-query.ts';
+
+/** A human user as stored: the principal joined with its profile (never the password hash). */
+export interface UserRow {
+  id: number;
+  name: string;
+  identity_scope: string;
+  proper_name: string | null;
+  email: string | null;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+  provider_managed: boolean;
+}
+
+/** The public representation (and the audit snapshot): no password, no hash. */
+export function userView(r: UserRow) {
+  return {
+    id: r.id,
+    name: r.name,
+    identity_scope: r.identity_scope,
+    proper_name: r.proper_name,
+    email: r.email,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+export const USER_LIST: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'p.id' },
+    name: { type: 'text', column: 'p.name' },
+    identity_scope: { type: 'text', column: 'p.identity_scope' },
+    proper_name: { type: 'text', column: 'u.proper_name' },
+    email: { type: 'text', column: 'u.email' },
+    created_at: { type: 'timestamp', column: 'p.created_at' },
+    updated_at: { type: 'timestamp', column: 'p.updated_at' },
+    revision: { type: 'integer', column: 'p.revision' },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+export function listUsers(db: Db, parsed: ParsedList): Promise<ListPage<UserRow>> {
+  return runList<UserRow & Record<string, unknown>>(db, {
+    from: db`principals p join users u on u.principal_id = p.id`,
+    select: db`p.id, p.name, p.identity_scope, u.proper_name, u.email, p.created_at, p.updated_at, p.revision, p.provider_managed`,
+    where: [db`p.kind = 'human'`],
+    parsed,
+    spec: USER_LIST,
+  });
+}
+
+export async function findUser(db: Db, id: number): Promise<UserRow | undefined> {
+  const [row] = await db<UserRow[]>`
+    select p.id, p.name, p.identity_scope, u.proper_name, u.email, p.created_at, p.updated_at, p.revision, p.provider_managed
+    from principals p join users u on u.principal_id = p.id
+    where p.id = ${id} and p.kind = 'human'`;
+  return row;
+}
+
+/** The user with its principal row locked for the rest of the transaction. */
+export async function lockUser(tx: TransactionSql, id: number): Promise<UserRow | undefined> {
+  const [row] = await tx<UserRow[]>`
+    select p.id, p.name, p.identity_scope, u.proper_name, u.email, p.created_at, p.updated_at, p.revision, p.provider_managed
+    from principals p join users u on u.principal_id = p.id
+    where p.id = ${id} and p.kind = 'human'
+    for update of p, u`;
+  return row;
+}
+
+export async function insertUser(
+  tx: TransactionSql,
+  u: { name: string; identityScope: string; passwordHash: string; email: string | null; properName: string | null },
+): Promise<UserRow> {
+  const [p] = await tx<{ id: number; name: string; identity_scope: string; created_at: Date; updated_at: Date; revision: number }[]>`
+    insert into principals (kind, name, identity_scope)
+    values ('human', ${u.name}, ${u.identityScope})
+    returning id, name, identity_scope, created_at, updated_at, revision`;
+  const [profile] = await tx<{ email: string | null; proper_name: string | null }[]>`
+    insert into users (principal_id, password_hash, email, proper_name)
+    values (${p!.id}, ${u.passwordHash}, ${u.email}, ${u.properName})
+    returning email, proper_name`;
+  return { ...p!, ...profile!, provider_managed: false };
+}
+
+/** Writes a change (the caller decided something changes); advances revision and updated_at. */
+export async function updateUserRow(
+  tx: TransactionSql,
+  id: number,
+  change: { email: string | null; properName: string | null; passwordHash: string | null },
+): Promise<UserRow> {
+  const [p] = await tx<{ updated_at: Date; revision: number }[]>`
+    update principals set updated_at = now(), revision = revision + 1
+    where id = ${id}
+    returning updated_at, revision`;
+  await tx`
+    update users set email = ${change.email}, proper_name = ${change.properName},
+      password_hash = coalesce(${change.passwordHash}::text, password_hash)
+    where principal_id = ${id}`;
+  const row = await lockUser(tx, id);
+  return { ...row!, updated_at: p!.updated_at, revision: p!.revision };
+}
+
+/** Deletes a principal; its profile, memberships, tokens and settings go with it (FK cascades). */
+export async function deletePrincipal(tx: TransactionSql, id: number): Promise<boolean> {
+  const rows = await tx`delete from principals where id = ${id} returning id`;
+  return rows.length > 0;
+}
