@@ -1,0 +1,188 @@
+// The SQL half of authorization (the rules and the API documentation are in src/domain/authz.ts).
+// Point checks load the resource and its grant in one statement; visibility helpers return
+// postgres.js fragments so that lists, totals and searches filter in SQL.
+import type { Db } from './sql.ts';
+import type { Fragment } from './list.ts';
+import { notFound } from '../http/errors.ts';
+import {
+  PERMISSIONS,
+  decide,
+  enforce,
+  parsePermissionList,
+  permissionInScope,
+  resourceInScope,
+  resourceScope,
+  sortPermissions,
+  type Authority,
+  type Permission,
+} from '../domain/authz.ts';
+
+/**
+ * Collections on which the principal's groups hold `perm`, directly or on an ancestor (grants
+ * inherit down the tree). A subquery selecting one integer column `id`; no admin rule, no scope.
+ */
+export function grantedCollectionIds(db: Db, principalId: number, perm: Permission): Fragment {
+  return db`
+    with recursive svc_granted (id) as (
+      select cp.collection_id
+      from collection_permissions cp
+      join group_members gm on gm.group_id = cp.group_id
+      where gm.principal_id = ${principalId}::int and cp.permission = ${perm}::text
+      union
+      select c.id from collections c join svc_granted g on c.parent_collection_id = g.id
+    )
+    select svc_granted.id from svc_granted` as Fragment;
+}
+
+/** The grant part of visibility on a collection-id column: admin → true, else membership in the granted set. */
+function grantedOn(db: Db, auth: Authority, perm: Permission, collectionColumn: string): Fragment {
+  if (auth.isAdmin) return db`true` as Fragment;
+  return db`${db(collectionColumn)} in (${grantedCollectionIds(db, auth.principal.id, perm)})` as Fragment;
+}
+
+/**
+ * Collections where the caller effectively holds `perm` (grants ∩ scope, admin rule after scope).
+ * A subquery selecting one integer column `id`.
+ */
+export function visibleCollectionIds(db: Db, auth: Authority, perm: Permission): Fragment {
+  return db`select svc_c.id from collections svc_c where ${collectionWhere(db, auth, perm, { id: 'svc_c.id' })}` as Fragment;
+}
+
+/** Boolean fragment: the collection in column `id` is visible with `perm`. */
+export function collectionWhere(db: Db, auth: Authority, perm: Permission, cols: { id: string } = { id: 'c.id' }): Fragment {
+  if (!permissionInScope(auth, perm)) return db`false` as Fragment;
+  const rs = resourceScope(auth);
+  const grant = grantedOn(db, auth, perm, cols.id);
+  if (!rs) return grant;
+  return db`(${db(cols.id)} = any(${rs.collections}::int[]) and ${grant})` as Fragment;
+}
+
+/** Boolean fragment: the class (columns id, collectionId) is visible with `perm`. */
+export function classWhere(
+  db: Db,
+  auth: Authority,
+  perm: Permission,
+  cols: { id: string; collectionId: string } = { id: 'k.id', collectionId: 'k.collection_id' },
+): Fragment {
+  if (!permissionInScope(auth, perm)) return db`false` as Fragment;
+  const rs = resourceScope(auth);
+  const grant = grantedOn(db, auth, perm, cols.collectionId);
+  if (!rs) return grant;
+  return db`((${db(cols.collectionId)} = any(${rs.collections}::int[]) or ${db(cols.id)} = any(${rs.classes}::int[])) and ${grant})` as Fragment;
+}
+
+/** Boolean fragment: the object (columns id, classId, collectionId) is visible with `perm`. */
+export function objectWhere(
+  db: Db,
+  auth: Authority,
+  perm: Permission,
+  cols: { id: string; classId: string; collectionId: string } = { id: 'o.id', classId: 'o.class_id', collectionId: 'o.collection_id' },
+): Fragment {
+  if (!permissionInScope(auth, perm)) return db`false` as Fragment;
+  const rs = resourceScope(auth);
+  const grant = grantedOn(db, auth, perm, cols.collectionId);
+  if (!rs) return grant;
+  return db`((${db(cols.collectionId)} = any(${rs.collections}::int[]) or ${db(cols.classId)} = any(${rs.classes}::int[])
+    or ${db(cols.id)} = any(${rs.objects}::int[])) and ${grant})` as Fragment;
+}
+
+/**
+ * The `permissions=<PermissionName>[,<PermissionName>…]` list filter: one fragment per named
+ * permission (all must hold). `raw` undefined → no fragments. Unknown names → 400.
+ */
+export function permissionsFilter(raw: string | undefined, build: (perm: Permission) => Fragment): Fragment[] {
+  if (raw === undefined) return [];
+  return parsePermissionList(raw).map(build);
+}
+
+/** True when the principal's groups grant `perm` on the collection or an ancestor (no admin rule, no scope). */
+function grantExists(db: Db, principalId: number, perm: Permission, collectionColumn: Fragment): Fragment {
+  return db`exists (
+    select 1 from collection_ancestors(${collectionColumn}) a
+    join collection_permissions cp on cp.collection_id = a.ancestor_id and cp.permission = ${perm}::text
+    join group_members gm on gm.group_id = cp.group_id and gm.principal_id = ${principalId}::int)` as Fragment;
+}
+
+export interface CollectionRef {
+  id: number;
+  parent_collection_id: number | null;
+}
+export interface ClassRef {
+  id: number;
+  collection_id: number;
+}
+export interface ObjectRef {
+  id: number;
+  class_id: number;
+  collection_id: number;
+}
+
+/** 404 when the collection does not exist; 403 when the caller lacks `perm` on it or is scoped out. */
+export async function requireCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<CollectionRef> {
+  const [row] = await db<(CollectionRef & { granted: boolean })[]>`
+    select c.id, c.parent_collection_id, ${grantExists(db, auth.principal.id, perm, db`c.id` as Fragment)} as granted
+    from collections c where c.id = ${collectionId}::int`;
+  if (!row) throw notFound('collection');
+  enforce(decide(auth, perm, { kind: 'collection', id: row.id }, row.granted), perm, 'collection');
+  return { id: row.id, parent_collection_id: row.parent_collection_id };
+}
+
+/** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
+export async function requireClassPermission(db: Db, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
+  const [row] = await db<(ClassRef & { granted: boolean })[]>`
+    select k.id, k.collection_id, ${grantExists(db, auth.principal.id, perm, db`k.collection_id` as Fragment)} as granted
+    from classes k where k.id = ${classId}::int`;
+  if (!row) throw notFound('class');
+  enforce(decide(auth, perm, { kind: 'class', id: row.id, collectionId: row.collection_id }, row.granted), perm, 'class');
+  return { id: row.id, collection_id: row.collection_id };
+}
+
+/**
+ * 404 when the object does not exist (or, with opts.classId, belongs to another class); 403 when
+ * the caller lacks `perm` on the object's collection or is scoped out.
+ */
+export async function requireObjectPermission(
+  db: Db,
+  auth: Authority,
+  objectId: number,
+  perm: Permission,
+  opts: { classId?: number } = {},
+): Promise<ObjectRef> {
+  const [row] = await db<(ObjectRef & { granted: boolean })[]>`
+    select o.id, o.class_id, o.collection_id, ${grantExists(db, auth.principal.id, perm, db`o.collection_id` as Fragment)} as granted
+    from objects o where o.id = ${objectId}::int`;
+  if (!row || (opts.classId !== undefined && row.class_id !== opts.classId)) throw notFound('object');
+  enforce(
+    decide(auth, perm, { kind: 'object', id: row.id, classId: row.class_id, collectionId: row.collection_id }, row.granted),
+    perm,
+    'object',
+  );
+  return { id: row.id, class_id: row.class_id, collection_id: row.collection_id };
+}
+
+/** Whether the caller effectively holds `perm` on the collection (false also when it does not exist). */
+export async function hasCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<boolean> {
+  if (!permissionInScope(auth, perm) || !resourceInScope(auth, { kind: 'collection', id: collectionId })) return false;
+  const [row] = await db<{ ok: boolean }[]>`
+    select ${auth.isAdmin ? (db`true` as Fragment) : grantExists(db, auth.principal.id, perm, db`c.id` as Fragment)} as ok
+    from collections c where c.id = ${collectionId}::int`;
+  return row?.ok ?? false;
+}
+
+/** Every permission the caller effectively holds on the collection (after scope), in enum order. */
+export async function effectiveCollectionPermissions(db: Db, auth: Authority, collectionId: number): Promise<Permission[]> {
+  if (!resourceInScope(auth, { kind: 'collection', id: collectionId })) return [];
+  let held: string[];
+  if (auth.isAdmin) {
+    const [row] = await db<{ id: number }[]>`select id from collections where id = ${collectionId}::int`;
+    held = row ? [...PERMISSIONS] : [];
+  } else {
+    const rows = await db<{ permission: string }[]>`
+      select distinct cp.permission
+      from collection_ancestors(${collectionId}::int) a
+      join collection_permissions cp on cp.collection_id = a.ancestor_id
+      join group_members gm on gm.group_id = cp.group_id and gm.principal_id = ${auth.principal.id}::int`;
+    held = rows.map((r) => r.permission);
+  }
+  return sortPermissions(held).filter((p) => permissionInScope(auth, p));
+}
