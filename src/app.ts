@@ -9,6 +9,7 @@ import type { Ctx, Reply } from './http/contract.ts';
 import { handlers } from './handlers/index.ts';
 import { serveDocsAsset } from './http/docs.ts';
 import { clientIp } from './http/client-ip.ts';
+import { translatePgError } from './db/pg-errors.ts';
 
 const CORRELATION_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 const JSON_TYPES = /^application\/(.+\+)?json$/;
@@ -104,7 +105,8 @@ export async function createApp(deps: Deps): Promise<App> {
   return { fetch: (req, env) => hono.fetch(req, env as never), hono };
 }
 
-function errorReply(err: unknown, deps?: Deps, requestId?: string): Reply {
+function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {
+  const err = translatePgError(thrown);
   if (err instanceof ApiError) return { status: err.status, body: err.body(), headers: err.headers };
   deps?.log.error({ err, request_id: requestId }, 'unhandled error');
   return { status: 500, body: { error: reasonPhrase(500), message: 'internal server error' } };

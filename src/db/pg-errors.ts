@@ -32,6 +32,8 @@ export function translatePgError(err: unknown): unknown {
     case '22007':
     case '22008':
       return new ApiError(400, 'a value is out of range or malformed');
+    case '2201B':
+      return new ApiError(400, 'invalid regular expression in a filter');
     case '57014':
       return new ApiError(400, 'the request took too much work; narrow the query');
     case '40001':
