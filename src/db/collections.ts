@@ -1,0 +1,160 @@
+// Collections: SQL only. Authorization is src/db/authz.ts; rules for moves are in the handler.
+import type { Db, TransactionSql } from './sql.ts';
+import { registerUniqueMessage } from './pg-errors.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+
+registerUniqueMessage('collections_sibling_name_key', 'a collection with this name already exists under the same parent');
+
+export interface CollectionRow {
+  [key: string]: unknown;
+  id: number;
+  name: string;
+  description: string;
+  parent_collection_id: number | null;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+/** The advisory lock every tree move holds (the cycle-check trigger of migration 0010 takes the same one). */
+const TREE_LOCK = 727010;
+
+export const COLLECTION_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'c.id' },
+    name: { type: 'text', column: 'c.name' },
+    description: { type: 'text', column: 'c.description' },
+    parent_collection_id: { type: 'integer', column: 'c.parent_collection_id' },
+    created_at: { type: 'timestamp', column: 'c.created_at' },
+    updated_at: { type: 'timestamp', column: 'c.updated_at' },
+    revision: { type: 'integer', column: 'c.revision' },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+  extraParams: ['permissions'],
+};
+
+/** Ancestors are ordered nearest first; no filters, no client sort. */
+export const ANCESTOR_LIST_SPEC: ListSpec = {
+  fields: {
+    depth: { type: 'integer', column: 'a.depth', filterable: false },
+    id: { type: 'integer', column: 'c.id', filterable: false },
+  },
+  defaultSort: [{ field: 'depth', desc: false }],
+};
+
+function cols(db: Db): Fragment {
+  return db`c.id, c.name, c.description, c.parent_collection_id, c.created_at, c.updated_at, c.revision` as Fragment;
+}
+
+/** The public representation (also the audit snapshot: collections hold no secrets). */
+export function collectionView(r: CollectionRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    parent_collection_id: r.parent_collection_id,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+export async function findCollection(db: Db, id: number): Promise<CollectionRow | undefined> {
+  const [row] = await db<CollectionRow[]>`select ${cols(db)} from collections c where c.id = ${id}::int`;
+  return row;
+}
+
+/** Locks the row for a change of its own columns (no key update: inserts below it are not blocked). */
+export async function lockCollection(tx: TransactionSql, id: number): Promise<CollectionRow | undefined> {
+  const [row] = await tx<CollectionRow[]>`select ${cols(tx)} from collections c where c.id = ${id}::int for no key update`;
+  return row;
+}
+
+/** Serializes tree moves, so that a cycle check cannot race another move. */
+export async function lockCollectionTree(tx: TransactionSql): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${TREE_LOCK})`;
+}
+
+export async function insertCollection(
+  tx: TransactionSql,
+  c: { name: string; description: string; parentId: number | null },
+): Promise<CollectionRow> {
+  const [row] = await tx<CollectionRow[]>`
+    insert into collections as c (name, description, parent_collection_id)
+    values (${c.name}, ${c.description}, ${c.parentId}::int)
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function updateCollectionRow(
+  tx: TransactionSql,
+  id: number,
+  c: { name: string; description: string },
+): Promise<CollectionRow> {
+  const [row] = await tx<CollectionRow[]>`
+    update collections c set name = ${c.name}, description = ${c.description}, updated_at = now(), revision = c.revision + 1
+    where c.id = ${id}::int
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function setCollectionParent(tx: TransactionSql, id: number, parentId: number | null): Promise<CollectionRow> {
+  const [row] = await tx<CollectionRow[]>`
+    update collections c set parent_collection_id = ${parentId}::int, updated_at = now(), revision = c.revision + 1
+    where c.id = ${id}::int
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function deleteCollectionRow(tx: TransactionSql, id: number): Promise<void> {
+  await tx`delete from collections where id = ${id}::int`;
+}
+
+/** True when `candidate` is `id` itself or one of its descendants (moving `id` under it would close a cycle). */
+export async function isSelfOrDescendant(db: Db, id: number, candidate: number): Promise<boolean> {
+  const [row] = await db<{ hit: boolean }[]>`
+    select exists (select 1 from collection_ancestors(${candidate}::int) a where a.ancestor_id = ${id}::int) as hit`;
+  return row?.hit ?? false;
+}
+
+/** What still lives in a collection and blocks its deletion. */
+export async function collectionDependents(
+  db: Db,
+  id: number,
+): Promise<{ children: number; classes: number; objects: number; remote_targets: number }> {
+  const [row] = await db<{ children: number; classes: number; objects: number; has_targets: boolean }[]>`
+    select
+      (select count(*) from collections where parent_collection_id = ${id}::int)::int as children,
+      (select count(*) from classes where collection_id = ${id}::int)::int as classes,
+      (select count(*) from objects where collection_id = ${id}::int)::int as objects,
+      to_regclass('remote_targets') is not null as has_targets`;
+  let remoteTargets = 0;
+  if (row!.has_targets) {
+    const [t] = await db<{ n: number }[]>`select count(*)::int as n from remote_targets where collection_id = ${id}::int`;
+    remoteTargets = t?.n ?? 0;
+  }
+  return { children: row!.children, classes: row!.classes, objects: row!.objects, remote_targets: remoteTargets };
+}
+
+/** One page of collections matching the parsed query and the caller's visibility fragments. */
+export async function listCollectionRows(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<CollectionRow>> {
+  return runList<CollectionRow>(db, {
+    from: db`collections c` as Fragment,
+    select: cols(db),
+    where,
+    parsed,
+    spec: COLLECTION_LIST_SPEC,
+  });
+}
+
+/** One page of the ancestors of a collection (not itself), nearest first. */
+export async function listAncestorRows(db: Db, id: number, parsed: ParsedList, where: Fragment[]): Promise<ListPage<CollectionRow>> {
+  return runList<CollectionRow>(db, {
+    from: db`collection_ancestors(${id}::int) a join collections c on c.id = a.ancestor_id` as Fragment,
+    select: cols(db),
+    where: [db`a.depth > 0` as Fragment, ...where],
+    parsed,
+    spec: ANCESTOR_LIST_SPEC,
+  });
+}
