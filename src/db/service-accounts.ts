@@ -1,0 +1,141 @@
+import type { Db, TransactionSql } from './sql.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import type { TokenRow } from './tokens.ts';
+
+export interface ServiceAccountRow {
+  id: number;
+  name: string;
+  description: string;
+  identity_scope: string;
+  owner_group_id: number;
+  created_by: number | null;
+  disabled_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+/** Public representation and audit snapshot (a service account has no password or secret). */
+export function serviceAccountView(r: ServiceAccountRow) {
+  return {
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    identity_scope: r.identity_scope,
+    owner_group_id: r.owner_group_id,
+    created_by: r.created_by,
+    disabled_at: r.disabled_at,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+export const SERVICE_ACCOUNT_LIST: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'p.id' },
+    name: { type: 'text', column: 'p.name' },
+    description: { type: 'text', column: 'sa.description', sortable: false },
+    identity_scope: { type: 'text', column: 'p.identity_scope' },
+    owner_group_id: { type: 'integer', column: 'sa.owner_group_id', sortable: false },
+    created_by: { type: 'integer', column: 'sa.created_by', sortable: false },
+    disabled_at: { type: 'timestamp', column: 'sa.disabled_at', sortable: false },
+    created_at: { type: 'timestamp', column: 'p.created_at' },
+    updated_at: { type: 'timestamp', column: 'p.updated_at' },
+    revision: { type: 'integer', column: 'p.revision' },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+const SELECT = (db: Db) =>
+  db`p.id, p.name, sa.description, p.identity_scope, sa.owner_group_id, sa.created_by, sa.disabled_at,
+    p.created_at, p.updated_at, p.revision`;
+
+/** Lists accounts; `memberOf` (a principal id) limits them to accounts owned by that principal's groups. */
+export function listServiceAccounts(db: Db, parsed: ParsedList, memberOf: number | null): Promise<ListPage<ServiceAccountRow>> {
+  const where: Fragment[] = [];
+  if (memberOf !== null) {
+    where.push(db`sa.owner_group_id in (select gm.group_id from group_members gm where gm.principal_id = ${memberOf})` as Fragment);
+  }
+  return runList<ServiceAccountRow & Record<string, unknown>>(db, {
+    from: db`principals p join service_accounts sa on sa.principal_id = p.id`,
+    select: SELECT(db),
+    where,
+    parsed,
+    spec: SERVICE_ACCOUNT_LIST,
+  });
+}
+
+export async function findServiceAccount(db: Db, id: number): Promise<ServiceAccountRow | undefined> {
+  const [row] = await db<ServiceAccountRow[]>`
+    select ${SELECT(db)} from principals p join service_accounts sa on sa.principal_id = p.id where p.id = ${id}`;
+  return row;
+}
+
+export async function lockServiceAccount(tx: TransactionSql, id: number): Promise<ServiceAccountRow | undefined> {
+  const [row] = await tx<ServiceAccountRow[]>`
+    select ${SELECT(tx)} from principals p join service_accounts sa on sa.principal_id = p.id where p.id = ${id}
+    for update of p, sa`;
+  return row;
+}
+
+export async function insertServiceAccount(
+  tx: TransactionSql,
+  s: { name: string; identityScope: string; description: string; ownerGroupId: number; createdBy: number | null },
+): Promise<ServiceAccountRow> {
+  const [p] = await tx<{ id: number }[]>`
+    insert into principals (kind, name, identity_scope) values ('service_account', ${s.name}, ${s.identityScope}) returning id`;
+  await tx`
+    insert into service_accounts (principal_id, description, owner_group_id, created_by)
+    values (${p!.id}, ${s.description}, ${s.ownerGroupId}, ${s.createdBy})`;
+  return (await findServiceAccount(tx, p!.id))!;
+}
+
+export async function updateServiceAccountRow(
+  tx: TransactionSql,
+  id: number,
+  s: { description: string; ownerGroupId: number },
+): Promise<ServiceAccountRow> {
+  await tx`update service_accounts set description = ${s.description}, owner_group_id = ${s.ownerGroupId} where principal_id = ${id}`;
+  await tx`update principals set updated_at = now(), revision = revision + 1 where id = ${id}`;
+  return (await findServiceAccount(tx, id))!;
+}
+
+export interface DisableOutcome {
+  account: ServiceAccountRow;
+  /** Each token revoked now, before and after. */
+  revokedTokens: { before: TokenRow; after: TokenRow }[];
+  cancelledTaskIds: number[];
+}
+
+/**
+ * Disables an account: sets disabled_at, soft-revokes every unrevoked token and cancels its
+ * queued tasks (running tasks are left to finish). The caller holds the account's row lock.
+ */
+export async function disableServiceAccountRow(tx: TransactionSql, id: number): Promise<DisableOutcome> {
+  await tx`update service_accounts set disabled_at = now() where principal_id = ${id}`;
+  await tx`update principals set updated_at = now(), revision = revision + 1 where id = ${id}`;
+  const before = await tx<TokenRow[]>`
+    select id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope, renewed_from_token_id, revision
+    from tokens where principal_id = ${id} and revoked_at is null order by id for update`;
+  const after = await tx<TokenRow[]>`
+    update tokens set revoked_at = now(), revision = revision + 1
+    where id = any(${before.map((t) => t.id)}::int[])
+    returning id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope, renewed_from_token_id, revision`;
+  const afterById = new Map(after.map((t) => [t.id, t]));
+  const tasks = await tx<{ id: number }[]>`
+    update tasks set status = 'cancelled', finished_at = now(), updated_at = now()
+    where submitted_by = ${id} and status = 'queued'
+    returning id`;
+  if (tasks.length > 0) {
+    await tx`
+      insert into task_events (task_id, event_type, message)
+      select unnest(${tasks.map((r) => r.id)}::int[]), 'cancelled', 'cancelled because the submitting service account was disabled'`;
+  }
+  return {
+    account: (await findServiceAccount(tx, id))!,
+    revokedTokens: before.map((b) => ({ before: b, after: afterById.get(b.id)! })),
+    cancelledTaskIds: tasks.map((r) => r.id).sort((a, b) => a - b),
+  };
+}
