@@ -9,6 +9,7 @@ import { tokenHashKey } from './db/meta.ts';
 import { createApp } from './app.ts';
 import type { Deps } from './deps.ts';
 import { startWorkers, type Workers } from './workers/index.ts';
+import { closeLoginLimiter } from './services/login-limiter.ts';
 
 async function main(): Promise<void> {
   let cfg: Config;
@@ -67,6 +68,7 @@ async function main(): Promise<void> {
     deadline.unref();
     await new Promise<void>((ok) => (server ? server.close(() => ok()) : ok()));
     await workers.stop();
+    await closeLoginLimiter(deps);
     await sql.end({ timeout: 5 });
     await embedded?.stop();
     process.exit(0);

@@ -160,3 +160,15 @@ export function approvalSnapshot(r: ApprovalRow): Record<string, unknown> {
     consumed_at: r.consumed_at,
   };
 }
+
+/** The password hash of a human (null when none is set or the principal is not a human). */
+export async function findUserPasswordHash(db: Db, principalId: number): Promise<string | null> {
+  const [row] = await db<{ password_hash: string | null }[]>`select password_hash from users where principal_id = ${principalId}`;
+  return row?.password_hash ?? null;
+}
+
+export async function userExists(db: Db, principalId: number): Promise<boolean> {
+  const [row] = await db<{ id: number }[]>`
+    select p.id from principals p join users u on u.principal_id = p.id where p.id = ${principalId}`;
+  return !!row;
+}

@@ -104,3 +104,146 @@ export function tokenSnapshot(t: TokenRow): Record<string, unknown> {
     revision: t.revision,
   };
 }
+
+/** A token as the API shows it: the row plus the derived `active` and `expired`. */
+export interface TokenView extends TokenRow {
+  active: boolean;
+  expired: boolean;
+}
+
+/**
+ * The select list of a token view over alias `t` (legacy rows without expires_at expire
+ * legacyLifetimeHours after issue, as in validation).
+ */
+export function tokenViewSelect(db: Db, legacyLifetimeHours: number) {
+  const effective = db`coalesce(t.expires_at, t.issued + make_interval(hours => ${legacyLifetimeHours}))`;
+  return db`t.id, t.principal_id, t.name, t.description, t.issued, t.expires_at, t.last_used_at, t.revoked_at, t.scope,
+    t.renewed_from_token_id, t.revision,
+    (${effective} <= now()) as expired,
+    (t.revoked_at is null and ${effective} > now() and not exists (
+      select 1 from service_accounts sa where sa.principal_id = t.principal_id and sa.disabled_at is not null)) as active`;
+}
+
+/** The condition of a token list `state` over alias `t`. */
+export function tokenStateWhere(db: Db, state: 'active' | 'expired' | 'revoked' | 'all', legacyLifetimeHours: number) {
+  const effective = db`coalesce(t.expires_at, t.issued + make_interval(hours => ${legacyLifetimeHours}))`;
+  switch (state) {
+    case 'active':
+      return db`t.revoked_at is null and ${effective} > now() and not exists (
+        select 1 from service_accounts sa where sa.principal_id = t.principal_id and sa.disabled_at is not null)`;
+    case 'expired':
+      return db`${effective} <= now()`;
+    case 'revoked':
+      return db`t.revoked_at is not null`;
+    default:
+      return db`true`;
+  }
+}
+
+/** The token `tokenId` of principal `principalId` (404 material when absent); `lock` takes a row lock. */
+export async function getTokenOfPrincipal(
+  db: Db,
+  principalId: number,
+  tokenId: number,
+  legacyLifetimeHours: number,
+  lock = false,
+): Promise<TokenView | undefined> {
+  const [row] = lock
+    ? await db<TokenView[]>`select ${tokenViewSelect(db, legacyLifetimeHours)} from tokens t
+        where t.id = ${tokenId} and t.principal_id = ${principalId} for update of t`
+    : await db<TokenView[]>`select ${tokenViewSelect(db, legacyLifetimeHours)} from tokens t
+        where t.id = ${tokenId} and t.principal_id = ${principalId}`;
+  return row;
+}
+
+/** The token with this hash, locked. */
+export async function lockTokenByHash(db: Db, hash: Buffer, legacyLifetimeHours: number): Promise<TokenView | undefined> {
+  const [row] = await db<TokenView[]>`select ${tokenViewSelect(db, legacyLifetimeHours)} from tokens t
+    where t.token_hash = ${hash} for update of t`;
+  return row;
+}
+
+/** The token with this id, locked. */
+export async function lockToken(db: Db, tokenId: number, legacyLifetimeHours: number): Promise<TokenView | undefined> {
+  const [row] = await db<TokenView[]>`select ${tokenViewSelect(db, legacyLifetimeHours)} from tokens t
+    where t.id = ${tokenId} for update of t`;
+  return row;
+}
+
+/** Soft-revokes one unrevoked token; undefined when it was revoked already. */
+export async function revokeToken(db: Db, tokenId: number): Promise<TokenRow | undefined> {
+  const [row] = await db<TokenRow[]>`
+    update tokens set revoked_at = now(), revision = revision + 1
+    where id = ${tokenId} and revoked_at is null
+    returning id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope,
+      renewed_from_token_id, revision`;
+  return row;
+}
+
+/** Locks and returns every unrevoked token of a principal (oldest first). */
+export async function lockUnrevokedTokens(db: Db, principalId: number): Promise<TokenRow[]> {
+  return db<TokenRow[]>`
+    select id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope, renewed_from_token_id, revision
+    from tokens where principal_id = ${principalId} and revoked_at is null order by id for update`;
+}
+
+/** Who owns tokens: the principal, its kind, and for a service account its owner group and state. */
+export interface TokenOwner {
+  id: number;
+  kind: 'human' | 'service_account';
+  name: string;
+  owner_group_id: number | null;
+  disabled_at: Date | null;
+  /** Whether `callerId` is a member of the service account's owner group. */
+  caller_in_owner_group: boolean;
+}
+
+export async function findTokenOwner(db: Db, principalId: number, callerId: number, lock = false): Promise<TokenOwner | undefined> {
+  const [row] = lock
+    ? await db<TokenOwner[]>`
+        select p.id, p.kind, p.name, sa.owner_group_id, sa.disabled_at,
+          exists (select 1 from group_members gm where gm.group_id = sa.owner_group_id and gm.principal_id = ${callerId})
+            as caller_in_owner_group
+        from principals p left join service_accounts sa on sa.principal_id = p.id
+        where p.id = ${principalId} for share of p`
+    : await db<TokenOwner[]>`
+        select p.id, p.kind, p.name, sa.owner_group_id, sa.disabled_at,
+          exists (select 1 from group_members gm where gm.group_id = sa.owner_group_id and gm.principal_id = ${callerId})
+            as caller_in_owner_group
+        from principals p left join service_accounts sa on sa.principal_id = p.id
+        where p.id = ${principalId}`;
+  return row;
+}
+
+/** The scope resources (of a validated scope) that do not exist. */
+export async function missingScopeResources(db: Db, resources: { kind: string; id: number }[]): Promise<{ kind: string; id: number }[]> {
+  if (resources.length === 0) return [];
+  return db<{ kind: string; id: number }[]>`
+    select r.kind, r.id
+    from unnest(${resources.map((r) => r.kind)}::text[], ${resources.map((r) => r.id)}::int[]) with ordinality as r(kind, id, n)
+    where not case r.kind
+      when 'collection' then exists (select 1 from collections c where c.id = r.id)
+      when 'class' then exists (select 1 from classes k where k.id = r.id)
+      when 'object' then exists (select 1 from objects o where o.id = r.id)
+      else false end
+    order by r.n`;
+}
+
+/**
+ * Locks up to `batch` tokens whose terminal time (the earlier of revocation and effective expiry)
+ * is older than `cutoff`, skipping rows locked by others.
+ */
+export async function lockPurgeableTokens(db: Db, cutoff: Date, legacyLifetimeHours: number, batch: number): Promise<TokenRow[]> {
+  return db<TokenRow[]>`
+    select id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope, renewed_from_token_id, revision
+    from tokens t
+    where least(t.revoked_at, coalesce(t.expires_at, t.issued + make_interval(hours => ${legacyLifetimeHours})))
+      < ${cutoff.toISOString()}::text::timestamptz
+    order by t.id
+    limit ${batch}
+    for update skip locked`;
+}
+
+export async function deleteTokens(db: Db, ids: number[]): Promise<void> {
+  if (ids.length) await db`delete from tokens where id = any(${ids}::int[])`;
+}

@@ -1,6 +1,16 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { pending } from './not-implemented.ts';
+import { requireUnscopedAdmin } from '../http/gates.ts';
+import { openapiDocument } from '../http/adapter.ts';
+import { redactedConfig } from '../config.ts';
 
 export const adminHandlers = {
-  getAdminConfig: pending('getAdminConfig'),
+  getAdminConfig: async (_input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const cfg = ctx.deps.config;
+    return {
+      status: 200,
+      body: { version: openapiDocument().info.version, runtime_role: cfg.SVC_RUNTIME_ROLE, settings: redactedConfig(cfg) },
+      headers: { 'cache-control': 'no-store' },
+    };
+  },
 } satisfies Partial<HandlerMap>;

@@ -1,13 +1,15 @@
-import { pending } from './not-implemented.ts';
 import type { HandlerMap } from '../http/contract.ts';
-import { actorOf } from '../http/contract.ts';
-import { ApiError, badRequest } from '../http/errors.ts';
+import { actorOf, authOf } from '../http/contract.ts';
+import { ApiError, badRequest, notFound } from '../http/errors.ts';
+import { isUnscopedAdmin, requireHumanUnscoped } from '../http/gates.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import { findLoginCandidate } from '../db/principals.ts';
-import { insertToken, tokenSnapshot } from '../db/tokens.ts';
+import { insertToken, lockToken, lockTokenByHash, lockUnrevokedTokens, tokenSnapshot } from '../db/tokens.ts';
 import { verifyPassword } from '../domain/passwords.ts';
 import { hashToken, newRawToken } from '../domain/token-secret.ts';
+import { loginLimiter, underLoginLimit } from '../services/login-limiter.ts';
+import { authorizeTokenOwner, revokeWithEvent } from './token-access.ts';
 
 const loginFailed = () => new ApiError(401, 'login failed: invalid credentials');
 
@@ -15,21 +17,26 @@ export const authHandlers = {
   login: async (input, ctx) => {
     const { name, password } = input.body;
     const scope = input.body.identity_scope ?? 'local';
-    // Unicode characters, not UTF-16 units: checked before any lookup or password work.
+    // Unicode characters, not UTF-16 units: checked before any rate-limit bookkeeping, lookup or password work.
     if ([...name].length > 255 || [...scope].length > 255 || [...password].length > 4096) {
       throw badRequest('name and identity_scope are limited to 255 characters and password to 4096');
     }
     const cfg = ctx.deps.config;
-    const candidate = await findLoginCandidate(ctx.deps.sql, scope, name);
-    const ok = await verifyPassword(candidate?.kind === 'human' ? candidate.password_hash : null, password);
-    if (!candidate || candidate.kind !== 'human' || !ok) throw loginFailed();
+    let candidate: Awaited<ReturnType<typeof findLoginCandidate>>;
+    const ok = await underLoginLimit(loginLimiter(ctx.deps), name, ctx.clientIp, async () => {
+      candidate = await findLoginCandidate(ctx.deps.sql, scope, name);
+      const verified = await verifyPassword(candidate?.kind === 'human' ? candidate.password_hash : null, password);
+      return verified && candidate?.kind === 'human';
+    });
+    if (!ok || !candidate) throw loginFailed();
+    const principal = candidate;
     const raw = newRawToken();
     const expiresAt = new Date(Date.now() + cfg.SVC_TOKEN_LIFETIME_HOURS * 3600_000);
     const token = await withTx(ctx.deps.sql, async (tx) => {
-      const t = await insertToken(tx, { principalId: candidate.id, hash: hashToken(ctx.deps.tokenKey, raw), name: 'login', expiresAt });
+      const t = await insertToken(tx, { principalId: principal.id, hash: hashToken(ctx.deps.tokenKey, raw), name: 'login', expiresAt });
       await appendEvent(
         tx,
-        { ...actorOf(ctx), principalId: candidate.id, principalName: candidate.name },
+        { ...actorOf(ctx), principalId: principal.id, principalName: principal.name },
         {
           entityType: 'token',
           entityId: t.id,
@@ -38,7 +45,7 @@ export const authHandlers = {
           summary: 'token issued by password login',
           after: tokenSnapshot(t),
           afterRevision: t.revision,
-          metadata: { principal_id: candidate.id, via: 'login' },
+          metadata: { principal_id: principal.id, via: 'login' },
         },
       );
       return t;
@@ -47,9 +54,50 @@ export const authHandlers = {
   },
 
   validateToken: async () => ({ status: 200, body: { message: 'token is valid' } }),
-  logout: pending('logout'),
-  logoutToken: pending('logoutToken'),
-  logoutUser: pending('logoutUser'),
-  logoutAll: pending('logoutAll'),
-  listAuthProviders: pending('listAuthProviders'),
+
+  logout: async (_input, ctx) => {
+    const auth = authOf(ctx);
+    await withTx(ctx.deps.sql, async (tx) => {
+      const row = await lockToken(tx, auth.token.id, ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS);
+      if (row) await revokeWithEvent(tx, ctx, row, 'logout');
+    });
+    return { status: 200, body: { message: 'logged out: the token is revoked' } };
+  },
+
+  logoutToken: async (input, ctx) => {
+    const auth = requireHumanUnscoped(ctx);
+    const raw = input.body.token;
+    if (raw.length === 0 || raw.length > 512) throw notFound('token');
+    await withTx(ctx.deps.sql, async (tx) => {
+      const row = await lockTokenByHash(tx, hashToken(ctx.deps.tokenKey, raw), ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS);
+      // Another principal's token is "not found" for non-admins: the answer must not reveal it exists.
+      if (!row || (row.principal_id !== auth.principal.id && !isUnscopedAdmin(auth))) throw notFound('token');
+      await revokeWithEvent(tx, ctx, row, 'logout_token');
+    });
+    return { status: 200, body: { message: 'the token is revoked' } };
+  },
+
+  logoutUser: async (input, ctx) => {
+    const principalId = input.params.user_id;
+    const n = await withTx(ctx.deps.sql, async (tx) => {
+      const { owner } = await authorizeTokenOwner(ctx, tx, principalId, true);
+      let count = 0;
+      for (const row of await lockUnrevokedTokens(tx, owner.id)) if (await revokeWithEvent(tx, ctx, row, 'logout_user')) count++;
+      return count;
+    });
+    return { status: 200, body: { message: `revoked ${n} token${n === 1 ? '' : 's'} of principal ${principalId}` } };
+  },
+
+  logoutAll: async (_input, ctx) => {
+    const auth = requireHumanUnscoped(ctx);
+    const n = await withTx(ctx.deps.sql, async (tx) => {
+      let count = 0;
+      for (const row of await lockUnrevokedTokens(tx, auth.principal.id)) if (await revokeWithEvent(tx, ctx, row, 'logout_all')) count++;
+      return count;
+    });
+    return { status: 200, body: { message: `revoked ${n} token${n === 1 ? '' : 's'}` } };
+  },
+
+  // Only the built-in local identity scope accepts password logins; no directory provider is configured.
+  listAuthProviders: async () => ({ status: 200, body: { providers: ['local'] } }),
 } satisfies Partial<HandlerMap>;

@@ -1,10 +1,135 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { pending } from './not-implemented.ts';
+import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
+import { parseListQuery, type ListSpec } from '../http/list-query.ts';
+import { listReply, runList } from '../db/list.ts';
+import { withTx } from '../db/tx.ts';
+import { consumeApproval } from '../db/approvals.ts';
+import { getTokenOfPrincipal, tokenStateWhere, tokenViewSelect, type TokenView } from '../db/tokens.ts';
+import { checkExpiry, resolveExpiry } from '../domain/token-lifetime.ts';
+import { assertMintable, authorizeTokenOwner, mintToken, revokeWithEvent, tokenWire, validateScope } from './token-access.ts';
+
+const TOKEN_LIST: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 't.id' },
+    name: { type: 'text', column: 't.name' },
+    issued: { type: 'timestamp', column: 't.issued' },
+    expires_at: { type: 'timestamp', column: 't.expires_at' },
+    last_used_at: { type: 'timestamp', column: 't.last_used_at' },
+  },
+  defaultSort: [{ field: 'issued', desc: true }],
+  extraParams: ['state'],
+};
+
+const STATES = ['active', 'expired', 'revoked', 'all'] as const;
+
+/** The expiry a mint or renewal uses: the one resolved at approval, still in the future and within the maximum. */
+function approvedExpiry(
+  resolved: Date | null,
+  requested: string | undefined,
+  cfg: { SVC_TOKEN_LIFETIME_HOURS: number; SVC_MAX_TOKEN_LIFETIME_HOURS: number },
+): Date {
+  const now = new Date();
+  if (!resolved) return resolveExpiry(requested, now, cfg.SVC_TOKEN_LIFETIME_HOURS, cfg.SVC_MAX_TOKEN_LIFETIME_HOURS);
+  checkExpiry(resolved, now, cfg.SVC_MAX_TOKEN_LIFETIME_HOURS);
+  return resolved;
+}
 
 export const tokensHandlers = {
-  listPrincipalTokens: pending('listPrincipalTokens'),
-  createPrincipalToken: pending('createPrincipalToken'),
-  getPrincipalToken: pending('getPrincipalToken'),
-  renewPrincipalToken: pending('renewPrincipalToken'),
-  revokePrincipalToken: pending('revokePrincipalToken'),
+  listPrincipalTokens: async (input, ctx) => {
+    const db = ctx.deps.sql;
+    const { owner } = await authorizeTokenOwner(ctx, db, input.params.principal_id);
+    const parsed = parseListQuery(input.query, TOKEN_LIST);
+    const state = parsed.extras.state ?? 'active';
+    if (!(STATES as readonly string[]).includes(state)) throw badRequest('state must be active, expired, revoked or all');
+    const legacy = ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS;
+    const page = await runList<TokenView & Record<string, unknown>>(db, {
+      from: db`tokens t`,
+      select: tokenViewSelect(db, legacy),
+      where: [db`t.principal_id = ${owner.id}`, tokenStateWhere(db, state as (typeof STATES)[number], legacy)],
+      parsed,
+      spec: TOKEN_LIST,
+    });
+    return listReply(page, page.rows.map(tokenWire));
+  },
+
+  createPrincipalToken: async (input, ctx) => {
+    const cfg = ctx.deps.config;
+    const body = input.body;
+    const { raw, row } = await withTx(ctx.deps.sql, async (tx) => {
+      const { owner } = await authorizeTokenOwner(ctx, tx, input.params.principal_id, true);
+      const approval = await consumeApproval(tx, ctx, input.headers, {
+        kind: 'create_token',
+        principal_id: input.params.principal_id,
+        token: body,
+      });
+      assertMintable(owner);
+      const scope = await validateScope(tx, body.scope);
+      const expiresAt = approvedExpiry(approval.token_expires_at, body.expires_at, cfg);
+      return mintToken(tx, ctx, owner, { name: body.name ?? null, description: body.description ?? null, expiresAt, scope });
+    });
+    return {
+      status: 201,
+      body: { token: raw, expires_at: row.expires_at },
+      headers: {
+        location: `/api/v1/iam/principals/${row.principal_id}/tokens/${row.id}`,
+        'cache-control': 'no-store',
+        ...etagHeader('token', row.id, row.revision),
+      },
+    };
+  },
+
+  getPrincipalToken: async (input, ctx) => {
+    const db = ctx.deps.sql;
+    const { owner } = await authorizeTokenOwner(ctx, db, input.params.principal_id);
+    const token = await getTokenOfPrincipal(db, owner.id, input.params.token_id, ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS);
+    if (!token) throw notFound('token');
+    return { status: 200, body: tokenWire(token), headers: etagHeader('token', token.id, token.revision) };
+  },
+
+  renewPrincipalToken: async (input, ctx) => {
+    const cfg = ctx.deps.config;
+    const body = (input.body ?? {}) as { expires_at?: string };
+    const { raw, row } = await withTx(ctx.deps.sql, async (tx) => {
+      const { owner } = await authorizeTokenOwner(ctx, tx, input.params.principal_id, true);
+      const original = await getTokenOfPrincipal(tx, owner.id, input.params.token_id, cfg.SVC_TOKEN_LIFETIME_HOURS, true);
+      if (!original) throw notFound('token');
+      const approval = await consumeApproval(tx, ctx, input.headers, {
+        kind: 'renew_token',
+        principal_id: input.params.principal_id,
+        token_id: input.params.token_id,
+        token: body,
+      });
+      if (original.revoked_at) throw conflict('a revoked token cannot be renewed');
+      assertMintable(owner);
+      const expiresAt = approvedExpiry(approval.token_expires_at, body.expires_at, cfg);
+      return mintToken(tx, ctx, owner, {
+        name: original.name,
+        description: original.description,
+        expiresAt,
+        scope: original.scope,
+        renewedFrom: original.id,
+      });
+    });
+    return {
+      status: 201,
+      body: { token: raw, expires_at: row.expires_at },
+      headers: {
+        location: `/api/v1/iam/principals/${row.principal_id}/tokens/${row.id}`,
+        'cache-control': 'no-store',
+        ...etagHeader('token', row.id, row.revision),
+      },
+    };
+  },
+
+  revokePrincipalToken: async (input, ctx) => {
+    await withTx(ctx.deps.sql, async (tx) => {
+      const { owner } = await authorizeTokenOwner(ctx, tx, input.params.principal_id, true);
+      const token = await getTokenOfPrincipal(tx, owner.id, input.params.token_id, ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS, true);
+      if (!token) throw notFound('token');
+      checkIfMatch(input.headers, 'token', token.id, token.revision);
+      await revokeWithEvent(tx, ctx, token, 'revoke');
+    });
+    return { status: 204 };
+  },
 } satisfies Partial<HandlerMap>;

@@ -52,3 +52,6 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     );
   });
 }
+
+import { tokenPurgeLoop } from './token-purge.ts';
+registerLoop(tokenPurgeLoop);

@@ -1,0 +1,135 @@
+// Shared by the auth, tokens and credential-approvals handlers: who may manage a principal's
+// tokens, the token wire form, and minting/revoking with their audit events.
+import type { Ctx } from '../http/contract.ts';
+import { actorOf } from '../http/contract.ts';
+import { conflict, forbidden, notFound } from '../http/errors.ts';
+import { requireHumanUnscoped } from '../http/gates.ts';
+import type { AuthInfo } from '../http/auth.ts';
+import type { Db, TransactionSql } from '../db/sql.ts';
+import { appendEvent } from '../db/events.ts';
+import {
+  findTokenOwner,
+  insertToken,
+  missingScopeResources,
+  revokeToken,
+  tokenSnapshot,
+  type TokenOwner,
+  type TokenRow,
+  type TokenScopeValue,
+  type TokenView,
+} from '../db/tokens.ts';
+import { hashToken, newRawToken } from '../domain/token-secret.ts';
+import { missingResourcesError, validateScopeShape } from '../domain/scope.ts';
+
+/**
+ * The Human/IAM gates, then: the principal exists (404), and the caller may manage its tokens:
+ * an admin; a human for itself; for a service account a human member of its owner group (403).
+ */
+export async function authorizeTokenOwner(
+  ctx: Ctx,
+  db: Db,
+  principalId: number,
+  lock = false,
+): Promise<{ auth: AuthInfo; owner: TokenOwner }> {
+  const auth = requireHumanUnscoped(ctx);
+  const owner = await findTokenOwner(db, principalId, auth.principal.id, lock);
+  if (!owner) throw notFound('principal');
+  if (!mayManage(auth, owner)) {
+    throw forbidden(
+      owner.kind === 'human'
+        ? "only the user itself or an administrator may manage a user's tokens"
+        : "only an administrator or a member of the service account's owner group may manage its tokens",
+    );
+  }
+  return { auth, owner };
+}
+
+export function mayManage(auth: AuthInfo, owner: TokenOwner): boolean {
+  if (auth.isAdmin && auth.token.scope === null) return true;
+  if (auth.principal.kind !== 'human') return false;
+  return owner.kind === 'human' ? owner.id === auth.principal.id : owner.caller_in_owner_group;
+}
+
+/** 409 when tokens cannot be minted for this principal. */
+export function assertMintable(owner: TokenOwner): void {
+  if (owner.kind === 'service_account' && owner.disabled_at)
+    throw conflict('the service account is disabled; no tokens can be minted for it');
+}
+
+/** Shape rules and resource existence of a requested scope (400); returns the scope to store. */
+export async function validateScope(db: Db, scope: unknown): Promise<TokenScopeValue | null> {
+  const s = validateScopeShape(scope);
+  if (s?.resources) {
+    const missing = await missingScopeResources(db, s.resources);
+    if (missing.length) throw missingResourcesError(missing, s);
+  }
+  return s;
+}
+
+export function tokenWire(t: TokenView): Record<string, unknown> {
+  return {
+    id: t.id,
+    principal_id: t.principal_id,
+    name: t.name,
+    description: t.description,
+    issued: t.issued,
+    expires_at: t.expires_at,
+    last_used_at: t.last_used_at,
+    revoked_at: t.revoked_at,
+    active: t.active,
+    expired: t.expired,
+    revision: t.revision,
+    scope: t.scope,
+  };
+}
+
+/** Stores a new token and its `token.created` (or `token.renewed`) event; returns the raw value once. */
+export async function mintToken(
+  tx: TransactionSql,
+  ctx: Ctx,
+  owner: { id: number; name: string },
+  t: { name: string | null; description: string | null; expiresAt: Date; scope: TokenScopeValue | null; renewedFrom?: number },
+): Promise<{ raw: string; row: TokenRow }> {
+  const raw = newRawToken();
+  const row = await insertToken(tx, {
+    principalId: owner.id,
+    hash: hashToken(ctx.deps.tokenKey, raw),
+    name: t.name,
+    description: t.description,
+    expiresAt: t.expiresAt,
+    scope: t.scope,
+    renewedFrom: t.renewedFrom ?? null,
+  });
+  const renewed = t.renewedFrom !== undefined;
+  await appendEvent(tx, actorOf(ctx), {
+    entityType: 'token',
+    entityId: row.id,
+    entityName: row.name,
+    action: renewed ? 'renewed' : 'created',
+    summary: renewed ? `token ${t.renewedFrom} renewed as token ${row.id} for ${owner.name}` : `token minted for ${owner.name}`,
+    after: tokenSnapshot(row),
+    afterRevision: row.revision,
+    metadata: { principal_id: owner.id, ...(renewed ? { renewed_from_token_id: t.renewedFrom } : {}) },
+  });
+  return { raw, row };
+}
+
+/** Soft-revokes a (locked) token and appends `token.revoked`; false when it was revoked already. */
+export async function revokeWithEvent(tx: TransactionSql, ctx: Ctx, before: TokenRow, via: string): Promise<boolean> {
+  if (before.revoked_at) return false;
+  const after = await revokeToken(tx, before.id);
+  if (!after) return false;
+  await appendEvent(tx, actorOf(ctx), {
+    entityType: 'token',
+    entityId: after.id,
+    entityName: after.name,
+    action: 'revoked',
+    summary: `token revoked (${via})`,
+    before: tokenSnapshot(before),
+    after: tokenSnapshot(after),
+    beforeRevision: before.revision,
+    afterRevision: after.revision,
+    metadata: { principal_id: after.principal_id, via },
+  });
+  return true;
+}
