@@ -15,3 +15,40 @@ export async function findLoginCandidate(db: Db, identityScope: string, name: st
     where p.identity_scope = ${identityScope} and p.name = ${name}`;
   return row;
 }
+
+export interface PrincipalAccess {
+  id: number;
+  kind: 'human' | 'service_account';
+  name: string;
+  /** For service accounts: whether the caller is a member of the owner group. */
+  caller_in_owner_group: boolean;
+}
+
+/** A principal and whether `callerId` belongs to its owner group (service accounts only). */
+export async function findPrincipalAccess(db: Db, id: number, callerId: number): Promise<PrincipalAccess | undefined> {
+  const [row] = await db<PrincipalAccess[]>`
+    select p.id, p.kind, p.name,
+      exists (select 1 from service_accounts sa join group_members gm on gm.group_id = sa.owner_group_id
+              where sa.principal_id = p.id and gm.principal_id = ${callerId}) as caller_in_owner_group
+    from principals p where p.id = ${id}`;
+  return row;
+}
+
+export interface PrincipalPermissionRow {
+  group_id: number;
+  group_name: string;
+  group_identity_scope: string;
+  collection_id: number;
+  permission: string;
+}
+
+/** Direct collection permission rows the principal holds through its groups, by group, collection, permission. */
+export async function principalPermissionRows(db: Db, principalId: number): Promise<PrincipalPermissionRow[]> {
+  return db<PrincipalPermissionRow[]>`
+    select g.id as group_id, g.name as group_name, g.identity_scope as group_identity_scope, cp.collection_id, cp.permission
+    from group_members gm
+    join groups g on g.id = gm.group_id
+    join collection_permissions cp on cp.group_id = g.id
+    where gm.principal_id = ${principalId}
+    order by g.id, cp.collection_id, cp.permission collate "C"`;
+}
