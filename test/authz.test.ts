@@ -83,9 +83,8 @@ const READ: Permission[] = ['ReadCollection', 'ReadClass', 'ReadObject'];
 
 beforeAll(async () => {
   t = await startTestApp();
-  [{ id: adminId }] = (await t.deps.sql<{ id: number }[]>`select id from principals where name = 'admin' and identity_scope = 'local'`) as [
-    { id: number },
-  ];
+  const [admin] = await t.deps.sql<{ id: number }[]>`select id from principals where name = 'admin' and identity_scope = 'local'`;
+  adminId = admin!.id;
   R = await collection();
   C = await collection(R);
   G = await collection(C);
