@@ -186,10 +186,15 @@ export function prune(st: KeyState, now: number, cfg: LimiterConfig): void {
 /** Seconds until this key admits attempts again, or null when it admits one now. */
 export function denial(st: KeyState, now: number, threshold: number, cfg: LimiterConfig): number | null {
   if (st.lu > now) return Math.max(1, Math.ceil((st.lu - now) / 1000));
-  const from = Math.max(now - cfg.windowSeconds * 1000, st.le);
-  const counted = st.f.filter((t) => t > from).length + Object.keys(st.p).length;
+  const counted = countedFailures(st, now, cfg) + Object.keys(st.p).length;
   // Attempts in flight could still fill the window: ask the client to come back shortly.
   return counted >= threshold ? 1 : null;
+}
+
+/** Failures inside the window that happened at or after the end of the latest lockout. */
+function countedFailures(st: KeyState, now: number, cfg: LimiterConfig): number {
+  const from = now - cfg.windowSeconds * 1000;
+  return st.f.filter((t) => t > from && t >= st.le).length;
 }
 
 export function reserve(st: KeyState, rid: string, now: number, cfg: LimiterConfig): void {
@@ -203,8 +208,7 @@ export function fail(st: KeyState, rid: string, now: number, threshold: number, 
   if (st.f.length > 1000) st.f = st.f.slice(-1000);
   st.lf = now;
   if (st.lu > now) return;
-  const from = Math.max(now - cfg.windowSeconds * 1000, st.le);
-  if (st.f.filter((t) => t > from).length >= threshold) {
+  if (countedFailures(st, now, cfg) >= threshold) {
     st.lc += 1;
     const ms = Math.min(cfg.lockoutBaseSeconds * 1000 * 2 ** (st.lc - 1), cfg.lockoutMaxSeconds * 1000);
     st.lu = now + ms;

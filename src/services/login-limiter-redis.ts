@@ -65,10 +65,8 @@ local function npend(st)
 end
 
 local function counted(st)
-  local from = now - window
-  if st.le > from then from = st.le end
   local c = 0
-  for _, t in ipairs(st.f) do if t > from then c = c + 1 end end
+  for _, t in ipairs(st.f) do if t > now - window and t >= st.le then c = c + 1 end end
   return c
 end
 
