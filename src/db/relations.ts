@@ -1,0 +1,324 @@
+// Class relations and object relations: SQL only. Authorization comes from src/db/authz.ts (the
+// visibility helpers below only combine its fragments for both ends of a relation); the rules and
+// wire views are in src/domain/relations.ts.
+import type { Db, TransactionSql } from './sql.ts';
+import { and, runList, type Fragment, type ListPage } from './list.ts';
+import { registerUniqueMessage } from './pg-errors.ts';
+import { appendEvent, type Actor, type NewEvent } from './events.ts';
+import { classWhere, objectWhere } from './authz.ts';
+import type { Authority, Permission } from '../domain/authz.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import { classRelationView, objectRelationView, type ClassRelationRow, type ObjectRelationRow } from '../domain/relations.ts';
+
+registerUniqueMessage('class_relations_pair_key', 'a class relation between these two classes (in this direction) already exists');
+registerUniqueMessage('object_relations_pair_key', 'this object relation already exists');
+
+export const CLASS_RELATION_KIND = 'class_relation';
+export const OBJECT_RELATION_KIND = 'object_relation';
+
+// ---- class relations --------------------------------------------------------------------------
+
+/** Rows of the class-relation list: `r` is the relation, `fc`/`tc` its from and to classes. */
+export const CLASS_RELATION_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'r.id' },
+    from_class_id: { type: 'integer', column: 'r.from_class_id' },
+    to_class_id: { type: 'integer', column: 'r.to_class_id' },
+    from_class_name: { type: 'text', column: 'fc.name', sortable: false },
+    to_class_name: { type: 'text', column: 'tc.name', sortable: false },
+    created_at: { type: 'timestamp', column: 'r.created_at' },
+    updated_at: { type: 'timestamp', column: 'r.updated_at' },
+    revision: { type: 'integer', column: 'r.revision' },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+  extraParams: ['permissions'],
+};
+
+function classRelationCols(db: Db): Fragment {
+  return db`r.id, r.from_class_id, r.to_class_id, r.forward_alias, r.reverse_alias, r.from_max_relations,
+    r.to_max_relations, r.created_at, r.updated_at, r.revision` as Fragment;
+}
+
+/** A class relation with the collections of its two classes (for authorization and events). */
+export interface ClassRelationWithEnds extends ClassRelationRow {
+  from_collection_id: number;
+  to_collection_id: number;
+}
+
+/**
+ * The class relation with its ends' collections; `lock` takes a row lock on the relation
+ * (share: object relations are being created under it; update: it is being deleted).
+ */
+export async function findClassRelation(db: Db, id: number, lock?: 'share' | 'update'): Promise<ClassRelationWithEnds | undefined> {
+  const suffix = lock === 'update' ? db`for update of r` : lock === 'share' ? db`for share of r` : db``;
+  const [row] = await db<ClassRelationWithEnds[]>`
+    select ${classRelationCols(db)}, fc.collection_id as from_collection_id, tc.collection_id as to_collection_id
+    from class_relations r
+    join classes fc on fc.id = r.from_class_id
+    join classes tc on tc.id = r.to_class_id
+    where r.id = ${id}::int
+    ${suffix}`;
+  return row;
+}
+
+/** The ids of the given classes that exist. */
+export async function existingClassIds(db: Db, ids: number[]): Promise<Set<number>> {
+  const rows = await db<{ id: number }[]>`select id from classes where id = any(${ids}::int[])`;
+  return new Set(rows.map((r) => r.id));
+}
+
+export interface NewClassRelationRow {
+  from_class_id: number;
+  to_class_id: number;
+  forward_alias: string | null;
+  reverse_alias: string | null;
+  from_max_relations: number | null;
+  to_max_relations: number | null;
+}
+
+export async function insertClassRelation(tx: TransactionSql, r: NewClassRelationRow): Promise<ClassRelationRow> {
+  const [row] = await tx<ClassRelationRow[]>`
+    insert into class_relations as r (from_class_id, to_class_id, forward_alias, reverse_alias, from_max_relations, to_max_relations)
+    values (${r.from_class_id}::int, ${r.to_class_id}::int, ${r.forward_alias}::text, ${r.reverse_alias}::text,
+      ${r.from_max_relations}::int, ${r.to_max_relations}::int)
+    returning ${classRelationCols(tx)}`;
+  return row!;
+}
+
+/** Both ends of a class relation visible with `perm` (grants and token scope on both classes). */
+export function classRelationWhere(db: Db, auth: Authority, perm: Permission): Fragment {
+  return and(db, [
+    classWhere(db, auth, perm, { id: 'fc.id', collectionId: 'fc.collection_id' }),
+    classWhere(db, auth, perm, { id: 'tc.id', collectionId: 'tc.collection_id' }),
+  ]);
+}
+
+export function listClassRelationRows(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<ClassRelationRow>> {
+  return runList<ClassRelationRow>(db, {
+    from: db`class_relations r join classes fc on fc.id = r.from_class_id join classes tc on tc.id = r.to_class_id` as Fragment,
+    select: classRelationCols(db),
+    where,
+    parsed,
+    spec: CLASS_RELATION_LIST_SPEC,
+  });
+}
+
+export function classRelationEvent(r: ClassRelationWithEnds, action: 'created' | 'deleted'): NewEvent {
+  const view = classRelationView(r);
+  return {
+    entityType: CLASS_RELATION_KIND,
+    entityId: r.id,
+    entityName: null,
+    collectionId: r.from_collection_id,
+    relatedCollectionIds: [r.to_collection_id],
+    action,
+    summary: `class relation ${r.id} (class ${r.from_class_id} to class ${r.to_class_id}) ${action}`,
+    before: action === 'deleted' ? view : null,
+    after: action === 'created' ? view : null,
+    beforeRevision: action === 'deleted' ? r.revision : null,
+    afterRevision: action === 'created' ? r.revision : null,
+    metadata: { from_class_id: r.from_class_id, to_class_id: r.to_class_id },
+  };
+}
+
+/**
+ * Deletes a class relation and every object relation under it, with an audit event for each
+ * (the relation row must already be locked for update).
+ */
+export async function deleteClassRelationCascade(tx: TransactionSql, actor: Actor, r: ClassRelationWithEnds): Promise<void> {
+  await deleteObjectRelationsWhere(tx, actor, tx`r.class_relation_id = ${r.id}::int` as Fragment);
+  await tx`delete from class_relations where id = ${r.id}::int`;
+  await appendEvent(tx, actor, classRelationEvent(r, 'deleted'));
+}
+
+/**
+ * For other features deleting a class: deletes the class relations that touch it (and their
+ * object relations), each with its audit event. Call inside the deleting transaction, before the
+ * class row goes (the database would cascade silently otherwise).
+ */
+export async function deleteRelationsOfClass(tx: TransactionSql, actor: Actor, classId: number): Promise<void> {
+  const rows = await tx<ClassRelationWithEnds[]>`
+    select ${classRelationCols(tx)}, fc.collection_id as from_collection_id, tc.collection_id as to_collection_id
+    from class_relations r
+    join classes fc on fc.id = r.from_class_id
+    join classes tc on tc.id = r.to_class_id
+    where r.from_class_id = ${classId}::int or r.to_class_id = ${classId}::int
+    order by r.id
+    for update of r`;
+  for (const r of rows) await deleteClassRelationCascade(tx, actor, r);
+}
+
+// ---- object relations -------------------------------------------------------------------------
+
+/** Rows of the object-relation list: `r` is the relation, `fo`/`tob` its from and to objects. */
+export const OBJECT_RELATION_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'r.id' },
+    class_relation_id: { type: 'integer', column: 'r.class_relation_id' },
+    from_object_id: { type: 'integer', column: 'r.from_object_id' },
+    to_object_id: { type: 'integer', column: 'r.to_object_id' },
+    created_at: { type: 'timestamp', column: 'r.created_at' },
+    updated_at: { type: 'timestamp', column: 'r.updated_at' },
+    revision: { type: 'integer', column: 'r.revision' },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+  extraParams: ['permissions'],
+};
+
+function objectRelationCols(db: Db): Fragment {
+  return db`r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision` as Fragment;
+}
+
+/** An object relation with the classes and collections of its two objects. */
+export interface ObjectRelationWithEnds extends ObjectRelationRow {
+  from_class_id: number;
+  to_class_id: number;
+  from_collection_id: number;
+  to_collection_id: number;
+}
+
+function objectRelationEndCols(db: Db): Fragment {
+  return db`fo.class_id as from_class_id, tob.class_id as to_class_id,
+    fo.collection_id as from_collection_id, tob.collection_id as to_collection_id` as Fragment;
+}
+
+export async function findObjectRelation(db: Db, id: number, lock = false): Promise<ObjectRelationWithEnds | undefined> {
+  const [row] = await db<ObjectRelationWithEnds[]>`
+    select ${objectRelationCols(db)}, ${objectRelationEndCols(db)}
+    from object_relations r
+    join objects fo on fo.id = r.from_object_id
+    join objects tob on tob.id = r.to_object_id
+    where r.id = ${id}::int
+    ${lock ? db`for update of r` : db``}`;
+  return row;
+}
+
+export interface ObjectEnd {
+  id: number;
+  class_id: number;
+  collection_id: number;
+}
+
+/** The given objects that exist, with their class and collection. */
+export async function findObjectEnds(db: Db, ids: number[]): Promise<Map<number, ObjectEnd>> {
+  const rows = await db<ObjectEnd[]>`select id, class_id, collection_id from objects where id = any(${ids}::int[])`;
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/**
+ * Locks both end objects (in id order, so two creators cannot deadlock) so that counting their
+ * relations and inserting a new one is serialized per object: concurrent creates cannot exceed
+ * from_max_relations / to_max_relations. "No key update" does not block other relations' foreign
+ * keys to these objects, only other lockers.
+ */
+export async function lockRelationEnds(tx: TransactionSql, ids: number[]): Promise<void> {
+  await tx`select id from objects where id = any(${ids}::int[]) order by id for no key update`;
+}
+
+/** How many relations under `classRelationId` the object has on the given side. */
+export async function countObjectRelations(
+  tx: TransactionSql,
+  classRelationId: number,
+  side: 'from' | 'to',
+  objectId: number,
+): Promise<number> {
+  const [row] =
+    side === 'from'
+      ? await tx<{ n: number }[]>`
+          select count(*)::int as n from object_relations
+          where class_relation_id = ${classRelationId}::int and from_object_id = ${objectId}::int`
+      : await tx<{ n: number }[]>`
+          select count(*)::int as n from object_relations
+          where class_relation_id = ${classRelationId}::int and to_object_id = ${objectId}::int`;
+  return row?.n ?? 0;
+}
+
+export async function objectRelationExists(tx: TransactionSql, classRelationId: number, fromId: number, toId: number): Promise<boolean> {
+  const [row] = await tx<{ hit: boolean }[]>`
+    select exists (select 1 from object_relations
+      where class_relation_id = ${classRelationId}::int and from_object_id = ${fromId}::int and to_object_id = ${toId}::int) as hit`;
+  return row?.hit ?? false;
+}
+
+export async function insertObjectRelation(
+  tx: TransactionSql,
+  r: { class_relation_id: number; from_object_id: number; to_object_id: number },
+): Promise<ObjectRelationRow> {
+  const [row] = await tx<ObjectRelationRow[]>`
+    insert into object_relations as r (class_relation_id, from_object_id, to_object_id)
+    values (${r.class_relation_id}::int, ${r.from_object_id}::int, ${r.to_object_id}::int)
+    returning ${objectRelationCols(tx)}`;
+  return row!;
+}
+
+/** Both ends of an object relation visible with `perm` (grants and token scope on both objects). */
+export function objectRelationWhere(db: Db, auth: Authority, perm: Permission): Fragment {
+  return and(db, [
+    objectWhere(db, auth, perm, { id: 'fo.id', classId: 'fo.class_id', collectionId: 'fo.collection_id' }),
+    objectWhere(db, auth, perm, { id: 'tob.id', classId: 'tob.class_id', collectionId: 'tob.collection_id' }),
+  ]);
+}
+
+export function listObjectRelationRows(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<ObjectRelationRow>> {
+  return runList<ObjectRelationRow>(db, {
+    from: db`object_relations r join objects fo on fo.id = r.from_object_id join objects tob on tob.id = r.to_object_id` as Fragment,
+    select: objectRelationCols(db),
+    where,
+    parsed,
+    spec: OBJECT_RELATION_LIST_SPEC,
+  });
+}
+
+export function objectRelationEvent(
+  r: ObjectRelationRow,
+  ends: { from_collection_id: number; to_collection_id: number },
+  action: 'created' | 'deleted',
+): NewEvent {
+  const view = objectRelationView(r);
+  return {
+    entityType: OBJECT_RELATION_KIND,
+    entityId: r.id,
+    entityName: null,
+    collectionId: ends.from_collection_id,
+    relatedCollectionIds: [ends.to_collection_id],
+    action,
+    summary: `object relation ${r.id} (object ${r.from_object_id} to object ${r.to_object_id}) ${action}`,
+    before: action === 'deleted' ? view : null,
+    after: action === 'created' ? view : null,
+    beforeRevision: action === 'deleted' ? r.revision : null,
+    afterRevision: action === 'created' ? r.revision : null,
+    metadata: { class_relation_id: r.class_relation_id, from_object_id: r.from_object_id, to_object_id: r.to_object_id },
+  };
+}
+
+export async function deleteObjectRelationRow(tx: TransactionSql, id: number): Promise<void> {
+  await tx`delete from object_relations where id = ${id}::int`;
+}
+
+/** Deletes the object relations matching `cond` (over alias `r`), each with its audit event. */
+async function deleteObjectRelationsWhere(tx: TransactionSql, actor: Actor, cond: Fragment): Promise<void> {
+  const rows = await tx<ObjectRelationWithEnds[]>`
+    select ${objectRelationCols(tx)}, ${objectRelationEndCols(tx)}
+    from object_relations r
+    join objects fo on fo.id = r.from_object_id
+    join objects tob on tob.id = r.to_object_id
+    where ${cond}
+    order by r.id
+    for update of r`;
+  if (rows.length === 0) return;
+  for (const r of rows) await appendEvent(tx, actor, objectRelationEvent(r, r, 'deleted'));
+  await tx`delete from object_relations where id = any(${rows.map((r) => r.id)}::int[])`;
+}
+
+/**
+ * For other features deleting objects: deletes every object relation touching them, each with its
+ * audit event. Call inside the deleting transaction, before the object rows go.
+ */
+export async function deleteRelationsOfObjects(tx: TransactionSql, actor: Actor, objectIds: number[]): Promise<void> {
+  if (objectIds.length === 0) return;
+  await deleteObjectRelationsWhere(
+    tx,
+    actor,
+    tx`(r.from_object_id = any(${objectIds}::int[]) or r.to_object_id = any(${objectIds}::int[]))` as Fragment,
+  );
+}

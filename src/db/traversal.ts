@@ -1,0 +1,171 @@
+// Traversal of class and object relations in both directions: SQL only. The search itself is
+// breadth-first, one set-based statement per level (at most 10), with the visited set kept by
+// ShortestPaths / NearestStarts (src/domain/relations.ts). Compared with one recursive CTE this
+// gives exact shortest depths, a global visited set (cycles cost nothing) and hard work bounds
+// that fail with a 400 instead of a slow statement. Each level query only returns relations the
+// caller may read whose both ends the caller may read, so hidden nodes and relations are never
+// crossed. Run the levels and the final page in one read-only repeatable-read transaction
+// (readSnapshot) so they see the same data.
+import type { Db, TransactionSql } from './sql.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import { classWhere, objectWhere } from './authz.ts';
+import { classRelationWhere, objectRelationWhere } from './relations.ts';
+import type { Authority } from '../domain/authz.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import { LIMITS, ShortestPaths, type Edge } from '../domain/relations.ts';
+
+/** Makes the current transaction a read-only snapshot (call first in the transaction). */
+export async function readSnapshot(tx: TransactionSql): Promise<void> {
+  await tx`set transaction isolation level repeatable read, read only`;
+}
+
+/**
+ * Object relations touching any of `frontier` that the caller may traverse: ReadObjectRelation
+ * and ReadObject on both end objects (grants and token scope). At most LIMITS.relations + 1 rows.
+ */
+export async function visibleObjectEdges(db: Db, auth: Authority, frontier: number[]): Promise<Edge[]> {
+  if (frontier.length === 0) return [];
+  return db<Edge[]>`
+    select r.id, r.from_object_id as a, r.to_object_id as b
+    from object_relations r
+    join objects fo on fo.id = r.from_object_id
+    join objects tob on tob.id = r.to_object_id
+    where (r.from_object_id = any(${frontier}::int[]) or r.to_object_id = any(${frontier}::int[]))
+      and ${objectRelationWhere(db, auth, 'ReadObjectRelation')}
+      and ${objectWhere(db, auth, 'ReadObject', { id: 'fo.id', classId: 'fo.class_id', collectionId: 'fo.collection_id' })}
+      and ${objectWhere(db, auth, 'ReadObject', { id: 'tob.id', classId: 'tob.class_id', collectionId: 'tob.collection_id' })}
+    order by r.id
+    limit ${LIMITS.relations + 1}`;
+}
+
+/** Class relations touching any of `frontier` with ReadClassRelation and ReadClass on both end classes. */
+export async function visibleClassEdges(db: Db, auth: Authority, frontier: number[]): Promise<Edge[]> {
+  if (frontier.length === 0) return [];
+  return db<Edge[]>`
+    select r.id, r.from_class_id as a, r.to_class_id as b
+    from class_relations r
+    join classes fc on fc.id = r.from_class_id
+    join classes tc on tc.id = r.to_class_id
+    where (r.from_class_id = any(${frontier}::int[]) or r.to_class_id = any(${frontier}::int[]))
+      and ${classRelationWhere(db, auth, 'ReadClassRelation')}
+      and ${classWhere(db, auth, 'ReadClass', { id: 'fc.id', collectionId: 'fc.collection_id' })}
+      and ${classWhere(db, auth, 'ReadClass', { id: 'tc.id', collectionId: 'tc.collection_id' })}
+    order by r.id
+    limit ${LIMITS.relations + 1}`;
+}
+
+type EdgeSource = (db: Db, auth: Authority, frontier: number[]) => Promise<Edge[]>;
+
+async function walk(db: Db, auth: Authority, start: number, depth: number, edges: EdgeSource): Promise<ShortestPaths> {
+  const bfs = new ShortestPaths(start);
+  while (bfs.depth < depth && bfs.frontier.length > 0) bfs.step(await edges(db, auth, bfs.frontier));
+  return bfs;
+}
+
+/** Objects reachable from `start` within `depth` hops (the start must already be checked readable). */
+export function traverseObjects(db: Db, auth: Authority, start: number, depth: number): Promise<ShortestPaths> {
+  return walk(db, auth, start, depth, visibleObjectEdges);
+}
+
+/** Classes reachable from `start` within `depth` hops (the start must already be checked readable). */
+export function traverseClasses(db: Db, auth: Authority, start: number, depth: number): Promise<ShortestPaths> {
+  return walk(db, auth, start, depth, visibleClassEdges);
+}
+
+/** The reached nodes as three parallel arrays for unnest(): ids, depths, paths ("1,2,3"). */
+function reachedArrays(bfs: ShortestPaths): { ids: number[]; depths: number[]; paths: string[] } {
+  const ids: number[] = [];
+  const depths: number[] = [];
+  const paths: string[] = [];
+  for (const [id, r] of bfs.reached) {
+    ids.push(id);
+    depths.push(r.depth);
+    paths.push(r.path.join(','));
+  }
+  return { ids, depths, paths };
+}
+
+function reachedFrom(db: Db, bfs: ShortestPaths): Fragment {
+  const { ids, depths, paths } = reachedArrays(bfs);
+  return db`unnest(${ids}::int[], ${depths}::int[], ${paths}::text[]) as rel (id, depth, path_text)` as Fragment;
+}
+
+const TRAVERSAL_SORT_FIELDS = (alias: string): ListSpec['fields'] => ({
+  depth: { type: 'integer', column: 'rel.depth', filterable: false },
+  id: { type: 'integer', column: `${alias}.id`, filterable: false },
+  name: { type: 'text', column: `${alias}.name`, filterable: false },
+  created_at: { type: 'timestamp', column: `${alias}.created_at`, filterable: false },
+  updated_at: { type: 'timestamp', column: `${alias}.updated_at`, filterable: false },
+});
+
+/** Related objects: sorts depth, id, name, created_at, updated_at (default depth, id); no filters. */
+export const RELATED_OBJECT_LIST_SPEC: ListSpec = {
+  fields: TRAVERSAL_SORT_FIELDS('o'),
+  defaultSort: [{ field: 'depth', desc: false }],
+  extraParams: ['depth', 'class_id'],
+};
+
+/** Related classes: the same sorts as related objects. */
+export const RELATED_CLASS_LIST_SPEC: ListSpec = {
+  fields: TRAVERSAL_SORT_FIELDS('c'),
+  defaultSort: [{ field: 'depth', desc: false }],
+  extraParams: ['depth'],
+};
+
+export interface RelatedObjectRow {
+  [key: string]: unknown;
+  id: number;
+  name: string;
+  description: string;
+  collection_id: number;
+  svc_class_id: number;
+  json_data: unknown;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+  depth: number;
+  path: number[];
+}
+
+export interface RelatedClassRow {
+  [key: string]: unknown;
+  id: number;
+  name: string;
+  description: string;
+  collection_id: number;
+  validate_schema: boolean;
+  json_schema: unknown;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+  depth: number;
+  path: number[];
+}
+
+/** One page of the reached objects, optionally only those of class `classId`. */
+export function listRelatedObjectRows(
+  db: Db,
+  bfs: ShortestPaths,
+  parsed: ParsedList,
+  classId: number | null,
+): Promise<ListPage<RelatedObjectRow>> {
+  return runList<RelatedObjectRow>(db, {
+    from: db`${reachedFrom(db, bfs)} join objects o on o.id = rel.id` as Fragment,
+    select: db`o.id, o.name, o.description, o.collection_id, o.class_id as svc_class_id, o.json_data, o.created_at,
+      o.updated_at, o.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path` as Fragment,
+    where: classId === null ? [] : [db`o.class_id = ${classId}::int` as Fragment],
+    parsed,
+    spec: RELATED_OBJECT_LIST_SPEC,
+  });
+}
+
+/** One page of the reached classes. */
+export function listRelatedClassRows(db: Db, bfs: ShortestPaths, parsed: ParsedList): Promise<ListPage<RelatedClassRow>> {
+  return runList<RelatedClassRow>(db, {
+    from: db`${reachedFrom(db, bfs)} join classes c on c.id = rel.id` as Fragment,
+    select: db`c.id, c.name, c.description, c.collection_id, c.validate_schema, c.json_schema, c.created_at, c.updated_at,
+      c.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path` as Fragment,
+    parsed,
+    spec: RELATED_CLASS_LIST_SPEC,
+  });
+}
