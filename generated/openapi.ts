@@ -467,9 +467,17 @@ export interface paths {
         /**
          * Update a class
          * @description Needs UpdateClass; changing `collection_id` also needs CreateClass on the target collection
-         *     (a missing target is 404). A new name must be globally unique (409). `json_schema: null`
-         *     removes the schema (then `validate_schema` must be false). An update that changes nothing
-         *     is a no-op: the current class is returned without a revision change or event.
+         *     (a missing target is 404) and moves the class's objects with it (an `updated` event per
+         *     object). A new name must be globally unique (409). `json_schema: null` removes the schema
+         *     (then `validate_schema` must be false). An update that changes nothing is a no-op: the
+         *     current class is returned without a revision change or event.
+         *
+         *     Stored objects are never left silently invalid: when the update turns `validate_schema`
+         *     on, or changes `json_schema` while validation is on, every object of the class is checked
+         *     against the new schema in the same transaction (object writes wait meanwhile). If any
+         *     fails, nothing changes and the answer is 409 with `reason: existing_objects_invalid`, the
+         *     number of failing objects in `message`, and up to 10 of them in `details` as
+         *     `{path: "objects/<object id>", message: "object <name>: <pointer> <problem>"}`.
          */
         patch: operations["updateClass"];
         trace?: never;
@@ -786,7 +794,8 @@ export interface paths {
          * @description Needs CreateObject on the class's collection. The object is created in the class's
          *     collection. The name must be unique within the class (409). When the class has
          *     `validate_schema: true`, `json_data` failing the class schema is 400 with
-         *     `reason: schema_validation_failed` and `details`.
+         *     `reason: schema_validation_failed` and `details` (up to 20 entries `{path, message}`, where
+         *     `path` is an RFC 6901 pointer into `json_data`, `/` for the root).
          */
         post: operations["createObject"];
         delete?: never;
@@ -853,7 +862,9 @@ export interface paths {
          * @description Same as `updateClass`, addressed by name. Needs UpdateClass; changing `collection_id` also
          *     needs CreateClass on the target collection. 404 also when the class was concurrently
          *     renamed. An update that changes nothing is a no-op: the current class is returned without a
-         *     revision change or event.
+         *     revision change or event. Turning validation on or changing the schema while it is on
+         *     checks every stored object first (409 `existing_objects_invalid` with a sample of failing
+         *     objects, as in `updateClass`).
          */
         patch: operations["updateClassByName"];
         trace?: never;
@@ -1639,6 +1650,14 @@ export interface paths {
          * @description Returns the audit events visible to the caller (see the `events` tag), filtered by the query
          *     parameters (all combine with AND). Sort: `id` or `occurred_at`, `-` prefix descending;
          *     default `-id` (newest first); `id` is the tie-breaker.
+         *
+         *     `occurred_after` and `occurred_before` are strict bounds on `occurred_at` and take exactly
+         *     one timestamp (RFC 3339 or `YYYY-MM-DD`, midnight UTC). The other named filters also accept
+         *     the list query language forms (`field__<op>=value`, `field__not_<op>=value`, e.g.
+         *     `entity_type__in=class,object`), and `entity_name`, `task_id` and `occurred_at`
+         *     (`occurred_at__gte=...`) are further filter fields. Unknown fields or operators are 400.
+         *     The wrappers (collection, class, object, user, group, export-template and remote-target
+         *     events) accept the same filters.
          */
         get: operations["listEvents"];
         put?: never;
@@ -4794,8 +4813,10 @@ export interface components {
             /** @default  */
             description: string;
             /**
-             * @description JSON Schema 2020-12 document with local `#/` refs only (invalid: 400). Omitted or null:
-             *     no schema.
+             * @description JSON Schema 2020-12 document with local `#...` refs only (invalid: 400). It is compiled
+             *     in strict mode: unknown keywords, unknown `format` values, a `$schema` other than
+             *     `https://json-schema.org/draft/2020-12/schema` and any `$ref`/`$dynamicRef` not
+             *     starting with `#` are refused. Omitted or null: no schema.
              */
             json_schema?: unknown;
             /** @description Globally unique (409 otherwise). */
@@ -5555,6 +5576,12 @@ export interface components {
             url?: string;
         };
         Task: {
+            /**
+             * @description True once a cancel was requested (POST /api/v1/tasks/{task_id}/cancel). A `validating` or
+             *     `running` task keeps its status until the worker reaches its next checkpoint and ends
+             *     `cancelled`. Always present in task responses.
+             */
+            cancel_requested?: boolean;
             created_at: components["schemas"]["Timestamp"];
             /** @description Kind-specific details object or null. */
             details: unknown;
@@ -6863,6 +6890,11 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 entity_id?: components["parameters"]["EvEntityId"];
                 entity_type?: components["parameters"]["EvEntityType"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. See the list query language in the API description.
+                 */
+                filters?: components["parameters"]["ListFilters"];
                 /** @description Whether to return X-Total-Count (default true). */
                 include_total?: components["parameters"]["IncludeTotal"];
                 initiator_user_id?: components["parameters"]["EvInitiatorUserId"];
@@ -7146,6 +7178,11 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 entity_id?: components["parameters"]["EvEntityId"];
                 entity_type?: components["parameters"]["EvEntityType"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. See the list query language in the API description.
+                 */
+                filters?: components["parameters"]["ListFilters"];
                 /** @description Whether to return X-Total-Count (default true). */
                 include_total?: components["parameters"]["IncludeTotal"];
                 initiator_user_id?: components["parameters"]["EvInitiatorUserId"];
@@ -8190,6 +8227,11 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 entity_id?: components["parameters"]["EvEntityId"];
                 entity_type?: components["parameters"]["EvEntityType"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. See the list query language in the API description.
+                 */
+                filters?: components["parameters"]["ListFilters"];
                 /** @description Whether to return X-Total-Count (default true). */
                 include_total?: components["parameters"]["IncludeTotal"];
                 initiator_user_id?: components["parameters"]["EvInitiatorUserId"];
@@ -9079,6 +9121,11 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 entity_id?: components["parameters"]["EvEntityId"];
                 entity_type?: components["parameters"]["EvEntityType"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. See the list query language in the API description.
+                 */
+                filters?: components["parameters"]["ListFilters"];
                 /** @description Whether to return X-Total-Count (default true). */
                 include_total?: components["parameters"]["IncludeTotal"];
                 initiator_user_id?: components["parameters"]["EvInitiatorUserId"];
@@ -9293,6 +9340,11 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 entity_id?: components["parameters"]["EvEntityId"];
                 entity_type?: components["parameters"]["EvEntityType"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. See the list query language in the API description.
+                 */
+                filters?: components["parameters"]["ListFilters"];
                 /** @description Whether to return X-Total-Count (default true). */
                 include_total?: components["parameters"]["IncludeTotal"];
                 initiator_user_id?: components["parameters"]["EvInitiatorUserId"];
@@ -9888,6 +9940,11 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 entity_id?: components["parameters"]["EvEntityId"];
                 entity_type?: components["parameters"]["EvEntityType"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. See the list query language in the API description.
+                 */
+                filters?: components["parameters"]["ListFilters"];
                 /** @description Whether to return X-Total-Count (default true). */
                 include_total?: components["parameters"]["IncludeTotal"];
                 initiator_user_id?: components["parameters"]["EvInitiatorUserId"];
@@ -11268,6 +11325,11 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 entity_id?: components["parameters"]["EvEntityId"];
                 entity_type?: components["parameters"]["EvEntityType"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. See the list query language in the API description.
+                 */
+                filters?: components["parameters"]["ListFilters"];
                 /** @description Whether to return X-Total-Count (default true). */
                 include_total?: components["parameters"]["IncludeTotal"];
                 initiator_user_id?: components["parameters"]["EvInitiatorUserId"];
@@ -11864,6 +11926,11 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 entity_id?: components["parameters"]["EvEntityId"];
                 entity_type?: components["parameters"]["EvEntityType"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. See the list query language in the API description.
+                 */
+                filters?: components["parameters"]["ListFilters"];
                 /** @description Whether to return X-Total-Count (default true). */
                 include_total?: components["parameters"]["IncludeTotal"];
                 initiator_user_id?: components["parameters"]["EvInitiatorUserId"];

@@ -1,0 +1,173 @@
+// Audit reads: SQL only. The visibility rules are documented in src/domain/audit.ts; the ReadAudit
+// checks themselves come from src/db/authz.ts (collectionWhere), applied per event row in SQL so
+// that pages and totals count only what the caller may see.
+import type { Db } from './sql.ts';
+import { and, or, runList, type Fragment, type ListPage } from './list.ts';
+import { collectionWhere } from './authz.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import { readsCollectionlessEvents } from '../domain/audit.ts';
+import type { Authority } from '../domain/authz.ts';
+
+/** The list fields of GET /api/v1/events and its wrappers (the Ev* parameters of the contract). */
+export const EVENT_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'e.id' },
+    occurred_at: { type: 'timestamp', column: 'e.occurred_at' },
+    entity_type: { type: 'text', column: 'e.entity_type', sortable: false },
+    entity_id: { type: 'integer', column: 'e.entity_id', sortable: false },
+    entity_name: { type: 'text', column: 'e.entity_name', sortable: false },
+    action: { type: 'text', column: 'e.action', sortable: false },
+    actor_kind: { type: 'text', column: 'e.actor_kind', sortable: false, values: ['user', 'worker', 'system'] },
+    actor_user_id: { type: 'integer', column: 'e.actor_user_id', sortable: false },
+    initiator_user_id: { type: 'integer', column: 'e.initiator_user_id', sortable: false },
+    task_id: { type: 'integer', column: 'e.task_id', sortable: false },
+    collection_id: { type: 'integer', column: 'e.collection_id', sortable: false },
+    before_revision: { type: 'integer', column: 'e.before_revision', sortable: false },
+    after_revision: { type: 'integer', column: 'e.after_revision', sortable: false },
+    // strict bounds on occurred_at; applyTimeWindow (src/domain/audit.ts) turns `=` into > / <
+    occurred_after: { type: 'timestamp', column: 'e.occurred_at', sortable: false },
+    occurred_before: { type: 'timestamp', column: 'e.occurred_at', sortable: false },
+  },
+  defaultSort: [{ field: 'id', desc: true }],
+};
+
+export interface EventRow {
+  [key: string]: unknown;
+  id: number;
+  event_id: string;
+  occurred_at: Date;
+  entity_type: string;
+  entity_id: number | null;
+  entity_name: string | null;
+  collection_id: number | null;
+  action: string;
+  actor_kind: 'user' | 'worker' | 'system';
+  actor_user_id: number | null;
+  initiator_user_id: number | null;
+  task_id: number | null;
+  provenance: unknown;
+  request_id: string | null;
+  correlation_id: string | null;
+  summary: string | null;
+  before: unknown;
+  after: unknown;
+  before_revision: number | null;
+  after_revision: number | null;
+  metadata: Record<string, unknown>;
+  schema_version: number;
+}
+
+/** The Event wire shape (components.schemas.Event). */
+export function eventWire(r: EventRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    event_id: r.event_id,
+    occurred_at: r.occurred_at,
+    entity_type: r.entity_type,
+    entity_id: r.entity_id,
+    entity_name: r.entity_name,
+    collection_id: r.collection_id,
+    action: r.action,
+    actor_kind: r.actor_kind,
+    actor_user_id: r.actor_user_id,
+    initiator_user_id: r.initiator_user_id,
+    task_id: r.task_id,
+    provenance: r.provenance,
+    request_id: r.request_id,
+    correlation_id: r.correlation_id,
+    summary: r.summary,
+    before: r.before ?? null,
+    after: r.after ?? null,
+    before_revision: r.before_revision,
+    after_revision: r.after_revision,
+    metadata: r.metadata ?? {},
+    schema_version: r.schema_version,
+  };
+}
+
+/** Full visibility of an event row `e`: ReadAudit on its own collection, or collection-less for unscoped admins. */
+function fullVisibility(db: Db, auth: Authority): Fragment {
+  const own = db`(e.collection_id is not null and ${collectionWhere(db, auth, 'ReadAudit', { id: 'e.collection_id' })})` as Fragment;
+  if (!readsCollectionlessEvents(auth)) return own;
+  return or(db, [own, db`e.collection_id is null` as Fragment]);
+}
+
+/** Redacted visibility: ReadAudit on one of the event's related collections. */
+function relatedVisibility(db: Db, auth: Authority): Fragment {
+  return db`exists (select 1 from unnest(e.related_collection_ids) as svc_r (id)
+    where ${collectionWhere(db, auth, 'ReadAudit', { id: 'svc_r.id' })})` as Fragment;
+}
+
+/** Boolean fragment over `events e`: the caller may see the event (fully or redacted). */
+export function eventVisibleWhere(db: Db, auth: Authority): Fragment {
+  return or(db, [fullVisibility(db, auth), relatedVisibility(db, auth)]);
+}
+
+function eventColumns(db: Db, auth: Authority): Fragment {
+  return db`e.id, e.event_id, e.occurred_at, e.entity_type, e.entity_id, e.entity_name, e.collection_id, e.action,
+    e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, e.provenance, e.request_id, e.correlation_id,
+    e.summary,
+    case when ${fullVisibility(db, auth)} then e.before end as before,
+    case when ${fullVisibility(db, auth)} then e.after end as after,
+    e.before_revision, e.after_revision, e.metadata, e.schema_version::int as schema_version` as Fragment;
+}
+
+/**
+ * One page of the events visible to the caller, matching the parsed query and the extra fixed
+ * conditions of a wrapper route (`fixed`), with snapshots redacted where visibility is related-only.
+ */
+export function listEventRows(db: Db, auth: Authority, parsed: ParsedList, fixed: Fragment[] = []): Promise<ListPage<EventRow>> {
+  return runList<EventRow>(db, {
+    from: db`events e` as Fragment,
+    select: eventColumns(db, auth),
+    where: [...fixed, eventVisibleWhere(db, auth)],
+    parsed,
+    spec: EVENT_LIST_SPEC,
+  });
+}
+
+/** Wrapper condition: events whose entity is (one of `types`, `id`). */
+export function entityIs(db: Db, types: readonly string[], id: number): Fragment {
+  return and(db, [db`e.entity_type = any(${[...types]}::text[])` as Fragment, db`e.entity_id = ${id}::int` as Fragment]);
+}
+
+/** Wrapper condition: events directly attached to the collection. */
+export function attachedTo(db: Db, collectionId: number): Fragment {
+  return db`e.collection_id = ${collectionId}::int` as Fragment;
+}
+
+/** The class and its collection, or undefined. */
+export async function findClassRef(db: Db, classId: number): Promise<{ id: number; collection_id: number } | undefined> {
+  const [row] = await db<{ id: number; collection_id: number }[]>`
+    select k.id, k.collection_id from classes k where k.id = ${classId}::int`;
+  return row;
+}
+
+/** The object, its class and collection, or undefined. */
+export async function findObjectRef(
+  db: Db,
+  objectId: number,
+): Promise<{ id: number; class_id: number; collection_id: number } | undefined> {
+  const [row] = await db<{ id: number; class_id: number; collection_id: number }[]>`
+    select o.id, o.class_id, o.collection_id from objects o where o.id = ${objectId}::int`;
+  return row;
+}
+
+/** The remote target's collection, or undefined. */
+export async function findRemoteTargetRef(db: Db, targetId: number): Promise<{ id: number; collection_id: number } | undefined> {
+  const [row] = await db<{ id: number; collection_id: number }[]>`
+    select rt.id, rt.collection_id from remote_targets rt where rt.id = ${targetId}::int`;
+  return row;
+}
+
+/** Whether a human user (not a service account) with this principal id exists. */
+export async function humanUserExists(db: Db, id: number): Promise<boolean> {
+  const [row] = await db<{ id: number }[]>`
+    select p.id from principals p join users u on u.principal_id = p.id where p.id = ${id}::int and p.kind = 'human'`;
+  return row !== undefined;
+}
+
+export async function groupExists(db: Db, id: number): Promise<boolean> {
+  const [row] = await db<{ id: number }[]>`select g.id from groups g where g.id = ${id}::int`;
+  return row !== undefined;
+}

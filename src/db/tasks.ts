@@ -1,0 +1,299 @@
+// Tasks: SQL only. The rules (visibility, cancel outcomes, links, Idempotency-Key) are in
+// src/domain/tasks.ts.
+//
+// For task producers (imports, exports, remote calls, backups, restores):
+//   const { task, created } = await withTx(sql, (tx) => insertTask(tx, actorOf(ctx), {
+//     kind: 'export', auth, request: { ...body, /* path ids that make the submission */ },
+//     idempotencyKey: input.headers['idempotency-key'],            // raw header; validated here
+//     collectionId /* optional: the audit event's collection */ }));
+//   return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
+// `created` is false when the same key and the same submission returned an earlier task (no new
+// row, no event); the same key with a different submission is 409; an empty or over-long key 400.
+import type { Db, TransactionSql } from './sql.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import { appendEvent, type Actor } from './events.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import { conflict } from '../http/errors.ts';
+import {
+  TASK_KINDS,
+  TASK_STATUSES,
+  parseIdempotencyKey,
+  seesAllTasks,
+  submissionHash,
+  taskLinks,
+  type TaskKind,
+  type TaskLinks,
+  type TaskStatus,
+} from '../domain/tasks.ts';
+import type { Authority } from '../domain/authz.ts';
+
+export interface TaskProgress {
+  total_items: number;
+  processed_items: number;
+  success_items: number;
+  failed_items: number;
+}
+
+export interface TaskRow {
+  [key: string]: unknown;
+  id: number;
+  kind: TaskKind;
+  status: TaskStatus;
+  submitted_by: number;
+  cancel_requested: boolean;
+  progress: Partial<TaskProgress> | null;
+  summary: unknown;
+  details: unknown;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+}
+
+export interface TaskWire {
+  id: number;
+  kind: TaskKind;
+  status: TaskStatus;
+  submitted_by: number;
+  cancel_requested: boolean;
+  created_at: Date;
+  started_at: Date | null;
+  finished_at: Date | null;
+  progress: TaskProgress;
+  summary: unknown;
+  links: TaskLinks;
+  details: unknown;
+}
+
+function count(v: unknown): number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0;
+}
+
+/** The Task wire shape (components.schemas.Task); every task-returning endpoint uses it. */
+export function toTaskWire(r: TaskRow): TaskWire {
+  const p = r.progress ?? {};
+  return {
+    id: r.id,
+    kind: r.kind,
+    status: r.status,
+    submitted_by: r.submitted_by,
+    cancel_requested: r.cancel_requested,
+    created_at: r.created_at,
+    started_at: r.started_at,
+    finished_at: r.finished_at,
+    progress: {
+      total_items: count(p.total_items),
+      processed_items: count(p.processed_items),
+      success_items: count(p.success_items),
+      failed_items: count(p.failed_items),
+    },
+    summary: r.summary ?? null,
+    links: taskLinks(r.id, r.kind),
+    details: r.details ?? null,
+  };
+}
+
+/** The audit snapshot of a task (no request document, no scope snapshot, no output). */
+export function taskSnapshot(r: TaskRow): Record<string, unknown> {
+  const w = toTaskWire(r);
+  return {
+    id: w.id,
+    kind: w.kind,
+    status: w.status,
+    submitted_by: w.submitted_by,
+    cancel_requested: w.cancel_requested,
+    created_at: w.created_at,
+    started_at: w.started_at,
+    finished_at: w.finished_at,
+    progress: w.progress,
+  };
+}
+
+function taskColumns(db: Db): Fragment {
+  return db`t.id, t.kind, t.status, t.submitted_by, t.cancel_requested, t.progress, t.summary, t.details,
+    t.created_at, t.started_at, t.finished_at` as Fragment;
+}
+
+export const TASK_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 't.id' },
+    kind: { type: 'text', column: 't.kind', sortable: false, values: TASK_KINDS },
+    status: { type: 'text', column: 't.status', sortable: false, values: TASK_STATUSES },
+    submitted_by: { type: 'integer', column: 't.submitted_by', sortable: false },
+    created_at: { type: 'timestamp', column: 't.created_at' },
+    started_at: { type: 'timestamp', column: 't.started_at' },
+    finished_at: { type: 'timestamp', column: 't.finished_at' },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+export const TASK_EVENT_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'te.id', filterable: false },
+    created_at: { type: 'timestamp', column: 'te.created_at', filterable: false },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+/** Boolean fragment over `tasks t`: the tasks the caller may see (own tasks; unscoped admins all). */
+export function taskVisibleWhere(db: Db, auth: Authority): Fragment {
+  if (seesAllTasks(auth)) return db`true` as Fragment;
+  return db`t.submitted_by = ${auth.principal.id}::int` as Fragment;
+}
+
+export function listTaskRows(db: Db, auth: Authority, parsed: ParsedList): Promise<ListPage<TaskRow>> {
+  return runList<TaskRow>(db, {
+    from: db`tasks t` as Fragment,
+    select: taskColumns(db),
+    where: [taskVisibleWhere(db, auth)],
+    parsed,
+    spec: TASK_LIST_SPEC,
+  });
+}
+
+export async function findTask(db: Db, id: number): Promise<TaskRow | undefined> {
+  const [row] = await db<TaskRow[]>`select ${taskColumns(db)} from tasks t where t.id = ${id}::int`;
+  return row;
+}
+
+/** The task, locked for the rest of the transaction. */
+export async function lockTask(tx: TransactionSql, id: number): Promise<TaskRow | undefined> {
+  const [row] = await tx<TaskRow[]>`select ${taskColumns(tx)} from tasks t where t.id = ${id}::int for update`;
+  return row;
+}
+
+export interface TaskEventRow {
+  [key: string]: unknown;
+  id: number;
+  task_id: number;
+  event_type: string;
+  message: string;
+  data: unknown;
+  created_at: Date;
+}
+
+export function taskEventWire(r: TaskEventRow): Record<string, unknown> {
+  return { id: r.id, task_id: r.task_id, event_type: r.event_type, message: r.message, data: r.data ?? null, created_at: r.created_at };
+}
+
+export function listTaskEventRows(db: Db, taskId: number, parsed: ParsedList): Promise<ListPage<TaskEventRow>> {
+  return runList<TaskEventRow>(db, {
+    from: db`task_events te` as Fragment,
+    select: db`te.id, te.task_id, te.event_type, te.message, te.data, te.created_at` as Fragment,
+    where: [db`te.task_id = ${taskId}::int` as Fragment],
+    parsed,
+    spec: TASK_EVENT_LIST_SPEC,
+  });
+}
+
+/** Appends one row of task history (GET /tasks/{id}/events). */
+export async function insertTaskEvent(
+  db: Db,
+  taskId: number,
+  eventType: string,
+  message: string,
+  data: unknown = null,
+): Promise<TaskEventRow> {
+  const [row] = await db<TaskEventRow[]>`
+    insert into task_events (task_id, event_type, message, data)
+    values (${taskId}::int, ${eventType}, ${message}, ${data === null || data === undefined ? null : db.json(data as never)})
+    returning id, task_id, event_type, message, data, created_at`;
+  return row!;
+}
+
+/** queued → cancelled (the caller holds the row lock and has checked the status). */
+export async function setTaskCancelled(tx: TransactionSql, id: number): Promise<TaskRow> {
+  const [row] = await tx<TaskRow[]>`
+    update tasks t set status = 'cancelled', cancel_requested = true, finished_at = now(), updated_at = now(),
+      claim_token = null, locked_until = null
+    where t.id = ${id}::int
+    returning ${taskColumns(tx)}`;
+  return row!;
+}
+
+/** validating/running: raise the cancel request the worker checks at its next checkpoint. */
+export async function setTaskCancelRequested(tx: TransactionSql, id: number): Promise<TaskRow> {
+  const [row] = await tx<TaskRow[]>`
+    update tasks t set cancel_requested = true, updated_at = now()
+    where t.id = ${id}::int
+    returning ${taskColumns(tx)}`;
+  return row!;
+}
+
+export interface NewTask {
+  kind: TaskKind;
+  /** The submitter: its principal id, token id and token scope are snapshotted on the row. */
+  auth: { principal: { id: number }; token: { id: number | null; scope: unknown } };
+  /**
+   * The submission as a JSON document: the request body plus anything else that identifies it
+   * (path ids). Stored on the row for the worker; its canonical hash decides "same submission".
+   */
+  request: Record<string, unknown>;
+  /** The raw Idempotency-Key header (undefined when absent); validated here (400). */
+  idempotencyKey?: string | null;
+  /** Initial status (default queued). */
+  status?: TaskStatus;
+  progress?: Partial<TaskProgress>;
+  summary?: unknown;
+  details?: unknown;
+  /** Collection the task.queued audit event is attached to (default: collection-less). */
+  collectionId?: number | null;
+  relatedCollectionIds?: number[];
+  /** Extra audit metadata for the task.queued event (task_kind is always set). */
+  metadata?: Record<string, unknown>;
+}
+
+/**
+ * Creates a task row inside the caller's transaction, with its first task event and the
+ * `task.queued` audit event. With an Idempotency-Key: the same key and the same submission (kind +
+ * canonical request) returns the earlier task with created = false; the same key with another
+ * submission is 409; an empty key or one over 255 bytes is 400. Keys are per submitter and
+ * serialized with an advisory lock, so concurrent retries yield one task.
+ */
+export async function insertTask(tx: TransactionSql, actor: Actor, t: NewTask): Promise<{ task: TaskRow; created: boolean }> {
+  const key = parseIdempotencyKey(t.idempotencyKey);
+  const hash = submissionHash(t.kind, t.request);
+  const submittedBy = t.auth.principal.id;
+  if (key !== null) {
+    await tx`select pg_advisory_xact_lock(727050, hashtext(${`${submittedBy}:${key}`}::text))`;
+    const [existing] = await tx<(TaskRow & { request_hash: string | null })[]>`
+      select ${taskColumns(tx)}, t.request_hash from tasks t
+      where t.submitted_by = ${submittedBy}::int and t.idempotency_key = ${key}::text
+      order by t.id limit 1`;
+    if (existing) {
+      if (existing.kind !== t.kind || existing.request_hash !== hash) {
+        throw conflict('this Idempotency-Key was already used for a different submission', 'idempotency_key_reused');
+      }
+      const { request_hash: _omit, ...task } = existing;
+      return { task: task as TaskRow, created: false };
+    }
+  }
+  const progress = {
+    total_items: count(t.progress?.total_items),
+    processed_items: count(t.progress?.processed_items),
+    success_items: count(t.progress?.success_items),
+    failed_items: count(t.progress?.failed_items),
+  };
+  const scope = t.auth.token.scope ?? null;
+  const [task] = await tx<TaskRow[]>`
+    insert into tasks as t (kind, status, submitted_by, submitted_token_id, token_scope, token_scoped, idempotency_key,
+      request_hash, request, progress, summary, details)
+    values (${t.kind}, ${t.status ?? 'queued'}, ${submittedBy}::int, ${t.auth.token.id}::int,
+      ${scope === null ? null : tx.json(scope as never)}, ${scope !== null}::boolean, ${key}::text, ${hash},
+      ${tx.json(t.request as never)}, ${tx.json(progress as never)},
+      ${t.summary === undefined || t.summary === null ? null : tx.json(t.summary as never)},
+      ${t.details === undefined || t.details === null ? null : tx.json(t.details as never)})
+    returning ${taskColumns(tx)}`;
+  await insertTaskEvent(tx, task!.id, task!.status, `${task!.kind} task ${task!.status}`);
+  await appendEvent(tx, actor, {
+    entityType: 'task',
+    entityId: task!.id,
+    entityName: null,
+    collectionId: t.collectionId ?? null,
+    relatedCollectionIds: t.relatedCollectionIds,
+    action: task!.status,
+    summary: `${task!.kind} task ${task!.id} ${task!.status}`,
+    after: taskSnapshot(task!),
+    metadata: { ...(t.metadata ?? {}), task_kind: task!.kind },
+  });
+  return { task: task!, created: true };
+}

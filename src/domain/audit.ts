@@ -1,0 +1,49 @@
+// Audit reads: pure rules (no SQL). The SQL half is src/db/audit.ts.
+//
+// Visibility of one event (interface spec, "Audit read visibility"):
+//   full      = ReadAudit on the event's own collection (collection_id, inherited grants count),
+//               or the event is collection-less and the caller is an unscoped administrator;
+//   redacted  = ReadAudit on one of metadata.related_collection_ids (the related_collection_ids
+//               column) but not full: identity, actor, summary, metadata and schema version are
+//               shown, before/after are null;
+//   otherwise the event is invisible (filtered out in SQL, so totals count only visible events).
+// Scoped tokens: ReadAudit goes through src/db/authz.ts like every permission, so the scope
+// filter runs first. ReadAudit is not a valid scope permission name, so a token with a permission
+// scope holds no ReadAudit anywhere and sees no collection events; a resource-scoped token needs an
+// explicit {kind: collection} entry for the collection (audit is a collection-level feature).
+// Collection-less events need an unscoped administrator, so no scoped token ever sees them.
+import { badRequest } from '../http/errors.ts';
+import type { Filter, ParsedList } from '../http/list-query.ts';
+import { isUnscoped, type Authority } from './authz.ts';
+
+/** Collection-less events are for unscoped administrators only. */
+export function readsCollectionlessEvents(auth: Authority): boolean {
+  return auth.isAdmin && isUnscoped(auth);
+}
+
+/** Entity types each audit wrapper route is fixed to. */
+export const WRAPPER_ENTITY_TYPES = {
+  class: ['class', 'class_schema'],
+  object: ['object', 'object_validation'],
+  user: ['user', 'principal'],
+  group: ['group', 'group_membership'],
+  remoteTarget: ['remote_target'],
+} as const;
+
+/**
+ * The time-window parameters occurred_after / occurred_before are list fields over occurred_at
+ * that take one timestamp (RFC 3339 or YYYY-MM-DD) and compare strictly: after → `>`, before → `<`.
+ * Any operator suffix on them is 400 (use occurred_at__<op> for other comparisons).
+ */
+export function applyTimeWindow(parsed: ParsedList): ParsedList {
+  const filters = parsed.filters.map((f): Filter => {
+    if (f.field !== 'occurred_after' && f.field !== 'occurred_before') return f;
+    if (f.op !== 'equals' || f.negate) {
+      throw badRequest(`${f.field} takes one timestamp and no operator; use occurred_at__<op> for other comparisons`, [
+        { path: `query.${f.field}`, message: 'no operator allowed' },
+      ]);
+    }
+    return { ...f, op: f.field === 'occurred_after' ? 'gt' : 'lt' };
+  });
+  return { ...parsed, filters };
+}
