@@ -4046,6 +4046,7 @@ export interface components {
         };
         Group: {
             created_at: components["schemas"]["Timestamp"];
+            /** @description Free text; the empty string when not set (a null in a create or update body stores the empty string). */
             description: string | null;
             /** @description Key of the group at its provider; null for local groups. */
             external_key: string | null;
@@ -5394,6 +5395,7 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             /** @description Principal id of the creator; null when created by the system or an import. */
             created_by: components["schemas"]["NullableId"];
+            /** @description Free text; the empty string when not set (a null in a create or update body stores the empty string). */
             description: string | null;
             /** @description Null while enabled. */
             disabled_at: components["schemas"]["NullableTimestamp"];
@@ -5746,7 +5748,7 @@ export interface components {
             name?: string;
             template?: string;
         };
-        /** @description Partial update; omitted members stay unchanged, null clears `description`. */
+        /** @description Partial update; omitted members stay unchanged, null clears `description` (it is then returned as the empty string). */
         UpdateGroup: {
             description?: string | null;
             /** @description 1..255 characters; unique within the identity scope (409 otherwise). */
@@ -5782,7 +5784,7 @@ export interface components {
             timeout_ms?: number;
             url_template?: string;
         };
-        /** @description Partial update; omitted members stay unchanged, null clears `description`. */
+        /** @description Partial update; omitted members stay unchanged, null clears `description` (it is then returned as the empty string). */
         UpdateServiceAccount: {
             description?: string | null;
             /** @description New owner group; must exist (404). A non-admin must be a member of the new group too (403). */
