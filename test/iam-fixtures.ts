@@ -1,12 +1,9 @@
 // Fixtures for the identity tests (users, groups, service accounts, principals, settings).
 // Tokens for service accounts and scoped tokens are stored with the same insertToken the token
-// endpoints use; credential approvals go through the approval endpoint.
+// endpoints use; credential approvals go through the approval endpoint (POST /iam/credential-approvals).
 import { expect } from 'vitest';
 import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
-import { insertApproval } from '../src/db/approvals.ts';
-import { authenticate } from '../src/http/auth.ts';
-import type { ApprovalOperation } from '../src/domain/credential-approval.ts';
 import { uniq, ADMIN_PASSWORD, type TestApp } from './helpers.ts';
 
 export interface Human {
@@ -24,26 +21,8 @@ export async function approve(
   password = ADMIN_PASSWORD,
 ): Promise<string> {
   const res = await t.request('POST', '/api/v1/iam/credential-approvals', { token, body: { password, operation } });
-  if (res.status === 501) return approveDirectly(t, operation, token);
   if (res.status !== 201) throw new Error(`credential approval failed: ${res.status} ${res.text}`);
   return (res.body as { approval: string }).approval;
-}
-
-// TEMPORARY until createCredentialApproval is implemented: the same insertApproval the endpoint uses.
-async function approveDirectly(t: TestApp, operation: Record<string, unknown>, token: string): Promise<string> {
-  const raw = newRawToken();
-  const auth = await authenticate(t.deps, `Bearer ${token}`);
-  const ctx = {
-    deps: t.deps,
-    auth,
-    requestId: 'fixture',
-    correlationId: null,
-    clientIp: '127.0.0.1',
-    operationId: 'createCredentialApproval' as const,
-    signal: new AbortController().signal,
-  };
-  await insertApproval(t.deps.sql, ctx, { raw, operation: operation as ApprovalOperation, tokenExpiresAt: null });
-  return raw;
 }
 
 /** A new local human (created by the admin through the API) and a login token. */
