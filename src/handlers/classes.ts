@@ -1,13 +1,219 @@
-import type { HandlerMap } from '../http/contract.ts';
-import { pending } from './not-implemented.ts';
+import type { Ctx, HandlerMap, Reply } from '../http/contract.ts';
+import { actorOf, authOf } from '../http/contract.ts';
+import { ApiError, badRequest, notFound, type ErrorDetail } from '../http/errors.ts';
+import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
+import { parseListQuery } from '../http/list-query.ts';
+import { listReply, type Fragment } from '../db/list.ts';
+import { withTx } from '../db/tx.ts';
+import { appendEvent } from '../db/events.ts';
+import { classWhere, permissionsFilter, requireClassPermission, requireCollectionPermission } from '../db/authz.ts';
+import {
+  CLASS_LIST_SPEC,
+  classExpandedView,
+  classIdByName,
+  classObjectsCursor,
+  classView,
+  deleteClassCascade,
+  findClassExpanded,
+  insertClass,
+  listClasses,
+  lockClass,
+  moveClassObjects,
+  updateClassRow,
+  type ClassRow,
+  type ClassValues,
+} from '../db/classes.ts';
+import { compileClassSchema, schemaErrors } from '../domain/class-schema.ts';
+import { jsonEqual } from '../domain/json-patch.ts';
+import type { RequestBody } from '../http/contract.ts';
+
+/** How many failing objects a refused schema change lists. */
+const INVALID_SAMPLE = 10;
+
+async function expandedReply(ctx: Ctx, id: number, status = 200, extra: Record<string, string> = {}): Promise<Reply> {
+  const row = await findClassExpanded(ctx.deps.sql, id);
+  if (!row) throw notFound('class');
+  return { status, body: classExpandedView(row), headers: { ...extra, ...etagHeader('class', row.id, row.revision) } };
+}
+
+/**
+ * Refuses a schema change that would leave stored objects invalid: every object of the class is
+ * checked in the caller's transaction (object writes share-lock the class, which the caller holds
+ * for update, so none can slip in), and the first failures are listed in a 409.
+ */
+async function assertObjectsMatch(tx: Parameters<typeof classObjectsCursor>[0], classId: number, schema: unknown): Promise<void> {
+  const validate = compileClassSchema(schema);
+  const sample: ErrorDetail[] = [];
+  let failing = 0;
+  for await (const batch of classObjectsCursor(tx, classId)) {
+    for (const o of batch) {
+      const errors = schemaErrors(validate, o.json_data);
+      if (errors.length === 0) continue;
+      failing++;
+      if (sample.length < INVALID_SAMPLE) {
+        sample.push({ path: `objects/${o.id}`, message: `object ${o.name}: ${errors[0]!.path} ${errors[0]!.message}` });
+      }
+    }
+  }
+  if (failing > 0) {
+    throw new ApiError(409, `${failing} existing object(s) of the class do not match the new schema; fix them or leave validation off`, {
+      reason: 'existing_objects_invalid',
+      guidance: 'update or delete the listed objects (details hold at most 10), then retry',
+      details: sample,
+    });
+  }
+}
+
+async function updateClassBy(
+  ctx: Ctx,
+  classId: number,
+  expectedName: string | null,
+  body: RequestBody<'updateClass'>,
+  headers: Record<string, string>,
+): Promise<Reply> {
+  const auth = authOf(ctx);
+  const row = await withTx(ctx.deps.sql, async (tx) => {
+    const before = await lockClass(tx, classId);
+    if (!before || (expectedName !== null && before.name !== expectedName)) throw notFound('class');
+    await requireClassPermission(tx, auth, classId, 'UpdateClass');
+    checkIfMatch(headers, 'class', classId, before.revision);
+    const next: ClassValues = {
+      name: body.name ?? before.name,
+      description: body.description ?? before.description,
+      collection_id: body.collection_id ?? before.collection_id,
+      json_schema: body.json_schema === undefined ? (before.json_schema ?? null) : body.json_schema,
+      validate_schema: body.validate_schema ?? before.validate_schema,
+    };
+    if (next.validate_schema && next.json_schema === null) {
+      throw badRequest('validate_schema needs a json_schema', [{ path: 'body.validate_schema', message: 'the class has no json_schema' }]);
+    }
+    if (body.json_schema !== undefined && body.json_schema !== null) compileClassSchema(body.json_schema);
+    const schemaChanged = !jsonEqual(next.json_schema, before.json_schema ?? null);
+    const moved = next.collection_id !== before.collection_id;
+    if (moved) await requireCollectionPermission(tx, auth, next.collection_id, 'CreateClass');
+    if (
+      !schemaChanged &&
+      !moved &&
+      next.name === before.name &&
+      next.description === before.description &&
+      next.validate_schema === before.validate_schema
+    ) {
+      return before;
+    }
+    if (next.validate_schema && (schemaChanged || !before.validate_schema)) await assertObjectsMatch(tx, classId, next.json_schema);
+    const after = await updateClassRow(tx, classId, next);
+    const movedObjects = moved ? await moveClassObjects(tx, actorOf(ctx), classId, next.collection_id) : 0;
+    await appendEvent(tx, actorOf(ctx), {
+      entityType: 'class',
+      entityId: classId,
+      entityName: after.name,
+      collectionId: after.collection_id,
+      relatedCollectionIds: moved ? [before.collection_id] : [],
+      action: 'updated',
+      summary: `class ${after.name} updated`,
+      before: classView(before),
+      after: classView(after),
+      beforeRevision: before.revision,
+      afterRevision: after.revision,
+      metadata: { schema_changed: schemaChanged, ...(moved ? { moved_objects: movedObjects } : {}) },
+    });
+    return after;
+  });
+  return expandedReply(ctx, row.id);
+}
+
+async function deleteClassBy(ctx: Ctx, classId: number, expectedName: string | null, headers: Record<string, string>): Promise<Reply> {
+  const auth = authOf(ctx);
+  const before = await withTx(ctx.deps.sql, async (tx) => {
+    const cls = await lockClass(tx, classId);
+    if (!cls || (expectedName !== null && cls.name !== expectedName)) throw notFound('class');
+    await requireClassPermission(tx, auth, classId, 'DeleteClass');
+    checkIfMatch(headers, 'class', classId, cls.revision);
+    await deleteClassCascade(tx, actorOf(ctx), cls);
+    return cls;
+  });
+  return { status: 204, headers: etagHeader('class', before.id, before.revision) };
+}
+
+async function idByName(ctx: Ctx, name: string): Promise<number> {
+  const id = await classIdByName(ctx.deps.sql, name);
+  if (id === undefined) throw notFound('class');
+  return id;
+}
 
 export const classesHandlers = {
-  listClasses: pending('listClasses'),
-  createClass: pending('createClass'),
-  getClassByName: pending('getClassByName'),
-  deleteClassByName: pending('deleteClassByName'),
-  updateClassByName: pending('updateClassByName'),
-  getClass: pending('getClass'),
-  deleteClass: pending('deleteClass'),
-  updateClass: pending('updateClass'),
+  listClasses: async (input, ctx) => {
+    const auth = authOf(ctx);
+    const db = ctx.deps.sql;
+    const parsed = parseListQuery(input.query, CLASS_LIST_SPEC);
+    const cols = { id: 'k.id', collectionId: 'k.collection_id' };
+    const where: Fragment[] = [
+      classWhere(db, auth, 'ReadClass', cols),
+      ...permissionsFilter(parsed.extras.permissions, (p) => classWhere(db, auth, p, cols)),
+    ];
+    const page = await listClasses(db, parsed, where);
+    return listReply(page, page.rows.map(classExpandedView));
+  },
+
+  createClass: async (input, ctx) => {
+    const auth = authOf(ctx);
+    const body = input.body;
+    const schema = body.json_schema ?? null;
+    const validateSchema = body.validate_schema ?? false;
+    if (validateSchema && schema === null) {
+      throw badRequest('validate_schema: true needs a json_schema', [{ path: 'body.validate_schema', message: 'no json_schema given' }]);
+    }
+    if (schema !== null) compileClassSchema(schema);
+    const row = await withTx(ctx.deps.sql, async (tx) => {
+      await requireCollectionPermission(tx, auth, body.collection_id, 'CreateClass');
+      const created = await insertClass(tx, {
+        name: body.name,
+        description: body.description ?? '',
+        collection_id: body.collection_id,
+        json_schema: schema,
+        validate_schema: validateSchema,
+      });
+      await appendEvent(tx, actorOf(ctx), {
+        entityType: 'class',
+        entityId: created.id,
+        entityName: created.name,
+        collectionId: created.collection_id,
+        action: 'created',
+        summary: `class ${created.name} created`,
+        after: classView(created),
+        afterRevision: created.revision,
+      });
+      return created;
+    });
+    return expandedReply(ctx, row.id, 201, { location: `/api/v1/classes/${row.id}` });
+  },
+
+  getClassByName: async (input, ctx) => {
+    const auth = authOf(ctx);
+    const id = await idByName(ctx, input.params.class_name);
+    await requireClassPermission(ctx.deps.sql, auth, id, 'ReadClass');
+    const row = await findClassExpanded(ctx.deps.sql, id);
+    if (!row || row.name !== input.params.class_name) throw notFound('class');
+    const body = (input.query as Record<string, unknown>).include === 'collection' ? classExpandedView(row) : classView(row as ClassRow);
+    return { status: 200, body, headers: etagHeader('class', row.id, row.revision) };
+  },
+
+  updateClassByName: async (input, ctx) => {
+    const id = await idByName(ctx, input.params.class_name);
+    return updateClassBy(ctx, id, input.params.class_name, input.body, input.headers);
+  },
+
+  deleteClassByName: async (input, ctx) => {
+    const id = await idByName(ctx, input.params.class_name);
+    return deleteClassBy(ctx, id, input.params.class_name, input.headers);
+  },
+
+  getClass: async (input, ctx) => {
+    await requireClassPermission(ctx.deps.sql, authOf(ctx), input.params.class_id, 'ReadClass');
+    return expandedReply(ctx, input.params.class_id);
+  },
+
+  updateClass: async (input, ctx) => updateClassBy(ctx, input.params.class_id, null, input.body, input.headers),
+
+  deleteClass: async (input, ctx) => deleteClassBy(ctx, input.params.class_id, null, input.headers),
 } satisfies Partial<HandlerMap>;

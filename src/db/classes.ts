@@ -1,0 +1,364 @@
+// Classes: SQL only. Authorization is src/db/authz.ts; schema rules are src/domain/class-schema.ts.
+import type { Db, TransactionSql } from './sql.ts';
+import { registerUniqueMessage } from './pg-errors.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import { appendEvent, type Actor } from './events.ts';
+import { objectView, type ObjectRow } from './objects.ts';
+import { computedFieldView, lockClassFieldRows } from './computed-fields.ts';
+
+registerUniqueMessage('classes_name_key', 'a class with this name already exists');
+
+export interface ClassRow {
+  [key: string]: unknown;
+  id: number;
+  name: string;
+  description: string;
+  collection_id: number;
+  json_schema: unknown;
+  validate_schema: boolean;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+/** A class row with its collection's columns (prefixed c_). */
+export interface ClassExpandedRow extends ClassRow {
+  c_name: string;
+  c_description: string;
+  c_parent_collection_id: number | null;
+  c_created_at: Date;
+  c_updated_at: Date;
+  c_revision: number;
+}
+
+/** The plain class (also the audit snapshot). */
+export function classView(r: ClassRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    collection_id: r.collection_id,
+    validate_schema: r.validate_schema,
+    json_schema: r.json_schema ?? null,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+/** The expanded class: the collection object in place of collection_id. */
+export function classExpandedView(r: ClassExpandedRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    collection: {
+      id: r.collection_id,
+      name: r.c_name,
+      description: r.c_description,
+      parent_collection_id: r.c_parent_collection_id,
+      created_at: r.c_created_at,
+      updated_at: r.c_updated_at,
+      revision: r.c_revision,
+    },
+    validate_schema: r.validate_schema,
+    json_schema: r.json_schema ?? null,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+function cols(db: Db): Fragment {
+  return db`k.id, k.name, k.description, k.collection_id, k.json_schema, k.validate_schema, k.created_at, k.updated_at, k.revision` as Fragment;
+}
+
+function expandedCols(db: Db): Fragment {
+  return db`${cols(db)}, c.name as c_name, c.description as c_description, c.parent_collection_id as c_parent_collection_id,
+    c.created_at as c_created_at, c.updated_at as c_updated_at, c.revision as c_revision` as Fragment;
+}
+
+export const CLASS_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'k.id' },
+    name: { type: 'text', column: 'k.name' },
+    description: { type: 'text', column: 'k.description' },
+    collection_id: { type: 'integer', column: 'k.collection_id' },
+    validate_schema: { type: 'boolean', column: 'k.validate_schema', sortable: false },
+    json_schema: { type: 'json', column: 'k.json_schema' },
+    created_at: { type: 'timestamp', column: 'k.created_at' },
+    updated_at: { type: 'timestamp', column: 'k.updated_at' },
+    revision: { type: 'integer', column: 'k.revision' },
+  },
+  aliases: { collections: 'collection_id' },
+  defaultSort: [{ field: 'id', desc: false }],
+  extraParams: ['permissions'],
+};
+
+export function listClasses(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<ClassExpandedRow>> {
+  return runList<ClassExpandedRow>(db, {
+    from: db`classes k join collections c on c.id = k.collection_id` as Fragment,
+    select: expandedCols(db),
+    where,
+    parsed,
+    spec: CLASS_LIST_SPEC,
+  });
+}
+
+export async function findClassExpanded(db: Db, id: number): Promise<ClassExpandedRow | undefined> {
+  const [row] = await db<ClassExpandedRow[]>`
+    select ${expandedCols(db)} from classes k join collections c on c.id = k.collection_id where k.id = ${id}::int`;
+  return row;
+}
+
+/** The id of the class with exactly this name (names are globally unique). */
+export async function classIdByName(db: Db, name: string): Promise<number | undefined> {
+  const [row] = await db<{ id: number }[]>`select id from classes where name = ${name}::text`;
+  return row?.id;
+}
+
+/** Locks the class for a change of its own row (blocks object writes, which share-lock it). */
+export async function lockClass(tx: TransactionSql, id: number): Promise<ClassRow | undefined> {
+  const [row] = await tx<ClassRow[]>`select ${cols(tx)} from classes k where k.id = ${id}::int for update`;
+  return row;
+}
+
+/** Share-locks the class for an object write: its schema and collection cannot change meanwhile. */
+export async function shareLockClass(tx: TransactionSql, id: number): Promise<ClassRow | undefined> {
+  const [row] = await tx<ClassRow[]>`select ${cols(tx)} from classes k where k.id = ${id}::int for share`;
+  return row;
+}
+
+export interface ClassValues {
+  name: string;
+  description: string;
+  collection_id: number;
+  json_schema: unknown;
+  validate_schema: boolean;
+}
+
+function schemaParam(v: unknown): string | null {
+  return v === null || v === undefined ? null : JSON.stringify(v);
+}
+
+export async function insertClass(tx: TransactionSql, v: ClassValues): Promise<ClassRow> {
+  const [row] = await tx<ClassRow[]>`
+    insert into classes as k (name, description, collection_id, json_schema, validate_schema)
+    values (${v.name}, ${v.description}, ${v.collection_id}::int, ${schemaParam(v.json_schema)}::text::jsonb, ${v.validate_schema}::boolean)
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function updateClassRow(tx: TransactionSql, id: number, v: ClassValues): Promise<ClassRow> {
+  const [row] = await tx<ClassRow[]>`
+    update classes as k set name = ${v.name}, description = ${v.description}, collection_id = ${v.collection_id}::int,
+      json_schema = ${schemaParam(v.json_schema)}::text::jsonb, validate_schema = ${v.validate_schema}::boolean,
+      updated_at = now(), revision = k.revision + 1
+    where k.id = ${id}::int
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+/** The objects of a class in id order, a batch at a time (for whole-class schema checks). */
+export function classObjectsCursor(tx: TransactionSql, classId: number) {
+  return tx<{ id: number; name: string; json_data: unknown }[]>`
+    select id, name, json_data from objects where class_id = ${classId}::int order by id`.cursor(200);
+}
+
+/** Appends events concurrently in chunks (postgres.js pipelines them on the transaction's connection). */
+async function appendMany(tx: TransactionSql, actor: Actor, events: Parameters<typeof appendEvent>[2][]): Promise<void> {
+  for (let i = 0; i < events.length; i += 200) {
+    await Promise.all(events.slice(i, i + 200).map((e) => appendEvent(tx, actor, e)));
+  }
+}
+
+/**
+ * Moves every object of the class to the class's new collection (objects live in their class's
+ * collection), with an `updated` event per object.
+ */
+export async function moveClassObjects(tx: TransactionSql, actor: Actor, classId: number, collectionId: number): Promise<number> {
+  const before = await tx<ObjectRow[]>`
+    select o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision
+    from objects o where o.class_id = ${classId}::int and o.collection_id <> ${collectionId}::int order by o.id for update`;
+  if (before.length === 0) return 0;
+  const after = await tx<ObjectRow[]>`
+    update objects o set collection_id = ${collectionId}::int, updated_at = now(), revision = o.revision + 1
+    where o.class_id = ${classId}::int and o.collection_id <> ${collectionId}::int
+    returning o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision`;
+  const byId = new Map(before.map((b) => [b.id, b]));
+  await appendMany(
+    tx,
+    actor,
+    after.map((a) => {
+      const b = byId.get(a.id)!;
+      return {
+        entityType: 'object',
+        entityId: a.id,
+        entityName: a.name,
+        collectionId: a.collection_id,
+        relatedCollectionIds: [b.collection_id],
+        action: 'updated',
+        summary: `object ${a.name} moved with its class`,
+        before: objectView(b),
+        after: objectView(a),
+        beforeRevision: b.revision,
+        afterRevision: a.revision,
+        metadata: { class_id: classId, cause: 'class_moved' },
+      };
+    }),
+  );
+  return after.length;
+}
+
+/**
+ * Deletes a class (locked by the caller) with everything that depends on it: object relations
+ * touching its objects or its class relations, its class relations, its objects and its
+ * computed fields, each with a `deleted` event, then the class itself.
+ */
+export async function deleteClassCascade(tx: TransactionSql, actor: Actor, cls: ClassRow): Promise<void> {
+  const meta = { class_id: cls.id, cause: 'class_deleted' };
+  const objects = await tx<ObjectRow[]>`
+    select o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision
+    from objects o where o.class_id = ${cls.id}::int order by o.id for update`;
+  const objectRelations = await tx<
+    {
+      id: number;
+      class_relation_id: number;
+      from_object_id: number;
+      to_object_id: number;
+      created_at: Date;
+      updated_at: Date;
+      revision: number;
+      from_collection_id: number;
+      to_collection_id: number;
+    }[]
+  >`
+    select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision,
+      fo.collection_id as from_collection_id, t.collection_id as to_collection_id
+    from object_relations r
+    join objects fo on fo.id = r.from_object_id
+    join objects t on t.id = r.to_object_id
+    where fo.class_id = ${cls.id}::int or t.class_id = ${cls.id}::int
+      or r.class_relation_id in (select cr.id from class_relations cr where cr.from_class_id = ${cls.id}::int or cr.to_class_id = ${cls.id}::int)
+    order by r.id for update of r`;
+  const classRelations = await tx<
+    {
+      id: number;
+      from_class_id: number;
+      to_class_id: number;
+      forward_alias: string | null;
+      reverse_alias: string | null;
+      from_max_relations: number | null;
+      to_max_relations: number | null;
+      created_at: Date;
+      updated_at: Date;
+      revision: number;
+      from_collection_id: number;
+      to_collection_id: number;
+    }[]
+  >`
+    select cr.id, cr.from_class_id, cr.to_class_id, cr.forward_alias, cr.reverse_alias, cr.from_max_relations, cr.to_max_relations,
+      cr.created_at, cr.updated_at, cr.revision, fk.collection_id as from_collection_id, tk.collection_id as to_collection_id
+    from class_relations cr
+    join classes fk on fk.id = cr.from_class_id
+    join classes tk on tk.id = cr.to_class_id
+    where cr.from_class_id = ${cls.id}::int or cr.to_class_id = ${cls.id}::int
+    order by cr.id for update of cr`;
+  const fields = await lockClassFieldRows(tx, cls.id);
+
+  if (objectRelations.length) {
+    await tx`delete from object_relations where id = any(${objectRelations.map((r) => r.id)}::int[])`;
+    await appendMany(
+      tx,
+      actor,
+      objectRelations.map((r) => {
+        const { from_collection_id, to_collection_id, ...snapshot } = r;
+        return {
+          entityType: 'object_relation',
+          entityId: r.id,
+          collectionId: from_collection_id,
+          relatedCollectionIds: [to_collection_id],
+          action: 'deleted',
+          summary: `object relation ${r.id} deleted with class ${cls.name}`,
+          before: snapshot,
+          beforeRevision: r.revision,
+          metadata: meta,
+        };
+      }),
+    );
+  }
+  if (classRelations.length) {
+    await tx`delete from class_relations where id = any(${classRelations.map((r) => r.id)}::int[])`;
+    await appendMany(
+      tx,
+      actor,
+      classRelations.map((r) => {
+        const { from_collection_id, to_collection_id, ...snapshot } = r;
+        return {
+          entityType: 'class_relation',
+          entityId: r.id,
+          collectionId: from_collection_id,
+          relatedCollectionIds: [to_collection_id],
+          action: 'deleted',
+          summary: `class relation ${r.id} deleted with class ${cls.name}`,
+          before: snapshot,
+          beforeRevision: r.revision,
+          metadata: meta,
+        };
+      }),
+    );
+  }
+  if (objects.length) {
+    await tx`delete from objects where class_id = ${cls.id}::int`;
+    await appendMany(
+      tx,
+      actor,
+      objects.map((o) => ({
+        entityType: 'object',
+        entityId: o.id,
+        entityName: o.name,
+        collectionId: o.collection_id,
+        action: 'deleted',
+        summary: `object ${o.name} deleted with class ${cls.name}`,
+        before: objectView(o),
+        beforeRevision: o.revision,
+        metadata: meta,
+      })),
+    );
+  }
+  if (fields.length) {
+    await tx`delete from computed_fields where class_id = ${cls.id}::int`;
+    await appendMany(
+      tx,
+      actor,
+      fields.map((f) => ({
+        entityType: 'computed_field',
+        entityId: f.id,
+        entityName: f.key,
+        collectionId: cls.collection_id,
+        action: 'deleted',
+        summary: `computed field ${f.key} deleted with class ${cls.name}`,
+        before: computedFieldView(f),
+        beforeRevision: f.revision,
+        metadata: meta,
+      })),
+    );
+  }
+  await tx`delete from classes where id = ${cls.id}::int`;
+  await appendEvent(tx, actor, {
+    entityType: 'class',
+    entityId: cls.id,
+    entityName: cls.name,
+    collectionId: cls.collection_id,
+    action: 'deleted',
+    summary: `class ${cls.name} deleted`,
+    before: classView(cls),
+    beforeRevision: cls.revision,
+    metadata: {
+      deleted_objects: objects.length,
+      deleted_object_relations: objectRelations.length,
+      deleted_class_relations: classRelations.length,
+    },
+  });
+}

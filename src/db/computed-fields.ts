@@ -1,0 +1,204 @@
+// Computed-field definitions (SQL only) and the SQL expressions that evaluate them
+// (svc_computed_eval of migration 0030). Rules are in src/domain/computed.ts.
+import type { Db, TransactionSql } from './sql.ts';
+import { registerUniqueMessage } from './pg-errors.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import { classWhere } from './authz.ts';
+import type { Authority } from '../domain/authz.ts';
+import { sqlDefs, sqlPaths, type ComputedDef, type ComputedOperation, type ResultType } from '../domain/computed.ts';
+
+registerUniqueMessage('computed_fields_shared_key', 'the class already has a shared computed field with this key');
+registerUniqueMessage('computed_fields_personal_key', 'you already have a personal computed field with this key on this class');
+
+export interface ComputedFieldRow {
+  [key: string]: unknown;
+  id: number;
+  class_id: number;
+  key: string;
+  label: string;
+  description: string;
+  enabled: boolean;
+  operation: ComputedOperation;
+  result_type: ResultType;
+  visibility: 'shared' | 'personal';
+  owner_user_id: number | null;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+/** The public representation (also the audit snapshot). */
+export function computedFieldView(r: ComputedFieldRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    class_id: r.class_id,
+    key: r.key,
+    label: r.label,
+    description: r.description,
+    enabled: r.enabled,
+    operation: { type: r.operation.type, paths: r.operation.paths },
+    result_type: r.result_type,
+    visibility: r.visibility,
+    owner_user_id: r.owner_user_id,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+function cols(db: Db): Fragment {
+  return db`f.id, f.class_id, f.key, f.label, f.description, f.enabled, f.operation, f.result_type, f.visibility,
+    f.owner_user_id, f.created_at, f.updated_at, f.revision` as Fragment;
+}
+
+const COMMON_FIELDS: ListSpec['fields'] = {
+  id: { type: 'integer', column: 'f.id' },
+  key: { type: 'text', column: 'f.key' },
+  label: { type: 'text', column: 'f.label' },
+  description: { type: 'text', column: 'f.description', sortable: false },
+  enabled: { type: 'boolean', column: 'f.enabled', sortable: false },
+  result_type: {
+    type: 'text',
+    column: 'f.result_type',
+    sortable: false,
+    values: ['string', 'number', 'integer', 'boolean', 'object', 'array'],
+  },
+  created_at: { type: 'timestamp', column: 'f.created_at' },
+  updated_at: { type: 'timestamp', column: 'f.updated_at' },
+  revision: { type: 'integer', column: 'f.revision' },
+};
+
+export const SHARED_FIELD_LIST_SPEC: ListSpec = { fields: COMMON_FIELDS, defaultSort: [{ field: 'id', desc: false }] };
+export const MY_FIELD_LIST_SPEC: ListSpec = {
+  fields: { ...COMMON_FIELDS, class_id: { type: 'integer', column: 'f.class_id' } },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+export function listSharedFields(db: Db, classId: number, parsed: ParsedList): Promise<ListPage<ComputedFieldRow>> {
+  return runList<ComputedFieldRow>(db, {
+    from: db`computed_fields f` as Fragment,
+    select: cols(db),
+    where: [db`f.class_id = ${classId}::int and f.visibility = 'shared'` as Fragment],
+    parsed,
+    spec: SHARED_FIELD_LIST_SPEC,
+  });
+}
+
+/** The caller's personal fields on classes the caller can still read. */
+export function listMyFields(db: Db, auth: Authority, parsed: ParsedList): Promise<ListPage<ComputedFieldRow>> {
+  return runList<ComputedFieldRow>(db, {
+    from: db`computed_fields f join classes k on k.id = f.class_id` as Fragment,
+    select: cols(db),
+    where: [
+      db`f.visibility = 'personal' and f.owner_user_id = ${auth.principal.id}::int` as Fragment,
+      classWhere(db, auth, 'ReadClass', { id: 'k.id', collectionId: 'k.collection_id' }),
+    ],
+    parsed,
+    spec: MY_FIELD_LIST_SPEC,
+  });
+}
+
+export async function findField(db: Db, id: number): Promise<ComputedFieldRow | undefined> {
+  const [row] = await db<ComputedFieldRow[]>`select ${cols(db)} from computed_fields f where f.id = ${id}::int`;
+  return row;
+}
+
+export async function lockField(tx: TransactionSql, id: number): Promise<ComputedFieldRow | undefined> {
+  const [row] = await tx<ComputedFieldRow[]>`select ${cols(tx)} from computed_fields f where f.id = ${id}::int for update`;
+  return row;
+}
+
+/** Serializes definition changes of one class, so that the per-class limits cannot be raced. */
+export async function lockClassFields(tx: TransactionSql, classId: number): Promise<void> {
+  await tx`select pg_advisory_xact_lock(727030, ${classId}::int)`;
+}
+
+export async function countFields(tx: TransactionSql, classId: number, ownerUserId: number | null): Promise<number> {
+  const [row] = await tx<{ n: number }[]>`
+    select count(*)::int as n from computed_fields
+    where class_id = ${classId}::int
+      and ${ownerUserId === null ? tx`visibility = 'shared'` : tx`visibility = 'personal' and owner_user_id = ${ownerUserId}::int`}`;
+  return row!.n;
+}
+
+export interface FieldValues {
+  label: string;
+  description: string;
+  enabled: boolean;
+  operation: ComputedOperation;
+  result_type: ResultType;
+}
+
+export async function insertField(
+  tx: TransactionSql,
+  f: FieldValues & { classId: number; key: string; visibility: 'shared' | 'personal'; ownerUserId: number | null },
+): Promise<ComputedFieldRow> {
+  const [row] = await tx<ComputedFieldRow[]>`
+    insert into computed_fields as f (class_id, key, label, description, enabled, operation, result_type, visibility, owner_user_id)
+    values (${f.classId}::int, ${f.key}, ${f.label}, ${f.description}, ${f.enabled}::boolean,
+      ${JSON.stringify({ type: f.operation.type, paths: f.operation.paths })}::text::jsonb, ${f.result_type}, ${f.visibility},
+      ${f.ownerUserId}::int)
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function updateField(tx: TransactionSql, id: number, f: FieldValues): Promise<ComputedFieldRow> {
+  const [row] = await tx<ComputedFieldRow[]>`
+    update computed_fields as f set label = ${f.label}, description = ${f.description}, enabled = ${f.enabled}::boolean,
+      operation = ${JSON.stringify({ type: f.operation.type, paths: f.operation.paths })}::text::jsonb, result_type = ${f.result_type},
+      updated_at = now(), revision = f.revision + 1
+    where f.id = ${id}::int
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function deleteField(tx: TransactionSql, id: number): Promise<void> {
+  await tx`delete from computed_fields where id = ${id}::int`;
+}
+
+/** Every definition of a class (for the cascade of a class delete), locked. */
+export async function lockClassFieldRows(tx: TransactionSql, classId: number): Promise<ComputedFieldRow[]> {
+  return tx<ComputedFieldRow[]>`select ${cols(tx)} from computed_fields f where f.class_id = ${classId}::int order by f.id for update`;
+}
+
+/** The computed fields an object request can use: enabled shared ones, and the caller's enabled personal ones (humans). */
+export interface ActiveFields {
+  shared: ComputedDef[];
+  /** null for service accounts (no personal fields). */
+  personal: ComputedDef[] | null;
+  /** Names (`computed.<visibility>.<key>`) of disabled fields, for a precise 400. */
+  disabled: Set<string>;
+}
+
+export async function activeFields(db: Db, classId: number, principal: { id: number; kind: string }): Promise<ActiveFields> {
+  const human = principal.kind === 'human';
+  const rows = await db<ComputedFieldRow[]>`
+    select ${cols(db)} from computed_fields f
+    where f.class_id = ${classId}::int
+      and (f.visibility = 'shared' or (${human}::boolean and f.visibility = 'personal' and f.owner_user_id = ${principal.id}::int))
+    order by f.id`;
+  const out: ActiveFields = { shared: [], personal: human ? [] : null, disabled: new Set() };
+  for (const r of rows) {
+    if (!r.enabled) {
+      out.disabled.add(`computed.${r.visibility}.${r.key}`);
+      continue;
+    }
+    const def: ComputedDef = { id: r.id, key: r.key, visibility: r.visibility, operation: r.operation, result_type: r.result_type };
+    if (r.visibility === 'shared') out.shared.push(def);
+    else out.personal?.push(def);
+  }
+  return out;
+}
+
+/** svc_computed_eval(...) for one definition over a json_data column: {"v": value} or {"e": message}. */
+export function evalExpr(db: Db, def: ComputedDef, docColumn = 'o.json_data'): Fragment {
+  return db`svc_computed_eval(${db(docColumn)}, ${def.operation.type}::text, ${JSON.stringify(sqlPaths(def.operation))}::text::jsonb,
+    ${def.result_type}::text)` as Fragment;
+}
+
+/** svc_computed_eval_set(...) for several definitions: {key: {"v"} | {"e"}}. */
+export function evalSetExpr(db: Db, defs: ComputedDef[], docColumn = 'o.json_data'): Fragment {
+  if (defs.length === 0) return db`'{}'::jsonb` as Fragment;
+  return db`svc_computed_eval_set(${db(docColumn)}, ${JSON.stringify(sqlDefs(defs))}::text::jsonb)` as Fragment;
+}

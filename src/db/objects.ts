@@ -1,0 +1,327 @@
+// Objects: SQL only. Authorization is src/db/authz.ts; computed-field expressions come from
+// src/db/computed-fields.ts. Object queries use the alias `o` for the objects table.
+import type { Db, TransactionSql } from './sql.ts';
+import { registerUniqueMessage } from './pg-errors.ts';
+import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
+import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../http/list-query.ts';
+import { badRequest } from '../http/errors.ts';
+import { appendEvent, type Actor } from './events.ts';
+import type { AuthInfo } from '../http/auth.ts';
+import { evalExpr, evalSetExpr, type ActiveFields } from './computed-fields.ts';
+import { parseComputedName, type ComputedDef } from '../domain/computed.ts';
+
+registerUniqueMessage('objects_class_name_key', 'an object with this name already exists in this class');
+
+export interface ObjectRow {
+  [key: string]: unknown;
+  id: number;
+  name: string;
+  description: string;
+  collection_id: number;
+  class_id: number;
+  json_data: unknown;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+/** The public representation without `computed` (also the audit snapshot). */
+export function objectView(r: ObjectRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    name: r.name,
+    description: r.description,
+    collection_id: r.collection_id,
+    svc_class_id: r.class_id,
+    json_data: r.json_data,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+export function objectCols(db: Db): Fragment {
+  return db`o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision` as Fragment;
+}
+
+/**
+ * Filter hooks for `related.*` object-list parameters (built by the relations feature). Every
+ * hook is called for every `related.*` query parameter with its key and value; the first hook
+ * that returns a fragment claims the parameter (return db`true` for a parameter that another
+ * parameter of the same group already expresses). `group` holds every `related.*` parameter of
+ * the request and the class being listed, so a hook can build a whole related group at once.
+ * Fragments may reference o.id, o.class_id and o.collection_id. A parameter no hook claims is 400.
+ * Hooks may throw ApiError (400) for malformed groups.
+ */
+export type ObjectFilterHook = (
+  db: Db,
+  key: string,
+  value: string,
+  auth: AuthInfo,
+  group: { params: Record<string, string>; classId: number },
+) => Fragment | undefined;
+export const objectFilterHooks: ObjectFilterHook[] = [];
+
+const BASE_FIELDS: Record<string, FieldDef> = {
+  id: { type: 'integer', column: 'o.id' },
+  name: { type: 'text', column: 'o.name' },
+  description: { type: 'text', column: 'o.description' },
+  collection_id: { type: 'integer', column: 'o.collection_id' },
+  created_at: { type: 'timestamp', column: 'o.created_at' },
+  updated_at: { type: 'timestamp', column: 'o.updated_at' },
+  revision: { type: 'integer', column: 'o.revision' },
+  json_data: { type: 'json', column: 'o.json_data' },
+};
+
+/** Internal list-field name under which a computed field is sorted (filters use the public name). */
+const SORT_PREFIX = 'sort:';
+
+/** The value of a computed field as jsonb, null when evaluation failed. */
+export function computedValue(db: Db, def: ComputedDef): Fragment {
+  return db`(${evalExpr(db, def)} -> 'v')` as Fragment;
+}
+
+/** Whether evaluation failed for the row. */
+export function computedFailed(db: Db, def: ComputedDef): Fragment {
+  return db`(${evalExpr(db, def)} ? 'e')` as Fragment;
+}
+
+/** A sortable scalar for a computed field of a sortable result type. */
+function computedSortField(def: ComputedDef): FieldDef | undefined {
+  const v = (db: Db) => computedValue(db, def);
+  switch (def.result_type) {
+    case 'string':
+      return { type: 'text', column: 'computed', expr: ((db: Db) => db`(${v(db)} #>> '{}')`) as FieldDef['expr'] };
+    case 'integer':
+      return {
+        type: 'integer',
+        column: 'computed',
+        expr: ((db: Db) => db`(case when jsonb_typeof(${v(db)}) = 'number' then (${v(db)})::numeric::bigint end)`) as FieldDef['expr'],
+      };
+    case 'number':
+      return {
+        type: 'text',
+        column: 'computed',
+        expr: ((db: Db) =>
+          db`(svc_numeric_sort_key(case when jsonb_typeof(${v(db)}) = 'number' then (${v(db)})::numeric end) collate "C")`) as FieldDef['expr'],
+      };
+    case 'boolean':
+      return {
+        type: 'boolean',
+        column: 'computed',
+        expr: ((db: Db) => db`(case when jsonb_typeof(${v(db)}) = 'boolean' then (${v(db)})::boolean end)`) as FieldDef['expr'],
+      };
+    default:
+      return undefined;
+  }
+}
+
+export interface ObjectQuery {
+  parsed: ParsedList;
+  spec: ListSpec;
+  /** Visibility-independent conditions: list filters, computed filters, related hooks. */
+  where: Fragment[];
+  /** Number of computed filters used. */
+  computedFilters: number;
+  /** Whether a computed field is sorted on. */
+  computedSort: boolean;
+}
+
+function computedDef(active: ActiveFields, name: string): ComputedDef {
+  const parsed = parseComputedName(name);
+  if (!parsed) throw badRequest(`unknown field "${name}"`, [{ path: `query.${name}`, message: 'unknown field' }]);
+  if (active.disabled.has(name))
+    throw badRequest(`computed field "${name}" is disabled`, [{ path: `query.${name}`, message: 'disabled computed field' }]);
+  const list = parsed.visibility === 'shared' ? active.shared : active.personal;
+  const def = list?.find((d) => d.key === parsed.key);
+  if (!def) throw badRequest(`unknown computed field "${name}"`, [{ path: `query.${name}`, message: 'unknown computed field' }]);
+  return def;
+}
+
+/**
+ * Parses an object-list query (the list query language plus computed and related filters).
+ * `reserved` names query parameters the caller reads itself (e.g. include, group_by).
+ */
+export function parseObjectQuery(
+  db: Db,
+  query: Record<string, unknown>,
+  active: ActiveFields,
+  auth: AuthInfo,
+  classId: number,
+  opts: { reserved?: string[]; allowSort?: boolean } = {},
+): ObjectQuery {
+  const fields: Record<string, FieldDef> = { ...BASE_FIELDS };
+  const rewritten: Record<string, unknown> = {};
+  const related: Record<string, string> = {};
+  const extra = new Set<string>(['permissions', ...(opts.reserved ?? [])]);
+  const computedFilterFields = new Map<string, ComputedDef>();
+  for (const [key, raw] of Object.entries(query)) {
+    if (key.startsWith('related.')) {
+      if (Array.isArray(raw)) throw badRequest(`query parameter ${key} may be given only once`);
+      related[key] = String(raw);
+      extra.add(key);
+      rewritten[key] = raw;
+    } else if (key.startsWith('computed.')) {
+      if (Array.isArray(raw)) throw badRequest(`query parameter ${key} may be given only once`);
+      const idx = key.indexOf('__');
+      const name = idx < 0 ? key : key.slice(0, idx);
+      const def = computedDef(active, name);
+      // A computed value is filtered as the JSON member "v" of {"v": value}: the JSON-path
+      // operators then apply with their number, string and boolean semantics.
+      fields[name] = {
+        type: 'json',
+        column: name,
+        expr: ((d: Db) => d`jsonb_build_object('v', ${computedValue(d, def)})`) as FieldDef['expr'],
+      };
+      computedFilterFields.set(name, def);
+      rewritten[key] = `v=${String(raw)}`;
+    } else {
+      rewritten[key] = raw;
+    }
+  }
+  let computedSort = false;
+  if (typeof query.sort === 'string' && query.sort.includes('computed.')) {
+    if (opts.allowSort === false) throw badRequest('sort is not supported here');
+    const parts = query.sort.split(',').map((s) => s.trim());
+    rewritten.sort = parts
+      .map((p) => {
+        const m = /^(-?)(computed\.[^.]+\.[^.]+?)(\.asc|\.desc)?$/.exec(p);
+        if (!m) return p;
+        const def = computedDef(active, m[2]!);
+        const field = computedSortField(def);
+        if (!field) throw badRequest(`computed field "${m[2]}" has result type ${def.result_type} and cannot be sorted on`);
+        fields[SORT_PREFIX + m[2]] = field;
+        computedSort = true;
+        return `${m[1]}${SORT_PREFIX}${m[2]}${m[3] ?? ''}`;
+      })
+      .join(',');
+    if (computedSort && parts.length > 2) throw badRequest('sorting by a computed field allows at most two sort fields');
+  }
+  const spec: ListSpec = { fields, defaultSort: [{ field: 'id', desc: false }], extraParams: [...extra] };
+  const parsed = parseListQuery(rewritten, spec);
+  // Computed filters: an object whose value failed to evaluate never matches, negated or not.
+  const where: Fragment[] = [];
+  const plain: Filter[] = [];
+  let computedFilters = 0;
+  for (const f of parsed.filters) {
+    const def = computedFilterFields.get(f.field);
+    if (def) {
+      computedFilters++;
+      where.push(db`(not ${computedFailed(db, def)} and coalesce((${filterSql(db, f)}), false))` as Fragment);
+    } else {
+      plain.push(f);
+    }
+  }
+  parsed.filters = plain;
+  for (const [key, value] of Object.entries(related)) {
+    let claimed: Fragment | undefined;
+    for (const hook of objectFilterHooks) {
+      claimed = hook(db, key, value, auth, { params: related, classId });
+      if (claimed) break;
+    }
+    if (!claimed) throw badRequest(`unknown filter "${key}"`, [{ path: `query.${key}`, message: 'unknown related filter' }]);
+    where.push(claimed);
+  }
+  return { parsed, spec, where, computedFilters, computedSort };
+}
+
+/** A page of objects; with `computed` the evaluated sets of the given fields are selected as `__cs` / `__cp`. */
+export function listObjects(
+  db: Db,
+  q: ObjectQuery,
+  where: Fragment[],
+  computed: { shared: ComputedDef[]; personal: ComputedDef[] | null } | null,
+): Promise<ListPage<ObjectRow & { __cs?: unknown; __cp?: unknown }>> {
+  const select = computed
+    ? (db`${objectCols(db)}, ${evalSetExpr(db, computed.shared)} as __cs, ${evalSetExpr(db, computed.personal ?? [])} as __cp` as Fragment)
+    : objectCols(db);
+  return runList(db, { from: db`objects o` as Fragment, select, where: [...where, ...q.where], parsed: q.parsed, spec: q.spec });
+}
+
+/** One object, optionally with evaluated computed sets (`__cs`, `__cp`). */
+export async function findObject(
+  db: Db,
+  id: number,
+  computed: { shared: ComputedDef[]; personal: ComputedDef[] | null } | null = null,
+): Promise<(ObjectRow & { __cs?: unknown; __cp?: unknown }) | undefined> {
+  const [row] = await db<(ObjectRow & { __cs?: unknown; __cp?: unknown })[]>`
+    select ${objectCols(db)}
+      ${computed ? db`, ${evalSetExpr(db, computed.shared)} as __cs, ${evalSetExpr(db, computed.personal ?? [])} as __cp` : db``}
+    from objects o where o.id = ${id}::int`;
+  return row;
+}
+
+export async function objectIdByName(db: Db, classId: number, name: string): Promise<number | undefined> {
+  const [row] = await db<{ id: number }[]>`select id from objects where class_id = ${classId}::int and name = ${name}::text`;
+  return row?.id;
+}
+
+export async function lockObject(tx: TransactionSql, id: number): Promise<ObjectRow | undefined> {
+  const [row] = await tx<ObjectRow[]>`select ${objectCols(tx)} from objects o where o.id = ${id}::int for update`;
+  return row;
+}
+
+export async function insertObject(
+  tx: TransactionSql,
+  v: { name: string; description: string; collection_id: number; class_id: number; json_data: unknown },
+): Promise<ObjectRow> {
+  const [row] = await tx<ObjectRow[]>`
+    insert into objects as o (name, description, collection_id, class_id, json_data)
+    values (${v.name}, ${v.description}, ${v.collection_id}::int, ${v.class_id}::int, ${JSON.stringify(v.json_data ?? null)}::text::jsonb)
+    returning ${objectCols(tx)}`;
+  return row!;
+}
+
+export async function updateObjectRow(
+  tx: TransactionSql,
+  id: number,
+  v: { name: string; description: string; json_data: unknown },
+): Promise<ObjectRow> {
+  const [row] = await tx<ObjectRow[]>`
+    update objects as o set name = ${v.name}, description = ${v.description}, json_data = ${JSON.stringify(v.json_data ?? null)}::text::jsonb,
+      updated_at = now(), revision = o.revision + 1
+    where o.id = ${id}::int
+    returning ${objectCols(tx)}`;
+  return row!;
+}
+
+/** Deletes an object (locked by the caller) and its relations, with a `deleted` event for each relation. */
+export async function deleteObjectWithRelations(tx: TransactionSql, actor: Actor, obj: ObjectRow): Promise<number> {
+  const rels = await tx<
+    {
+      id: number;
+      class_relation_id: number;
+      from_object_id: number;
+      to_object_id: number;
+      created_at: Date;
+      updated_at: Date;
+      revision: number;
+      from_collection_id: number;
+      to_collection_id: number;
+    }[]
+  >`
+    select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision,
+      fo.collection_id as from_collection_id, t.collection_id as to_collection_id
+    from object_relations r join objects fo on fo.id = r.from_object_id join objects t on t.id = r.to_object_id
+    where r.from_object_id = ${obj.id}::int or r.to_object_id = ${obj.id}::int
+    order by r.id for update of r`;
+  if (rels.length) await tx`delete from object_relations where id = any(${rels.map((r) => r.id)}::int[])`;
+  for (const r of rels) {
+    const { from_collection_id, to_collection_id, ...snapshot } = r;
+    await appendEvent(tx, actor, {
+      entityType: 'object_relation',
+      entityId: r.id,
+      collectionId: from_collection_id,
+      relatedCollectionIds: [to_collection_id],
+      action: 'deleted',
+      summary: `object relation ${r.id} deleted with object ${obj.name}`,
+      before: snapshot,
+      beforeRevision: r.revision,
+      metadata: { object_id: obj.id, cause: 'object_deleted' },
+    });
+  }
+  await tx`delete from objects where id = ${obj.id}::int`;
+  return rels.length;
+}
+
+export { and };

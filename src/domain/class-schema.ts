@@ -1,0 +1,116 @@
+/**
+ * Class JSON schemas: JSON Schema 2020-12 documents with local `#...` references only, compiled
+ * in ajv's strict mode so that an invalid or ambiguous schema is refused when it is saved (400),
+ * never when an object is written. Compiled validators are cached by the schema's text.
+ * Pure: no I/O, no HTTP beyond the ApiError it throws.
+ */
+import { createHash } from 'node:crypto';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { ApiError, badRequest, type ErrorDetail } from '../http/errors.ts';
+
+// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
+const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => Ajv2020;
+
+const CACHE_MAX = 200;
+const cache = new Map<string, ValidateFunction>();
+/** At most this many validation messages are reported per object. */
+export const MAX_SCHEMA_DETAILS = 20;
+
+/** Every `$ref` / `$dynamicRef` member below `node` that does not start with '#'. */
+function nonLocalRefs(node: unknown, path: string, out: ErrorDetail[]): void {
+  if (out.length >= 10) return;
+  if (Array.isArray(node)) {
+    node.forEach((v, i) => nonLocalRefs(v, `${path}/${i}`, out));
+    return;
+  }
+  if (node === null || typeof node !== 'object') return;
+  for (const [k, v] of Object.entries(node as Record<string, unknown>)) {
+    const here = `${path}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`;
+    if ((k === '$ref' || k === '$dynamicRef') && (typeof v !== 'string' || !v.startsWith('#'))) {
+      out.push({ path: `json_schema${here}`, message: 'only local references starting with "#" are allowed' });
+    }
+    nonLocalRefs(v, here, out);
+  }
+}
+
+/**
+ * Checks and compiles a class schema; 400 with details when it is not a valid JSON Schema
+ * 2020-12 document with local references only. Returns the validator.
+ */
+export function compileClassSchema(schema: unknown): ValidateFunction {
+  if (typeof schema !== 'boolean' && (schema === null || typeof schema !== 'object' || Array.isArray(schema))) {
+    throw badRequest('json_schema must be a JSON Schema object (or a boolean schema)', [
+      { path: 'json_schema', message: 'must be an object or a boolean' },
+    ]);
+  }
+  const text = JSON.stringify(schema);
+  const key = createHash('sha256').update(text).digest('base64url');
+  const hit = cache.get(key);
+  if (hit) {
+    cache.delete(key);
+    cache.set(key, hit);
+    return hit;
+  }
+  const refs: ErrorDetail[] = [];
+  nonLocalRefs(schema, '', refs);
+  if (refs.length) throw badRequest('json_schema may only use local "#..." references', refs);
+  if (typeof schema === 'object' && schema !== null) {
+    const declared = (schema as Record<string, unknown>).$schema;
+    if (declared !== undefined && declared !== 'https://json-schema.org/draft/2020-12/schema') {
+      throw badRequest('json_schema must be a JSON Schema 2020-12 document', [
+        { path: 'json_schema/$schema', message: 'must be "https://json-schema.org/draft/2020-12/schema" or omitted' },
+      ]);
+    }
+  }
+  // A fresh instance per schema: schemas with the same $id never collide, and nothing is fetched.
+  // Strict schema mode refuses unknown keywords, unknown formats and ignored keywords; the type
+  // heuristics (strictTypes, strictTuples, strictRequired) stay off because schemas they flag
+  // are valid 2020-12 documents.
+  const ajv = new Ajv2020({
+    strict: true,
+    strictTypes: false,
+    strictTuples: false,
+    strictRequired: false,
+    allErrors: true,
+    validateFormats: true,
+    logger: false,
+  });
+  addFormats(ajv);
+  let validate: ValidateFunction;
+  try {
+    validate = ajv.compile(schema as object);
+  } catch (err) {
+    const message = err instanceof Error ? err.message : 'invalid schema';
+    throw new ApiError(400, `json_schema is not a valid JSON Schema 2020-12 document: ${message.slice(0, 300)}`, {
+      reason: 'invalid_json_schema',
+      details: [{ path: 'json_schema', message: message.slice(0, 300) }],
+    });
+  }
+  cache.set(key, validate);
+  if (cache.size > CACHE_MAX) cache.delete(cache.keys().next().value!);
+  return validate;
+}
+
+/** Validation messages of `data` against a compiled class schema (empty when valid). Paths are RFC 6901 pointers into json_data. */
+export function schemaErrors(validate: ValidateFunction, data: unknown): ErrorDetail[] {
+  if (validate(data)) return [];
+  return (validate.errors ?? []).slice(0, MAX_SCHEMA_DETAILS).map((e) => {
+    let message = e.message ?? 'is invalid';
+    const p = e.params as Record<string, unknown>;
+    if (e.keyword === 'additionalProperties') message = `unknown member "${String(p.additionalProperty)}"`;
+    if (e.keyword === 'required') message = `missing required member "${String(p.missingProperty)}"`;
+    return { path: e.instancePath || '/', message };
+  });
+}
+
+/** The 400 for object data failing its class schema. */
+export function schemaValidationFailed(details: ErrorDetail[]): ApiError {
+  return new ApiError(400, 'json_data does not match the class JSON schema', { reason: 'schema_validation_failed', details });
+}
+
+/** Throws schemaValidationFailed when `data` does not match. */
+export function assertMatchesSchema(validate: ValidateFunction, data: unknown): void {
+  const details = schemaErrors(validate, data);
+  if (details.length) throw schemaValidationFailed(details);
+}
