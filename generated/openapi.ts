@@ -41,7 +41,10 @@ export interface paths {
          *     Failed attempts are counted per (name, client IP), per client IP and per client subnet
          *     in a sliding window; over a threshold the key is locked out and login returns 429 with
          *     `Retry-After` until the lockout ends (see `GET /api/v0/meta/login-rate-limit` for the
-         *     effective thresholds). A successful login returns a new token whose lifetime is the
+         *     effective thresholds). Attempts whose password check is still running count as possible
+         *     failures: while a key has as many attempts in flight as it may still fail, further
+         *     attempts get 429 with `Retry-After: 1`, so concurrent attempts can never exceed a
+         *     threshold. A successful login returns a new token whose lifetime is the
          *     default token lifetime (`GET /api/v1/config`).
          */
         post: operations["login"];
@@ -320,8 +323,8 @@ export interface paths {
          * @description The effective configuration of the answering process. Unscoped administrator only: an
          *     admin-group member (human or service account) using an unscoped token; anyone else,
          *     including an administrator with a scoped token, gets 403. Settings that can carry a
-         *     secret (database URL, token hash key, limiter backend URL) are reported only as
-         *     `{configured: boolean}`; secret values are never returned.
+         *     secret (database URL, admin password, token hash key, limiter backend URL) are reported
+         *     as `"[redacted]"` when set and null when unset; secret values are never returned.
          */
         get: operations["getAdminConfig"];
         put?: never;
@@ -6097,7 +6100,7 @@ export interface operations {
             /** @description Too many failed login attempts for this name and client address, address or subnet. */
             429: {
                 headers: {
-                    /** @description Whole seconds until the lockout ends (at least 1). */
+                    /** @description Whole seconds until the lockout ends (at least 1; 1 while earlier attempts are still being checked). */
                     "Retry-After": number;
                     [name: string]: unknown;
                 };
