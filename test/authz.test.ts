@@ -224,9 +224,11 @@ describe('list visibility fragments', () => {
   async function ids(table: 'collections' | 'classes' | 'objects', where: ReturnType<typeof collectionWhere>): Promise<number[]> {
     const sql = t.deps.sql;
     const alias = { collections: 'c', classes: 'k', objects: 'o' }[table];
+    // ids of different tables overlap: only this test's rows of this table are candidates
+    const candidates = { collections: [R, C, G, O], classes: [K, K2], objects: [X, Y] }[table];
     const rows = await sql<{ id: number }[]>`
       select ${sql(alias + '.id')} as id from ${sql(table)} ${sql(alias)}
-      where ${sql(alias + '.id')} = any(${[R, C, G, O, K, K2, X, Y]}::int[]) and ${where} order by 1`;
+      where ${sql(alias + '.id')} = any(${candidates}::int[]) and ${where} order by 1`;
     return rows.map((r) => r.id);
   }
 
