@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, ADMIN_PASSWORD, type TestApp } from './helpers.ts';
 import { createHuman, scopedTokenFor } from './iam-fixtures.ts';
 import { DEFAULT_LIMITER_CONFIG, keysFor, subnetOf, normalizeIp, type LimiterConfig } from '../src/domain/rate-limit.ts';
-import { MemoryLoginLimiter, type AttemptTicket, type LoginLimiter } from '../src/services/login-limiter.ts';
+import { MemoryLoginLimiter, closeLoginLimiter, type AttemptTicket, type LoginLimiter } from '../src/services/login-limiter.ts';
 import { RedisLoginLimiter } from '../src/services/login-limiter-redis.ts';
 
 const REDIS_URL = process.env.SVC_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -393,5 +393,22 @@ describe('Redis limiter unavailable', () => {
     const res = await login(ADMIN_PASSWORD);
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('300');
+  });
+});
+
+describe('SVC_LOGIN_RATE_LIMIT_REDIS_URL', () => {
+  it('getLoginRateLimitState 200 reports the redis backend when the setting names a server', async () => {
+    const t = await startTestApp({ SVC_LOGIN_RATE_LIMIT_REDIS_URL: REDIS_URL });
+    try {
+      const limiter = t.deps.services.loginLimiter;
+      expect(limiter).toBeInstanceOf(RedisLoginLimiter);
+      expect(await (limiter as RedisLoginLimiter).ready()).toBe(true);
+      const res = await t.request('GET', '/api/v0/meta/login-rate-limit', { query: { q: uniq('none') } });
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({ config: { backend: 'redis' }, entries: [], total: 0 });
+    } finally {
+      await closeLoginLimiter(t.deps);
+      await t.close();
+    }
   });
 });
