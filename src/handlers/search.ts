@@ -1,9 +1,221 @@
-import type { HandlerMap } from '../http/contract.ts';
-import { pending } from './not-implemented.ts';
+import type { Ctx, HandlerMap, Input, Reply } from '../http/contract.ts';
+import { authOf } from '../http/contract.ts';
+import { ApiError, forbidden, notFound } from '../http/errors.ts';
+import { requireHumanUnscoped } from '../http/gates.ts';
+import { sseReply } from '../http/sse.ts';
+import type { AuthInfo } from '../http/auth.ts';
+import { requireClassPermission } from '../db/authz.ts';
+import { resolveClassSelector, runPlainSearch, runStructuredSearch, type SearchPage } from '../db/search.ts';
+import {
+  LIMITS,
+  PLAIN_GROUP,
+  canonicalPlain,
+  canonicalRequest,
+  planPlainSearch,
+  planStructuredSearch,
+  relatedNodes,
+  type ClassSelector,
+  type PlainKind,
+  type PlainPlan,
+  type SearchPlan,
+  type StructuredSearchRequest,
+  type TargetKind,
+} from '../domain/search.ts';
+import { signCursor, verifyCursor, type CursorBinding } from '../domain/search-cursor.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Structured search
+
+interface PreparedStructured {
+  auth: AuthInfo;
+  plan: SearchPlan;
+  classId: number | null;
+  relatedClassIds: number[];
+  binding: CursorBinding;
+  after: unknown[] | null;
+}
+
+interface StructuredResult {
+  results: { kind: TargetKind; resource: Record<string, unknown> }[];
+  next: string | null;
+  total: number | null;
+}
+
+function bindingOf(auth: AuthInfo, canonical: string): CursorBinding {
+  return { canonical, principalId: auth.principal.id, tokenId: auth.token.id, tokenRevision: auth.token.revision };
+}
+
+/** 415 / 413 checks the router cannot make for this operation (it accepts a missing content type). */
+function checkBodyEnvelope(input: Input<'searchStructured'>): void {
+  if (input.contentType !== 'application/json') throw new ApiError(415, 'the search body must be sent as application/json');
+  const declared = Number(input.headers['content-length']);
+  const size = Number.isFinite(declared) && declared > 0 ? declared : Buffer.byteLength(JSON.stringify(input.body ?? null));
+  if (size > LIMITS.bodyBytes) throw new ApiError(413, `the search body is larger than ${LIMITS.bodyBytes / 1024} KiB`);
+}
+
+/** Target gates: user needs an unscoped human administrator; group and service_account an unscoped human. */
+function gateTarget(ctx: Ctx, kind: TargetKind): void {
+  if (kind === 'user') {
+    const auth = requireHumanUnscoped(ctx);
+    if (!auth.isAdmin) throw forbidden('only administrators can search users');
+  } else if (kind === 'group' || kind === 'service_account') {
+    requireHumanUnscoped(ctx);
+  }
+}
+
+/** Resolves a class selector exactly (404 when it does not resolve) and requires ReadClass on it (403). */
+async function readableClass(ctx: Ctx, auth: AuthInfo, sel: ClassSelector): Promise<number> {
+  const cls = await resolveClassSelector(ctx.deps.sql, sel);
+  if (!cls) throw notFound('class');
+  await requireClassPermission(ctx.deps.sql, auth, cls.id, 'ReadClass');
+  return cls.id;
+}
+
+async function prepareStructured(input: Input<'searchStructured'>, ctx: Ctx): Promise<PreparedStructured> {
+  const auth = authOf(ctx);
+  checkBodyEnvelope(input);
+  const body = input.body as StructuredSearchRequest;
+  gateTarget(ctx, body.target.kind);
+  const plan = planStructuredSearch(body);
+  const classId = plan.targetClass ? await readableClass(ctx, auth, plan.targetClass) : null;
+  const relatedClassIds: number[] = [];
+  for (const n of relatedNodes(plan)) relatedClassIds[n.index] = await readableClass(ctx, auth, n.class);
+  const binding = bindingOf(auth, canonicalRequest(plan, { targetClassId: classId, relatedClassIds }));
+  const after = plan.cursor === null ? null : verifyCursor(ctx.deps.tokenKey, plan.cursor, binding, plan.sort.length);
+  return { auth, plan, classId, relatedClassIds, binding, after };
+}
+
+async function executeStructured(ctx: Ctx, p: PreparedStructured): Promise<StructuredResult> {
+  const page = await runStructuredSearch(ctx.deps.sql, p.auth, p.plan, {
+    classId: p.classId,
+    relatedClassIds: p.relatedClassIds,
+    after: p.after,
+  });
+  return {
+    results: page.resources.map((resource) => ({ kind: p.plan.kind, resource })),
+    next: page.nextValues ? signCursor(ctx.deps.tokenKey, page.nextValues, p.binding) : null,
+    total: page.total,
+  };
+}
+
+function pageHeaders(limit: number, next: string | null, total: number | null): Record<string, string> {
+  const h: Record<string, string> = { 'x-page-limit': String(limit) };
+  if (next) h['x-next-cursor'] = next;
+  if (total !== null) h['x-total-count'] = String(total);
+  return h;
+}
+
+/** The public text of a failure inside a stream (5xx details go to the log only). */
+function publicMessage(ctx: Ctx, err: unknown): string {
+  if (err instanceof ApiError && err.status < 500) return err.message;
+  ctx.deps.log.error({ err, request_id: ctx.requestId }, 'search stream failed');
+  return 'internal server error';
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plain-text search
+
+interface PreparedPlain {
+  auth: AuthInfo;
+  plan: PlainPlan;
+  after: Partial<Record<PlainKind, unknown[]>>;
+}
+
+function preparePlain(input: Input<'searchPlainText'>, ctx: Ctx): PreparedPlain {
+  const auth = authOf(ctx);
+  const plan = planPlainSearch(input.query);
+  const after: Partial<Record<PlainKind, unknown[]>> = {};
+  for (const kind of plan.kinds) {
+    const c = plan.cursors[kind];
+    if (c !== undefined)
+      after[kind] = verifyCursor(ctx.deps.tokenKey, c, bindingOf(auth, canonicalPlain(plan, kind)), 1, `query.cursor_${PLAIN_GROUP[kind]}`);
+  }
+  return { auth, plan, after };
+}
+
+async function plainKind(
+  ctx: Ctx,
+  p: PreparedPlain,
+  kind: PlainKind,
+): Promise<{ resources: SearchPage['resources']; next: string | null }> {
+  const page = await runPlainSearch(ctx.deps.sql, p.auth, kind, {
+    q: p.plan.q,
+    limit: p.plan.limit,
+    after: p.after[kind] ?? null,
+    searchClassSchema: p.plan.searchClassSchema,
+    searchObjectData: p.plan.searchObjectData,
+  });
+  const next = page.nextValues ? signCursor(ctx.deps.tokenKey, page.nextValues, bindingOf(p.auth, canonicalPlain(p.plan, kind))) : null;
+  return { resources: page.resources, next };
+}
+
+type Groups = Record<'collections' | 'classes' | 'objects', Record<string, unknown>[]>;
+type NextCursors = Record<'collections' | 'classes' | 'objects', string | null>;
 
 export const searchHandlers = {
-  searchPlainText: pending('searchPlainText'),
-  searchStructured: pending('searchStructured'),
-  searchPlainTextStream: pending('searchPlainTextStream'),
-  searchStructuredStream: pending('searchStructuredStream'),
+  searchPlainText: async (input, ctx): Promise<Reply> => {
+    const p = preparePlain(input, ctx);
+    const results: Groups = { collections: [], classes: [], objects: [] };
+    const next: NextCursors = { collections: null, classes: null, objects: null };
+    const pages = await Promise.all(p.plan.kinds.map(async (kind) => [kind, await plainKind(ctx, p, kind)] as const));
+    for (const [kind, page] of pages) {
+      results[PLAIN_GROUP[kind]] = page.resources;
+      next[PLAIN_GROUP[kind]] = page.next;
+    }
+    return { status: 200, body: { query: p.plan.q, results, next }, headers: { 'x-page-limit': String(p.plan.limit) } };
+  },
+
+  searchPlainTextStream: async (input, ctx): Promise<Reply> => {
+    const p = preparePlain(input as unknown as Input<'searchPlainText'>, ctx);
+    return sseReply(
+      async (w) => {
+        w.send('started', { query: p.plan.q });
+        let failed = false;
+        await Promise.all(
+          p.plan.kinds.map(async (kind) => {
+            try {
+              const page = await plainKind(ctx, p, kind);
+              if (failed) return;
+              const group = PLAIN_GROUP[kind];
+              w.send('batch', { kind: group, collections: [], classes: [], objects: [], [group]: page.resources, next: page.next });
+            } catch (err) {
+              if (failed) return;
+              failed = true;
+              w.send('error', { message: publicMessage(ctx, err) });
+            }
+          }),
+        );
+        if (!failed) w.send('done', { query: p.plan.q });
+      },
+      { headers: { 'x-page-limit': String(p.plan.limit) } },
+    );
+  },
+
+  searchStructured: async (input, ctx): Promise<Reply> => {
+    const p = await prepareStructured(input, ctx);
+    const r = await executeStructured(ctx, p);
+    return {
+      status: 200,
+      body: { version: 1, kind: p.plan.kind, results: r.results, next: r.next, total: r.total },
+      headers: pageHeaders(p.plan.limit, r.next, r.total),
+    };
+  },
+
+  searchStructuredStream: async (input, ctx): Promise<Reply> => {
+    const p = await prepareStructured(input as unknown as Input<'searchStructured'>, ctx);
+    const head = { version: 1, kind: p.plan.kind };
+    return sseReply(async (w) => {
+      w.send('started', head);
+      let r: StructuredResult;
+      try {
+        // the complete page first (buffered memory is linear in the page limit), then the events
+        r = await executeStructured(ctx, p);
+      } catch (err) {
+        w.send('error', { ...head, message: publicMessage(ctx, err) });
+        return;
+      }
+      for (const result of r.results) if (!w.send('result', result)) return;
+      w.send('done', { ...head, next: r.next, total: r.total, page_limit: p.plan.limit });
+    });
+  },
 } satisfies Partial<HandlerMap>;

@@ -1,0 +1,164 @@
+// Search execution: structured search (expression → SQL through the list query language's
+// filterSql; keyset pages and totals through the targets' list queries, i.e. runList) and
+// plain-text search. Visibility comes from src/db/authz.ts fragments (and the audit module), so
+// totals and the complement of `not` stay inside the caller's authorized universe. Related
+// predicates reuse the object list's related-group traversal (src/db/related-filters.ts).
+import type { Db } from './sql.ts';
+import { and, filterSql, or, type Fragment } from './list.ts';
+import { translatePgError } from './pg-errors.ts';
+import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
+import { targetSql } from './search-targets.ts';
+import { ApiError } from '../http/errors.ts';
+import type { Filter, ListSpec, ParsedList, SortKey } from '../http/list-query.ts';
+import type { Authority } from '../domain/authz.ts';
+import type { ClassSelector, PlainKind, PlanNode, PlannedPredicate, SearchPlan } from '../domain/search.ts';
+
+type RelatedNode = Extract<PlanNode, { op: 'related' }>;
+
+export interface SearchPage {
+  resources: Record<string, unknown>[];
+  /** Sort values of the last row when more rows follow (to sign into the next cursor). */
+  nextValues: unknown[] | null;
+  total: number | null;
+}
+
+/** A class by exact id or exact name (names are globally unique). */
+export async function resolveClassSelector(db: Db, sel: ClassSelector): Promise<{ id: number; collection_id: number } | undefined> {
+  const rows =
+    'id' in sel
+      ? await db<{ id: number; collection_id: number }[]>`select k.id, k.collection_id from classes k where k.id = ${sel.id}::int`
+      : await db<{ id: number; collection_id: number }[]>`select k.id, k.collection_id from classes k where k.name = ${sel.name}::text`;
+  return rows.length === 1 ? rows[0] : undefined;
+}
+
+/** A planned predicate as a list-language Filter over the target's columns. */
+export function predicateFilter(p: PlannedPredicate, spec: ListSpec): Filter {
+  const def = spec.fields[p.field];
+  if (!def) throw new Error(`search field ${p.field} has no column`);
+  return { field: p.field, def, op: p.op, negate: false, values: p.values, path: p.path };
+}
+
+/** Two-valued: a predicate that is unknown (null column, missing path) is false. */
+export function predicateSql(db: Db, p: PlannedPredicate, spec: ListSpec): Fragment {
+  return db`coalesce((${filterSql(db, predicateFilter(p, spec))}), false)` as Fragment;
+}
+
+function exprSql(db: Db, n: PlanNode, spec: ListSpec, related: (n: RelatedNode) => Fragment): Fragment {
+  switch (n.op) {
+    case 'and':
+      return and(
+        db,
+        n.args.map((a) => exprSql(db, a, spec, related)),
+      );
+    case 'or':
+      return or(
+        db,
+        n.args.map((a) => exprSql(db, a, spec, related)),
+      );
+    case 'not':
+      // every leaf is coalesced to true/false, so this is the exact complement within the universe
+      return db`not (${exprSql(db, n.arg, spec, related)})` as Fragment;
+    case 'field':
+      return predicateSql(db, n.predicate, spec);
+    case 'related':
+      return related(n);
+  }
+}
+
+function parsedFor(sort: SortKey[], limit: number, after: unknown[] | null, includeTotal: boolean): ParsedList {
+  return { filters: [], sort, limit, cursor: after, includeTotal, extras: {}, signature: '' };
+}
+
+/** The sort values inside runList's cursor (base64url JSON {v, s}); they are re-signed by the caller. */
+function listCursorValues(cursor: string | null): unknown[] | null {
+  if (!cursor) return null;
+  const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v: unknown[] };
+  return parsed.v;
+}
+
+/** Database errors of a search statement: malformed values (bad regex, bad pattern) are 400, work bounds 400 "narrow". */
+export function searchError(err: unknown): unknown {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') {
+    if (code === '2201B') return new ApiError(400, 'invalid regular expression in a regex predicate', { reason: 'invalid_search' });
+    if (code.startsWith('22')) return new ApiError(400, 'a value of the search is malformed or out of range', { reason: 'invalid_search' });
+    if (code === '57014' || code.startsWith('53') || code.startsWith('54'))
+      return new ApiError(400, 'the search needs too much work; narrow the query', { reason: 'search_work_limit' });
+  }
+  return translatePgError(err);
+}
+
+/** A related predicate: the object list's related-group condition (src/db/related-filters.ts), reused. */
+function relatedCondition(db: Db, auth: Authority, n: RelatedNode, classId: number): Fragment {
+  return relatedGroupCondition(
+    db,
+    auth,
+    {
+      alias: `related${n.index}`,
+      classSelector: { id: classId },
+      depth: n.depth,
+      filters: n.filters.map((p) => predicateFilter(p, RELATED_TARGET_SPEC)),
+    },
+    'o.id',
+  );
+}
+
+/** One page of a structured search (and its total when asked). */
+export async function runStructuredSearch(
+  db: Db,
+  auth: Authority,
+  plan: SearchPlan,
+  opts: { classId: number | null; relatedClassIds: number[]; after: unknown[] | null },
+): Promise<SearchPage> {
+  const t = targetSql(db, auth, plan.kind, { classId: opts.classId });
+  const where = [...t.where];
+  if (plan.filter) where.push(exprSql(db, plan.filter, t.spec, (n) => relatedCondition(db, auth, n, opts.relatedClassIds[n.index]!)));
+  try {
+    const page = await t.list(parsedFor(plan.sort, plan.limit, opts.after, plan.includeTotal), where);
+    return { resources: page.rows.map(t.view), nextValues: listCursorValues(page.nextCursor), total: page.total };
+  } catch (err) {
+    throw searchError(err);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plain-text search: case-insensitive substring match on names and descriptions (plus class
+// schema text and object JSON string values when opted in), id order, one keyset page per kind,
+// through the same target queries and visibility as structured search.
+
+const PLAIN_SORT: SortKey[] = [{ field: 'id', desc: false }];
+
+function contains(db: Db, column: Fragment, q: string): Fragment {
+  return db`strpos(lower(${column}), lower(${q}::text)) > 0` as Fragment;
+}
+
+function plainMatch(db: Db, kind: PlainKind, q: string, opts: { searchClassSchema: boolean; searchObjectData: boolean }): Fragment {
+  const alias = kind === 'collection' ? 'c' : kind === 'class' ? 'k' : 'o';
+  const text = [contains(db, db`${db(alias + '.name')}` as Fragment, q), contains(db, db`${db(alias + '.description')}` as Fragment, q)];
+  if (kind === 'class' && opts.searchClassSchema) {
+    // the schema document's text, keys included; a class without a schema does not match
+    text.push(db`coalesce(${contains(db, db`k.json_schema::text` as Fragment, q)}, false)` as Fragment);
+  }
+  if (kind === 'object' && opts.searchObjectData) {
+    text.push(
+      db`exists (select 1 from jsonb_path_query(o.json_data, 'strict $.**') as svc_v (value)
+        where jsonb_typeof(svc_v.value) = 'string' and strpos(lower(svc_v.value #>> '{}'), lower(${q}::text)) > 0)` as Fragment,
+    );
+  }
+  return or(db, text);
+}
+
+export async function runPlainSearch(
+  db: Db,
+  auth: Authority,
+  kind: PlainKind,
+  opts: { q: string; limit: number; after: unknown[] | null; searchClassSchema: boolean; searchObjectData: boolean },
+): Promise<SearchPage> {
+  const t = targetSql(db, auth, kind, { classId: null });
+  try {
+    const page = await t.list(parsedFor(PLAIN_SORT, opts.limit, opts.after, false), [...t.where, plainMatch(db, kind, opts.q, opts)]);
+    return { resources: page.rows.map(t.view), nextValues: listCursorValues(page.nextCursor), total: null };
+  } catch (err) {
+    throw searchError(err);
+  }
+}
