@@ -72,10 +72,9 @@ describe('createUser', () => {
     const approval = await approve(t, { kind: 'create_user', user: body });
     const res = await createUserRaw(body, approval);
     expect(res.status).toBe(409);
-    const [row] = await t.deps.sql<
-      { n: number }[]
-    >`select count(*)::int as n from credential_approvals where consumed_at is null and kind = 'create_user'`;
-    expect(row!.n).toBeGreaterThan(0);
+    const record = await t.request('GET', `/api/v1/iam/credential-approvals/${approval}`);
+    expect(record.status).toBe(200);
+    expect(record.body).toMatchObject({ status: 'pending', consumed_at: null });
   });
 
   it('createUser 400 for a missing password, an empty or over-long name, or unknown members', async () => {
