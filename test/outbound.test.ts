@@ -2,7 +2,8 @@
 // at test time with the openssl command line and trusted through caFile (SVC_OUTBOUND_CA_FILE).
 import { execFileSync, execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server, type IncomingMessage, type ServerResponse } from 'node:https';
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,7 +25,7 @@ interface Seen {
   url: string;
   headers: Record<string, string | string[] | undefined>;
   body: string;
-  servername: string | false | undefined;
+  servername: string | false | null | undefined;
 }
 
 let dir: string;

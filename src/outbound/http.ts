@@ -51,6 +51,11 @@ export interface OutboundRequest {
   signal?: AbortSignal;
   /** Name resolution (default: the system resolver, all addresses). */
   resolve?: (hostname: string) => Promise<ResolvedAddress[]>;
+  /**
+   * An address resolveAndScreen() already returned for this URL: no second resolution; the
+   * address is screened again and pinned.
+   */
+  resolved?: ResolvedAddress;
 }
 
 export interface OutboundResponse {
@@ -407,10 +412,19 @@ export async function outboundRequest(req: OutboundRequest): Promise<OutboundRes
 
   let agent: Agent | undefined;
   try {
-    const pinned = await Promise.race([
-      resolveAndScreen(url, { allowPrivate: req.allowPrivate, resolve: req.resolve }),
-      new Promise<never>((_, fail) => ctl.signal.addEventListener('abort', () => fail(new Error('aborted')), { once: true })),
-    ]);
+    const given = req.resolved;
+    if (given && !isAddressAllowed(given.address, req.allowPrivate ?? false)) {
+      throw new OutboundError(
+        'blocked_destination',
+        `the destination resolves to a refused address (${classifyAddress(given.address).category.replace('_', '-')})`,
+      );
+    }
+    const pinned =
+      given ??
+      (await Promise.race([
+        resolveAndScreen(url, { allowPrivate: req.allowPrivate, resolve: req.resolve }),
+        new Promise<never>((_, fail) => ctl.signal.addEventListener('abort', () => fail(new Error('aborted')), { once: true })),
+      ]));
     const pinnedLookup: LookupFunction = (_hostname, options, callback) => {
       if ((options as { all?: boolean }).all) {
         (callback as unknown as (e: null, a: ResolvedAddress[]) => void)(null, [pinned]);

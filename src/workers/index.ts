@@ -1,4 +1,5 @@
 import type { Deps } from '../deps.ts';
+import { taskLoop } from './tasks.ts';
 
 export interface Workers {
   stop(): Promise<void>;
@@ -12,6 +13,7 @@ export interface Loop {
 }
 
 const loops: Loop[] = [];
+registerLoop(taskLoop);
 
 /** Capabilities register their worker loops here at import time. */
 export function registerLoop(loop: Loop): void {

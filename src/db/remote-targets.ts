@@ -1,0 +1,368 @@
+// Remote targets and remote-call results: SQL only. Rules are in src/domain/remote-targets.ts.
+import type { Db, TransactionSql } from './sql.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import { registerUniqueMessage } from './pg-errors.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { Method, Subject, SubjectContext, SubjectType, TargetFields } from '../domain/remote-targets.ts';
+import type { Authority } from '../domain/authz.ts';
+import { notFound } from '../http/errors.ts';
+import { requireClassPermission, requireCollectionPermission, requireObjectPermission } from './authz.ts';
+
+registerUniqueMessage('remote_targets_collection_name_key', 'a remote target with this name already exists in this collection');
+
+export interface RemoteTargetRow extends TargetFields {
+  [key: string]: unknown;
+  id: number;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+export const REMOTE_TARGET_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'rt.id' },
+    name: { type: 'text', column: 'rt.name' },
+    description: { type: 'text', column: 'rt.description' },
+    collection_id: { type: 'integer', column: 'rt.collection_id' },
+    kind: { type: 'text', column: 'rt.method', sortable: false, values: ['get', 'post', 'patch', 'delete'] },
+    created_at: { type: 'timestamp', column: 'rt.created_at' },
+    updated_at: { type: 'timestamp', column: 'rt.updated_at' },
+    revision: { type: 'integer', column: 'rt.revision' },
+  },
+  aliases: { collections: 'collection_id' },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+function cols(db: Db): Fragment {
+  return db`rt.id, rt.collection_id, rt.class_id, rt.name, rt.description, rt.method, rt.url_template, rt.headers_template,
+    rt.body_template, rt.auth_config, rt.allowed_subject_types, rt.timeout_ms, rt.enabled, rt.created_at, rt.updated_at,
+    rt.revision` as Fragment;
+}
+
+/** The public representation (components.schemas.RemoteTarget); also the audit snapshot (no secrets: aliases only). */
+export function remoteTargetView(r: RemoteTargetRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    collection_id: r.collection_id,
+    class_id: r.class_id,
+    name: r.name,
+    description: r.description,
+    method: r.method,
+    url_template: r.url_template,
+    headers_template: r.headers_template,
+    body_template: r.body_template,
+    auth_config: r.auth_config,
+    allowed_subject_types: r.allowed_subject_types,
+    timeout_ms: r.timeout_ms,
+    enabled: r.enabled,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+export function rowFields(r: RemoteTargetRow): TargetFields {
+  return {
+    collection_id: r.collection_id,
+    class_id: r.class_id,
+    name: r.name,
+    description: r.description,
+    method: r.method,
+    url_template: r.url_template,
+    headers_template: r.headers_template,
+    body_template: r.body_template,
+    auth_config: r.auth_config,
+    allowed_subject_types: r.allowed_subject_types,
+    timeout_ms: r.timeout_ms,
+    enabled: r.enabled,
+  };
+}
+
+export function listRemoteTargetRows(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<RemoteTargetRow>> {
+  return runList<RemoteTargetRow>(db, {
+    from: db`remote_targets rt` as Fragment,
+    select: cols(db),
+    where,
+    parsed,
+    spec: REMOTE_TARGET_LIST_SPEC,
+  });
+}
+
+export async function findRemoteTarget(db: Db, id: number): Promise<RemoteTargetRow | undefined> {
+  const [row] = await db<RemoteTargetRow[]>`select ${cols(db)} from remote_targets rt where rt.id = ${id}::int`;
+  return row;
+}
+
+export async function lockRemoteTarget(tx: TransactionSql, id: number): Promise<RemoteTargetRow | undefined> {
+  const [row] = await tx<RemoteTargetRow[]>`select ${cols(tx)} from remote_targets rt where rt.id = ${id}::int for update`;
+  return row;
+}
+
+/** The collection of a class (undefined when the class does not exist). */
+export async function classCollectionId(db: Db, classId: number): Promise<number | undefined> {
+  const [row] = await db<{ collection_id: number }[]>`select collection_id from classes where id = ${classId}::int`;
+  return row?.collection_id;
+}
+
+export async function insertRemoteTarget(tx: TransactionSql, f: TargetFields): Promise<RemoteTargetRow> {
+  const [row] = await tx<RemoteTargetRow[]>`
+    insert into remote_targets as rt (collection_id, class_id, name, description, method, url_template, headers_template,
+      body_template, auth_config, allowed_subject_types, timeout_ms, enabled)
+    values (${f.collection_id}::int, ${f.class_id}::int, ${f.name}, ${f.description}, ${f.method}, ${f.url_template},
+      ${tx.json(f.headers_template as never)}, ${f.body_template}::text, ${tx.json(f.auth_config as never)},
+      ${f.allowed_subject_types}::text[], ${f.timeout_ms}::int, ${f.enabled}::boolean)
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function updateRemoteTargetRow(tx: TransactionSql, id: number, f: TargetFields): Promise<RemoteTargetRow> {
+  const [row] = await tx<RemoteTargetRow[]>`
+    update remote_targets rt set collection_id = ${f.collection_id}::int, class_id = ${f.class_id}::int, name = ${f.name},
+      description = ${f.description}, method = ${f.method}, url_template = ${f.url_template},
+      headers_template = ${tx.json(f.headers_template as never)}, body_template = ${f.body_template}::text,
+      auth_config = ${tx.json(f.auth_config as never)}, allowed_subject_types = ${f.allowed_subject_types}::text[],
+      timeout_ms = ${f.timeout_ms}::int, enabled = ${f.enabled}::boolean, updated_at = now(), revision = rt.revision + 1
+    where rt.id = ${id}::int
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function deleteRemoteTargetRow(tx: TransactionSql, id: number): Promise<void> {
+  await tx`delete from remote_targets where id = ${id}::int`;
+}
+
+// ---- invocation -----------------------------------------------------------------------------
+
+/**
+ * Serializes remote-call submissions of one principal (the active-task cap is counted under it),
+ * then counts its queued, validating and running remote-call tasks.
+ */
+export async function lockAndCountActiveRemoteCalls(tx: TransactionSql, principalId: number): Promise<number> {
+  await tx`select pg_advisory_xact_lock(727070, ${principalId}::int)`;
+  const [row] = await tx<{ n: number }[]>`
+    select count(*)::int as n from tasks
+    where submitted_by = ${principalId}::int and kind = 'remote_call' and status in ('queued', 'validating', 'running')`;
+  return row?.n ?? 0;
+}
+
+/** Whether the principal already has a remote-call task with this Idempotency-Key. */
+export async function hasIdempotentRemoteCall(db: Db, principalId: number, key: string): Promise<boolean> {
+  const [row] = await db<{ n: number }[]>`
+    select count(*)::int as n from tasks
+    where submitted_by = ${principalId}::int and kind = 'remote_call' and idempotency_key = ${key}::text`;
+  return (row?.n ?? 0) > 0;
+}
+
+// ---- subjects -------------------------------------------------------------------------------
+
+type Rec = Record<string, unknown>;
+
+async function collectionRec(db: Db, id: number): Promise<Rec | undefined> {
+  const [r] = await db<Rec[]>`
+    select id, name, description, parent_collection_id, created_at, updated_at, revision from collections where id = ${id}::int`;
+  return r;
+}
+
+async function classRec(db: Db, id: number): Promise<Rec | undefined> {
+  const [r] = await db<Rec[]>`
+    select id, name, description, collection_id, validate_schema, json_schema, created_at, updated_at, revision
+    from classes where id = ${id}::int`;
+  return r;
+}
+
+async function objectRec(db: Db, id: number): Promise<Rec | undefined> {
+  const [r] = await db<Rec[]>`
+    select id, name, description, collection_id, class_id as svc_class_id, json_data as data, created_at, updated_at, revision
+    from objects where id = ${id}::int`;
+  return r;
+}
+
+async function classRelationRec(db: Db, id: number): Promise<Rec | undefined> {
+  const [r] = await db<Rec[]>`
+    select id, from_class_id, to_class_id, forward_alias, reverse_alias, from_max_relations, to_max_relations,
+      created_at, updated_at, revision
+    from class_relations where id = ${id}::int`;
+  return r;
+}
+
+async function objectRelationRec(db: Db, id: number): Promise<Rec | undefined> {
+  const [r] = await db<Rec[]>`
+    select id, class_relation_id, from_object_id, to_object_id, created_at, updated_at, revision
+    from object_relations where id = ${id}::int`;
+  return r;
+}
+
+async function collectionsRec(db: Db, ids: number[]): Promise<Rec[]> {
+  const unique = [...new Set(ids)];
+  return db<Rec[]>`
+    select id, name, description, parent_collection_id, created_at, updated_at, revision
+    from collections where id = any(${unique}::int[]) order by id`;
+}
+
+/**
+ * Loads a subject and everything its template context names. undefined when any part is missing
+ * (the subject, or for objects a class_id that is not the object's class).
+ */
+export async function loadSubjectContext(db: Db, s: Subject): Promise<SubjectContext | undefined> {
+  const type: SubjectType = s.type;
+  switch (s.type) {
+    case 'collection': {
+      const collection = await collectionRec(db, s.id);
+      if (!collection) return undefined;
+      return { subject_type: type, subject: collection, collection, collectionIds: [s.id] };
+    }
+    case 'class': {
+      const klass = await classRec(db, s.id);
+      if (!klass) return undefined;
+      const collection = await collectionRec(db, klass.collection_id as number);
+      return { subject_type: type, subject: klass, class: klass, collection, collectionIds: [klass.collection_id as number] };
+    }
+    case 'object': {
+      const object = await objectRec(db, s.object_id);
+      if (!object || object.svc_class_id !== s.class_id) return undefined;
+      const klass = await classRec(db, s.class_id);
+      if (!klass) return undefined;
+      const collection = await collectionRec(db, object.collection_id as number);
+      return {
+        subject_type: type,
+        subject: object,
+        object,
+        class: klass,
+        collection,
+        collectionIds: [object.collection_id as number, klass.collection_id as number],
+      };
+    }
+    case 'class_relation': {
+      const rel = await classRelationRec(db, s.id);
+      if (!rel) return undefined;
+      const from = await classRec(db, rel.from_class_id as number);
+      const to = await classRec(db, rel.to_class_id as number);
+      if (!from || !to) return undefined;
+      const ids = [from.collection_id as number, to.collection_id as number];
+      return {
+        subject_type: type,
+        subject: rel,
+        class_relation: rel,
+        from_class: from,
+        to_class: to,
+        collections: await collectionsRec(db, ids),
+        collectionIds: ids,
+      };
+    }
+    case 'object_relation': {
+      const rel = await objectRelationRec(db, s.id);
+      if (!rel) return undefined;
+      const from = await objectRec(db, rel.from_object_id as number);
+      const to = await objectRec(db, rel.to_object_id as number);
+      const classRel = await classRelationRec(db, rel.class_relation_id as number);
+      if (!from || !to || !classRel) return undefined;
+      const fromClass = await classRec(db, from.svc_class_id as number);
+      const toClass = await classRec(db, to.svc_class_id as number);
+      if (!fromClass || !toClass) return undefined;
+      const ids = [from.collection_id as number, to.collection_id as number];
+      return {
+        subject_type: type,
+        subject: rel,
+        object_relation: rel,
+        from_object: from,
+        to_object: to,
+        class_relation: classRel,
+        from_class: fromClass,
+        to_class: toClass,
+        collections: await collectionsRec(db, ids),
+        collectionIds: ids,
+      };
+    }
+  }
+}
+
+/**
+ * Read permission on a subject (404 missing, 403 denied or scoped out): ReadCollection, ReadClass,
+ * ReadObject (the object must be in class_id), or ReadClassRelation / ReadObjectRelation on both
+ * endpoints (both inside the token's resource scope).
+ */
+export async function requireSubjectRead(db: Db, auth: Authority, s: Subject): Promise<void> {
+  switch (s.type) {
+    case 'collection':
+      await requireCollectionPermission(db, auth, s.id, 'ReadCollection');
+      return;
+    case 'class':
+      await requireClassPermission(db, auth, s.id, 'ReadClass');
+      return;
+    case 'object':
+      await requireObjectPermission(db, auth, s.object_id, 'ReadObject', { classId: s.class_id });
+      return;
+    case 'class_relation': {
+      const [rel] = await db<{ from_class_id: number; to_class_id: number }[]>`
+        select from_class_id, to_class_id from class_relations where id = ${s.id}::int`;
+      if (!rel) throw notFound('class relation');
+      await requireClassPermission(db, auth, rel.from_class_id, 'ReadClassRelation');
+      await requireClassPermission(db, auth, rel.to_class_id, 'ReadClassRelation');
+      return;
+    }
+    case 'object_relation': {
+      const [rel] = await db<{ from_object_id: number; to_object_id: number }[]>`
+        select from_object_id, to_object_id from object_relations where id = ${s.id}::int`;
+      if (!rel) throw notFound('object relation');
+      await requireObjectPermission(db, auth, rel.from_object_id, 'ReadObjectRelation');
+      await requireObjectPermission(db, auth, rel.to_object_id, 'ReadObjectRelation');
+      return;
+    }
+  }
+}
+
+// ---- results --------------------------------------------------------------------------------
+
+export interface RemoteCallResult {
+  taskId: number;
+  targetId: number;
+  subjectType: SubjectType;
+  subjectId: number;
+  method: Method;
+  url: string | null;
+  status: number | null;
+  headers: Record<string, string>;
+  bodyPreview: string | null;
+  bodyTruncated: boolean;
+  durationMs: number | null;
+  success: boolean;
+  error: string | null;
+}
+
+export interface RemoteCallResultRow {
+  [key: string]: unknown;
+  id: number;
+  task_id: number;
+  target_id: number;
+  subject_type: string;
+  subject_id: number;
+  method: string;
+  url: string | null;
+  response_status: number | null;
+  response_headers: Record<string, string>;
+  body_preview: string | null;
+  body_truncated: boolean;
+  duration_ms: number | null;
+  success: boolean;
+  error: string | null;
+  created_at: Date;
+}
+
+export async function insertRemoteCallResult(db: Db, r: RemoteCallResult): Promise<RemoteCallResultRow> {
+  const [row] = await db<RemoteCallResultRow[]>`
+    insert into remote_call_results (task_id, target_id, subject_type, subject_id, method, url, response_status,
+      response_headers, body_preview, body_truncated, duration_ms, success, error)
+    values (${r.taskId}::int, ${r.targetId}::int, ${r.subjectType}, ${r.subjectId}::int, ${r.method}, ${r.url}::text,
+      ${r.status}::int, ${db.json(r.headers as never)}, ${r.bodyPreview}::text, ${r.bodyTruncated}::boolean,
+      ${r.durationMs}::int, ${r.success}::boolean, ${r.error}::text)
+    returning id, task_id, target_id, subject_type, subject_id, method, url, response_status, response_headers,
+      body_preview, body_truncated, duration_ms, success, error, created_at`;
+  return row!;
+}
+
+export async function listRemoteCallResults(db: Db, taskId: number): Promise<RemoteCallResultRow[]> {
+  return db<RemoteCallResultRow[]>`
+    select id, task_id, target_id, subject_type, subject_id, method, url, response_status, response_headers,
+      body_preview, body_truncated, duration_ms, success, error, created_at
+    from remote_call_results where task_id = ${taskId}::int order by id`;
+}

@@ -1,0 +1,404 @@
+// Remote targets: pure rules (no SQL, no HTTP). The target document and its validation, the
+// invoke subject, the template engine (liquidjs, Jinja-style {{ }} / {% %}, no filesystem, bounded
+// by the shared SVC_EXPORT_TEMPLATE_FUEL and SVC_EXPORT_TEMPLATE_RECURSION_LIMIT), the template
+// context and the rendering of one call.
+import { Context, Liquid, type Template } from 'liquidjs';
+import { badRequest, type ErrorDetail } from '../http/errors.ts';
+import { HEADER_NAME, isTransportHeader, OutboundError, parseOutboundUrl } from '../outbound/http.ts';
+
+export const SUBJECT_TYPES = ['collection', 'class', 'object', 'class_relation', 'object_relation'] as const;
+export type SubjectType = (typeof SUBJECT_TYPES)[number];
+
+export const METHODS = ['get', 'post', 'patch', 'delete'] as const;
+export type Method = (typeof METHODS)[number];
+
+export type AuthConfig =
+  { type: 'none' } | { type: 'bearer_secret'; secret: string } | { type: 'api_key_header'; header: string; secret: string };
+
+/** The stored, user-controlled members of a target. */
+export interface TargetFields {
+  collection_id: number;
+  class_id: number | null;
+  name: string;
+  description: string;
+  method: Method;
+  url_template: string;
+  headers_template: Record<string, string>;
+  body_template: string | null;
+  auth_config: AuthConfig;
+  allowed_subject_types: SubjectType[];
+  timeout_ms: number;
+  enabled: boolean;
+}
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
+export const SECRET_ALIAS = /^[A-Za-z0-9_]+$/;
+
+// Size bounds of the stored templates (ours): they keep rows and rendering work small.
+export const MAX_URL_TEMPLATE = 8192;
+export const MAX_HEADER_TEMPLATES = 64;
+export const MAX_HEADER_TEMPLATE = 8192;
+export const MAX_BODY_TEMPLATE = 1_048_576;
+export const MAX_NAME = 255;
+/** Rendered output bounds: URL and each header value; the body is bounded by the engine's memory limit. */
+export const MAX_RENDERED_URL = 8192;
+export const MAX_RENDERED_BODY = 4 * 1_048_576;
+
+export interface TemplateLimits {
+  /** Template nodes rendered per template (SVC_EXPORT_TEMPLATE_FUEL). */
+  fuel: number;
+  /** Block nesting depth (SVC_EXPORT_TEMPLATE_RECURSION_LIMIT; includes are not available here). */
+  recursionLimit: number;
+}
+
+// ---- the target document --------------------------------------------------------------------
+
+interface NewBody {
+  collection_id: number;
+  class_id?: number | null;
+  name: string;
+  description: string;
+  method: Method;
+  url_template: string;
+  headers_template?: Record<string, string>;
+  body_template?: string | null;
+  auth_config?: AuthConfig;
+  allowed_subject_types: SubjectType[];
+  timeout_ms?: number;
+  enabled?: boolean;
+}
+
+export type PatchBody = Partial<NewBody>;
+
+export function fieldsFromNew(body: NewBody): TargetFields {
+  return {
+    collection_id: body.collection_id,
+    class_id: body.class_id ?? null,
+    name: body.name,
+    description: body.description,
+    method: body.method,
+    url_template: body.url_template,
+    headers_template: body.headers_template ?? {},
+    body_template: body.body_template ?? null,
+    auth_config: body.auth_config ?? { type: 'none' },
+    allowed_subject_types: body.allowed_subject_types,
+    timeout_ms: body.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+    enabled: body.enabled ?? true,
+  };
+}
+
+/** The target after a partial update (omitted members unchanged; body_template/class_id null clear). */
+export function applyPatch(before: TargetFields, patch: PatchBody): TargetFields {
+  const has = (k: keyof PatchBody) => Object.prototype.hasOwnProperty.call(patch, k) && patch[k] !== undefined;
+  return {
+    collection_id: has('collection_id') ? patch.collection_id! : before.collection_id,
+    class_id: Object.prototype.hasOwnProperty.call(patch, 'class_id') && patch.class_id !== undefined ? patch.class_id : before.class_id,
+    name: has('name') ? patch.name! : before.name,
+    description: has('description') ? patch.description! : before.description,
+    method: has('method') ? patch.method! : before.method,
+    url_template: has('url_template') ? patch.url_template! : before.url_template,
+    headers_template: has('headers_template') ? patch.headers_template! : before.headers_template,
+    body_template:
+      Object.prototype.hasOwnProperty.call(patch, 'body_template') && patch.body_template !== undefined
+        ? patch.body_template
+        : before.body_template,
+    auth_config: has('auth_config') ? patch.auth_config! : before.auth_config,
+    allowed_subject_types: has('allowed_subject_types') ? patch.allowed_subject_types! : before.allowed_subject_types,
+    timeout_ms: has('timeout_ms') ? patch.timeout_ms! : before.timeout_ms,
+    enabled: has('enabled') ? patch.enabled! : before.enabled,
+  };
+}
+
+/** JSON with object keys sorted, for change detection. */
+function canonical(v: unknown): string {
+  if (v === null || typeof v !== 'object') return JSON.stringify(v ?? null);
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  const o = v as Record<string, unknown>;
+  return `{${Object.keys(o)
+    .sort()
+    .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
+    .join(',')}}`;
+}
+
+export function sameFields(a: TargetFields, b: TargetFields): boolean {
+  return canonical(a) === canonical(b);
+}
+
+/**
+ * Every rule that needs no database: names, methods, subject types and the class_id presence rule,
+ * header names, auth config, templates (syntax, tags, nesting) and the literal-URL rule. The class
+ * belonging to collection_id is checked by the caller. 400 with details listing every problem.
+ */
+export function validateTarget(t: TargetFields, limits: TemplateLimits): void {
+  const details: ErrorDetail[] = [];
+  const bad = (path: string, message: string) => details.push({ path: `body.${path}`, message });
+
+  if (t.name.trim() === '' || t.name.length > MAX_NAME) bad('name', `must be 1 to ${MAX_NAME} characters and not blank`);
+  if (!METHODS.includes(t.method)) bad('method', `must be one of ${METHODS.join(', ')}`);
+  if (!Number.isInteger(t.timeout_ms) || t.timeout_ms <= 0) bad('timeout_ms', 'must be an integer greater than zero');
+
+  const types = t.allowed_subject_types;
+  if (types.length === 0) bad('allowed_subject_types', 'must not be empty');
+  if (new Set(types).size !== types.length) bad('allowed_subject_types', 'must not contain duplicates');
+  for (const s of types) if (!SUBJECT_TYPES.includes(s)) bad('allowed_subject_types', `unknown subject type ${JSON.stringify(s)}`);
+  if (types.includes('object') && t.class_id === null) bad('class_id', 'is required when allowed_subject_types contains object');
+  if (!types.includes('object') && t.class_id !== null)
+    bad('class_id', 'must be null or omitted unless allowed_subject_types contains object');
+
+  // Headers
+  const names = Object.keys(t.headers_template);
+  if (names.length > MAX_HEADER_TEMPLATES) bad('headers_template', `at most ${MAX_HEADER_TEMPLATES} headers`);
+  const lower = new Set<string>();
+  for (const name of names) {
+    const l = name.toLowerCase();
+    if (!HEADER_NAME.test(name)) bad(`headers_template.${name}`, 'is not a valid header name');
+    else if (isTransportHeader(l)) bad(`headers_template.${name}`, 'is controlled by the transport and cannot be set');
+    if (lower.has(l)) bad(`headers_template.${name}`, 'is given twice (header names are case-insensitive)');
+    lower.add(l);
+    const value = t.headers_template[name]!;
+    if (typeof value !== 'string') bad(`headers_template.${name}`, 'must be a string template');
+    else if (value.length > MAX_HEADER_TEMPLATE) bad(`headers_template.${name}`, `must be at most ${MAX_HEADER_TEMPLATE} characters`);
+    else templateProblem(value, limits, `headers_template.${name}`, bad);
+  }
+
+  // Auth
+  const auth = t.auth_config;
+  if (auth.type === 'bearer_secret' || auth.type === 'api_key_header') {
+    if (!SECRET_ALIAS.test(auth.secret)) bad('auth_config.secret', 'a secret alias has only letters, digits and underscores');
+  }
+  if (auth.type === 'bearer_secret' && lower.has('authorization')) {
+    bad('headers_template.Authorization', 'conflicts with auth_config bearer_secret, which sets Authorization');
+  }
+  if (auth.type === 'api_key_header') {
+    const h = auth.header.toLowerCase();
+    if (!HEADER_NAME.test(auth.header)) bad('auth_config.header', 'is not a valid header name');
+    else if (isTransportHeader(h)) bad('auth_config.header', 'is controlled by the transport and cannot carry an API key');
+    if (lower.has(h)) bad(`headers_template.${auth.header}`, 'conflicts with the auth_config api_key_header header');
+  }
+
+  // URL
+  if (t.url_template.length > MAX_URL_TEMPLATE) bad('url_template', `must be at most ${MAX_URL_TEMPLATE} characters`);
+  else if (!templateProblem(t.url_template, limits, 'url_template', bad)) {
+    const tag = t.url_template.search(/\{\{|\{%/);
+    const literal = tag < 0 ? t.url_template : t.url_template.slice(0, tag);
+    if (tag < 0) {
+      try {
+        parseOutboundUrl(literal.trim());
+      } catch (err) {
+        bad('url_template', err instanceof OutboundError ? err.message.replace('the destination URL', 'the URL') : 'is not a valid URL');
+      }
+    } else {
+      const scheme = /^\s*([A-Za-z][A-Za-z0-9+.-]*):/.exec(literal);
+      if (scheme && scheme[1]!.toLowerCase() !== 'https') bad('url_template', 'the URL must use https');
+    }
+  }
+
+  // Body
+  if (t.body_template !== null) {
+    if (t.body_template.length > MAX_BODY_TEMPLATE) bad('body_template', `must be at most ${MAX_BODY_TEMPLATE} characters`);
+    else templateProblem(t.body_template, limits, 'body_template', bad);
+    if (!lower.has('content-type')) bad('headers_template', 'Content-Type must be set in headers_template when body_template is set');
+  }
+
+  if (details.length) throw badRequest('the remote target is invalid', details);
+}
+
+// ---- the template engine --------------------------------------------------------------------
+
+export class TemplateError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TemplateError';
+  }
+}
+
+// Tags that reach files or other templates are removed: nothing here may read the filesystem.
+const REMOVED_TAGS = ['include', 'render', 'layout', 'block'];
+const BLOCK_OPEN = new Set(['if', 'unless', 'for', 'case', 'capture', 'tablerow', 'comment', 'raw']);
+
+function makeEngine(): Liquid {
+  const engine = new Liquid({
+    strictVariables: false,
+    strictFilters: true,
+    ownPropertyOnly: true,
+    templates: {},
+    relativeReference: false,
+    dynamicPartials: false,
+    jsTruthy: false,
+    cache: false,
+    outputEscape: undefined,
+    parseLimit: MAX_BODY_TEMPLATE + 1024,
+  });
+  const tags = engine.tags as Record<string, unknown>;
+  for (const t of REMOVED_TAGS) delete tags[t];
+  delete tags.liquid; // the multi-statement form would hide tags from the nesting check
+  return engine;
+}
+
+const engine = makeEngine();
+
+/** Block nesting depth of a template source (tag names only; good enough for a bound). */
+function nestingDepth(source: string): number {
+  let depth = 0;
+  let max = 0;
+  for (const m of source.matchAll(/\{%-?\s*([A-Za-z_#]+)/g)) {
+    const tag = m[1]!;
+    if (BLOCK_OPEN.has(tag)) max = Math.max(max, ++depth);
+    else if (tag.startsWith('end')) depth = Math.max(0, depth - 1);
+  }
+  return max;
+}
+
+/** Parses a template (syntax, known tags and filters, nesting bound). */
+export function compileTemplate(source: string, limits: TemplateLimits): Template[] {
+  if (nestingDepth(source) > limits.recursionLimit) {
+    throw new TemplateError(`the template nests blocks deeper than ${limits.recursionLimit}`);
+  }
+  try {
+    return engine.parse(source);
+  } catch (err) {
+    throw new TemplateError(`template syntax error: ${(err as Error).message.split('\n')[0]}`);
+  }
+}
+
+function templateProblem(source: string, limits: TemplateLimits, path: string, bad: (path: string, message: string) => void): boolean {
+  try {
+    compileTemplate(source, limits);
+    return false;
+  } catch (err) {
+    bad(path, (err as Error).message);
+    return true;
+  }
+}
+
+/** Counts rendered template nodes (liquidjs checks its render limit once per node) against the fuel. */
+class FuelLimiter {
+  private used = 0;
+  constructor(private readonly fuel: number) {}
+  use(): void {}
+  check(): void {
+    if (++this.used > this.fuel) throw new TemplateError(`template rendering ran out of fuel (${this.fuel} steps)`);
+  }
+}
+
+class MemoryLimiter {
+  private used = 0;
+  constructor(private readonly limit: number) {}
+  use(n: number): void {
+    if (+n > 0) {
+      this.used += +n;
+      if (this.used > this.limit) throw new TemplateError('template rendering used too much memory');
+    }
+  }
+  check(): void {}
+}
+
+/** Renders one template with the shared bounds; any failure is a TemplateError. */
+export function renderTemplate(source: string, scope: Record<string, unknown>, limits: TemplateLimits): string {
+  const tpl = compileTemplate(source, limits);
+  const ctx = new Context(scope, engine.options, {}, {
+    renderLimit: new FuelLimiter(limits.fuel) as never,
+    memoryLimit: new MemoryLimiter(MAX_RENDERED_BODY) as never,
+  } as never);
+  try {
+    const out = engine.renderSync(tpl, ctx) as unknown;
+    return typeof out === 'string' ? out : String(out ?? '');
+  } catch (err) {
+    if (err instanceof TemplateError) throw err;
+    const inner = (err as { originalError?: unknown }).originalError;
+    if (inner instanceof TemplateError) throw inner;
+    throw new TemplateError(`template rendering failed: ${(err as Error).message.split('\n')[0]}`);
+  }
+}
+
+// ---- the invoke subject ---------------------------------------------------------------------
+
+export type Subject =
+  | { type: 'collection' | 'class' | 'class_relation' | 'object_relation'; id: number }
+  | { type: 'object'; class_id: number; object_id: number };
+
+/** Checks the member combination of an invoke subject (400 otherwise). */
+export function parseSubject(raw: { type: SubjectType; id?: number; class_id?: number; object_id?: number }): Subject {
+  const members = Object.keys(raw)
+    .filter((k) => k !== 'type' && (raw as Record<string, unknown>)[k] !== undefined)
+    .sort()
+    .join(',');
+  if (raw.type === 'object') {
+    if (members !== 'class_id,object_id') {
+      throw badRequest('an object subject carries exactly class_id and object_id', [
+        { path: 'body.subject', message: 'unsupported subject combination' },
+      ]);
+    }
+    return { type: 'object', class_id: raw.class_id!, object_id: raw.object_id! };
+  }
+  if (members !== 'id') {
+    throw badRequest(`a ${raw.type} subject carries exactly id`, [{ path: 'body.subject', message: 'unsupported subject combination' }]);
+  }
+  return { type: raw.type, id: raw.id! };
+}
+
+export function subjectId(s: Subject): number {
+  return s.type === 'object' ? s.object_id : s.id;
+}
+
+// ---- template context and rendering ---------------------------------------------------------
+
+/** The members of the template context per subject type (resources as plain JSON). */
+export interface SubjectContext {
+  subject_type: SubjectType;
+  /** The subject resource itself. */
+  subject: Record<string, unknown>;
+  collection?: Record<string, unknown>;
+  class?: Record<string, unknown>;
+  object?: Record<string, unknown>;
+  class_relation?: Record<string, unknown>;
+  object_relation?: Record<string, unknown>;
+  from_class?: Record<string, unknown>;
+  to_class?: Record<string, unknown>;
+  from_object?: Record<string, unknown>;
+  to_object?: Record<string, unknown>;
+  collections?: Record<string, unknown>[];
+  /** Collections the subject belongs to (the target's collection must be one of them). */
+  collectionIds: number[];
+}
+
+export function templateScope(subject: SubjectContext, parameters: unknown, bodyOverride: unknown): Record<string, unknown> {
+  const { collectionIds: _ids, ...rest } = subject;
+  // JSON round trip: plain data only (dates as RFC 3339 strings), nothing with a prototype.
+  return JSON.parse(JSON.stringify({ ...rest, parameters: parameters ?? {}, body_override: bodyOverride ?? {} })) as Record<
+    string,
+    unknown
+  >;
+}
+
+export interface RenderedCall {
+  method: Method;
+  url: string;
+  headers: Record<string, string>;
+  /** null = no body (get/delete without body_template); '' = empty body. */
+  body: string | null;
+}
+
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+
+/** Renders URL, header values and body. TemplateError on any template or output problem. */
+export function renderCall(
+  t: Pick<TargetFields, 'method' | 'url_template' | 'headers_template' | 'body_template'>,
+  scope: Record<string, unknown>,
+  limits: TemplateLimits,
+): RenderedCall {
+  const url = renderTemplate(t.url_template, scope, limits).trim();
+  if (url.length > MAX_RENDERED_URL) throw new TemplateError(`the rendered URL is longer than ${MAX_RENDERED_URL} characters`);
+  const headers: Record<string, string> = {};
+  for (const [name, tpl] of Object.entries(t.headers_template)) {
+    const value = renderTemplate(tpl, scope, limits);
+    if (!HEADER_VALUE.test(value) || value.length > MAX_HEADER_TEMPLATE) {
+      throw new TemplateError(`the rendered value of header ${name} is not a valid header value`);
+    }
+    headers[name] = value;
+  }
+  let body: string | null = null;
+  if (t.body_template !== null) body = renderTemplate(t.body_template, scope, limits);
+  else if (t.method === 'post' || t.method === 'patch') body = '';
+  return { method: t.method, url, headers, body };
+}

@@ -1,0 +1,244 @@
+// The `remote_call` task executor. Execution order (interface specification): load the target and
+// the subject; re-check the submitter's subject read permission and ExecuteRemoteTarget (live
+// grants ∩ the token scope snapshot); render; validate the URL and screen the destination;
+// resolve secrets; perform the call; store the sanitized result; finalize. 2xx → succeeded;
+// everything else (non-2xx, timeout, connection failure, render failure, missing secret,
+// disabled or deleted target, blocked destination, permission failure) → failed.
+//
+// Secrets: alias <alias> resolves with SVC_SECRET_SOURCE=env to the variable
+// SVC_REMOTE_TARGET_SECRET_<ALIAS_UPPERCASE>, with SVC_SECRET_SOURCE=file to the file
+// <SVC_SECRET_FILE_ROOT>/remote-target/<alias> (the file holds only the value; one trailing
+// newline is ignored). Secret values appear only in the outbound request: never in templates,
+// results, task details, events or logs.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Deps } from '../deps.ts';
+import { ApiError } from '../http/errors.ts';
+import { requireCollectionPermission } from '../db/authz.ts';
+import {
+  findRemoteTarget,
+  insertRemoteCallResult,
+  loadSubjectContext,
+  requireSubjectRead,
+  type RemoteCallResult,
+} from '../db/remote-targets.ts';
+import {
+  SECRET_ALIAS,
+  TemplateError,
+  renderCall,
+  subjectId,
+  templateScope,
+  type Method,
+  type RenderedCall,
+  type Subject,
+  type SubjectType,
+} from '../domain/remote-targets.ts';
+import {
+  OutboundError,
+  outboundRequest,
+  parseOutboundUrl,
+  resolveAndScreen,
+  type OutboundResponse,
+  type ResolvedAddress,
+} from '../outbound/http.ts';
+import type { TaskOutcome, TaskRunContext } from './tasks.ts';
+
+/** Bytes of the response body kept in the result row and task details. */
+export const BODY_PREVIEW_BYTES = 16_384;
+
+export type SecretLookup = { ok: true; value: string } | { ok: false };
+
+/** Resolves a remote-target secret alias through the configured secret source. */
+export async function resolveRemoteTargetSecret(deps: Deps, alias: string): Promise<SecretLookup> {
+  if (!SECRET_ALIAS.test(alias)) return { ok: false };
+  if (deps.config.SVC_SECRET_SOURCE === 'file') {
+    const root = deps.config.SVC_SECRET_FILE_ROOT;
+    if (!root) return { ok: false };
+    try {
+      const value = (await readFile(join(root, 'remote-target', alias), 'utf8')).replace(/\r?\n$/, '');
+      return value === '' ? { ok: false } : { ok: true, value };
+    } catch {
+      return { ok: false };
+    }
+  }
+  const value = process.env[`SVC_REMOTE_TARGET_SECRET_${alias.toUpperCase()}`];
+  return value === undefined || value === '' ? { ok: false } : { ok: true, value };
+}
+
+interface Request {
+  target_id: number;
+  subject: Subject;
+  parameters?: Record<string, unknown>;
+  body_override?: Record<string, unknown>;
+}
+
+function preview(body: Buffer): { text: string; truncated: boolean } {
+  const cut = body.subarray(0, BODY_PREVIEW_BYTES);
+  return { text: cut.toString('utf8'), truncated: body.length > BODY_PREVIEW_BYTES };
+}
+
+export async function executeRemoteCall(ctx: TaskRunContext): Promise<TaskOutcome> {
+  const { deps, task } = ctx;
+  const db = deps.sql;
+  const cfg = deps.config;
+  const req = task.request as unknown as Request;
+  const subject = req.subject;
+  const base = {
+    remote_target_id: req.target_id,
+    subject_type: subject.type as SubjectType,
+    subject_id: subjectId(subject),
+  };
+  let method: Method = 'get';
+  let url: string | null = null;
+
+  const result = (r: Partial<RemoteCallResult> & { success: boolean }): RemoteCallResult => ({
+    taskId: task.id,
+    targetId: req.target_id,
+    subjectType: base.subject_type,
+    subjectId: base.subject_id,
+    method,
+    url,
+    status: null,
+    headers: {},
+    bodyPreview: null,
+    bodyTruncated: false,
+    durationMs: null,
+    error: null,
+    ...r,
+  });
+
+  const fail = (reason: string, message: string, extra: Partial<RemoteCallResult> = {}): TaskOutcome => {
+    const row = result({ success: false, error: message, ...extra });
+    return {
+      status: 'failed',
+      message: `remote call failed: ${message}`,
+      summary: { success: false, response_status: row.status, reason },
+      details: {
+        ...base,
+        method: row.method,
+        url: row.url,
+        success: false,
+        error: { reason, message },
+        ...(row.status !== null
+          ? { response: { status: row.status, headers: row.headers, body_preview: row.bodyPreview, body_truncated: row.bodyTruncated } }
+          : {}),
+        duration_ms: row.durationMs,
+      },
+      progress: { total_items: 1, processed_items: 1, success_items: 0, failed_items: 1 },
+      finalize: async (tx) => {
+        await insertRemoteCallResult(tx, row);
+      },
+    };
+  };
+
+  // 1. target and subject
+  const target = await findRemoteTarget(db, req.target_id);
+  if (!target) return fail('target_not_found', 'the remote target no longer exists');
+  method = target.method;
+  if (!target.enabled) return fail('target_disabled', 'the remote target is disabled');
+  if (!target.allowed_subject_types.includes(subject.type))
+    return fail('subject_not_allowed', `the remote target no longer accepts ${subject.type} subjects`);
+  if (subject.type === 'object' && subject.class_id !== target.class_id)
+    return fail('subject_not_allowed', 'the object is not of the target class');
+  const sc = await loadSubjectContext(db, subject);
+  if (!sc) return fail('subject_not_found', 'the subject no longer exists');
+  if (!sc.collectionIds.includes(target.collection_id))
+    return fail('subject_not_allowed', "the target's collection is not one of the subject's collections");
+
+  // 2. permissions of the submitter, under the token scope snapshot
+  if (!ctx.authority) return fail('permission_denied', 'the submitter no longer exists');
+  try {
+    await requireCollectionPermission(db, ctx.authority, target.collection_id, 'ExecuteRemoteTarget');
+    await requireSubjectRead(db, ctx.authority, subject);
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return fail('subject_not_found', 'the subject no longer exists');
+    if (err instanceof ApiError && err.status === 403) {
+      return fail('permission_denied', 'the submitter no longer holds ExecuteRemoteTarget on the target or read permission on the subject');
+    }
+    throw err;
+  }
+
+  // 3. render
+  let call: RenderedCall;
+  try {
+    call = renderCall(target, templateScope(sc, req.parameters, req.body_override), {
+      fuel: cfg.SVC_EXPORT_TEMPLATE_FUEL,
+      recursionLimit: cfg.SVC_EXPORT_TEMPLATE_RECURSION_LIMIT,
+    });
+  } catch (err) {
+    if (err instanceof TemplateError) return fail('render_failed', err.message);
+    throw err;
+  }
+  url = call.url;
+
+  // 4. URL and destination
+  let pinned: ResolvedAddress;
+  try {
+    pinned = await resolveAndScreen(parseOutboundUrl(call.url), { allowPrivate: cfg.SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS });
+  } catch (err) {
+    if (err instanceof OutboundError) {
+      if (err.code === 'invalid_url')
+        return fail('invalid_url', err.message.replace('the destination URL', 'the rendered URL'), { url: null });
+      return fail(err.code, err.message);
+    }
+    throw err;
+  }
+
+  // 5. secrets
+  const headers = { ...call.headers };
+  const auth = target.auth_config;
+  if (auth.type !== 'none') {
+    const secret = await resolveRemoteTargetSecret(deps, auth.secret);
+    if (!secret.ok) return fail('missing_secret', `the secret alias ${auth.secret} is not available`);
+    if (auth.type === 'bearer_secret') headers.Authorization = `Bearer ${secret.value}`;
+    else headers[auth.header] = secret.value;
+  }
+
+  // 6. the call (last cancel checkpoint before anything leaves the process)
+  await ctx.checkpoint();
+  await ctx.event('remote_call.request', `sending ${call.method.toUpperCase()} request`, { method: call.method, url: call.url });
+  let res: OutboundResponse;
+  const started = performance.now();
+  try {
+    res = await outboundRequest({
+      url: call.url,
+      method: call.method,
+      headers,
+      body: call.body,
+      timeoutMs: Math.min(target.timeout_ms, cfg.SVC_REMOTE_CALL_TIMEOUT_MS),
+      maxResponseBytes: cfg.SVC_REMOTE_CALL_MAX_RESPONSE_BYTES,
+      allowPrivate: cfg.SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS,
+      caFile: cfg.SVC_OUTBOUND_CA_FILE,
+      resolved: pinned,
+      signal: ctx.signal,
+    });
+  } catch (err) {
+    if (err instanceof OutboundError) return fail(err.code, err.message, { durationMs: Math.round(performance.now() - started) });
+    throw err;
+  }
+
+  // 7–8. result and outcome
+  const p = preview(res.body);
+  const success = res.status >= 200 && res.status < 300;
+  const response = { status: res.status, headers: res.headers, body_preview: p.text, body_truncated: res.truncated || p.truncated };
+  const common = {
+    status: res.status,
+    headers: res.headers,
+    bodyPreview: p.text,
+    bodyTruncated: response.body_truncated,
+    durationMs: res.durationMs,
+  };
+  await ctx.event('remote_call.response', `received HTTP ${res.status}`, { status: res.status, duration_ms: res.durationMs });
+  if (!success) return fail('http_status', `the destination answered HTTP ${res.status}`, common);
+  const row = result({ success: true, ...common });
+  return {
+    status: 'succeeded',
+    message: `remote call succeeded: HTTP ${res.status}`,
+    summary: { success: true, response_status: res.status },
+    details: { ...base, method: call.method, url: call.url, success: true, response, duration_ms: res.durationMs },
+    progress: { total_items: 1, processed_items: 1, success_items: 1, failed_items: 0 },
+    finalize: async (tx) => {
+      await insertRemoteCallResult(tx, row);
+    },
+  };
+}
