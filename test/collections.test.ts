@@ -317,7 +317,7 @@ describe('deleteCollection', () => {
     expect((await eventsOf('collection', c.id)).map((e) => e.action)).toEqual(['created', 'deleted']);
   });
 
-  it('deleteCollection 409 while it has a child collection or a class', async () => {
+  it('deleteCollection 409 while it has a child collection, a class or a remote target', async () => {
     const parent = await create();
     await create({ parent_collection_id: parent.id });
     const res = await t.request('DELETE', `/api/v1/collections/${parent.id}`);
@@ -328,6 +328,12 @@ describe('deleteCollection', () => {
     const res2 = await t.request('DELETE', `/api/v1/collections/${withClass.id}`);
     expect(res2.status).toBe(409);
     expect((res2.body as { message: string }).message).toContain('class');
+    const withTarget = await create();
+    await t.deps.sql`insert into remote_targets (collection_id, name, method, url_template, allowed_subject_types)
+      values (${withTarget.id}, 'rt', 'get', 'https://example.test/', '{collection}')`;
+    const res3 = await t.request('DELETE', `/api/v1/collections/${withTarget.id}`);
+    expect(res3.status).toBe(409);
+    expect((res3.body as { message: string }).message).toContain('remote target');
   });
 
   it('deleteCollection 403 without DeleteCollection, 404 when missing, 412 for a stale If-Match', async () => {

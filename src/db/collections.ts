@@ -123,18 +123,13 @@ export async function collectionDependents(
   db: Db,
   id: number,
 ): Promise<{ children: number; classes: number; objects: number; remote_targets: number }> {
-  const [row] = await db<{ children: number; classes: number; objects: number; has_targets: boolean }[]>`
+  const [row] = await db<{ children: number; classes: number; objects: number; remote_targets: number }[]>`
     select
       (select count(*) from collections where parent_collection_id = ${id}::int)::int as children,
       (select count(*) from classes where collection_id = ${id}::int)::int as classes,
       (select count(*) from objects where collection_id = ${id}::int)::int as objects,
-      to_regclass('remote_targets') is not null as has_targets`;
-  let remoteTargets = 0;
-  if (row!.has_targets) {
-    const [t] = await db<{ n: number }[]>`select count(*)::int as n from remote_targets where collection_id = ${id}::int`;
-    remoteTargets = t?.n ?? 0;
-  }
-  return { children: row!.children, classes: row!.classes, objects: row!.objects, remote_targets: remoteTargets };
+      (select count(*) from remote_targets where collection_id = ${id}::int)::int as remote_targets`;
+  return row!;
 }
 
 /** One page of collections matching the parsed query and the caller's visibility fragments. */
