@@ -1,27 +1,26 @@
 // The `related.<alias>.*` filters of the object list (spec, "List objects query"). Each group names
 // an exact target class, object filters on target objects and a depth; an object matches when at
-// least one target object satisfying all the group's filters is reachable from it within the
-// depth over relations in either direction, along a path the caller may read (ReadObject on every
-// object, ReadObjectRelation on every relation, both within the token scope). The target class
-// needs ReadClass (404 when it does not exist, 403 when not readable).
+// least one target object satisfying all the group's filters, other than the object itself, is
+// reachable from it within the depth over relations in either direction, along a path the caller
+// may read: ReadObject on every object and ReadObjectRelation on every relation (grants and token
+// scope), and ReadClass on the target class. A target class that does not exist or is not
+// readable matches nothing (a filter value, not a point request).
 //
-// How: the matching targets are found in SQL (at most 1,000, else 400), then a breadth-first
-// search from all of them at once (bounded: 10,000 objects, 20,000 relations, else 400) yields the
-// ids of the objects that reach a target other than themselves; the group becomes the condition
-// `<object id column> = any(<those ids>)` on the list's outer object row. Groups combine with AND.
-//
-// Use from the object list:
-//   const { related, rest } = splitRelatedQuery(input.query);       // rest goes to parseListQuery
-//   const conditions = await relatedObjectConditions(db, auth, related, 'o.id');
-//   ... runList({ ..., where: [...visibility, ...conditions] })
+// The condition is one SQL fragment on the outer object row, `<id column> in (...)`, computed
+// once per statement (uncorrelated): a breadth-first search from all targets at once, unrolled
+// into one CTE per level (depth <= 10). Each node keeps at most two distinct source targets, which
+// is exactly enough to know whether it reaches a target other than itself, so the work per level
+// is linear in the reached objects; cycles add nothing. Work bounds (1,000 targets, 10,000
+// reached objects, 20,000 relations per level) fail the statement through svc_work_limit()
+// (migration 0041) with SQLSTATE 57014, which the service answers with 400 "narrow the query".
 import type { Db } from './sql.ts';
 import { and, filterSql, type Fragment } from './list.ts';
-import { objectWhere, requireClassPermission } from './authz.ts';
-import { visibleObjectEdges } from './traversal.ts';
+import { classWhere, objectWhere } from './authz.ts';
+import { objectRelationWhere } from './relations.ts';
+import { objectFilterHooks, type ObjectFilterHook } from './objects.ts';
 import type { Authority } from '../domain/authz.ts';
 import type { ListSpec } from '../http/list-query.ts';
-import { notFound } from '../http/errors.ts';
-import { LIMITS, NearestStarts, isRelatedKey, parseRelatedGroups, workLimitError, type RelatedGroup } from '../domain/relations.ts';
+import { LIMITS, isRelatedKey, parseRelatedGroups, relatedAlias, type RelatedGroup } from '../domain/relations.ts';
 
 /** Target-object fields of `related.<alias>.object.<field>` (alias `svc_t` is the target row). */
 export const RELATED_TARGET_SPEC: ListSpec = {
@@ -38,74 +37,113 @@ export const RELATED_TARGET_SPEC: ListSpec = {
   defaultSort: [{ field: 'id', desc: false }],
 };
 
-/** Splits a list query into its `related.*` keys and everything else. */
-export function splitRelatedQuery(query: Record<string, unknown>): { related: Record<string, unknown>; rest: Record<string, unknown> } {
-  const related: Record<string, unknown> = {};
-  const rest: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(query)) (isRelatedKey(k) ? related : rest)[k] = v;
-  return { related, rest };
+/** Relations the caller may cross, over aliases e (relation), fo and tob (its end objects). */
+function crossable(db: Db, auth: Authority): Fragment {
+  return and(db, [
+    objectRelationWhere(db, auth, 'ReadObjectRelation'),
+    objectWhere(db, auth, 'ReadObject', { id: 'fo.id', classId: 'fo.class_id', collectionId: 'fo.collection_id' }),
+    objectWhere(db, auth, 'ReadObject', { id: 'tob.id', classId: 'tob.class_id', collectionId: 'tob.collection_id' }),
+  ]);
 }
 
-/** Resolves the group's class selector: 404 unknown, 403 without ReadClass (or scoped out). */
-async function resolveTargetClass(db: Db, auth: Authority, g: RelatedGroup): Promise<number> {
-  let id: number;
-  if ('id' in g.classSelector) {
-    id = g.classSelector.id;
-  } else {
-    const [row] = await db<{ id: number }[]>`select id from classes where name = ${g.classSelector.name}::text`;
-    if (!row) throw notFound(`class "${g.classSelector.name}" of related group "${g.alias}"`);
-    id = row.id;
-  }
-  await requireClassPermission(db, auth, id, 'ReadClass');
-  return id;
+/** (node, src) pairs one crossable relation away from the pairs of CTE `prev`, in both directions. */
+function neighbours(db: Db, auth: Authority, prev: string): Fragment {
+  return db`
+    select tob.id as node, f.src from ${db(prev)} f
+      join object_relations e on e.from_object_id = f.node
+      join objects fo on fo.id = e.from_object_id
+      join objects tob on tob.id = e.to_object_id
+    where ${crossable(db, auth)}
+    union all
+    select fo.id as node, f.src from ${db(prev)} f
+      join object_relations e on e.to_object_id = f.node
+      join objects fo on fo.id = e.from_object_id
+      join objects tob on tob.id = e.to_object_id
+    where ${crossable(db, auth)}` as Fragment;
 }
 
-/** Readable objects of the class matching every filter of the group (at most LIMITS.targets, else 400). */
-async function findTargets(db: Db, auth: Authority, classId: number, g: RelatedGroup): Promise<number[]> {
-  const rows = await db<{ id: number }[]>`
+/** The readable target objects of the group (class selector, ReadClass, ReadObject, object filters). */
+function targets(db: Db, auth: Authority, g: RelatedGroup): Fragment {
+  const selector = 'id' in g.classSelector ? db`svc_k.id = ${g.classSelector.id}::int` : db`svc_k.name = ${g.classSelector.name}::text`;
+  return db`
     select svc_t.id from objects svc_t
-    where svc_t.class_id = ${classId}::int
+    join classes svc_k on svc_k.id = svc_t.class_id
+    where ${selector}
+      and ${classWhere(db, auth, 'ReadClass', { id: 'svc_k.id', collectionId: 'svc_k.collection_id' })}
       and ${objectWhere(db, auth, 'ReadObject', { id: 'svc_t.id', classId: 'svc_t.class_id', collectionId: 'svc_t.collection_id' })}
       and ${and(
         db,
         g.filters.map((f) => filterSql(db, f)),
       )}
-    order by svc_t.id
-    limit ${LIMITS.targets + 1}`;
-  if (rows.length > LIMITS.targets) throw workLimitError(`${LIMITS.targets} target objects in related group "${g.alias}"`);
-  return rows.map((r) => r.id);
-}
-
-/** The ids of the objects that satisfy one related group. */
-export async function relatedGroupMatches(db: Db, auth: Authority, g: RelatedGroup): Promise<number[]> {
-  const classId = await resolveTargetClass(db, auth, g);
-  const targets = await findTargets(db, auth, classId, g);
-  if (targets.length === 0) return [];
-  const search = new NearestStarts(targets);
-  while (search.depth < g.depth) {
-    const frontier = search.frontier;
-    if (frontier.length === 0) break;
-    search.step(await visibleObjectEdges(db, auth, frontier));
-  }
-  return search.matches();
+    limit ${LIMITS.targets + 1}` as Fragment;
 }
 
 /**
- * Conditions on the outer object row (its id column, e.g. 'o.id') for every `related.*` key of
- * `query` (other keys are ignored): one fragment per group, all to be ANDed. 400 for malformed
- * keys or values and beyond the work limits; 404/403 for the target class.
+ * The condition of one related group on the outer object row's id column (e.g. 'o.id').
+ * CTEs per level k: svc_rel_c<k> candidate (node, src) pairs not held yet; svc_rel_f<k> the fresh
+ * pairs kept (at most two sources per node, counting those already held); svc_rel_h<k> all held
+ * pairs. Level 0 holds every target with itself as source.
  */
-export async function relatedObjectConditions(
-  db: Db,
-  auth: Authority,
-  query: Record<string, unknown>,
-  objectIdColumn = 'o.id',
-): Promise<Fragment[]> {
-  const groups = parseRelatedGroups(query, RELATED_TARGET_SPEC);
-  const out: Fragment[] = [];
-  for (const g of groups) {
-    const ids = await relatedGroupMatches(db, auth, g);
-    out.push(ids.length === 0 ? (db`false` as Fragment) : (db`${db(objectIdColumn)} = any(${ids}::int[])` as Fragment));
+export function relatedGroupCondition(db: Db, auth: Authority, g: RelatedGroup, idColumn = 'o.id'): Fragment {
+  let ctes = db`
+    svc_rel_t as (${targets(db, auth, g)}),
+    svc_rel_f0 as (
+      select id as node, id as src from svc_rel_t
+      where (select svc_work_limit(count(*), ${LIMITS.targets}, 'target objects') from svc_rel_t)),
+    svc_rel_h0 as (select node, src from svc_rel_f0)` as Fragment;
+  for (let k = 1; k <= g.depth; k++) {
+    const [c, f, h, pf, ph] = [`svc_rel_c${k}`, `svc_rel_f${k}`, `svc_rel_h${k}`, `svc_rel_f${k - 1}`, `svc_rel_h${k - 1}`];
+    ctes = db`${ctes},
+      ${db(c)} as (
+        select distinct n.node, n.src from (${neighbours(db, auth, pf)}) n
+        where (select svc_work_limit(count(distinct node), ${LIMITS.nodes}, 'reached objects') from ${db(ph)})
+          and (select svc_work_limit(count(*), ${LIMITS.relations}, 'relations') from (
+                select 1 from (select distinct node from ${db(pf)}) x
+                join object_relations e on e.from_object_id = x.node or e.to_object_id = x.node
+                limit ${LIMITS.relations + 1}) svc_rel_work)
+          and not exists (select 1 from ${db(ph)} held where held.node = n.node and held.src = n.src)),
+      ${db(f)} as (
+        select r.node, r.src from (
+          select cand.node, cand.src, row_number() over (partition by cand.node order by cand.src) as rn
+          from ${db(c)} cand) r
+        left join (select node, count(*) as n from ${db(ph)} group by node) held on held.node = r.node
+        where r.rn <= 2 - coalesce(held.n, 0)),
+      ${db(h)} as (select node, src from ${db(ph)} union all select node, src from ${db(f)})` as Fragment;
   }
-  return out;
+  const last = `svc_rel_h${g.depth}`;
+  return db`${db(idColumn)} in (with ${ctes}
+    select svc_rel_m.node from ${db(last)} svc_rel_m
+    where svc_rel_m.node <> svc_rel_m.src
+      and (select svc_work_limit(count(distinct node), ${LIMITS.nodes}, 'reached objects') from ${db(last)}))` as Fragment;
 }
+
+/**
+ * Conditions for every `related.*` key of `query` (other keys are ignored): one fragment per
+ * group, all to be ANDed, on the outer object row's id column. 400 for malformed keys or values.
+ */
+export function relatedObjectConditions(db: Db, auth: Authority, query: Record<string, unknown>, idColumn = 'o.id'): Fragment[] {
+  return parseRelatedGroups(query, RELATED_TARGET_SPEC).map((g) => relatedGroupCondition(db, auth, g, idColumn));
+}
+
+const parsedGroups = new WeakMap<object, Map<string, RelatedGroup>>();
+
+/**
+ * The object list's hook (src/db/objects.ts calls it for every `related.*` parameter): the first
+ * parameter of each group carries the group's whole condition, the group's other parameters
+ * answer `true`. Groups are parsed once per request.
+ */
+export const relatedFilterHook: ObjectFilterHook = (db, key, _value, auth, group) => {
+  if (!isRelatedKey(key)) return undefined;
+  let groups = parsedGroups.get(group.params);
+  if (!groups) {
+    groups = new Map(parseRelatedGroups(group.params, RELATED_TARGET_SPEC).map((g) => [g.alias, g]));
+    parsedGroups.set(group.params, groups);
+  }
+  const alias = relatedAlias(key);
+  const g = alias === null ? undefined : groups.get(alias);
+  if (!g) return undefined;
+  const first = Object.keys(group.params).find((k) => relatedAlias(k) === alias);
+  return first === key ? relatedGroupCondition(db, auth, g, 'o.id') : (db`true` as Fragment);
+};
+
+if (!objectFilterHooks.includes(relatedFilterHook)) objectFilterHooks.push(relatedFilterHook);

@@ -1,6 +1,6 @@
 // Traversal of class and object relations in both directions: SQL only. The search itself is
 // breadth-first, one set-based statement per level (at most 10), with the visited set kept by
-// ShortestPaths / NearestStarts (src/domain/relations.ts). Compared with one recursive CTE this
+// ShortestPaths (src/domain/relations.ts). Compared with one recursive CTE this
 // gives exact shortest depths, a global visited set (cycles cost nothing) and hard work bounds
 // that fail with a 400 instead of a slow statement. Each level query only returns relations the
 // caller may read whose both ends the caller may read, so hidden nodes and relations are never

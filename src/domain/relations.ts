@@ -148,77 +148,6 @@ export class ShortestPaths {
   }
 }
 
-/**
- * Breadth-first search from many start nodes (the targets of a related filter) that answers, for
- * every node, "is some start other than this node itself within the depth?". Each node keeps the
- * two nearest distinct starts (a start holds itself at distance 0), which is enough: a node
- * matches when it holds a label of another start. Nodes relay only labels they gained in the
- * previous level, so each label travels once.
- */
-export class NearestStarts {
-  private readonly labels = new Map<number, Map<number, number>>();
-  private fresh = new Map<number, number[]>();
-  private readonly seenEdges = new Set<number>();
-  depth = 0;
-
-  constructor(starts: readonly number[]) {
-    for (const s of starts) {
-      this.labels.set(s, new Map([[s, 0]]));
-      this.fresh.set(s, [s]);
-    }
-  }
-
-  /** The nodes whose fresh labels must be relayed in the next level. */
-  get frontier(): number[] {
-    return [...this.fresh.keys()];
-  }
-
-  step(edges: readonly Edge[]): void {
-    for (const e of edges) this.seenEdges.add(e.id);
-    if (this.seenEdges.size > LIMITS.relations) throw workLimitError(`${LIMITS.relations} relations`);
-    this.depth += 1;
-    const next = new Map<number, number[]>();
-    const ordered = [...edges].sort((x, y) => x.id - y.id);
-    for (const e of ordered) {
-      for (const [from, to] of [
-        [e.a, e.b],
-        [e.b, e.a],
-      ] as const) {
-        const sources = this.fresh.get(from);
-        if (!sources) continue;
-        let held = this.labels.get(to);
-        for (const src of sources) {
-          if (held?.has(src) || (held && held.size >= 2)) continue;
-          if (!held) {
-            held = new Map();
-            this.labels.set(to, held);
-          }
-          held.set(src, this.depth);
-          const list = next.get(to);
-          if (list) list.push(src);
-          else next.set(to, [src]);
-        }
-      }
-    }
-    if (this.labels.size > LIMITS.nodes) throw workLimitError(`${LIMITS.nodes} reached objects`);
-    this.fresh = next;
-  }
-
-  /** Nodes holding a label of a start other than themselves (reached within the current depth). */
-  matches(): number[] {
-    const out: number[] = [];
-    for (const [node, held] of this.labels) {
-      for (const src of held.keys()) {
-        if (src !== node) {
-          out.push(node);
-          break;
-        }
-      }
-    }
-    return out.sort((x, y) => x - y);
-  }
-}
-
 // ---- related.<alias>.* object-list filters ---------------------------------------------------
 
 export const RELATED_PREFIX = 'related.';
@@ -235,6 +164,14 @@ export interface RelatedGroup {
 
 export function isRelatedKey(key: string): boolean {
   return key.startsWith(RELATED_PREFIX);
+}
+
+/** The alias of a `related.<alias>.…` key (null when the key has no alias segment). */
+export function relatedAlias(key: string): string | null {
+  if (!isRelatedKey(key)) return null;
+  const rest = key.slice(RELATED_PREFIX.length);
+  const dot = rest.indexOf('.');
+  return dot <= 0 ? null : rest.slice(0, dot);
 }
 
 function single(key: string, raw: unknown): string {

@@ -45,6 +45,8 @@ import { classRelationView, objectRelationView, parseDepth, type ClassRelationRo
 import type { Permission } from '../domain/authz.ts';
 import type { AuthInfo } from '../http/auth.ts';
 import type { Db } from '../db/sql.ts';
+// Registers the related.<alias>.* object-list filters in the object list's filter hooks.
+import '../db/related-filters.ts';
 
 /** `perm` on both classes of a class relation (grants and token scope): 403 otherwise. */
 async function requireClassRelationPermission(db: Db, auth: AuthInfo, r: ClassRelationWithEnds, perm: Permission): Promise<void> {
