@@ -3,7 +3,7 @@
 // that pages and totals count only what the caller may see.
 import type { Db } from './sql.ts';
 import { and, or, runList, type Fragment, type ListPage } from './list.ts';
-import { collectionWhere } from './authz.ts';
+import { collectionWhere, visibleCollectionIds } from './authz.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
 import { readsCollectionlessEvents } from '../domain/audit.ts';
 import type { Authority } from '../domain/authz.ts';
@@ -92,10 +92,14 @@ function fullVisibility(db: Db, auth: Authority): Fragment {
   return or(db, [own, db`e.collection_id is null` as Fragment]);
 }
 
-/** Redacted visibility: ReadAudit on one of the event's related collections. */
+/**
+ * Redacted visibility: ReadAudit on one of the event's related collections. An array overlap with
+ * the caller's ReadAudit collections (computed once per query; the GIN index on
+ * related_collection_ids can serve it). Unscoped admins already see every event fully.
+ */
 function relatedVisibility(db: Db, auth: Authority): Fragment {
-  return db`exists (select 1 from unnest(e.related_collection_ids) as svc_r (id)
-    where ${collectionWhere(db, auth, 'ReadAudit', { id: 'svc_r.id' })})` as Fragment;
+  if (readsCollectionlessEvents(auth)) return db`false` as Fragment;
+  return db`e.related_collection_ids && array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[]` as Fragment;
 }
 
 /** Boolean fragment over `events e`: the caller may see the event (fully or redacted). */
