@@ -247,7 +247,11 @@ describe('deleteServiceAccount', () => {
     expect((await t.request('GET', `${SA}/${sa.id}`)).status).toBe(404);
     expect((await t.request('GET', '/api/v0/auth/validate', { token })).status).toBe(401);
     expect((await t.deps.sql`select 1 from group_members where principal_id = ${sa.id}`).length).toBe(0);
-    expect((await eventsOf(t, 'service_account', sa.id)).at(-1)).toMatchObject({ action: 'deleted', before: { name: sa.name } });
+    expect((await eventsOf(t, 'service_account', sa.id)).at(-1)).toMatchObject({
+      action: 'deleted',
+      before: { name: sa.name },
+      metadata: { removed_from_group_ids: [other.id] },
+    });
     // The owner group no longer owns anything and can be deleted.
     const g = await createGroup(t);
     const sa2 = await createServiceAccount(t, g.id);

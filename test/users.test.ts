@@ -266,7 +266,7 @@ describe('deleteUser', () => {
       .sql`select 1 from group_members where principal_id = ${u.id} union all select 1 from tokens where principal_id = ${u.id}`;
     expect(rows.length).toBe(0);
     const ev = (await eventsOf(t, 'user', u.id)).at(-1)!;
-    expect(ev).toMatchObject({ action: 'deleted', before: { id: u.id, name: u.name } });
+    expect(ev).toMatchObject({ action: 'deleted', before: { id: u.id, name: u.name }, metadata: { removed_from_group_ids: [gid] } });
     expect(ev.after).toBeNull();
   });
 

@@ -11,7 +11,7 @@ import type { TransactionSql } from '../db/sql.ts';
 import { appendEvent } from '../db/events.ts';
 import { tokenSnapshot } from '../db/tokens.ts';
 import { isMember, shareLockGroup } from '../db/groups.ts';
-import { deletePrincipal } from '../db/users.ts';
+import { deletePrincipal, principalGroupIds } from '../db/users.ts';
 import {
   disableServiceAccountRow,
   findServiceAccount,
@@ -182,6 +182,7 @@ export const serviceAccountsHandlers = {
     await withTx(ctx.deps.sql, async (tx) => {
       const { account: before } = await authorizeManage(ctx, tx, id);
       checkIfMatch(input.headers, 'service_account', id, before.revision);
+      const groupIds = await principalGroupIds(tx, id);
       await deletePrincipal(tx, id);
       await appendEvent(tx, actorOf(ctx), {
         entityType: 'service_account',
@@ -191,7 +192,7 @@ export const serviceAccountsHandlers = {
         summary: `service account ${before.name} deleted`,
         before: serviceAccountView(before),
         beforeRevision: before.revision,
-        metadata: { owner_group_id: before.owner_group_id },
+        metadata: { owner_group_id: before.owner_group_id, removed_from_group_ids: groupIds },
       });
     });
     return { status: 204 };

@@ -9,7 +9,17 @@ import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import { consumeApproval } from '../db/approvals.ts';
 import { hashPassword } from '../domain/passwords.ts';
-import { deletePrincipal, findUser, insertUser, listUsers, lockUser, updateUserRow, userView, USER_LIST } from '../db/users.ts';
+import {
+  deletePrincipal,
+  findUser,
+  principalGroupIds,
+  insertUser,
+  listUsers,
+  lockUser,
+  updateUserRow,
+  userView,
+  USER_LIST,
+} from '../db/users.ts';
 
 const LOCAL_SCOPE = 'local';
 const providerManaged = () => forbidden('this user is managed by an identity provider and is read-only here');
@@ -107,6 +117,7 @@ export const usersHandlers = {
       if (!before) throw notFound('user');
       if (before.provider_managed) throw providerManaged();
       checkIfMatch(input.headers, 'user', id, before.revision);
+      const groupIds = await principalGroupIds(tx, id);
       await deletePrincipal(tx, id);
       await appendEvent(tx, actorOf(ctx), {
         entityType: 'user',
@@ -116,6 +127,7 @@ export const usersHandlers = {
         summary: `user ${before.name} deleted`,
         before: userView(before),
         beforeRevision: before.revision,
+        metadata: { removed_from_group_ids: groupIds },
       });
     });
     return { status: 204 };
