@@ -605,7 +605,8 @@ export interface paths {
          *     ReadObjectRelation) are traversed. The query `class_id` (distinct from the path
          *     `class_id`) keeps only related objects of that class. Sort fields: `depth`, `id`, `name`,
          *     `created_at`, `updated_at` (default `depth,id`). 404 when the object does not belong to the
-         *     class in the path.
+         *     class in the path. A traversal that would reach more than 10,000 objects or cross more than
+         *     20,000 relations is 400, asking to narrow the query (a smaller `depth`).
          */
         get: operations["listRelatedObjects"];
         put?: never;
@@ -823,7 +824,8 @@ export interface paths {
          *     class appears once, at its smallest depth, with one shortest `path`; the start class is not
          *     included. Only classes and relations the caller may read (ReadClass, ReadClassRelation)
          *     are traversed. Sort fields: `depth`, `id`, `name`, `created_at`, `updated_at` (default
-         *     `depth,id`).
+         *     `depth,id`). A traversal that would reach more than 10,000 classes or cross more than 20,000
+         *     relations is 400, asking to narrow the query (a smaller `depth`).
          */
         get: operations["listRelatedClasses"];
         put?: never;
@@ -2647,9 +2649,10 @@ export interface paths {
          * Create an object relation
          * @description Needs CreateObjectRelation on the collections of both objects. `from_object_id` must be an
          *     object of the class relation's `from_class_id` and `to_object_id` one of its `to_class_id`
-         *     (400 otherwise); a missing class relation or object is 404. A duplicate relation (same
-         *     class relation and objects) is 409, and so is exceeding the class relation's
-         *     `from_max_relations` or `to_max_relations`.
+         *     (400 otherwise), and an object cannot be related to itself (400); a missing class relation
+         *     or object is 404. A duplicate relation (same class relation and objects) is 409, and so is
+         *     exceeding the class relation's `from_max_relations` or `to_max_relations` (counted under a
+         *     lock on both objects, so concurrent creates cannot exceed them).
          */
         post: operations["createObjectRelation"];
         delete?: never;
