@@ -103,6 +103,11 @@ function grantExists(db: Db, principalId: number, perm: Permission, collectionCo
     join group_members gm on gm.group_id = cp.group_id and gm.principal_id = ${principalId}::int)` as Fragment;
 }
 
+/** The grant test of a point check; the admin rule makes it moot (decide() still applies the scope first). */
+function grantOrAdmin(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
+  return auth.isAdmin ? (db`true` as Fragment) : grantExists(db, auth.principal.id, perm, collectionColumn);
+}
+
 export interface CollectionRef {
   id: number;
   parent_collection_id: number | null;
@@ -120,7 +125,7 @@ export interface ObjectRef {
 /** 404 when the collection does not exist; 403 when the caller lacks `perm` on it or is scoped out. */
 export async function requireCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<CollectionRef> {
   const [row] = await db<(CollectionRef & { granted: boolean })[]>`
-    select c.id, c.parent_collection_id, ${grantExists(db, auth.principal.id, perm, db`c.id` as Fragment)} as granted
+    select c.id, c.parent_collection_id, ${grantOrAdmin(db, auth, perm, db`c.id` as Fragment)} as granted
     from collections c where c.id = ${collectionId}::int`;
   if (!row) throw notFound('collection');
   enforce(decide(auth, perm, { kind: 'collection', id: row.id }, row.granted), perm, 'collection');
@@ -130,7 +135,7 @@ export async function requireCollectionPermission(db: Db, auth: Authority, colle
 /** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
 export async function requireClassPermission(db: Db, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
   const [row] = await db<(ClassRef & { granted: boolean })[]>`
-    select k.id, k.collection_id, ${grantExists(db, auth.principal.id, perm, db`k.collection_id` as Fragment)} as granted
+    select k.id, k.collection_id, ${grantOrAdmin(db, auth, perm, db`k.collection_id` as Fragment)} as granted
     from classes k where k.id = ${classId}::int`;
   if (!row) throw notFound('class');
   enforce(decide(auth, perm, { kind: 'class', id: row.id, collectionId: row.collection_id }, row.granted), perm, 'class');
@@ -149,7 +154,7 @@ export async function requireObjectPermission(
   opts: { classId?: number } = {},
 ): Promise<ObjectRef> {
   const [row] = await db<(ObjectRef & { granted: boolean })[]>`
-    select o.id, o.class_id, o.collection_id, ${grantExists(db, auth.principal.id, perm, db`o.collection_id` as Fragment)} as granted
+    select o.id, o.class_id, o.collection_id, ${grantOrAdmin(db, auth, perm, db`o.collection_id` as Fragment)} as granted
     from objects o where o.id = ${objectId}::int`;
   if (!row || (opts.classId !== undefined && row.class_id !== opts.classId)) throw notFound('object');
   enforce(
@@ -164,7 +169,7 @@ export async function requireObjectPermission(
 export async function hasCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<boolean> {
   if (!permissionInScope(auth, perm) || !resourceInScope(auth, { kind: 'collection', id: collectionId })) return false;
   const [row] = await db<{ ok: boolean }[]>`
-    select ${auth.isAdmin ? (db`true` as Fragment) : grantExists(db, auth.principal.id, perm, db`c.id` as Fragment)} as ok
+    select ${grantOrAdmin(db, auth, perm, db`c.id` as Fragment)} as ok
     from collections c where c.id = ${collectionId}::int`;
   return row?.ok ?? false;
 }
