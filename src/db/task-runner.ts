@@ -42,12 +42,17 @@ export async function findSubmitter(db: Db, principalId: number, admin: { group:
   return row;
 }
 
-/** The oldest queued task of the given kinds (optionally only among ids), locked; skips rows other workers hold. */
-export async function lockNextQueuedTask(tx: TransactionSql, kinds: string[], onlyIds: number[] | null): Promise<ClaimedTask | undefined> {
+/** The oldest queued task of the given kinds (optionally narrowed), locked; skips rows other workers hold. */
+export async function lockNextQueuedTask(
+  tx: TransactionSql,
+  kinds: string[],
+  only: { taskIds?: number[]; submittedBy?: number[] } = {},
+): Promise<ClaimedTask | undefined> {
   const [row] = await tx<ClaimedTask[]>`
     select ${columns(tx)} from tasks t
     where t.status = 'queued' and t.kind = any(${kinds}::text[])
-      ${onlyIds ? tx`and t.id = any(${onlyIds}::int[])` : tx``}
+      ${only.taskIds ? tx`and t.id = any(${only.taskIds}::int[])` : tx``}
+      ${only.submittedBy ? tx`and t.submitted_by = any(${only.submittedBy}::int[])` : tx``}
     order by t.id
     limit 1
     for update skip locked`;

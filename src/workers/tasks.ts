@@ -146,11 +146,11 @@ async function recoverExpired(deps: Deps): Promise<number> {
   });
 }
 
-async function claimNext(deps: Deps, onlyIds: number[] | null): Promise<Claim> {
+async function claimNext(deps: Deps, only: ClaimFilter): Promise<Claim> {
   const kinds = registeredTaskKinds();
   if (kinds.length === 0) return { kind: 'none' };
   return withTx(deps.sql, async (tx): Promise<Claim> => {
-    const queued = await lockNextQueuedTask(tx, kinds, onlyIds);
+    const queued = await lockNextQueuedTask(tx, kinds, only);
     if (!queued) return { kind: 'none' };
     const submitter = await findSubmitter(tx, queued.submitted_by, adminOf(deps));
     const actor = workerActor(queued, submitter?.name ?? null);
@@ -273,9 +273,13 @@ async function execute(
   });
 }
 
-export interface RunOnceOptions {
-  /** Claim only among these task ids (tests sharing one database). */
+/** Narrows what a worker claims (tests sharing one database with other test files). */
+export interface ClaimFilter {
   taskIds?: number[];
+  submittedBy?: number[];
+}
+
+export interface RunOnceOptions extends ClaimFilter {
   signal?: AbortSignal;
 }
 
@@ -285,7 +289,7 @@ export interface RunOnceOptions {
  */
 export async function runTaskOnce(deps: Deps, opts: RunOnceOptions = {}): Promise<ClaimedTask | null> {
   await recoverExpired(deps);
-  const claim = await claimNext(deps, opts.taskIds ?? null);
+  const claim = await claimNext(deps, { taskIds: opts.taskIds, submittedBy: opts.submittedBy });
   if (claim.kind === 'none') return null;
   if (claim.kind === 'finished') return claim.task;
   return execute(deps, claim, opts.signal);
@@ -329,6 +333,7 @@ export async function runTaskWorkers(
   deps: Deps,
   signal: AbortSignal,
   stats: RunnerStats = { notifications: 0, polls: 0, executed: 0 },
+  only: ClaimFilter = {},
 ): Promise<void> {
   const count = deps.config.SVC_TASK_WORKERS;
   if (count <= 0) {
@@ -350,7 +355,7 @@ export async function runTaskWorkers(
     while (!signal.aborted) {
       let ran = false;
       try {
-        ran = (await runTaskOnce(deps, { signal })) !== null;
+        ran = (await runTaskOnce(deps, { ...only, signal })) !== null;
         if (ran) stats.executed++;
       } catch (err) {
         deps.log.error({ err }, 'task runner cycle failed');
