@@ -78,7 +78,8 @@ beforeAll(async () => {
     })
   ).id as number;
   ids.plainClass = (await api('POST', '/api/v1/classes', { name: `${P}-Plain`, collection_id: ids.gamma })).id as number;
-  ids.obj1 = (await api('POST', `/api/v1/classes/${ids.server}/objects`, { name: `${P}-obj1-${needle}`, json_data: { a: 1 } })).id as number;
+  ids.obj1 = (await api('POST', `/api/v1/classes/${ids.server}/objects`, { name: `${P}-obj1-${needle}`, json_data: { a: 1 } }))
+    .id as number;
   ids.obj2 = (
     await api('POST', `/api/v1/classes/${ids.server}/objects`, {
       name: `${P}-obj2`,
@@ -174,6 +175,7 @@ describe('searchPlainText', () => {
   const bad: [string, Record<string, string | number | boolean>][] = [
     ['missing q', {}],
     ['blank q', { q: '   ' }],
+    ['q over 256 characters', { q: 'x'.repeat(257) }],
     ['unknown kind', { q: 'x', kinds: 'widget' }],
     ['empty kinds', { q: 'x', kinds: '' }],
     ['unknown parameter', { q: 'x', nope: 1 }],
@@ -259,7 +261,11 @@ describe('searchStructuredStream', () => {
 
   it('searchStructuredStream 200: zero results; total null without include_total', async () => {
     const res = await t.request('POST', '/api/v1/search/stream', {
-      body: { version: 1, target: { kind: 'collection' }, filter: { op: 'field', predicate: { field: 'name', operator: 'equals', value: uniq() } } },
+      body: {
+        version: 1,
+        target: { kind: 'collection' },
+        filter: { op: 'field', predicate: { field: 'name', operator: 'equals', value: uniq() } },
+      },
     });
     const events = parseSse(res.text);
     expect(events.map((e) => e.event)).toEqual(['started', 'done']);
@@ -278,16 +284,26 @@ describe('searchStructuredStream', () => {
     });
     expect(wrongType.status).toBe(415);
     const big = await t.request('POST', '/api/v1/search/stream', {
-      body: { version: 1, target: { kind: 'collection' }, filter: { op: 'field', predicate: { field: 'name', operator: 'equals', value: 'x'.repeat(70_000) } } },
+      body: {
+        version: 1,
+        target: { kind: 'collection' },
+        filter: { op: 'field', predicate: { field: 'name', operator: 'equals', value: 'x'.repeat(70_000) } },
+      },
     });
     expect(big.status).toBe(413);
-    expect((await t.request('POST', '/api/v1/search/stream', { body: { version: 1, target: { kind: 'user' } }, token: userToken })).status).toBe(403);
+    expect(
+      (await t.request('POST', '/api/v1/search/stream', { body: { version: 1, target: { kind: 'user' } }, token: userToken })).status,
+    ).toBe(403);
     expect((await t.request('POST', '/api/v1/search/stream', { body: body({ cursor: 'x.y' }) })).status).toBe(400);
   });
 
   it('searchStructuredStream 200: an execution failure after the start is an error event instead of results and done', async () => {
     const res = await t.request('POST', '/api/v1/search/stream', {
-      body: { version: 1, target: { kind: 'collection' }, filter: { op: 'field', predicate: { field: 'name', operator: 'regex', value: '(' } } },
+      body: {
+        version: 1,
+        target: { kind: 'collection' },
+        filter: { op: 'field', predicate: { field: 'name', operator: 'regex', value: '(' } },
+      },
     });
     expect(res.status).toBe(200);
     const events = parseSse(res.text);

@@ -422,7 +422,7 @@ export const PLAIN_GROUP: Record<PlainKind, 'collections' | 'classes' | 'objects
   class: 'classes',
   object: 'objects',
 };
-export const MAX_QUERY_LENGTH = 1024;
+export const MAX_QUERY_LENGTH = 256;
 
 export interface PlainPlan {
   q: string;
