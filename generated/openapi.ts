@@ -3446,7 +3446,19 @@ export interface components {
             /** @enum {string} */
             visibility: "shared" | "personal";
         };
-        /** @description How a computed value is derived from `json_data`. */
+        /**
+         * @description How a computed value is derived from `json_data`. A path is "present" when it resolves to
+         *     a non-null value. `first_non_null`: the first present value. `sum`, `average`, `min`,
+         *     `max`: over the present values, which must all be numbers (a non-number is an evaluation
+         *     error for that object); null when none is present; result type `number` or `integer`.
+         *     `all_present`, `any_present`: booleans. `count_present`: the number of present values
+         *     (`integer` or `number`). `all_present_and_equal`: every path present and all values equal
+         *     (numbers by value). The result must have the field's `result_type` (`integer`: an integral
+         *     number within ±(2^53-1)), otherwise the object reports an error for that key in
+         *     `computed.*.errors`. Values are evaluated in the database, so lists can filter
+         *     (`computed.<visibility>.<key>[__<op>]=value` with the JSON-path operators; a failed value
+         *     never matches) and sort (result types `string`, `number`, `integer`, `boolean`) on them.
+         */
         ComputedFieldOperation: {
             /** @description RFC 6901 pointers into `json_data`, evaluated in order. */
             paths: string[];

@@ -168,10 +168,14 @@ export function parseObjectQuery(
       const def = computedDef(active, name);
       // A computed value is filtered as the JSON member "v" of {"v": value}: the JSON-path
       // operators then apply with their number, string and boolean semantics.
+      // Booleans are wrapped as the strings "true"/"false", which the text branch of `equals`
+      // and `in` compares exactly.
       fields[name] = {
         type: 'json',
         column: name,
-        expr: ((d: Db) => d`jsonb_build_object('v', ${computedValue(d, def)})`) as FieldDef['expr'],
+        expr: (def.result_type === 'boolean'
+          ? (d: Db) => d`jsonb_build_object('v', ${computedValue(d, def)} #>> '{}')`
+          : (d: Db) => d`jsonb_build_object('v', ${computedValue(d, def)})`) as FieldDef['expr'],
       };
       computedFilterFields.set(name, def);
       rewritten[key] = `v=${String(raw)}`;
