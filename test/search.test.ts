@@ -646,6 +646,16 @@ describe('searchStructured: related predicates', () => {
     expect(await names(objectsOf(ids.server, related(ids.room)), tok)).toEqual([]);
   });
 
+  it('searchStructured 400: a related predicate beyond the work bounds asks to narrow the query', async () => {
+    const many = await cls(`${P}-Many`, ids.alpha);
+    await t.deps.sql`
+      insert into objects (name, collection_id, class_id, json_data)
+      select 'm' || g, ${ids.alpha}, ${many}, '{}'::jsonb from generate_series(1, 1001) g`;
+    const res = await search(objectsOf(ids.server, related(many)));
+    expect(res.status, res.text).toBe(400);
+    expect((res.body as { message: string }).message).toMatch(/narrow the query/);
+  });
+
   it('searchStructured 404: an unresolved related class', async () => {
     const res = await search(objectsOf(ids.server, { op: 'related', predicate: { class: { name: `${P}-Nope` } } }));
     expect(res.status).toBe(404);

@@ -82,8 +82,15 @@ export function searchError(err: unknown): unknown {
   if (typeof code === 'string') {
     if (code === '2201B') return new ApiError(400, 'invalid regular expression in a regex predicate', { reason: 'invalid_search' });
     if (code.startsWith('22')) return new ApiError(400, 'a value of the search is malformed or out of range', { reason: 'invalid_search' });
-    if (code === '57014' || code.startsWith('53') || code.startsWith('54'))
-      return new ApiError(400, 'the search needs too much work; narrow the query', { reason: 'search_work_limit' });
+    if (code === '57014' || code.startsWith('53') || code.startsWith('54')) {
+      // svc_work_limit() (related predicates) names the bound it hit; other cancellations stay generic
+      const message = (err as { message?: unknown }).message;
+      const text =
+        typeof message === 'string' && message.startsWith('the query exceeds the work limit')
+          ? message
+          : 'the search needs too much work; narrow the query';
+      return new ApiError(400, text, { reason: 'search_work_limit' });
+    }
   }
   return translatePgError(err);
 }
