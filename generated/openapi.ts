@@ -2914,10 +2914,12 @@ export interface paths {
          * Grouped plain-text search over collections, classes and objects
          * @description Matches the text `q` against visible collections, classes and objects (names and
          *     descriptions; class schema text and object JSON string values only when opted in) and
-         *     returns one page per kind. Kinds not requested return an empty array and a null cursor.
+         *     returns one page per kind. Matching is a case-insensitive substring match; each kind is
+         *     ordered by id ascending. Kinds not requested return an empty array and a null cursor.
          *     Each kind pages independently: pass the cursor from `next.<kind>` back as
-         *     `cursor_<kind>` together with the same `q`, `kinds` and flags. Unknown or repeated query
-         *     parameters, an empty `kinds`, an unknown kind and an invalid cursor are 400.
+         *     `cursor_<kind>` together with the same `q`, `limit_per_kind` and flags, with the same
+         *     token (a cursor is bound to them and signed). Unknown or repeated query parameters, an
+         *     empty `kinds`, an unknown kind and an invalid cursor are 400.
          */
         get: operations["searchPlainText"];
         put?: never;
