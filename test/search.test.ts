@@ -172,8 +172,9 @@ describe('searchStructured: collections, sorting, paging and totals', () => {
   });
 
   it('searchStructured 200: default order is id ascending; filter null matches all visible', async () => {
-    const res = await search({ version: 1, target: { kind: 'collection' }, filter: null, limit: 250 }, userToken);
+    const res = await search({ version: 1, target: { kind: 'collection' }, filter: null, limit: 1000 }, userToken);
     expect(res.status).toBe(200);
+    expect(res.headers.get('x-page-limit')).toBe('250');
     expect((res.body as SearchBody).results.map((r) => r.resource.id)).toEqual([ids.alpha, ids.beta]);
   });
 
