@@ -730,7 +730,11 @@ export interface paths {
          *     measure reports how many source values contributed and how many were skipped (null,
          *     missing, non-numeric or failed). 413 when a value is too large for a replay-safe cursor or
          *     memory bounds are exceeded. Paging is by group, with `X-Next-Cursor` and `X-Page-Limit`
-         *     (no total count).
+         *     (no total count); a cursor is bound to the exact request (400 when reused with other
+         *     dimensions, measures, sort or filters). Dimension order: by state (`value`, then `null`,
+         *     `missing`, `unavailable`), then by value (JSON order: numbers numerically, strings by
+         *     text); `object_count.*` sorts break ties by the dimensions ascending. Timestamps group as
+         *     RFC 3339 UTC strings with microseconds.
          */
         get: operations["aggregateObjects"];
         put?: never;

@@ -127,7 +127,8 @@ export interface ObjectQuery {
   computedSort: boolean;
 }
 
-function computedDef(active: ActiveFields, name: string): ComputedDef {
+/** The enabled computed field a `computed.<visibility>.<key>` name refers to; 400 when unknown or disabled. */
+export function computedDef(active: ActiveFields, name: string): ComputedDef {
   const parsed = parseComputedName(name);
   if (!parsed) throw badRequest(`unknown field "${name}"`, [{ path: `query.${name}`, message: 'unknown field' }]);
   if (active.disabled.has(name))

@@ -1,8 +1,8 @@
 import type { Ctx, HandlerMap, Reply, RequestBody } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
-import { ApiError, notFound, notImplemented } from '../http/errors.ts';
+import { ApiError, badRequest, notFound } from '../http/errors.ts';
 import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
-import { listReply, type Fragment } from '../db/list.ts';
+import { filterSql, listReply, type Fragment } from '../db/list.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import type { TransactionSql } from '../db/sql.ts';
@@ -18,18 +18,70 @@ import {
   objectView,
   parseObjectQuery,
   updateObjectRow,
+  computedDef,
   type ObjectRow,
 } from '../db/objects.ts';
+import { runAggregate } from '../db/aggregates.ts';
+import { STATES, aggregateSignature, decodeAggregateCursor, encodeAggregateCursor, parseAggregateRequest } from '../domain/aggregates.ts';
 import { activeFields, type ActiveFields } from '../db/computed-fields.ts';
 // Registers the related.<alias>.* filter hook of the relations feature (objectFilterHooks).
 import '../db/related-filters.ts';
-import { valueSet } from '../domain/computed.ts';
+import { valueSet, type ComputedDef } from '../domain/computed.ts';
 import { assertMatchesSchema, compileClassSchema } from '../domain/class-schema.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
 
-// Filled in with the aggregates feature.
-async function aggregateHandler(_ctx: Ctx, _classId: number, _query: Record<string, unknown>): Promise<Reply> {
-  throw notImplemented('aggregateObjects');
+/** Query parameters of the aggregate operations that are not object filters. */
+const AGGREGATE_PARAMS = new Set(['group_by', 'aggregate', 'sort', 'cursor', 'include_total']);
+
+async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string, unknown>): Promise<Reply> {
+  const auth = authOf(ctx);
+  const db = ctx.deps.sql;
+  await requireClassPermission(db, auth, classId, 'ReadClass');
+  const req = parseAggregateRequest(query);
+  const active = await activeFields(db, classId, auth.principal);
+  const computed = new Map<string, ComputedDef>();
+  for (const ref of [...req.dimensions.map((d) => d.ref), ...req.measures.map((m) => m.ref)]) {
+    if (ref.kind === 'computed') computed.set(ref.name, computedDef(active, ref.name));
+  }
+  const filterQuery = Object.fromEntries(Object.entries(query).filter(([k]) => !AGGREGATE_PARAMS.has(k)));
+  const q = parseObjectQuery(db, filterQuery, active, auth, classId);
+  if (q.computedFilters > 2) throw badRequest('at most two computed filters apply to an aggregate');
+  const signature = aggregateSignature(classId, req, q.parsed.signature);
+  const cursorLength = req.dimensions.length * 2 + (req.sort.startsWith('object_count') ? 1 : 0);
+  const after = typeof query.cursor === 'string' ? decodeAggregateCursor(query.cursor, signature, cursorLength) : null;
+  const where: Fragment[] = [
+    db`o.class_id = ${classId}::int` as Fragment,
+    objectWhere(db, auth, 'ReadObject'),
+    ...permissionsFilter(q.parsed.extras.permissions, (p) => objectWhere(db, auth, p)),
+    ...q.parsed.filters.map((f) => filterSql(db, f)),
+    ...q.where,
+  ];
+  const limit = req.dimensions.length ? q.parsed.limit : 1;
+  const groups = await runAggregate(db, { req, computed, where, after, limit });
+  const more = groups.length > limit;
+  if (more) groups.pop();
+  const headers: Record<string, string> = { 'x-page-limit': String(q.parsed.limit) };
+  const last = groups.at(-1);
+  if (more && last) {
+    const values = last.ranks.flatMap((r, i) => [r, last.texts[i]]);
+    headers['x-next-cursor'] = encodeAggregateCursor(req.sort.startsWith('object_count') ? [last.count, ...values] : values, signature);
+  }
+  const body = groups.map((g) => ({
+    dimensions: req.dimensions.map((d, i) => ({
+      field: d.field,
+      state: STATES[g.ranks[i]!]!,
+      value: g.ranks[i] === 0 ? g.values[i] : null,
+    })),
+    object_count: g.count,
+    measures: req.measures.map((m, j) => ({
+      operation: m.operation,
+      field: m.field,
+      value: g.measures[j]!.value === null ? null : Number(g.measures[j]!.value),
+      contributing_count: g.measures[j]!.contributing,
+      skipped_count: g.count - g.measures[j]!.contributing,
+    })),
+  }));
+  return { status: 200, body, headers };
 }
 
 type Row = ObjectRow & { __cs?: unknown; __cp?: unknown };
