@@ -192,6 +192,7 @@ async function execute(
   deps: Deps,
   claim: Extract<Claim, { kind: 'claimed' }>,
   shutdown: AbortSignal | undefined,
+  graceMs: number,
 ): Promise<ClaimedTask | null> {
   const { task } = claim;
   const token = task.claim_token!;
@@ -199,7 +200,7 @@ async function execute(
   let lost = false;
   let graceTimer: NodeJS.Timeout | undefined;
   const onShutdown = () => {
-    graceTimer = setTimeout(() => ctl.abort(), SHUTDOWN_GRACE_MS);
+    graceTimer = setTimeout(() => ctl.abort(), graceMs);
   };
   if (shutdown?.aborted) onShutdown();
   else shutdown?.addEventListener('abort', onShutdown, { once: true });
@@ -280,7 +281,9 @@ export interface ClaimFilter {
 }
 
 export interface RunOnceOptions extends ClaimFilter {
+  /** Shutdown: stop; a running executor is aborted graceMs later (default SHUTDOWN_GRACE_MS). */
   signal?: AbortSignal;
+  graceMs?: number;
 }
 
 /**
@@ -292,7 +295,7 @@ export async function runTaskOnce(deps: Deps, opts: RunOnceOptions = {}): Promis
   const claim = await claimNext(deps, { taskIds: opts.taskIds, submittedBy: opts.submittedBy });
   if (claim.kind === 'none') return null;
   if (claim.kind === 'finished') return claim.task;
-  return execute(deps, claim, opts.signal);
+  return execute(deps, claim, opts.signal, opts.graceMs ?? SHUTDOWN_GRACE_MS);
 }
 
 /** Resolves on a notification, after the timeout, or on abort. */
@@ -333,7 +336,7 @@ export async function runTaskWorkers(
   deps: Deps,
   signal: AbortSignal,
   stats: RunnerStats = { notifications: 0, polls: 0, executed: 0 },
-  only: ClaimFilter = {},
+  only: ClaimFilter & { graceMs?: number } = {},
 ): Promise<void> {
   const count = deps.config.SVC_TASK_WORKERS;
   if (count <= 0) {
