@@ -10,7 +10,7 @@ import {
   tokenFor,
   type Human,
 } from './iam-fixtures.ts';
-import { purgeTokens } from '../src/workers/token-purge.ts';
+import { purgeTokens, tokenPurgeLoop } from '../src/workers/token-purge.ts';
 import { hashToken } from '../src/domain/token-secret.ts';
 
 let t: TestApp;
@@ -595,5 +595,28 @@ describe('token purge', () => {
     const [e] = await t.deps.sql<{ n: number }[]>`
       select count(*)::int as n from events where entity_type = 'token' and action = 'purged' and entity_id = any(${made}::int[])`;
     expect(e!.n).toBe(23);
+  });
+});
+
+describe('token purge worker loop', () => {
+  it('tokenPurgeLoop purges when enabled, at most once per interval, and not at all when disabled', async () => {
+    const h = await createHuman(t);
+    const old = async () => {
+      const m = await mintOk(h.id, {}, self(h));
+      await t.deps.sql`update tokens set issued = now() - interval '90 days', revoked_at = now() - interval '60 days' where id = ${m.id}`;
+      return m.id;
+    };
+    const exists = async (id: number) => (await t.deps.sql`select 1 from tokens where id = ${id}`).length === 1;
+    const signal = new AbortController().signal;
+    const disabled = { ...t.deps, config: { ...t.deps.config, SVC_TOKEN_RETENTION_PURGE_ENABLED: false } };
+    const first = await old();
+    await tokenPurgeLoop.tick(disabled, signal);
+    expect(await exists(first)).toBe(true);
+    const enabled = { ...t.deps, config: { ...t.deps.config, SVC_TOKEN_RETENTION_PURGE_INTERVAL_SECONDS: 3600 } };
+    await tokenPurgeLoop.tick(enabled, signal);
+    expect(await exists(first)).toBe(false);
+    const second = await old();
+    await tokenPurgeLoop.tick(enabled, signal);
+    expect(await exists(second)).toBe(true);
   });
 });
