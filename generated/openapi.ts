@@ -200,8 +200,11 @@ export interface paths {
         };
         /**
          * Get collection, class and object counters
-         * @description Administrator only: the caller must be a member of the admin group (human or service
-         *     account) using an unscoped token; anyone else gets 403. Counts cover the whole database.
+         * @description Any authenticated caller (the specification lists only 401 and 500). The counters cover
+         *     what the caller can read: collections with ReadCollection, classes with ReadClass and
+         *     objects with ReadObject, after group grants (inherited down the tree) and the token's
+         *     scope, so nothing outside the caller's authority is revealed. For an unscoped
+         *     administrator they cover the whole database.
          */
         get: operations["getMetaCounts"];
         put?: never;
@@ -4754,7 +4757,7 @@ export interface components {
             message: string;
         };
         MetaCounts: {
-            /** @description Object count per class, for classes with at least one object, ordered by `svc_class_id`. */
+            /** @description Object count per class (readable objects only), for classes with at least one such object, ordered by `svc_class_id`. */
             objects_per_class: {
                 count: number;
                 svc_class_id: components["schemas"]["Id"];
@@ -6296,7 +6299,6 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             default: components["responses"]["Error"];
         };
     };

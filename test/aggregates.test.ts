@@ -185,3 +185,58 @@ describe('aggregateObjects', () => {
     ).toBe(404);
   });
 });
+
+describe('getMetaCounts', () => {
+  it('getMetaCounts 200 counts only what the caller can read', async () => {
+    const parent = await collection(t);
+    const child = await collection(t, parent);
+    const k1 = await createClass(t, parent);
+    const k2 = await createClass(t, child);
+    await createObject(t, k1.id, {});
+    await createObject(t, k1.id, {});
+    await createObject(t, k2.id, {});
+    const user = await principalWith(t, [[parent, ['ReadCollection', 'ReadClass', 'ReadObject']]]);
+    const res = await t.request('GET', '/api/v0/meta/counts', { token: user.token });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual({
+      total_collections: 2,
+      total_classes: 2,
+      total_objects: 3,
+      objects_per_class: [
+        { svc_class_id: k1.id, count: 2 },
+        { svc_class_id: k2.id, count: 1 },
+      ],
+    });
+    const scoped = await principalWith(t, [[parent, ['ReadCollection', 'ReadClass', 'ReadObject']]], {
+      scope: { resources: [{ kind: 'class', id: k2.id }] },
+    });
+    expect((await t.request('GET', '/api/v0/meta/counts', { token: scoped.token })).body).toEqual({
+      total_collections: 0,
+      total_classes: 1,
+      total_objects: 1,
+      objects_per_class: [{ svc_class_id: k2.id, count: 1 }],
+    });
+    const nobody = await principalWith(t, []);
+    expect((await t.request('GET', '/api/v0/meta/counts', { token: nobody.token })).body).toEqual({
+      total_collections: 0,
+      total_classes: 0,
+      total_objects: 0,
+      objects_per_class: [],
+    });
+  });
+
+  it('getMetaCounts 200 for an unscoped admin covers every collection without grants; 401 without a token', async () => {
+    const k = await createClass(t, await collection(t));
+    await createObject(t, k.id, {});
+    await createObject(t, k.id, {});
+    const admin = (await t.request('GET', '/api/v0/meta/counts')).body as {
+      total_collections: number;
+      total_objects: number;
+      objects_per_class: { svc_class_id: number; count: number }[];
+    };
+    expect(admin.objects_per_class).toContainEqual({ svc_class_id: k.id, count: 2 });
+    expect(admin.total_objects).toBeGreaterThanOrEqual(2);
+    expect(admin.total_collections).toBeGreaterThanOrEqual(1);
+    expect((await t.request('GET', '/api/v0/meta/counts', { token: null })).status).toBe(401);
+  });
+});

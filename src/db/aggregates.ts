@@ -6,6 +6,8 @@ import { and, type Fragment } from './list.ts';
 import type { ComputedDef } from '../domain/computed.ts';
 import { evalExpr } from './computed-fields.ts';
 import type { AggregateRequest, FieldRef } from '../domain/aggregates.ts';
+import type { Authority } from '../domain/authz.ts';
+import { classWhere, collectionWhere, objectWhere } from './authz.ts';
 
 export interface AggregateQuery {
   req: AggregateRequest;
@@ -155,4 +157,34 @@ export async function runAggregate(db: Db, q: AggregateQuery): Promise<Aggregate
     count: Number(r.n),
     measures: q.req.measures.map((_, j) => ({ value: (r[`a${j}`] as string | null) ?? null, contributing: Number(r[`c${j}`]) })),
   }));
+}
+
+export interface MetaCounts {
+  total_collections: number;
+  total_classes: number;
+  total_objects: number;
+  objects_per_class: { svc_class_id: number; count: number }[];
+}
+
+/**
+ * Counts of what the caller can read: collections with ReadCollection, classes with ReadClass,
+ * objects with ReadObject (grants and token scope, in SQL). For an unscoped administrator that
+ * is everything.
+ */
+export async function metaCounts(db: Db, auth: Authority): Promise<MetaCounts> {
+  const [totals] = await db<{ collections: number; classes: number; objects: number }[]>`
+    select
+      (select count(*)::int from collections c where ${collectionWhere(db, auth, 'ReadCollection', { id: 'c.id' })}) as collections,
+      (select count(*)::int from classes k where ${classWhere(db, auth, 'ReadClass', { id: 'k.id', collectionId: 'k.collection_id' })}) as classes,
+      (select count(*)::int from objects o where ${objectWhere(db, auth, 'ReadObject')}) as objects`;
+  const perClass = await db<{ svc_class_id: number; count: number }[]>`
+    select o.class_id as svc_class_id, count(*)::int as count
+    from objects o where ${objectWhere(db, auth, 'ReadObject')}
+    group by o.class_id order by o.class_id`;
+  return {
+    total_collections: totals!.collections,
+    total_classes: totals!.classes,
+    total_objects: totals!.objects,
+    objects_per_class: perClass.map((r) => ({ svc_class_id: r.svc_class_id, count: r.count })),
+  };
 }
