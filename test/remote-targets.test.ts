@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { addMember, createGroup, createHuman, tokenFor, type Human } from './iam-fixtures.ts';
+import { compileTemplate, renderCall, renderTemplate, TemplateError } from '../src/domain/remote-targets.ts';
 
 let t: TestApp;
 let colA: number;
@@ -294,6 +295,14 @@ describe('deleteRemoteTarget', () => {
     expect((await events('remote_target', rt.id)).map((e) => e.action)).toEqual(['created', 'deleted']);
   });
 
+  it('a class that a target names cannot be deleted (409) until the target lets go of it', async () => {
+    const k = await createClass(colA);
+    const rt = await createTarget({ allowed_subject_types: ['object'], class_id: k });
+    expect((await t.request('DELETE', `/api/v1/classes/${k}`)).status).toBe(409);
+    await t.request('PATCH', `/api/v1/remote-targets/${rt.id}`, { body: { allowed_subject_types: ['collection'], class_id: null } });
+    expect((await t.request('DELETE', `/api/v1/classes/${k}`)).status).toBe(204);
+  });
+
   it('a collection that still has targets cannot be deleted (409)', async () => {
     const col = await createCollection();
     await createTarget({ collection_id: col });
@@ -492,5 +501,47 @@ describe('invokeRemoteTarget (queueing)', () => {
     } finally {
       await small.close();
     }
+  });
+});
+
+describe('templates (liquidjs, Jinja-style)', () => {
+  const limits = { fuel: 1000, recursionLimit: 3 };
+
+  it('renders URL, headers and body; unknown variables render empty; get without body sends none, post sends an empty one', () => {
+    const scope = { subject: { id: 7, name: 'a b' }, parameters: { q: 'x&y' } };
+    const call = renderCall(
+      {
+        method: 'get',
+        url_template: 'https://h/{{ subject.id }}?n={{ subject.name | url_encode }}&q={{ parameters.q | url_encode }}&m={{ nope.x }}',
+        headers_template: { 'X-N': '{{ subject.name }}' },
+        body_template: null,
+      },
+      scope,
+      limits,
+    );
+    expect(call).toEqual({ method: 'get', url: 'https://h/7?n=a+b&q=x%26y&m=', headers: { 'X-N': 'a b' }, body: null });
+    expect(renderCall({ method: 'post', url_template: 'https://h/', headers_template: {}, body_template: null }, scope, limits).body).toBe(
+      '',
+    );
+    expect(renderTemplate('{{ parameters | json }}', scope, limits)).toBe('{"q":"x&y"}');
+  });
+
+  it('fuel, nesting depth, removed filesystem tags, prototype access and header injection', () => {
+    expect(() => renderTemplate('{% for i in (1..5000) %}{{ i }}{% endfor %}', {}, limits)).toThrow(/fuel/);
+    expect(renderTemplate('{% for i in (1..10) %}{{ i }}{% endfor %}', {}, limits)).toBe('12345678910');
+    expect(() => compileTemplate('{% if a %}{% if b %}{% if c %}{% if d %}x{% endif %}{% endif %}{% endif %}{% endif %}', limits)).toThrow(
+      TemplateError,
+    );
+    for (const tag of ['{% include "a" %}', '{% render "a" %}', '{% layout "a" %}', '{% liquid echo 1 %}']) {
+      expect(() => compileTemplate(tag, limits), tag).toThrow(TemplateError);
+    }
+    expect(renderTemplate('{{ subject.constructor }}{{ subject.__proto__ }}', { subject: { id: 1 } }, limits)).toBe('');
+    expect(() =>
+      renderCall(
+        { method: 'get', url_template: 'https://h/', headers_template: { 'X-A': '{{ parameters.v }}' }, body_template: null },
+        { parameters: { v: 'a\r\nInjected: 1' } },
+        limits,
+      ),
+    ).toThrow(TemplateError);
   });
 });
