@@ -25,6 +25,8 @@ export function translatePgError(err: unknown): unknown {
     case '23505':
       return new ApiError(409, uniqueMessages[constraint] ?? 'the resource conflicts with an existing one');
     case '23503':
+    // PostgreSQL 18 reports ON DELETE RESTRICT violations as restrict_violation.
+    case '23001':
       return new ApiError(409, 'the resource is referenced by or refers to another resource');
     case '23514':
     case '22P02':
