@@ -1,10 +1,11 @@
 // Remote targets: pure rules (no SQL, no HTTP). The target document and its validation, the
-// invoke subject, the template engine (liquidjs, Jinja-style {{ }} / {% %}, no filesystem, bounded
-// by the shared SVC_EXPORT_TEMPLATE_FUEL and SVC_EXPORT_TEMPLATE_RECURSION_LIMIT), the template
-// context and the rendering of one call.
-import { Context, Liquid, type Template } from 'liquidjs';
+// invoke subject, the template context and the rendering of one call (engine: ./templates.ts).
 import { badRequest, type ErrorDetail } from '../http/errors.ts';
 import { HEADER_NAME, isTransportHeader, OutboundError, parseOutboundUrl } from '../outbound/http.ts';
+import { compileTemplate, renderTemplate, TemplateError, type TemplateLimits } from './templates.ts';
+
+// The engine lives in ./templates.ts; these names stay importable from here.
+export { compileTemplate, renderTemplate, TemplateError, type TemplateLimits } from './templates.ts';
 
 export const SUBJECT_TYPES = ['collection', 'class', 'object', 'class_relation', 'object_relation'] as const;
 export type SubjectType = (typeof SUBJECT_TYPES)[number];
@@ -43,13 +44,6 @@ export const MAX_NAME = 255;
 /** Rendered output bounds: URL and each header value; the body is bounded by the engine's memory limit. */
 export const MAX_RENDERED_URL = 8192;
 export const MAX_RENDERED_BODY = 4 * 1_048_576;
-
-export interface TemplateLimits {
-  /** Template nodes rendered per template (SVC_EXPORT_TEMPLATE_FUEL). */
-  fuel: number;
-  /** Block nesting depth (SVC_EXPORT_TEMPLATE_RECURSION_LIMIT; includes are not available here). */
-  recursionLimit: number;
-}
 
 // ---- the target document --------------------------------------------------------------------
 
@@ -203,64 +197,6 @@ export function validateTarget(t: TargetFields, limits: TemplateLimits): void {
   if (details.length) throw badRequest('the remote target is invalid', details);
 }
 
-// ---- the template engine --------------------------------------------------------------------
-
-export class TemplateError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'TemplateError';
-  }
-}
-
-// Tags that reach files or other templates are removed: nothing here may read the filesystem.
-const REMOVED_TAGS = ['include', 'render', 'layout', 'block'];
-const BLOCK_OPEN = new Set(['if', 'unless', 'for', 'case', 'capture', 'tablerow', 'comment', 'raw']);
-
-function makeEngine(): Liquid {
-  const engine = new Liquid({
-    strictVariables: false,
-    strictFilters: true,
-    ownPropertyOnly: true,
-    templates: {},
-    relativeReference: false,
-    dynamicPartials: false,
-    jsTruthy: false,
-    cache: false,
-    outputEscape: undefined,
-    parseLimit: MAX_BODY_TEMPLATE + 1024,
-  });
-  const tags = engine.tags as Record<string, unknown>;
-  for (const t of REMOVED_TAGS) delete tags[t];
-  delete tags.liquid; // the multi-statement form would hide tags from the nesting check
-  return engine;
-}
-
-const engine = makeEngine();
-
-/** Block nesting depth of a template source (tag names only; good enough for a bound). */
-function nestingDepth(source: string): number {
-  let depth = 0;
-  let max = 0;
-  for (const m of source.matchAll(/\{%-?\s*([A-Za-z_#]+)/g)) {
-    const tag = m[1]!;
-    if (BLOCK_OPEN.has(tag)) max = Math.max(max, ++depth);
-    else if (tag.startsWith('end')) depth = Math.max(0, depth - 1);
-  }
-  return max;
-}
-
-/** Parses a template (syntax, known tags and filters, nesting bound). */
-export function compileTemplate(source: string, limits: TemplateLimits): Template[] {
-  if (nestingDepth(source) > limits.recursionLimit) {
-    throw new TemplateError(`the template nests blocks deeper than ${limits.recursionLimit}`);
-  }
-  try {
-    return engine.parse(source);
-  } catch (err) {
-    throw new TemplateError(`template syntax error: ${(err as Error).message.split('\n')[0]}`);
-  }
-}
-
 function templateProblem(source: string, limits: TemplateLimits, path: string, bad: (path: string, message: string) => void): boolean {
   try {
     compileTemplate(source, limits);
@@ -268,46 +204,6 @@ function templateProblem(source: string, limits: TemplateLimits, path: string, b
   } catch (err) {
     bad(path, (err as Error).message);
     return true;
-  }
-}
-
-/** Counts rendered template nodes (liquidjs checks its render limit once per node) against the fuel. */
-class FuelLimiter {
-  private used = 0;
-  constructor(private readonly fuel: number) {}
-  use(): void {}
-  check(): void {
-    if (++this.used > this.fuel) throw new TemplateError(`template rendering ran out of fuel (${this.fuel} steps)`);
-  }
-}
-
-class MemoryLimiter {
-  private used = 0;
-  constructor(private readonly limit: number) {}
-  use(n: number): void {
-    if (+n > 0) {
-      this.used += +n;
-      if (this.used > this.limit) throw new TemplateError('template rendering used too much memory');
-    }
-  }
-  check(): void {}
-}
-
-/** Renders one template with the shared bounds; any failure is a TemplateError. */
-export function renderTemplate(source: string, scope: Record<string, unknown>, limits: TemplateLimits): string {
-  const tpl = compileTemplate(source, limits);
-  const ctx = new Context(scope, engine.options, {}, {
-    renderLimit: new FuelLimiter(limits.fuel) as never,
-    memoryLimit: new MemoryLimiter(MAX_RENDERED_BODY) as never,
-  } as never);
-  try {
-    const out = engine.renderSync(tpl, ctx) as unknown;
-    return typeof out === 'string' ? out : String(out ?? '');
-  } catch (err) {
-    if (err instanceof TemplateError) throw err;
-    const inner = (err as { originalError?: unknown }).originalError;
-    if (inner instanceof TemplateError) throw inner;
-    throw new TemplateError(`template rendering failed: ${(err as Error).message.split('\n')[0]}`);
   }
 }
 
