@@ -11,6 +11,9 @@ import type { Deps } from './deps.ts';
 import { startWorkers, type Workers } from './workers/index.ts';
 import { closeLoginLimiter } from './services/login-limiter.ts';
 
+// The embedded server, once started: stopped on shutdown and when start-up fails after it started.
+let embedded: EmbeddedDb | undefined;
+
 async function main(): Promise<void> {
   let cfg: Config;
   try {
@@ -23,7 +26,6 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(cfg.SVC_LOG_LEVEL);
-  let embedded: EmbeddedDb | undefined;
   let url = cfg.SVC_DATABASE_URL;
   if (!url) {
     log.info({ data_dir: cfg.SVC_DATA_DIR }, 'SVC_DATABASE_URL is not set: starting the embedded PostgreSQL');
@@ -77,7 +79,8 @@ async function main(): Promise<void> {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 }
 
-main().catch((err: unknown) => {
+main().catch(async (err: unknown) => {
   console.error('start-up failed:', err instanceof Error ? err.message : err);
+  await embedded?.stop().catch(() => {});
   process.exit(1);
 });

