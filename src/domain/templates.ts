@@ -1,7 +1,14 @@
 // The template engine shared by remote targets, event sinks and export templates: liquidjs
-// (Jinja-style {{ }} / {% %}), no filesystem, bounded by SVC_EXPORT_TEMPLATE_FUEL (rendered nodes)
-// and SVC_EXPORT_TEMPLATE_RECURSION_LIMIT (block nesting).
-import { Context, Liquid, type Template } from 'liquidjs';
+// (Jinja-style {{ }} / {% %}), no filesystem, bounded by SVC_EXPORT_TEMPLATE_FUEL (rendered nodes,
+// shared by a template and everything it includes) and SVC_EXPORT_TEMPLATE_RECURSION_LIMIT (block
+// nesting of one source, and the depth of fragment includes).
+//
+// Two engines: the plain one (remote targets, sinks) has no include tags at all; the export one
+// adds `{% include 'name', key: value %}` (shared scope) and `{% render 'name', key: value %}`
+// (isolated scope: only the arguments), whose names are static strings resolved from fragments
+// the caller loaded from the database beforehand (renderExportTemplate's `fragments`). Nothing
+// reads the filesystem.
+import { Context, Hash, Liquid, Tag, type Emitter, type TagToken, type Template, type TopLevelToken } from 'liquidjs';
 
 export interface TemplateLimits {
   /** Template nodes rendered per render (SVC_EXPORT_TEMPLATE_FUEL). */
@@ -47,6 +54,78 @@ function makeEngine(): Liquid {
 
 const engine = makeEngine();
 
+/** Fragment names may be at most this long (the name rule of export templates). */
+export const MAX_FRAGMENT_NAME = 255;
+
+const FRAGMENTS = 'svc_fragments';
+const INCLUDE_DEPTH = 'svc_include_depth';
+
+/** Include names met while parsing (set only during compileExportTemplate; parsing is synchronous). */
+let collecting: Set<string> | null = null;
+
+/** Resolves fragment names at render time (all sources were loaded before rendering started). */
+export interface FragmentSource {
+  /** The parsed fragment, or undefined when there is no fragment of that name. */
+  get(name: string): Template[] | undefined;
+  /** Include depth bound (SVC_EXPORT_TEMPLATE_RECURSION_LIMIT). */
+  depthLimit: number;
+}
+
+function includeTag(isolated: boolean) {
+  const tagName = isolated ? 'render' : 'include';
+  return class FragmentTag extends Tag {
+    private readonly fragment: string;
+    private readonly args: Hash;
+    constructor(token: TagToken, remain: TopLevelToken[], liquid: Liquid) {
+      super(token, remain, liquid);
+      const m = /^\s*(?:'([^'\r\n]*)'|"([^"\r\n]*)")\s*(?:,\s*([\s\S]*))?$/.exec(token.args);
+      const name = m ? (m[1] ?? m[2] ?? '') : '';
+      if (!m || name.trim() === '' || name.length > MAX_FRAGMENT_NAME) {
+        throw new TemplateError(`${tagName} takes a quoted fragment name, then optional key: value arguments`);
+      }
+      this.fragment = name;
+      this.args = new Hash(m[3] ?? '');
+      for (const [k, v] of Object.entries(this.args.hash)) {
+        if (v === undefined) throw new TemplateError(`${tagName} argument ${k} needs a value (key: value)`);
+      }
+      collecting?.add(name);
+    }
+    *render(ctx: Context, emitter: Emitter): Generator<unknown, void, unknown> {
+      const source = ctx.getRegister(FRAGMENTS) as FragmentSource | undefined;
+      if (!source) throw new TemplateError('fragment includes are not available here');
+      const depth = (ctx.getRegister(INCLUDE_DEPTH) as number | undefined) ?? 0;
+      if (depth >= source.depthLimit) throw new TemplateError(`fragment includes nest deeper than ${source.depthLimit}`);
+      const templates = source.get(this.fragment);
+      if (!templates) throw new TemplateError(`there is no fragment named ${JSON.stringify(this.fragment)} in this collection`);
+      const args = (yield this.args.render(ctx)) as Record<string, unknown>;
+      if (isolated) {
+        const child = ctx.spawn(args);
+        child.setRegister(FRAGMENTS, source);
+        child.setRegister(INCLUDE_DEPTH, depth + 1);
+        yield this.liquid.renderer.renderTemplates(templates, child, emitter);
+      } else {
+        ctx.setRegister(INCLUDE_DEPTH, depth + 1);
+        ctx.push(args);
+        try {
+          yield this.liquid.renderer.renderTemplates(templates, ctx, emitter);
+        } finally {
+          ctx.pop();
+          ctx.setRegister(INCLUDE_DEPTH, depth);
+        }
+      }
+    }
+  };
+}
+
+function makeExportEngine(): Liquid {
+  const e = makeEngine();
+  e.registerTag('include', includeTag(false));
+  e.registerTag('render', includeTag(true));
+  return e;
+}
+
+const exportEngine = makeExportEngine();
+
 /** Block nesting depth of a template source (tag names only; good enough for a bound). */
 function nestingDepth(source: string): number {
   let depth = 0;
@@ -66,9 +145,20 @@ function parseWith(e: Liquid, source: string, limits: TemplateLimits): Template[
   try {
     return e.parse(source);
   } catch (err) {
-    if (err instanceof TemplateError) throw err;
+    const te = templateErrorIn(err);
+    if (te) throw te;
     throw new TemplateError(`template syntax error: ${(err as Error).message.split('\n')[0]}`);
   }
+}
+
+/** A TemplateError thrown inside liquidjs comes back wrapped (originalError), possibly more than once. */
+function templateErrorIn(err: unknown): TemplateError | undefined {
+  let e: unknown = err;
+  for (let i = 0; i < 8 && e; i++) {
+    if (e instanceof TemplateError) return e;
+    e = (e as { originalError?: unknown }).originalError;
+  }
+  return undefined;
 }
 
 /** Parses a template (syntax, known tags and filters, nesting bound). */
@@ -110,9 +200,9 @@ function renderWith(e: Liquid, tpl: Template[], ctx: Context): string {
     const out = e.renderSync(tpl, ctx) as unknown;
     return typeof out === 'string' ? out : String(out ?? '');
   } catch (err) {
-    if (err instanceof TemplateError) throw err;
-    const inner = (err as { originalError?: unknown }).originalError;
-    if (inner instanceof TemplateError) throw inner;
+    const te = templateErrorIn(err);
+    if (te) throw te;
+    if (err instanceof RangeError) throw new TemplateError('template rendering recursed too deeply');
     throw new TemplateError(`template rendering failed: ${(err as Error).message.split('\n')[0]}`);
   }
 }
@@ -121,4 +211,40 @@ function renderWith(e: Liquid, tpl: Template[], ctx: Context): string {
 export function renderTemplate(source: string, scope: Record<string, unknown>, limits: TemplateLimits): string {
   const tpl = compileTemplate(source, limits);
   return renderWith(engine, tpl, newContext(scope, engine, limits, MAX_RENDERED_OUTPUT));
+}
+
+/** A parsed export template or fragment and the fragment names it includes (directly). */
+export interface CompiledExportTemplate {
+  templates: Template[];
+  includes: string[];
+}
+
+/** Parses an export template or fragment: the plain rules plus include/render of fragments. */
+export function compileExportTemplate(source: string, limits: TemplateLimits): CompiledExportTemplate {
+  const names = new Set<string>();
+  collecting = names;
+  try {
+    return { templates: parseWith(exportEngine, source, limits), includes: [...names] };
+  } finally {
+    collecting = null;
+  }
+}
+
+/**
+ * Renders a parsed export template. `fragments` holds the parsed fragments of the template's
+ * collection by name (everything the template can reach); `maxOutput` bounds the memory of the
+ * render (the caller checks the output size itself). Any failure is a TemplateError.
+ */
+export function renderExportTemplate(
+  templates: Template[],
+  scope: Record<string, unknown>,
+  fragments: ReadonlyMap<string, Template[]>,
+  limits: TemplateLimits,
+  maxOutput: number,
+): string {
+  const ctx = newContext(scope, exportEngine, limits, maxOutput);
+  const source: FragmentSource = { get: (name) => fragments.get(name), depthLimit: limits.recursionLimit };
+  ctx.setRegister(FRAGMENTS, source);
+  ctx.setRegister(INCLUDE_DEPTH, 0);
+  return renderWith(exportEngine, templates, ctx);
 }
