@@ -57,3 +57,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 import { tokenPurgeLoop } from './token-purge.ts';
 registerLoop(tokenPurgeLoop);
+
+import { eventFanoutLoop } from './event-fanout.ts';
+import { eventDeliveryLoop } from './event-delivery.ts';
+registerLoop(eventFanoutLoop);
+registerLoop(eventDeliveryLoop);

@@ -10,8 +10,6 @@
 // <SVC_SECRET_FILE_ROOT>/remote-target/<alias> (the file holds only the value; one trailing
 // newline is ignored). Secret values appear only in the outbound request: never in templates,
 // results, task details, events or logs.
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Deps } from '../deps.ts';
 import { ApiError } from '../http/errors.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
@@ -23,7 +21,6 @@ import {
   type RemoteCallResult,
 } from '../db/remote-targets.ts';
 import {
-  SECRET_ALIAS,
   TemplateError,
   renderCall,
   subjectId,
@@ -42,27 +39,16 @@ import {
   type ResolvedAddress,
 } from '../outbound/http.ts';
 import type { TaskOutcome, TaskRunContext } from './tasks.ts';
+import { REMOTE_TARGET_SECRETS, resolveSecretAlias, type SecretLookup } from '../sinks/secrets.ts';
 
 /** Bytes of the response body kept in the result row and task details. */
 export const BODY_PREVIEW_BYTES = 16_384;
 
-export type SecretLookup = { ok: true; value: string } | { ok: false };
+export type { SecretLookup };
 
 /** Resolves a remote-target secret alias through the configured secret source. */
-export async function resolveRemoteTargetSecret(deps: Deps, alias: string): Promise<SecretLookup> {
-  if (!SECRET_ALIAS.test(alias)) return { ok: false };
-  if (deps.config.SVC_SECRET_SOURCE === 'file') {
-    const root = deps.config.SVC_SECRET_FILE_ROOT;
-    if (!root) return { ok: false };
-    try {
-      const value = (await readFile(join(root, 'remote-target', alias), 'utf8')).replace(/\r?\n$/, '');
-      return value === '' ? { ok: false } : { ok: true, value };
-    } catch {
-      return { ok: false };
-    }
-  }
-  const value = process.env[`SVC_REMOTE_TARGET_SECRET_${alias.toUpperCase()}`];
-  return value === undefined || value === '' ? { ok: false } : { ok: true, value };
+export function resolveRemoteTargetSecret(deps: Deps, alias: string): Promise<SecretLookup> {
+  return resolveSecretAlias(deps.config, REMOTE_TARGET_SECRETS, alias);
 }
 
 interface Request {

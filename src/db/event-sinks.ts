@@ -1,0 +1,114 @@
+// Event sinks: SQL only. Rules are in src/domain/event-subscriptions.ts and src/sinks/.
+import type { Db, TransactionSql } from './sql.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import { registerUniqueMessage } from './pg-errors.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { SinkFields } from '../domain/event-subscriptions.ts';
+import type { SinkDefinition, SinkKind } from '../sinks/types.ts';
+
+registerUniqueMessage('event_sinks_name_key', 'an event sink with this name already exists');
+
+export interface EventSinkRow {
+  [key: string]: unknown;
+  id: number;
+  name: string;
+  kind: SinkKind;
+  config: Record<string, unknown>;
+  secret_ref: string | null;
+  enabled: boolean;
+  min_interval_ms: number | null;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+export const EVENT_SINK_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'k.id' },
+    name: { type: 'text', column: 'k.name' },
+    kind: { type: 'text', column: 'k.kind', values: ['webhook', 'amqp', 'redis_stream', 'email'] },
+    enabled: { type: 'boolean', column: 'k.enabled', sortable: false },
+    created_at: { type: 'timestamp', column: 'k.created_at' },
+    updated_at: { type: 'timestamp', column: 'k.updated_at' },
+    revision: { type: 'integer', column: 'k.revision', sortable: false },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+function cols(db: Db): Fragment {
+  return db`k.id, k.name, k.kind, k.config, k.secret_ref, k.enabled, k.min_interval_ms, k.created_at, k.updated_at, k.revision` as Fragment;
+}
+
+/** The public representation (components.schemas.EventSink); also the audit snapshot (aliases only). */
+export function eventSinkView(r: EventSinkRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    name: r.name,
+    kind: r.kind,
+    config: r.config,
+    secret_ref: r.secret_ref,
+    enabled: r.enabled,
+    delivery_policy: { min_interval_ms: r.min_interval_ms },
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+export function sinkFields(r: EventSinkRow): SinkFields {
+  return {
+    name: r.name,
+    kind: r.kind,
+    config: r.config,
+    secret_ref: r.secret_ref,
+    enabled: r.enabled,
+    delivery_policy: { min_interval_ms: r.min_interval_ms },
+  };
+}
+
+export function sinkDefinition(r: EventSinkRow): SinkDefinition {
+  return { id: r.id, name: r.name, kind: r.kind, config: r.config, secret_ref: r.secret_ref };
+}
+
+export function listEventSinkRows(db: Db, parsed: ParsedList): Promise<ListPage<EventSinkRow>> {
+  return runList<EventSinkRow>(db, { from: db`event_sinks k` as Fragment, select: cols(db), parsed, spec: EVENT_SINK_LIST_SPEC });
+}
+
+export async function findEventSink(db: Db, id: number): Promise<EventSinkRow | undefined> {
+  const [row] = await db<EventSinkRow[]>`select ${cols(db)} from event_sinks k where k.id = ${id}::int`;
+  return row;
+}
+
+export async function lockEventSink(tx: TransactionSql, id: number): Promise<EventSinkRow | undefined> {
+  const [row] = await tx<EventSinkRow[]>`select ${cols(tx)} from event_sinks k where k.id = ${id}::int for update`;
+  return row;
+}
+
+export async function insertEventSink(tx: TransactionSql, f: SinkFields): Promise<EventSinkRow> {
+  const [row] = await tx<EventSinkRow[]>`
+    insert into event_sinks as k (name, kind, config, secret_ref, enabled, min_interval_ms)
+    values (${f.name}, ${f.kind}, ${tx.json(f.config as never)}, ${f.secret_ref}::text, ${f.enabled}::boolean,
+      ${f.delivery_policy.min_interval_ms}::int)
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function updateEventSinkRow(tx: TransactionSql, id: number, f: SinkFields): Promise<EventSinkRow> {
+  const [row] = await tx<EventSinkRow[]>`
+    update event_sinks k set name = ${f.name}, kind = ${f.kind}, config = ${tx.json(f.config as never)},
+      secret_ref = ${f.secret_ref}::text, enabled = ${f.enabled}::boolean, min_interval_ms = ${f.delivery_policy.min_interval_ms}::int,
+      updated_at = now(), revision = k.revision + 1
+    where k.id = ${id}::int
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function deleteEventSinkRow(tx: TransactionSql, id: number): Promise<void> {
+  await tx`delete from event_sinks where id = ${id}::int`;
+}
+
+/** The routing objects of the subscriptions that use a sink (for re-validation on sink changes). */
+export async function subscriptionRoutingsOfSink(db: Db, sinkId: number): Promise<{ id: number; routing: Record<string, unknown> }[]> {
+  return db<{ id: number; routing: Record<string, unknown> }[]>`
+    select id, routing from event_subscriptions where sink_id = ${sinkId}::int order by id`;
+}

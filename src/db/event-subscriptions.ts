@@ -1,0 +1,138 @@
+// Event subscriptions (collection and system): SQL only. Rules are in src/domain/event-subscriptions.ts.
+import type { Db, TransactionSql } from './sql.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import { registerUniqueMessage } from './pg-errors.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { SubscriptionFields, SubscriptionFilter } from '../domain/event-subscriptions.ts';
+
+registerUniqueMessage('event_subscriptions_collection_name_key', 'an event subscription with this name already exists in this collection');
+registerUniqueMessage('event_subscriptions_system_name_key', 'a system event subscription with this name already exists');
+
+export interface EventSubscriptionRow {
+  [key: string]: unknown;
+  id: number;
+  collection_id: number | null;
+  sink_id: number;
+  name: string;
+  description: string;
+  entity_types: string[];
+  actions: string[];
+  filter: SubscriptionFilter;
+  routing: Record<string, unknown>;
+  enabled: boolean;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+export const EVENT_SUBSCRIPTION_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 's.id' },
+    name: { type: 'text', column: 's.name' },
+    sink_id: { type: 'integer', column: 's.sink_id', sortable: false },
+    enabled: { type: 'boolean', column: 's.enabled', sortable: false },
+    created_at: { type: 'timestamp', column: 's.created_at' },
+    updated_at: { type: 'timestamp', column: 's.updated_at' },
+    revision: { type: 'integer', column: 's.revision', sortable: false },
+  },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+function cols(db: Db): Fragment {
+  return db`s.id, s.collection_id, s.sink_id, s.name, s.description, s.entity_types, s.actions, s.filter, s.routing, s.enabled,
+    s.created_at, s.updated_at, s.revision` as Fragment;
+}
+
+/** Where the subscriptions of one scope live: a collection, or the system scope (null). */
+function scopeWhere(db: Db, collectionId: number | null): Fragment {
+  return (collectionId === null ? db`s.collection_id is null` : db`s.collection_id = ${collectionId}::int`) as Fragment;
+}
+
+/** The public representation (components.schemas.EventSubscription); also the audit snapshot. */
+export function eventSubscriptionView(r: EventSubscriptionRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    collection_id: r.collection_id,
+    sink_id: r.sink_id,
+    name: r.name,
+    description: r.description,
+    entity_types: r.entity_types,
+    actions: r.actions,
+    filter: r.filter,
+    routing: r.routing,
+    enabled: r.enabled,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+export function subscriptionFields(r: EventSubscriptionRow): SubscriptionFields {
+  return {
+    collection_id: r.collection_id,
+    sink_id: r.sink_id,
+    name: r.name,
+    description: r.description,
+    entity_types: r.entity_types,
+    actions: r.actions,
+    filter: r.filter,
+    routing: r.routing,
+    enabled: r.enabled,
+  };
+}
+
+export function listEventSubscriptionRows(db: Db, collectionId: number | null, parsed: ParsedList): Promise<ListPage<EventSubscriptionRow>> {
+  return runList<EventSubscriptionRow>(db, {
+    from: db`event_subscriptions s` as Fragment,
+    select: cols(db),
+    where: [scopeWhere(db, collectionId)],
+    parsed,
+    spec: EVENT_SUBSCRIPTION_LIST_SPEC,
+  });
+}
+
+export async function findEventSubscription(db: Db, id: number): Promise<EventSubscriptionRow | undefined> {
+  const [row] = await db<EventSubscriptionRow[]>`select ${cols(db)} from event_subscriptions s where s.id = ${id}::int`;
+  return row;
+}
+
+/** The subscription when it belongs to the scope (a collection, or null for system), locked. */
+export async function lockEventSubscription(tx: TransactionSql, id: number, collectionId: number | null): Promise<EventSubscriptionRow | undefined> {
+  const [row] = await tx<EventSubscriptionRow[]>`
+    select ${cols(tx)} from event_subscriptions s where s.id = ${id}::int and ${scopeWhere(tx, collectionId)} for update`;
+  return row;
+}
+
+export async function findScopedEventSubscription(db: Db, id: number, collectionId: number | null): Promise<EventSubscriptionRow | undefined> {
+  const [row] = await db<EventSubscriptionRow[]>`
+    select ${cols(db)} from event_subscriptions s where s.id = ${id}::int and ${scopeWhere(db, collectionId)}`;
+  return row;
+}
+
+export async function insertEventSubscription(tx: TransactionSql, f: SubscriptionFields): Promise<EventSubscriptionRow> {
+  const [row] = await tx<EventSubscriptionRow[]>`
+    insert into event_subscriptions as s (collection_id, sink_id, name, description, entity_types, actions, filter, routing, enabled)
+    values (${f.collection_id}::int, ${f.sink_id}::int, ${f.name}, ${f.description}, ${f.entity_types}::text[], ${f.actions}::text[],
+      ${tx.json(f.filter as never)}, ${tx.json(f.routing as never)}, ${f.enabled}::boolean)
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function updateEventSubscriptionRow(tx: TransactionSql, id: number, f: SubscriptionFields): Promise<EventSubscriptionRow> {
+  const [row] = await tx<EventSubscriptionRow[]>`
+    update event_subscriptions s set sink_id = ${f.sink_id}::int, name = ${f.name}, description = ${f.description},
+      entity_types = ${f.entity_types}::text[], actions = ${f.actions}::text[], filter = ${tx.json(f.filter as never)},
+      routing = ${tx.json(f.routing as never)}, enabled = ${f.enabled}::boolean, updated_at = now(), revision = s.revision + 1
+    where s.id = ${id}::int
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function deleteEventSubscriptionRow(tx: TransactionSql, id: number): Promise<void> {
+  await tx`delete from event_subscriptions where id = ${id}::int`;
+}
+
+export async function countSubscriptionsOfSink(db: Db, sinkId: number): Promise<number> {
+  const [row] = await db<{ n: number }[]>`select count(*)::int as n from event_subscriptions where sink_id = ${sinkId}::int`;
+  return row?.n ?? 0;
+}

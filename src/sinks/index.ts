@@ -1,0 +1,63 @@
+// The transport registry: which sink kinds this deployment can deliver to, and the checks every
+// sink and subscription write goes through (members of another kind, the transport's own config
+// and routing rules). A kind without a registered transport is "not available in this deployment".
+import { badRequest, type ErrorDetail } from '../http/errors.ts';
+import type { ConfigProblem, SinkKind, SinkTransport } from './types.ts';
+import { webhookTransport } from './webhook.ts';
+
+export const SINK_KINDS: readonly SinkKind[] = ['webhook', 'amqp', 'redis_stream', 'email'];
+
+/** The config members each kind owns (openapi.yaml EventSinkConfig). */
+export const CONFIG_MEMBERS: Readonly<Record<SinkKind, readonly string[]>> = {
+  webhook: ['headers', 'timeout_ms', 'max_response_bytes', 'max_request_bytes', 'body_template', 'response', 'url_secret_ref'],
+  amqp: ['uri', 'exchange', 'exchange_type', 'declare_exchange', 'durable', 'mandatory', 'max_payload_bytes'],
+  redis_stream: ['uri', 'max_len', 'approximate_trim', 'max_payload_bytes', 'io_timeout_ms'],
+  email: ['uri', 'from', 'reply_to', 'max_payload_bytes', 'subject_template', 'body_template'],
+};
+
+const transports = new Map<SinkKind, SinkTransport>();
+
+export function registerTransport(t: SinkTransport): void {
+  transports.set(t.kind, t);
+}
+
+registerTransport(webhookTransport);
+
+export function transportFor(kind: SinkKind): SinkTransport | undefined {
+  return transports.get(kind);
+}
+
+export function availableKinds(): SinkKind[] {
+  return SINK_KINDS.filter((k) => transports.has(k));
+}
+
+function unavailable(kind: SinkKind): ErrorDetail {
+  return { path: 'body.kind', message: `the ${kind} transport is not available in this deployment (available: ${availableKinds().join(', ')})` };
+}
+
+const toDetail = (p: ConfigProblem): ErrorDetail => ({ path: `body.${p.path}`, message: p.message });
+
+/** Checks a sink's kind, config and secret_ref together; 400 with every problem. */
+export function validateSinkConfig(kind: SinkKind, config: Record<string, unknown>, secretRef: string | null): void {
+  const t = transports.get(kind);
+  if (!t) throw badRequest(`transport not available in this deployment: ${kind}`, [unavailable(kind)]);
+  const details: ErrorDetail[] = [];
+  const own = CONFIG_MEMBERS[kind];
+  for (const k of Object.keys(config)) {
+    if (!own.includes(k)) details.push({ path: `body.config.${k}`, message: `is not a ${kind} config member` });
+  }
+  if (details.length === 0) details.push(...t.validateConfig(config, secretRef).map(toDetail));
+  if (details.length) throw badRequest('the event sink configuration is invalid', details);
+}
+
+/** Problems of a subscription's routing for a sink (as 400 details; the kind's absence is one). */
+export function routingProblems(kind: SinkKind, routing: Record<string, unknown>, sinkConfig: Record<string, unknown>): ErrorDetail[] {
+  const t = transports.get(kind);
+  if (!t) return [{ path: 'body.sink_id', message: `the sink's ${kind} transport is not available in this deployment` }];
+  return t.validateRouting(routing, sinkConfig).map(toDetail);
+}
+
+/** Releases pooled transport connections (shutdown). */
+export async function closeTransports(): Promise<void> {
+  await Promise.allSettled([...transports.values()].map((t) => t.close?.()));
+}

@@ -1,0 +1,222 @@
+// The event delivery worker. SVC_EVENT_DELIVERY_WORKERS workers per process (0 = delivery off),
+// woken by LISTEN svc_event_deliveries (new rows, released rows) with polling as the fallback.
+// Each cycle claims at most min(SVC_EVENT_DELIVERY_BATCH_SIZE, 8) due rows, each under its own claim
+// token locked for SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, and sends them concurrently:
+//   1. load sink, subscription and event; build the envelope (before/after are redacted when the
+//      subscription's collection is only a related collection of the event, as audit reads do);
+//   2. resolve secret_ref and config.url_secret_ref (missing secret: a failed attempt, nothing sent);
+//   3. right before transport, re-check the claim (token unchanged, lock unexpired) and take the
+//      sink's send slot when delivery_policy.min_interval_ms is set (else defer the row:
+//      pending, configured_rate, next_attempt_at = when the slot frees);
+//   4. one transport attempt, bounded by SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS (below the lock
+//      timeout, so the result can still be recorded under the claim);
+//   5. record the outcome fenced by the claim token: succeeded; failed with exponential backoff
+//      (BASE·2^(n−1) capped at MAX) or dead once SVC_EVENT_DELIVERY_MAX_ATTEMPTS attempts failed;
+//      dead at once for permanent failures; pending with provider_rate and the Retry-After cooldown
+//      for rate limits (no attempt consumed). A replaced or revoked claim records nothing.
+import type { Deps } from '../deps.ts';
+import type { Loop } from './index.ts';
+import { withTx } from '../db/tx.ts';
+import { eventWire } from '../db/audit.ts';
+import { findEventSink, sinkDefinition } from '../db/event-sinks.ts';
+import { findEventSubscription } from '../db/event-subscriptions.ts';
+import {
+  claimDeliveries,
+  findEventByUuid,
+  lockLiveClaim,
+  nextDueAt,
+  recordDeliveryResult,
+  takeSendSlot,
+  type ClaimedDelivery,
+  type DeliveryClaimFilter,
+  type DeliveryResult,
+  type StoredEvent,
+} from '../db/event-deliveries.ts';
+import { backoffMs, relatedOnly } from '../domain/event-subscriptions.ts';
+import { transportFor } from '../sinks/index.ts';
+import { resolveEventSinkSecret } from '../sinks/secrets.ts';
+import type { EventEnvelope, SendResult } from '../sinks/types.ts';
+import { listenForWakeups, Waker, type WakeupStats } from './event-fanout.ts';
+
+/** At most this many rows are claimed and sent at once by one worker (interface spec). */
+export const MAX_CLAIM = 8;
+
+/** Wakeups of this process's delivery workers (the health snapshot reports them). */
+export const deliveryWakeups: WakeupStats = { notification: 0, poll: 0 };
+
+/** The envelope a subscription receives: the public Event, snapshots redacted for related-only matches. */
+export function deliveryEnvelope(event: StoredEvent, subscription: { collection_id: number | null }): EventEnvelope {
+  const wire = JSON.parse(JSON.stringify(eventWire(event))) as EventEnvelope;
+  if (relatedOnly(subscription, event)) {
+    wire.before = null;
+    wire.after = null;
+  }
+  return wire;
+}
+
+function afterFailure(deps: Deps, c: ClaimedDelivery, error: string): DeliveryResult {
+  const cfg = deps.config;
+  const attempt = c.attempts + 1;
+  if (attempt >= cfg.SVC_EVENT_DELIVERY_MAX_ATTEMPTS) {
+    return { status: 'dead', error: `${error} (attempt ${attempt} of ${cfg.SVC_EVENT_DELIVERY_MAX_ATTEMPTS})`, consumeAttempt: true };
+  }
+  return {
+    status: 'failed',
+    error,
+    retryInMs: backoffMs(attempt, cfg.SVC_EVENT_DELIVERY_RETRY_BACKOFF_BASE_MS, cfg.SVC_EVENT_DELIVERY_RETRY_BACKOFF_MAX_MS),
+  };
+}
+
+function fromSend(deps: Deps, c: ClaimedDelivery, r: SendResult): DeliveryResult {
+  switch (r.outcome) {
+    case 'succeeded':
+      return { status: 'succeeded' };
+    case 'retry':
+      return afterFailure(deps, c, r.error);
+    case 'dead':
+      return { status: 'dead', error: r.error, consumeAttempt: true };
+    case 'deferred':
+      return { status: 'pending', reason: r.reason, at: null, inMs: Math.max(0, r.retryAfterMs) };
+  }
+}
+
+/** What happened to one claimed row (tests look at it). */
+export type DeliveryStep = 'recorded' | 'claim_lost' | 'deferred' | 'gone';
+
+async function record(deps: Deps, c: ClaimedDelivery, r: DeliveryResult): Promise<DeliveryStep> {
+  const ok = await recordDeliveryResult(deps.sql, c.id, c.claim_token, r);
+  if (!ok) deps.log.warn({ delivery_id: c.id }, 'event delivery claim was replaced or revoked; the result is discarded');
+  return ok ? 'recorded' : 'claim_lost';
+}
+
+/** Delivers one claimed row (steps 1–5 of the header). */
+export async function deliverClaimed(deps: Deps, c: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryStep> {
+  const cfg = deps.config;
+  const [sink, sub, event] = await Promise.all([
+    findEventSink(deps.sql, c.sink_id),
+    findEventSubscription(deps.sql, c.subscription_id),
+    findEventByUuid(deps.sql, c.event_id),
+  ]);
+  // deleting a sink, subscription or event deletes its delivery rows: nothing left to record
+  if (!sink || !sub || !event) return 'gone';
+  if (sub.sink_id !== sink.id) {
+    return record(deps, c, { status: 'dead', error: 'the subscription no longer uses this sink', consumeAttempt: false });
+  }
+  const transport = transportFor(sink.kind);
+  if (!transport) return record(deps, c, afterFailure(deps, c, `the ${sink.kind} transport is not available in this deployment`));
+
+  const envelope = deliveryEnvelope(event, sub);
+  let secret: string | null = null;
+  if (sink.secret_ref !== null) {
+    const s = await resolveEventSinkSecret(cfg, sink.secret_ref);
+    if (!s.ok) return record(deps, c, afterFailure(deps, c, `the secret alias ${sink.secret_ref} is not available`));
+    secret = s.value;
+  }
+  let urlSecret: string | null = null;
+  const urlRef = sink.config.url_secret_ref;
+  if (typeof urlRef === 'string' && urlRef !== '') {
+    const s = await resolveEventSinkSecret(cfg, urlRef);
+    if (!s.ok) return record(deps, c, afterFailure(deps, c, `the URL secret alias ${urlRef} is not available`));
+    urlSecret = s.value;
+  }
+
+  const gate = await withTx(deps.sql, async (tx): Promise<DeliveryStep | 'send'> => {
+    if (!(await lockLiveClaim(tx, c.id, c.claim_token))) return 'claim_lost';
+    if (sink.min_interval_ms !== null) {
+      const freeAt = await takeSendSlot(tx, sink.id, sink.min_interval_ms);
+      if (freeAt !== null) {
+        await recordDeliveryResult(tx, c.id, c.claim_token, { status: 'pending', reason: 'configured_rate', at: freeAt });
+        return 'deferred';
+      }
+    }
+    return 'send';
+  });
+  if (gate !== 'send') return gate;
+
+  let result: SendResult;
+  try {
+    result = await transport.send({
+      sink: sinkDefinition(sink),
+      routing: sub.routing,
+      envelope,
+      purpose: c.purpose,
+      deliveryId: c.id,
+      secret,
+      urlSecret,
+      timeoutMs: cfg.SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS,
+      signal,
+      config: cfg,
+    });
+  } catch (err) {
+    deps.log.error({ err, delivery_id: c.id, sink_id: sink.id }, 'event sink transport threw');
+    result = { outcome: 'retry', error: 'the transport failed unexpectedly' };
+  }
+  return record(deps, c, fromSend(deps, c, result));
+}
+
+export interface DeliveryRunOptions extends DeliveryClaimFilter {
+  signal?: AbortSignal;
+}
+
+/** One delivery cycle: claim up to min(batch, 8) due rows and deliver them concurrently. Returns the rows claimed. */
+export async function runDeliveryOnce(deps: Deps, opts: DeliveryRunOptions = {}): Promise<number> {
+  const cfg = deps.config;
+  const limit = Math.min(cfg.SVC_EVENT_DELIVERY_BATCH_SIZE, MAX_CLAIM);
+  const claimed = await withTx(deps.sql, (tx) => claimDeliveries(tx, limit, cfg.SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, opts));
+  if (claimed.length === 0) return 0;
+  const signal = opts.signal ?? new AbortController().signal;
+  await Promise.all(
+    claimed.map((c) =>
+      deliverClaimed(deps, c, signal).catch((err: unknown) => {
+        deps.log.error({ err, delivery_id: c.id }, 'event delivery failed');
+      }),
+    ),
+  );
+  return claimed.length;
+}
+
+/** Runs SVC_EVENT_DELIVERY_WORKERS workers until `signal` aborts. */
+export async function runDeliveryWorkers(deps: Deps, signal: AbortSignal, stats: WakeupStats = deliveryWakeups): Promise<void> {
+  const cfg = deps.config;
+  const count = cfg.SVC_EVENT_DELIVERY_WORKERS;
+  if (count <= 0) {
+    await new Promise<void>((ok) => (signal.aborted ? ok() : signal.addEventListener('abort', () => ok(), { once: true })));
+    return;
+  }
+  const waker = new Waker();
+  const unlisten = await listenForWakeups(deps, 'svc_event_deliveries', waker);
+  const worker = async () => {
+    while (!signal.aborted) {
+      let claimed = 0;
+      try {
+        claimed = await runDeliveryOnce(deps, { signal });
+      } catch (err) {
+        deps.log.error({ err, worker: 'event-delivery' }, 'event delivery cycle failed');
+      }
+      if (claimed > 0) continue;
+      let waitMs = cfg.SVC_EVENT_DELIVERY_POLL_INTERVAL_MS;
+      try {
+        const due = await nextDueAt(deps.sql);
+        if (due) waitMs = Math.max(10, Math.min(waitMs, due.getTime() - Date.now()));
+      } catch {
+        // keep the poll interval
+      }
+      const woken = await waker.wait(waitMs, signal);
+      if (signal.aborted) break;
+      if (woken) stats.notification++;
+      else stats.poll++;
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: count }, worker));
+  } finally {
+    await unlisten?.().catch(() => {});
+  }
+}
+
+/** The delivery workers as a background loop (src/workers/index.ts); a tick lasts until shutdown. */
+export const eventDeliveryLoop: Loop = {
+  name: 'event-delivery',
+  intervalMs: 1000,
+  tick: (deps, signal) => runDeliveryWorkers(deps, signal),
+};
