@@ -85,6 +85,21 @@ export async function insertClassRelation(tx: TransactionSql, r: NewClassRelatio
   return row!;
 }
 
+/** Writes changed aliases and maximum counts of a class relation (the caller holds its row lock). */
+export async function updateClassRelationRow(
+  tx: TransactionSql,
+  id: number,
+  r: Pick<NewClassRelationRow, 'forward_alias' | 'reverse_alias' | 'from_max_relations' | 'to_max_relations'>,
+): Promise<ClassRelationRow> {
+  const [row] = await tx<ClassRelationRow[]>`
+    update class_relations r set forward_alias = ${r.forward_alias}::text, reverse_alias = ${r.reverse_alias}::text,
+      from_max_relations = ${r.from_max_relations}::int, to_max_relations = ${r.to_max_relations}::int,
+      updated_at = now(), revision = r.revision + 1
+    where r.id = ${id}::int
+    returning ${classRelationCols(tx)}`;
+  return row!;
+}
+
 /** Both ends of a class relation visible with `perm` (grants and token scope on both classes). */
 export function classRelationWhere(db: Db, auth: Authority, perm: Permission): Fragment {
   return and(db, [

@@ -74,7 +74,7 @@ export async function lockUser(tx: TransactionSql, id: number): Promise<UserRow 
 
 export async function insertUser(
   tx: TransactionSql,
-  u: { name: string; identityScope: string; passwordHash: string; email: string | null; properName: string | null },
+  u: { name: string; identityScope: string; passwordHash: string | null; email: string | null; properName: string | null },
 ): Promise<UserRow> {
   const [p] = await tx<{ id: number; name: string; identity_scope: string; created_at: Date; updated_at: Date; revision: number }[]>`
     insert into principals (kind, name, identity_scope)

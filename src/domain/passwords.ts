@@ -4,8 +4,9 @@ import { hash, verify } from '@node-rs/argon2';
 const OPTIONS = { memoryCost: 19456, timeCost: 2, parallelism: 1 };
 let dummy: Promise<string> | undefined;
 
-export function hashPassword(password: string): Promise<string> {
-  return hash(password, OPTIONS);
+/** Argon2id hash; a random salt unless one is given (imports derive a per-principal salt). */
+export function hashPassword(password: string, salt?: Uint8Array): Promise<string> {
+  return hash(password, salt ? { ...OPTIONS, salt } : OPTIONS);
 }
 
 /** Verifies a password; with no stored hash it still spends the same work, so timing tells nothing. */

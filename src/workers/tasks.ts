@@ -35,6 +35,7 @@ import {
 } from '../db/task-runner.ts';
 import type { Authority, ScopeValue } from '../domain/authz.ts';
 import { executeRemoteCall } from './remote-call.ts';
+import { executeImport } from './import.ts';
 
 /** How long a claim lasts without renewal; renewed every LEASE_MS / 3 while the executor runs. */
 export const LEASE_MS = 60_000;
@@ -95,6 +96,7 @@ export function registeredTaskKinds(): string[] {
 }
 
 registerTaskExecutor('remote_call', executeRemoteCall);
+registerTaskExecutor('import', executeImport);
 
 function adminOf(deps: Deps) {
   return { group: deps.config.SVC_ADMIN_GROUPNAME, scope: deps.config.SVC_ADMIN_IDENTITY_SCOPE };
