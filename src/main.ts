@@ -10,6 +10,7 @@ import { createApp } from './app.ts';
 import type { Deps } from './deps.ts';
 import { startWorkers, type Workers } from './workers/index.ts';
 import { closeLoginLimiter } from './services/login-limiter.ts';
+import { closeTransports } from './sinks/index.ts';
 
 // The embedded server, once started: stopped on shutdown and when start-up fails after it started.
 let embedded: EmbeddedDb | undefined;
@@ -70,6 +71,7 @@ async function main(): Promise<void> {
     deadline.unref();
     await new Promise<void>((ok) => (server ? server.close(() => ok()) : ok()));
     await workers.stop();
+    await closeTransports();
     await closeLoginLimiter(deps);
     await sql.end({ timeout: 5 });
     await embedded?.stop();

@@ -66,7 +66,12 @@ export function eventDeliveryView(r: EventDeliveryRow): Record<string, unknown> 
 }
 
 export function listEventDeliveryRows(db: Db, parsed: ParsedList): Promise<ListPage<EventDeliveryRow>> {
-  return runList<EventDeliveryRow>(db, { from: db`event_deliveries d` as Fragment, select: cols(db), parsed, spec: EVENT_DELIVERY_LIST_SPEC });
+  return runList<EventDeliveryRow>(db, {
+    from: db`event_deliveries d` as Fragment,
+    select: cols(db),
+    parsed,
+    spec: EVENT_DELIVERY_LIST_SPEC,
+  });
 }
 
 export async function findEventDelivery(db: Db, id: number): Promise<EventDeliveryRow | undefined> {
@@ -79,7 +84,12 @@ export async function lockEventDelivery(tx: TransactionSql, id: number): Promise
   return row;
 }
 
-export async function insertTestDelivery(tx: TransactionSql, eventId: string, subscriptionId: number, sinkId: number): Promise<EventDeliveryRow> {
+export async function insertTestDelivery(
+  tx: TransactionSql,
+  eventId: string,
+  subscriptionId: number,
+  sinkId: number,
+): Promise<EventDeliveryRow> {
   const [row] = await tx<EventDeliveryRow[]>`
     insert into event_deliveries as d (event_id, subscription_id, sink_id, purpose)
     values (${eventId}::uuid, ${subscriptionId}::int, ${sinkId}::int, 'test')
@@ -156,7 +166,12 @@ export interface DeliveryClaimFilter {
  * expired lock) under a fresh claim token per row. Fan-out rows wait while their sink or
  * subscription is disabled; test rows ignore the enabled flags.
  */
-export async function claimDeliveries(tx: TransactionSql, limit: number, lockMs: number, f: DeliveryClaimFilter = {}): Promise<ClaimedDelivery[]> {
+export async function claimDeliveries(
+  tx: TransactionSql,
+  limit: number,
+  lockMs: number,
+  f: DeliveryClaimFilter = {},
+): Promise<ClaimedDelivery[]> {
   const only = f.sinkIds ? (tx`and d.sink_id = any(${f.sinkIds}::int[])` as Fragment) : (tx`` as Fragment);
   return tx<ClaimedDelivery[]>`
     with c as (
@@ -298,7 +313,13 @@ interface FigureRow {
 
 function figures(r: FigureRow | undefined): BacklogFigures {
   return {
-    counts: { pending: r?.pending ?? 0, in_flight: r?.in_flight ?? 0, succeeded: r?.succeeded ?? 0, failed: r?.failed ?? 0, dead: r?.dead ?? 0 },
+    counts: {
+      pending: r?.pending ?? 0,
+      in_flight: r?.in_flight ?? 0,
+      succeeded: r?.succeeded ?? 0,
+      failed: r?.failed ?? 0,
+      dead: r?.dead ?? 0,
+    },
     retryable_failed: r?.retryable_failed ?? 0,
     stale_claims: r?.stale_claims ?? 0,
     oldest_due_age_seconds: r?.oldest_due_age_seconds ?? null,
@@ -323,9 +344,10 @@ export async function fanoutFigures(db: Db): Promise<FanoutFigures> {
     pending_events: row?.pending_events ?? 0,
     in_flight_claims: row?.in_flight_claims ?? 0,
     stale_claims: row?.stale_claims ?? 0,
-    oldest_pending_age_seconds: row?.oldest_pending_age_seconds === null || row?.oldest_pending_age_seconds === undefined
-      ? null
-      : Math.max(0, row.oldest_pending_age_seconds),
+    oldest_pending_age_seconds:
+      row?.oldest_pending_age_seconds === null || row?.oldest_pending_age_seconds === undefined
+        ? null
+        : Math.max(0, row.oldest_pending_age_seconds),
   };
 }
 
@@ -357,7 +379,14 @@ export async function sinkFigures(db: Db): Promise<SinkFigures[]> {
       where d.sink_id = k.id
     ) f
     order by k.id`;
-  return rows.map((r) => ({ sink_id: r.sink_id, name: r.name, kind: r.kind, enabled: r.enabled, subscriptions: r.subscriptions, ...figures(r) }));
+  return rows.map((r) => ({
+    sink_id: r.sink_id,
+    name: r.name,
+    kind: r.kind,
+    enabled: r.enabled,
+    subscriptions: r.subscriptions,
+    ...figures(r),
+  }));
 }
 
 export interface SubscriptionFigures extends BacklogFigures {

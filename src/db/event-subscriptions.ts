@@ -81,7 +81,11 @@ export function subscriptionFields(r: EventSubscriptionRow): SubscriptionFields 
   };
 }
 
-export function listEventSubscriptionRows(db: Db, collectionId: number | null, parsed: ParsedList): Promise<ListPage<EventSubscriptionRow>> {
+export function listEventSubscriptionRows(
+  db: Db,
+  collectionId: number | null,
+  parsed: ParsedList,
+): Promise<ListPage<EventSubscriptionRow>> {
   return runList<EventSubscriptionRow>(db, {
     from: db`event_subscriptions s` as Fragment,
     select: cols(db),
@@ -97,13 +101,21 @@ export async function findEventSubscription(db: Db, id: number): Promise<EventSu
 }
 
 /** The subscription when it belongs to the scope (a collection, or null for system), locked. */
-export async function lockEventSubscription(tx: TransactionSql, id: number, collectionId: number | null): Promise<EventSubscriptionRow | undefined> {
+export async function lockEventSubscription(
+  tx: TransactionSql,
+  id: number,
+  collectionId: number | null,
+): Promise<EventSubscriptionRow | undefined> {
   const [row] = await tx<EventSubscriptionRow[]>`
     select ${cols(tx)} from event_subscriptions s where s.id = ${id}::int and ${scopeWhere(tx, collectionId)} for update`;
   return row;
 }
 
-export async function findScopedEventSubscription(db: Db, id: number, collectionId: number | null): Promise<EventSubscriptionRow | undefined> {
+export async function findScopedEventSubscription(
+  db: Db,
+  id: number,
+  collectionId: number | null,
+): Promise<EventSubscriptionRow | undefined> {
   const [row] = await db<EventSubscriptionRow[]>`
     select ${cols(db)} from event_subscriptions s where s.id = ${id}::int and ${scopeWhere(db, collectionId)}`;
   return row;

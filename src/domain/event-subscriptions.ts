@@ -186,7 +186,10 @@ export interface MatchableSubscription {
 }
 
 /** Whether the event lies in the subscription's scope (ignoring types, filter and time). */
-export function inSubscriptionScope(s: { collection_id: number | null }, e: Pick<MatchableEvent, 'collection_id' | 'related_collection_ids'>): boolean {
+export function inSubscriptionScope(
+  s: { collection_id: number | null },
+  e: Pick<MatchableEvent, 'collection_id' | 'related_collection_ids'>,
+): boolean {
   if (s.collection_id === null) return e.collection_id === null && e.related_collection_ids.length === 0;
   return e.collection_id === s.collection_id || e.related_collection_ids.includes(s.collection_id);
 }
@@ -271,9 +274,12 @@ export function applySinkPatch(before: SinkFields, patch: SinkPatch): SinkFields
     kind: has(patch, 'kind') ? patch.kind! : before.kind,
     config: has(patch, 'config') ? patch.config! : before.config,
     // secret_ref: null clears the alias
-    secret_ref: Object.prototype.hasOwnProperty.call(patch, 'secret_ref') && patch.secret_ref !== undefined ? patch.secret_ref : before.secret_ref,
+    secret_ref:
+      Object.prototype.hasOwnProperty.call(patch, 'secret_ref') && patch.secret_ref !== undefined ? patch.secret_ref : before.secret_ref,
     enabled: has(patch, 'enabled') ? patch.enabled! : before.enabled,
-    delivery_policy: has(patch, 'delivery_policy') ? { min_interval_ms: patch.delivery_policy!.min_interval_ms ?? null } : before.delivery_policy,
+    delivery_policy: has(patch, 'delivery_policy')
+      ? { min_interval_ms: patch.delivery_policy!.min_interval_ms ?? null }
+      : before.delivery_policy,
   };
 }
 

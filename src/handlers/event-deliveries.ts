@@ -1,10 +1,103 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { pending } from './not-implemented.ts';
+import { conflict, notFound } from '../http/errors.ts';
+import { requireUnscopedAdmin } from '../http/gates.ts';
+import { parseListQuery } from '../http/list-query.ts';
+import { listReply } from '../db/list.ts';
+import { withTx } from '../db/tx.ts';
+import {
+  EVENT_DELIVERY_LIST_SPEC,
+  deadLetterDelivery,
+  deliveryFigures,
+  eventDeliveryView,
+  fanoutFigures,
+  findEventDelivery,
+  listEventDeliveryRows,
+  lockEventDelivery,
+  releaseDelivery,
+  sinkFigures,
+  subscriptionFigures,
+} from '../db/event-deliveries.ts';
+import { fanoutWakeups } from '../workers/event-fanout.ts';
+import { deliveryWakeups } from '../workers/event-delivery.ts';
 
 export const eventDeliveriesHandlers = {
-  listEventDeliveries: pending('listEventDeliveries'),
-  getEventDeliveryHealth: pending('getEventDeliveryHealth'),
-  getEventDelivery: pending('getEventDelivery'),
-  markEventDeliveryDead: pending('markEventDeliveryDead'),
-  retryEventDelivery: pending('retryEventDelivery'),
+  listEventDeliveries: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const parsed = parseListQuery(input.query, EVENT_DELIVERY_LIST_SPEC);
+    const page = await listEventDeliveryRows(ctx.deps.sql, parsed);
+    return listReply(page, page.rows.map(eventDeliveryView));
+  },
+
+  getEventDeliveryHealth: async (_input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const cfg = ctx.deps.config;
+    const db = ctx.deps.sql;
+    const [fanout, delivery, sinks, subscriptions] = await Promise.all([
+      fanoutFigures(db),
+      deliveryFigures(db),
+      sinkFigures(db),
+      subscriptionFigures(db),
+    ]);
+    return {
+      status: 200,
+      headers: { 'cache-control': 'no-store' },
+      body: {
+        fanout: {
+          ...fanout,
+          workers: cfg.SVC_EVENT_FANOUT_WORKERS,
+          batch_size: cfg.SVC_EVENT_FANOUT_BATCH_SIZE,
+          poll_interval_ms: cfg.SVC_EVENT_FANOUT_POLL_INTERVAL_MS,
+          lock_timeout_ms: cfg.SVC_EVENT_FANOUT_LOCK_TIMEOUT_MS,
+          wakeups: { ...fanoutWakeups },
+        },
+        delivery: {
+          ...delivery,
+          settings: {
+            workers: cfg.SVC_EVENT_DELIVERY_WORKERS,
+            batch_size: cfg.SVC_EVENT_DELIVERY_BATCH_SIZE,
+            poll_interval_ms: cfg.SVC_EVENT_DELIVERY_POLL_INTERVAL_MS,
+            lock_timeout_ms: cfg.SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS,
+            transport_timeout_ms: cfg.SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS,
+            retry_backoff_base_ms: cfg.SVC_EVENT_DELIVERY_RETRY_BACKOFF_BASE_MS,
+            retry_backoff_max_ms: cfg.SVC_EVENT_DELIVERY_RETRY_BACKOFF_MAX_MS,
+            max_attempts: cfg.SVC_EVENT_DELIVERY_MAX_ATTEMPTS,
+          },
+          wakeups: { ...deliveryWakeups },
+        },
+        sinks,
+        subscriptions,
+      },
+    };
+  },
+
+  getEventDelivery: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const row = await findEventDelivery(ctx.deps.sql, input.params.delivery_id);
+    if (!row) throw notFound('event delivery');
+    return { status: 200, body: eventDeliveryView(row) };
+  },
+
+  retryEventDelivery: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const row = await withTx(ctx.deps.sql, async (tx) => {
+      const before = await lockEventDelivery(tx, input.params.delivery_id);
+      if (!before) throw notFound('event delivery');
+      if (before.status !== 'failed' && before.status !== 'dead') {
+        throw conflict(`only failed or dead deliveries can be released (this one is ${before.status})`, 'invalid_delivery_status');
+      }
+      return releaseDelivery(tx, before.id);
+    });
+    return { status: 200, body: eventDeliveryView(row) };
+  },
+
+  markEventDeliveryDead: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const row = await withTx(ctx.deps.sql, async (tx) => {
+      const before = await lockEventDelivery(tx, input.params.delivery_id);
+      if (!before) throw notFound('event delivery');
+      if (before.status === 'dead') return before;
+      return deadLetterDelivery(tx, before.id);
+    });
+    return { status: 200, body: eventDeliveryView(row) };
+  },
 } satisfies Partial<HandlerMap>;

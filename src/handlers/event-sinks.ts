@@ -1,12 +1,216 @@
-import type { HandlerMap } from '../http/contract.ts';
-import { pending } from './not-implemented.ts';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
+import { actorOf } from '../http/contract.ts';
+import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
+import { requireUnscopedAdmin } from '../http/gates.ts';
+import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
+import { parseListQuery } from '../http/list-query.ts';
+import { listReply } from '../db/list.ts';
+import { withTx } from '../db/tx.ts';
+import { appendEvent } from '../db/events.ts';
+import type { Db } from '../db/sql.ts';
+import {
+  EVENT_SINK_LIST_SPEC,
+  deleteEventSinkRow,
+  eventSinkView,
+  findEventSink,
+  insertEventSink,
+  listEventSinkRows,
+  lockEventSink,
+  sinkDefinition,
+  sinkFields,
+  subscriptionRoutingsOfSink,
+  updateEventSinkRow,
+  type EventSinkRow,
+} from '../db/event-sinks.ts';
+import { countSubscriptionsOfSink, findEventSubscription, type EventSubscriptionRow } from '../db/event-subscriptions.ts';
+import { eventDeliveryView, findEventByUuid, insertTestDelivery, type StoredEvent } from '../db/event-deliveries.ts';
+import {
+  applySinkPatch,
+  inSubscriptionScope,
+  sameJson,
+  sinkFromNew,
+  type SinkFields,
+  type SinkPatch,
+} from '../domain/event-subscriptions.ts';
+import { routingProblems, transportFor, validateSinkConfig } from '../sinks/index.ts';
+import { deliveryEnvelope } from '../workers/event-delivery.ts';
+
+const KIND = 'event_sink';
+const MAX_NAME = 255;
+
+function ok(status: number, row: EventSinkRow, extra: Record<string, string> = {}) {
+  return { status, body: eventSinkView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
+}
+
+function sinkEvent(row: EventSinkRow, action: string, before: EventSinkRow | null) {
+  return {
+    entityType: KIND,
+    entityId: row.id,
+    entityName: row.name,
+    collectionId: null,
+    action,
+    summary: `event sink ${row.name} ${action}`,
+    before: before ? eventSinkView(before) : null,
+    after: action === 'deleted' ? null : eventSinkView(row),
+    beforeRevision: before?.revision ?? null,
+    afterRevision: action === 'deleted' ? null : row.revision,
+  };
+}
+
+function validateSink(f: SinkFields): void {
+  if (f.name.trim() === '' || f.name.length > MAX_NAME) {
+    throw badRequest('the event sink is invalid', [{ path: 'body.name', message: `must be 1 to ${MAX_NAME} characters and not blank` }]);
+  }
+  validateSinkConfig(f.kind, f.config, f.secret_ref);
+}
+
+interface PreviewTarget {
+  sink: EventSinkRow;
+  subscription: EventSubscriptionRow;
+  event: StoredEvent;
+}
+
+/** The checks shared by preview and test: sink, subscription and event exist and fit together. */
+async function previewTarget(db: Db, sinkId: number, body: { subscription_id: number; event_id: string }): Promise<PreviewTarget> {
+  const sink = await findEventSink(db, sinkId);
+  if (!sink) throw notFound('event sink');
+  const subscription = await findEventSubscription(db, body.subscription_id);
+  if (!subscription) throw notFound('event subscription');
+  const event = await findEventByUuid(db, body.event_id);
+  if (!event) throw notFound('event');
+  if (subscription.sink_id !== sink.id) {
+    throw badRequest('the subscription does not use this sink', [{ path: 'body.subscription_id', message: 'uses another sink' }]);
+  }
+  if (!inSubscriptionScope(subscription, event)) {
+    const why =
+      subscription.collection_id === null
+        ? 'a system subscription only covers collection-less events'
+        : "the event is neither attached to nor references the subscription's collection";
+    throw badRequest(`the event is outside the subscription's scope: ${why}`, [{ path: 'body.event_id', message: why }]);
+  }
+  if (!transportFor(sink.kind)) {
+    throw badRequest(`transport not available in this deployment: ${sink.kind}`, [
+      { path: 'kind', message: `the ${sink.kind} transport is not available in this deployment` },
+    ]);
+  }
+  return { sink, subscription, event };
+}
+
+async function render(ctx: Ctx, t: PreviewTarget): Promise<unknown> {
+  const transport = transportFor(t.sink.kind)!;
+  return transport.render(
+    sinkDefinition(t.sink),
+    t.subscription.routing,
+    deliveryEnvelope(t.event, t.subscription),
+    'test',
+    ctx.deps.config,
+  );
+}
 
 export const eventSinksHandlers = {
-  listEventSinks: pending('listEventSinks'),
-  createEventSink: pending('createEventSink'),
-  getEventSink: pending('getEventSink'),
-  deleteEventSink: pending('deleteEventSink'),
-  updateEventSink: pending('updateEventSink'),
-  previewEventSink: pending('previewEventSink'),
-  testEventSink: pending('testEventSink'),
+  listEventSinks: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const parsed = parseListQuery(input.query, EVENT_SINK_LIST_SPEC);
+    const page = await listEventSinkRows(ctx.deps.sql, parsed);
+    return listReply(page, page.rows.map(eventSinkView));
+  },
+
+  createEventSink: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const fields = sinkFromNew(input.body as Parameters<typeof sinkFromNew>[0]);
+    validateSink(fields);
+    const row = await withTx(ctx.deps.sql, async (tx) => {
+      const created = await insertEventSink(tx, fields);
+      await appendEvent(tx, actorOf(ctx), sinkEvent(created, 'created', null));
+      return created;
+    });
+    return ok(201, row, { location: `/api/v1/event-sinks/${row.id}` });
+  },
+
+  getEventSink: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const row = await findEventSink(ctx.deps.sql, input.params.sink_id);
+    if (!row) throw notFound('event sink');
+    return ok(200, row);
+  },
+
+  updateEventSink: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const id = input.params.sink_id;
+    const row = await withTx(ctx.deps.sql, async (tx) => {
+      const before = await lockEventSink(tx, id);
+      if (!before) throw notFound('event sink');
+      checkIfMatch(input.headers, KIND, before.id, before.revision);
+      const prev = sinkFields(before);
+      const next = applySinkPatch(prev, input.body as SinkPatch);
+      if (sameJson(next, prev)) return before;
+      validateSink(next);
+      const routings = await subscriptionRoutingsOfSink(tx, id);
+      if (next.kind !== prev.kind && routings.length > 0) {
+        throw conflict(`the sink kind cannot change while ${routings.length} subscription(s) use the sink`, 'sink_in_use');
+      }
+      for (const s of routings) {
+        const problems = routingProblems(next.kind, s.routing, next.config);
+        if (problems.length) {
+          throw new ApiError(409, `the new configuration does not fit the routing of subscription ${s.id}: ${problems[0]!.message}`, {
+            reason: 'sink_in_use',
+            details: problems.map((p) => ({ path: `subscription.${s.id}.${p.path.replace(/^body\./, '')}`, message: p.message })),
+          });
+        }
+      }
+      const after = await updateEventSinkRow(tx, id, next);
+      await appendEvent(tx, actorOf(ctx), sinkEvent(after, 'updated', before));
+      return after;
+    });
+    return ok(200, row);
+  },
+
+  deleteEventSink: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const id = input.params.sink_id;
+    await withTx(ctx.deps.sql, async (tx) => {
+      const before = await lockEventSink(tx, id);
+      if (!before) throw notFound('event sink');
+      checkIfMatch(input.headers, KIND, before.id, before.revision);
+      const used = await countSubscriptionsOfSink(tx, id);
+      if (used > 0) {
+        throw conflict(`the sink is used by ${used} subscription(s); delete or re-point them first (or disable the sink)`, 'sink_in_use');
+      }
+      await deleteEventSinkRow(tx, id);
+      await appendEvent(tx, actorOf(ctx), sinkEvent(before, 'deleted', before));
+    });
+    return { status: 204 };
+  },
+
+  previewEventSink: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const target = await previewTarget(ctx.deps.sql, input.params.sink_id, input.body);
+    const payload = await render(ctx, target);
+    return { status: 200, body: { sink_kind: target.sink.kind, payload } };
+  },
+
+  testEventSink: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const delivery = await withTx(ctx.deps.sql, async (tx) => {
+      const target = await previewTarget(tx, input.params.sink_id, input.body);
+      await render(ctx, target);
+      const row = await insertTestDelivery(tx, target.event.event_id, target.subscription.id, target.sink.id);
+      await appendEvent(tx, actorOf(ctx), {
+        entityType: KIND,
+        entityId: target.sink.id,
+        entityName: target.sink.name,
+        collectionId: null,
+        action: 'invoked',
+        summary: `event sink ${target.sink.name} test delivery ${row.id} queued`,
+        metadata: {
+          delivery_id: row.id,
+          subscription_id: target.subscription.id,
+          event_id: target.event.event_id,
+          purpose: 'test',
+        },
+      });
+      return row;
+    });
+    return { status: 202, body: eventDeliveryView(delivery), headers: { location: `/api/v1/event-deliveries/${delivery.id}` } };
+  },
 } satisfies Partial<HandlerMap>;

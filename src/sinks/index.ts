@@ -32,7 +32,10 @@ export function availableKinds(): SinkKind[] {
 }
 
 function unavailable(kind: SinkKind): ErrorDetail {
-  return { path: 'body.kind', message: `the ${kind} transport is not available in this deployment (available: ${availableKinds().join(', ')})` };
+  return {
+    path: 'body.kind',
+    message: `the ${kind} transport is not available in this deployment (available: ${availableKinds().join(', ')})`,
+  };
 }
 
 const toDetail = (p: ConfigProblem): ErrorDetail => ({ path: `body.${p.path}`, message: p.message });

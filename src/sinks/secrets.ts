@@ -40,6 +40,9 @@ export async function resolveSecretAlias(
   return value === undefined || value === '' ? { ok: false } : { ok: true, value };
 }
 
-export function resolveEventSinkSecret(config: Pick<Config, 'SVC_SECRET_SOURCE' | 'SVC_SECRET_FILE_ROOT'>, alias: string): Promise<SecretLookup> {
+export function resolveEventSinkSecret(
+  config: Pick<Config, 'SVC_SECRET_SOURCE' | 'SVC_SECRET_FILE_ROOT'>,
+  alias: string,
+): Promise<SecretLookup> {
   return resolveSecretAlias(config, EVENT_SINK_SECRETS, alias);
 }

@@ -90,7 +90,8 @@ function validateConfig(raw: Record<string, unknown>): ConfigProblem[] {
         const lower = name.toLowerCase();
         const value = c.headers[name];
         if (!HEADER_NAME.test(name)) bad(`headers.${name}`, 'is not a valid header name');
-        else if (RESERVED_HEADERS.has(lower) || lower.startsWith('x-svc-')) bad(`headers.${name}`, 'is controlled by the transport and cannot be set');
+        else if (RESERVED_HEADERS.has(lower) || lower.startsWith('x-svc-'))
+          bad(`headers.${name}`, 'is controlled by the transport and cannot be set');
         if (seen.has(lower)) bad(`headers.${name}`, 'is given twice (header names are case-insensitive)');
         seen.add(lower);
         if (typeof value !== 'string') bad(`headers.${name}`, 'must be a string');
@@ -120,7 +121,8 @@ function validateConfig(raw: Record<string, unknown>): ConfigProblem[] {
     if (!r || typeof r !== 'object' || Array.isArray(r)) bad('response', 'must be an object');
     else {
       for (const s of r.success_statuses ?? []) if (!isInt(s, 200) || s > 299) bad('response.success_statuses', 'holds 2xx statuses only');
-      for (const s of r.retry_statuses ?? []) if (!isInt(s, 300) || s > 599) bad('response.retry_statuses', 'holds 3xx, 4xx and 5xx statuses only');
+      for (const s of r.retry_statuses ?? [])
+        if (!isInt(s, 300) || s > 599) bad('response.retry_statuses', 'holds 3xx, 4xx and 5xx statuses only');
       if (r.body?.kind === 'json_equals' && r.body.pointer !== undefined) {
         try {
           parsePointer(r.body.pointer);
@@ -169,7 +171,12 @@ function limitsOf(config: Config): TemplateLimits {
 class RenderError extends Error {}
 
 /** The request body text and the JSON value it carries. RenderError when the template cannot produce one. */
-function renderBody(sink: SinkDefinition, envelope: EventEnvelope, purpose: 'event' | 'test', config: Config): { text: string; value: unknown } {
+function renderBody(
+  sink: SinkDefinition,
+  envelope: EventEnvelope,
+  purpose: 'event' | 'test',
+  config: Config,
+): { text: string; value: unknown } {
   const c = sink.config as WebhookConfig;
   const max = c.max_request_bytes ?? DEFAULT_MAX_REQUEST_BYTES;
   let text: string;
@@ -210,7 +217,11 @@ function parseRetryAfter(header: string | undefined, now: number): number {
 }
 
 /** The outcome of a response under config.response. */
-export function evaluateResponse(policy: ResponsePolicy | undefined, res: Pick<OutboundResponse, 'status' | 'headers' | 'body' | 'truncated'>, now = Date.now()): SendResult {
+export function evaluateResponse(
+  policy: ResponsePolicy | undefined,
+  res: Pick<OutboundResponse, 'status' | 'headers' | 'body' | 'truncated'>,
+  now = Date.now(),
+): SendResult {
   const p = policy ?? {};
   const status = res.status;
   const success = status >= 200 && status < 300 && (!p.success_statuses?.length || p.success_statuses.includes(status));
@@ -262,7 +273,10 @@ async function send(input: SendInput): Promise<SendResult> {
   const viaSecret = typeof c.url_secret_ref === 'string' && c.url_secret_ref !== '';
   const url = viaSecret ? input.urlSecret : typeof input.routing.url === 'string' ? input.routing.url : null;
   if (url === null) {
-    return { outcome: 'retry', error: viaSecret ? 'the destination URL secret is not available' : 'the subscription has no destination URL' };
+    return {
+      outcome: 'retry',
+      error: viaSecret ? 'the destination URL secret is not available' : 'the subscription has no destination URL',
+    };
   }
   if (sink.secret_ref !== null && input.secret === null) return { outcome: 'retry', error: 'the sink secret is not available' };
 
@@ -302,7 +316,11 @@ export const webhookTransport: SinkTransport = {
       return Promise.resolve(renderBody(sink, envelope, purpose, config).value);
     } catch (err) {
       if (err instanceof RenderError) {
-        return Promise.reject(new ApiError(400, `the sink payload cannot be rendered: ${err.message}`, { details: [{ path: 'payload', message: err.message }] }));
+        return Promise.reject(
+          new ApiError(400, `the sink payload cannot be rendered: ${err.message}`, {
+            details: [{ path: 'payload', message: err.message }],
+          }),
+        );
       }
       return Promise.reject(err as Error);
     }
