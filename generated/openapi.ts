@@ -349,11 +349,17 @@ export interface paths {
         put?: never;
         /**
          * Submit a full backup
-         * @description Unscoped administrators only (403 otherwise, including scoped admin tokens). Creates a task of
-         *     kind `backup` that writes a BackupDocument (format 7) from one consistent snapshot. The body
-         *     may be omitted (`include_history` defaults to true). 409 when a restore is confirmed or being
-         *     applied, or when `Idempotency-Key` is reused with a different submission; 429 when the
-         *     caller already has the maximum number of active (queued or running) backup tasks.
+         * @description Unscoped administrators only (403 otherwise, including scoped admin tokens and non-admin
+         *     service accounts). Creates a task of kind `backup` that writes a BackupDocument (format 7)
+         *     from one consistent snapshot. The body may be omitted (`include_history` defaults to true).
+         *     The worker re-checks that the submitter is still an administrator (else the task fails with
+         *     `details.reason: permission_denied`); the task summary carries `{backup_version,
+         *     include_history, item_counts, bytes, sha256}`. The output can be read for
+         *     `SVC_BACKUP_OUTPUT_RETENTION_HOURS` (default 24) after the task finished. 409 while a
+         *     restore is being applied, or when `Idempotency-Key` is reused with a different submission;
+         *     429 (`reason: too_many_active_tasks`) when `SVC_BACKUP_MAX_ACTIVE_TASKS` (default 2) backup
+         *     tasks are already queued or running, counted across the whole service (a replay of an
+         *     earlier submission with the same `Idempotency-Key` is not refused).
          */
         post: operations["createBackup"];
         delete?: never;
@@ -397,9 +403,10 @@ export interface paths {
         };
         /**
          * Download the backup document
-         * @description Unscoped administrators only. Returns the stored document bytes exactly as written; upload
-         *     these same bytes to `POST /api/v1/restores`. 404 when the task does not exist, is not a
-         *     backup or has no output (not finished or not succeeded); 410 once the output has expired.
+         * @description Unscoped administrators only. Returns the stored document bytes exactly as written (compact
+         *     JSON); upload them to `POST /api/v1/restores`. 404 when the task does not exist, is not a
+         *     backup or has no output (not finished or not succeeded); 410 (`reason: output_expired`) once
+         *     the output has expired (`SVC_BACKUP_OUTPUT_RETENTION_HOURS` after the task finished).
          */
         get: operations["getBackupOutput"];
         put?: never;
@@ -2517,10 +2524,19 @@ export interface paths {
          *     approval of operation `{kind: "import_credentials", import: <this exact body>}`; a missing
          *     or wrong approval is 403 with `reason: "reauthentication_required"`.
          *
-         *     The request is validated when submitted (400). Natural keys are resolved by the worker: a
-         *     key that matches nothing fails that item (see the results). `strict` imports run in one
-         *     transaction and end `succeeded` or `failed`; `best_effort` imports may end
-         *     `partially_succeeded`. A `dry_run` plans and validates, records results and writes nothing.
+         *     The request is validated when submitted (400 with `details`): a duplicate `ref`, a `*_ref`
+         *     that names no item, an item of another section or a later item, a collection key whose `path`
+         *     does not end in its `name`, two items naming the same row, an invalid class `json_schema`,
+         *     object data failing the schema of a validating class of the same import, a remote target the
+         *     remote-target API would refuse, more than 10,000 items, or a non-empty section this service
+         *     cannot import yet (`export_templates`, `event_sinks`, `event_subscriptions`). Natural keys
+         *     are resolved by the worker: a key that matches nothing fails that item (see the results).
+         *     Each item is authorized when it runs against the submitter's live permissions intersected
+         *     with the token scope recorded at submission. `strict` imports run in one transaction and end
+         *     `succeeded` or `failed`; `best_effort` imports may end `partially_succeeded`. A `dry_run`
+         *     plans and validates, records results and writes nothing. Passwords are stored only as
+         *     Argon2id hashes until the import finishes; a replay with the same `Idempotency-Key` of a
+         *     credential-bearing import needs a fresh approval like the first submission.
          */
         post: operations["createImport"];
         delete?: never;
@@ -2565,8 +2581,10 @@ export interface paths {
         };
         /**
          * List the per-item results of an import
-         * @description One row per graph item, in processing order (sections in graph order, items in array order).
-         *     Visible like the task itself (submitter or admin; otherwise 404).
+         * @description One row per graph item, in processing order (sections in the processing order of
+         *     ImportGraph, items in array order). Rows appear as a `best_effort` import commits its items
+         *     and at the end of `strict` and dry-run imports. Visible like the task itself (submitter or
+         *     admin; otherwise 404).
          */
         get: operations["listImportResults"];
         put?: never;
@@ -2839,12 +2857,24 @@ export interface paths {
          * Stage and validate a restore
          * @description Unscoped administrators only. Uploads a complete backup document (format 7, or format 6
          *     which restores legacy defaults), validates it completely and stages it without touching
-         *     application data. The response carries the document's SHA-256 and a one-time
-         *     `restore_capability` that is returned only here (the server keeps only a hash of it); keep it,
-         *     because confirming the restore replaces every token, including the caller's. The stage can be
-         *     confirmed until `expires_at`. 400 for an unsupported `backup_version` or an invalid,
-         *     incomplete or inconsistent document; 409 while another restore is confirmed or being
-         *     applied; 413 when the upload exceeds the configured size.
+         *     application data. Validation: the envelope's shape; every section present (format 6: all but
+         *     `history.event_deliveries`) and no unknown section; every row carries exactly its section's
+         *     fields (format 6 sink rows may lack `min_interval_ms`); the manifest counts match; keys are
+         *     unique; every link names a row of the document (e.g. `objects.class_id` a class,
+         *     `collections.parent_collection_id` a collection, without cycles); and a dry run inserts every
+         *     section into a temporary copy of its table, so types, required values, value checks and
+         *     unique names are checked too. Every problem is a 400 with `details` naming the section or row.
+         *
+         *     `sha256` is the lowercase hex SHA-256 of the document's compact JSON text (members in the
+         *     uploaded order, no whitespace): for a file downloaded from `getBackupOutput` that is its
+         *     `X-Svc-Backup-SHA256`, and re-formatting the file does not change it. The response carries a
+         *     one-time `restore_capability` that is returned only here (the server keeps only a keyed hash
+         *     of it); keep it, because confirming the restore removes every token, including the caller's.
+         *     The stage can be confirmed for 60 minutes (`expires_at`); the staged document is discarded
+         *     when the stage finishes or expires. Staging writes no audit event (it changes no application
+         *     data); the confirmation's `restore.succeeded` / `restore.failed` event records the stage.
+         *     400 for an unsupported `backup_version` or an invalid, incomplete or inconsistent document;
+         *     409 while a restore is being applied; 413 when the upload exceeds `SVC_BODY_LIMIT_BYTES`.
          */
         post: operations["createRestore"];
         delete?: never;
@@ -2866,17 +2896,32 @@ export interface paths {
         put?: never;
         /**
          * Confirm a staged restore (replaces all data)
-         * @description Unscoped human administrators only, with `X-Svc-Credential-Approval` naming a fresh approval
-         *     of operation `{kind: "confirm_restore", restore_id, confirmation: <this exact body>}` (missing
-         *     or wrong approval: 403 with `reason: "reauthentication_required"`). The restore is applied
-         *     synchronously in one transaction: all application data is replaced by the staged document.
-         *     The 200 body reports `succeeded`, or `failed` with `error` when applying failed (then no data
-         *     changed). A `restore.succeeded` or `restore.failed` event is recorded. After success no
-         *     tokens exist (the caller's included) and human passwords must be set again; read the outcome
-         *     later with the capability through the status operation. 403 also for a wrong
-         *     `restore_capability`; 409 when `sha256` does not match the staged document or the stage is
-         *     no longer `validated` (already confirmed, failed) or another restore is running; 410 when the
-         *     stage has expired.
+         * @description Unscoped human administrators only (403 for service accounts, scoped tokens and
+         *     non-admins), with `X-Svc-Credential-Approval` naming a fresh approval of operation
+         *     `{kind: "confirm_restore", restore_id, confirmation: <this exact body>}` (missing or wrong
+         *     approval: 403 with `reason: "reauthentication_required"`). The restore is applied
+         *     synchronously in one transaction: every backed-up table is emptied and refilled from the
+         *     staged document; tokens, credential approvals, the event fan-out queue and sink pacing are
+         *     cleared; identity sequences continue after the restored ids; restored events are not
+         *     delivered to sinks again and restored deliveries are unclaimed. The 200 body reports
+         *     `succeeded`, or `failed` with `error` when applying failed (then no application data
+         *     changed, the approval is used and the stage cannot be confirmed again). A `restore.succeeded`
+         *     or `restore.failed` event (entity `restore`, id of the stage, metadata with `sha256`,
+         *     `backup_version`, `item_counts`) is appended after the restored history.
+         *
+         *     Identities after success: no token exists any more (the caller's included; read the outcome
+         *     with the capability through `getRestoreStatus`, then log in again). Password hashes are never
+         *     in a backup, so a restored human can log in only when it is the same identity as before the
+         *     restore (same id, name and identity scope): it keeps the password it had just before the
+         *     restore. The bootstrap administrator (`admin` in `SVC_ADMIN_IDENTITY_SCOPE`) keeps its current
+         *     password by name and scope alone; when the document lacks the admin group, the user `admin`
+         *     or its membership, they are re-created (with events), so the administrator can always log in
+         *     again. Every other human needs a new password (`PATCH /api/v1/iam/users/{id}`, by an
+         *     administrator), and service accounts need new tokens.
+         *
+         *     403 also for a wrong `restore_capability`; 409 when `sha256` does not match the staged
+         *     document, the stage is no longer `validated` (already applied or failed), or another restore
+         *     is being applied at that moment (retry); 410 when the stage has expired.
          */
         post: operations["confirmRestore"];
         delete?: never;
@@ -2898,8 +2943,9 @@ export interface paths {
          * Get the status of a restore
          * @description Authenticated by the restore capability in `X-Svc-Restore-Capability`, not by a bearer token
          *     (a successful restore removes every token, so the client that confirmed it can still read the
-         *     outcome). Never put the capability in the query string. 400 when the header is missing,
-         *     403 when it does not match the stage, 404 when no stage has this id.
+         *     outcome). Never put the capability in the query string. A stage that was not confirmed in time
+         *     reads `expired`. 400 when the header is missing, 403 when it does not match the stage, 404
+         *     when no stage has this id.
          */
         get: operations["getRestoreStatus"];
         put?: never;
@@ -3285,15 +3331,24 @@ export interface components {
             providers: string[];
         };
         /**
-         * @description Full logical backup, format 7. Ids, revisions and timestamps are preserved; rows use the public
-         *     field names of their resources plus the ids that link them. Never contains password hashes,
-         *     raw or hashed tokens, token scopes, credential approvals, secret values (only aliases),
-         *     restore stages, stored export or backup outputs, idempotency keys or login rate-limit state:
-         *     after a restore passwords must be set again and tokens issued again. Format 6 documents are
-         *     accepted by `POST /api/v1/restores` with the same envelope: sink rows without
-         *     `delivery_policy` and webhook response policy, and without `history.event_deliveries`, get
-         *     the legacy defaults (no pacing, default response policy, no delivery history). Serve and
-         *     upload the exact bytes: the SHA-256 is computed over them.
+         * @description Full logical backup, format 7, read from one consistent snapshot (one REPEATABLE READ,
+         *     read-only transaction). Every section is the rows of one table; a row carries exactly the
+         *     section's fields, which are the table's column names (so `objects` rows have `class_id`, the
+         *     `svc_class_id` of the wire). Ids, revisions and timestamps are preserved; timestamps are
+         *     RFC 3339 text in UTC with the database's full (microsecond) precision; rows are ordered by
+         *     their key. The document is written as compact JSON (no whitespace).
+         *
+         *     Never contains password hashes, raw or hashed tokens, token scopes, credential approvals,
+         *     secret values (sinks and remote targets hold only secret aliases), restore stages, task
+         *     request documents (they may carry credentials), stored export or backup outputs,
+         *     idempotency keys, transient scheduling (task and delivery claims, deferrals, the fan-out
+         *     queue, sink pacing) or login rate-limit state. After a restore every token is gone and only
+         *     the passwords described under `confirmRestore` still work.
+         *
+         *     Format 6 (accepted by `POST /api/v1/restores` only) has the same envelope with these legacy
+         *     differences: `event_sinks` rows may lack `min_interval_ms` (restored as null: no pacing);
+         *     webhook `config` without a `response` member uses the default response policy; history has
+         *     no `event_deliveries` (restored empty) and must not name it.
          */
         BackupDocument: {
             /**
@@ -3305,50 +3360,68 @@ export interface components {
             /** @description Terminal history; null when the backup was requested with `include_history` false. */
             history: {
                 /**
-                 * @description Delivery rows (always present in format 7). On restore, claims, deferrals and
-                 *     `next_attempt_at` are reset: non-terminal rows become `pending` and due at once.
+                 * @description Terminal delivery rows only (`succeeded`, `dead`): `{id, event_id, subscription_id,
+                 *     sink_id, purpose, status, attempts, last_error, created_at, updated_at}`. Always
+                 *     present in format 7, absent in format 6. Claims, deferrals and `next_attempt_at` are
+                 *     not backed up (transient scheduling resets: restored rows are unclaimed and due now).
                  */
                 event_deliveries?: components["schemas"]["BackupRows"];
-                /** @description Audit events (full envelopes with their internal `id`). */
+                /** @description Audit events, the stored columns of the envelope with their internal `id`: `{id, event_id, occurred_at, entity_type, entity_id, entity_name, collection_id, related_collection_ids, action, actor_kind, actor_user_id, initiator_user_id, task_id, provenance, request_id, correlation_id, summary, before, after, before_revision, after_revision, metadata, schema_version}`. Restored events are not delivered to sinks again. */
                 events: components["schemas"]["BackupRows"];
+                /** @description `{task_id, seq, item_ref, entity_kind, action, outcome, error, entity_id}` of the backed-up tasks. */
                 import_results: components["schemas"]["BackupRows"];
+                /** @description Sanitized remote-call result rows of the backed-up tasks: `{id, task_id, target_id, subject_type, subject_id, method, url, response_status, response_headers, body_preview, body_truncated, duration_ms, success, error, created_at}`. */
+                remote_call_results: components["schemas"]["BackupRows"];
+                /** @description `{id, task_id, event_type, message, data, created_at}` of the backed-up tasks. */
                 task_events: components["schemas"]["BackupRows"];
-                /** @description Finished tasks only; queued and running tasks are not backed up. */
+                /** @description Finished tasks only (succeeded, failed, partially_succeeded, cancelled): `{id, kind, status, submitted_by, cancel_requested, attempts, progress, summary, details, created_at, started_at, finished_at, updated_at}`. Queued and running tasks, request documents and outputs are not backed up. */
                 tasks: components["schemas"]["BackupRows"];
             } | null;
             manifest: {
-                /** @description Row count per section, keyed `<section>` for state and `history.<section>` for history; a restore checks them. */
+                /**
+                 * @description Row count per section, keyed `<section>` for state and `history.<section>` for history
+                 *     (no history keys when `history` is null). A restore requires exactly these keys with
+                 *     counts equal to the sections' lengths.
+                 */
                 item_counts: {
                     [key: string]: number;
                 };
             };
             /** @description Service version that wrote the document, e.g. `0.0.18`. */
             source_version: string;
-            /** @description Authoritative state, one array of rows per section. */
+            /** @description Authoritative state, one array of rows per section, in restore order (referenced sections first). */
             state: {
+                /** @description `{id, from_class_id, to_class_id, forward_alias, reverse_alias, from_max_relations, to_max_relations, created_at, updated_at, revision}` */
                 class_relations: components["schemas"]["BackupRows"];
+                /** @description `{id, name, description, collection_id, json_schema, validate_schema, created_at, updated_at, revision}` */
                 classes: components["schemas"]["BackupRows"];
-                /** @description `{collection_id, group_id, permissions: [PermissionName]}` */
+                /** @description `{collection_id, group_id, permission, created_at}`: one row per granted PermissionName. */
                 collection_permissions: components["schemas"]["BackupRows"];
+                /** @description `{id, name, description, parent_collection_id, created_at, updated_at, revision}`; the parent links must form a tree. */
                 collections: components["schemas"]["BackupRows"];
+                /** @description `{id, class_id, key, label, description, enabled, operation, result_type, visibility, owner_user_id, created_at, updated_at, revision}`: shared and personal definitions. */
                 computed_fields: components["schemas"]["BackupRows"];
-                /** @description Includes `delivery_policy` and the full webhook `config` (format 7). */
+                /** @description `{id, name, kind, config, secret_ref, enabled, min_interval_ms, created_at, updated_at, revision}`: the full `config` (webhook headers, templates, response policy, `url_secret_ref` alias) and the pacing `min_interval_ms` of `delivery_policy`. */
                 event_sinks: components["schemas"]["BackupRows"];
-                /** @description Collection and system (`collection_id` null) subscriptions. */
+                /** @description `{id, collection_id, sink_id, name, description, entity_types, actions, filter, routing, enabled, created_at, updated_at, revision}`: collection and system (`collection_id` null) subscriptions. */
                 event_subscriptions: components["schemas"]["BackupRows"];
+                /** @description `{id, collection_id, name, description, kind, content_type, template, default_query, created_at, updated_at, revision}`: export and fragment templates. */
                 export_templates: components["schemas"]["BackupRows"];
                 /** @description `{group_id, principal_id, created_at}` */
                 group_memberships: components["schemas"]["BackupRows"];
+                /** @description `{id, name, description, identity_scope, managed_by, external_key, last_sync_attempted_at, last_sync_success_at, created_at, updated_at, revision}` */
                 groups: components["schemas"]["BackupRows"];
+                /** @description `{id, class_relation_id, from_object_id, to_object_id, created_at, updated_at, revision}` */
                 object_relations: components["schemas"]["BackupRows"];
+                /** @description `{id, name, description, collection_id, class_id, json_data, created_at, updated_at, revision}` */
                 objects: components["schemas"]["BackupRows"];
-                /** @description `{principal_id, revision, settings}` */
-                principal_settings: components["schemas"]["BackupRows"];
-                /** @description `{id, kind, name, identity_scope, provider_managed, external_subject, created_at, updated_at, revision}` */
+                /** @description `{id, kind, name, identity_scope, provider_managed, external_subject, last_synced_at, settings, settings_revision, created_at, updated_at, revision}`: humans and service accounts, with their settings document. */
                 principals: components["schemas"]["BackupRows"];
+                /** @description `{id, collection_id, class_id, name, description, method, url_template, headers_template, body_template, auth_config, allowed_subject_types, timeout_ms, enabled, created_at, updated_at, revision}`; `auth_config` names secret aliases only. */
                 remote_targets: components["schemas"]["BackupRows"];
+                /** @description `{principal_id, description, owner_group_id, created_by, disabled_at}` */
                 service_accounts: components["schemas"]["BackupRows"];
-                /** @description Human profiles (no password hash). */
+                /** @description `{principal_id, email, proper_name}`: human profiles, never the password hash. */
                 users: components["schemas"]["BackupRows"];
             };
         };
@@ -4183,7 +4256,8 @@ export interface components {
         };
         /**
          * @description A permission grant of a group on a collection. Needs DelegateCollection on the collection
-         *     (or admin). Exactly one of `collection_ref`/`collection_key` and exactly one of
+         *     (or admin). `collision_policy` does not apply: the action is `create` when the group held no
+         *     grant on the collection, `update` when permissions were added or removed, else `unchanged`. Exactly one of `collection_ref`/`collection_key` and exactly one of
          *     `group_ref`/`group_key` (`group_ref` names an item of the admin-only `groups` section).
          */
         ImportCollectionPermission: {
@@ -4279,11 +4353,16 @@ export interface components {
         } & (unknown | unknown);
         /**
          * @description The items to import. The six core sections are required (they may be empty); the sections
-         *     after `collection_permissions` are optional and need an unscoped administrator. Items are
-         *     applied section by section in the order listed here. Within one request a `ref` must be
-         *     unique across all sections; `*_ref` members name an item of the same request, `*_key`
-         *     members select an existing row by its natural key; where a pair is offered exactly one is
-         *     sent unless stated otherwise.
+         *     after `collection_permissions` are optional and need an unscoped administrator when not
+         *     empty. Items are applied section by section in dependency order: `collections`, `classes`,
+         *     `objects`, `class_relations`, `object_relations`, `groups`, `collection_permissions`,
+         *     `principals`, `group_memberships`, `export_templates`, `remote_targets`, `event_sinks`,
+         *     `event_subscriptions` (the order listed here, except that groups come before the permissions
+         *     that may name them). Within one request a `ref` must be unique across all sections; `*_ref`
+         *     members name an earlier item of the same request (a parent collection an earlier item of
+         *     `collections`), `*_key` members select an existing row by its natural key; where a pair is
+         *     offered exactly one is sent unless stated otherwise. An item whose `*_ref` names an item that
+         *     did not succeed is `skipped`.
          */
         ImportGraph: {
             class_relations: components["schemas"]["ImportClassRelation"][];
@@ -4350,8 +4429,10 @@ export interface components {
             atomicity: "strict" | "best_effort";
             /**
              * @description What happens when an item's natural key already exists. `abort`: the item fails (and a
-             *     strict import fails). `overwrite`: the existing row is updated with the supplied members;
-             *     an identical item is a no-op.
+             *     strict import fails). `overwrite`: the existing row is updated with the supplied members
+             *     (omitted members keep their current values); an identical item is a no-op (`unchanged`).
+             *     Existing object relations and group memberships are always no-ops; collection
+             *     permission items merge into the group's grant (see `replace_existing`).
              * @default abort
              * @enum {string}
              */
@@ -4517,7 +4598,7 @@ export interface components {
             action: "create" | "update" | "unchanged";
             /** @enum {string} */
             entity_kind: "collection" | "class" | "object" | "class_relation" | "object_relation" | "collection_permission" | "group" | "principal" | "group_membership" | "export_template" | "remote_target" | "event_sink" | "event_subscription";
-            /** @description Public reason of a failure; null otherwise. */
+            /** @description Public reason of a failure, or why a `skipped` item was not attempted; null otherwise. */
             error: string | null;
             /** @description The item's `ref`, or `<section>[<index>]` (e.g. `objects[3]`) when it has none. */
             item_ref: string;
@@ -4534,7 +4615,9 @@ export interface components {
             /** @default  */
             description: string;
             /**
-             * @description Create or leave the account disabled (`disabled_at` set).
+             * @description `true` creates the account disabled or disables an existing one (its tokens are revoked and
+             *     its queued tasks cancelled, as by the disable operation). `false` on an existing disabled
+             *     account fails the item (re-enabling is not supported); omitted leaves it as it is.
              * @default false
              */
             disabled: boolean;
@@ -5247,7 +5330,7 @@ export interface components {
             sha256: string;
         };
         RestoreCreated: {
-            /** @description The stage must be confirmed before this time (then 410). */
+            /** @description The stage must be confirmed before this time, 60 minutes after staging (then 410). */
             expires_at: components["schemas"]["Timestamp"];
             id: components["schemas"]["Id"];
             /** @description One-time secret for confirm and status; returned only here and stored only as a hash. */

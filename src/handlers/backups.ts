@@ -1,8 +1,74 @@
+import { createHash } from 'node:crypto';
 import type { HandlerMap } from '../http/contract.ts';
-import { pending } from './not-implemented.ts';
+import { actorOf } from '../http/contract.ts';
+import { ApiError, conflict, notFound } from '../http/errors.ts';
+import { requireUnscopedAdmin } from '../http/gates.ts';
+import { withTx } from '../db/tx.ts';
+import { findTask, insertTask, toTaskWire } from '../db/tasks.ts';
+import {
+  dropExpiredBackupOutputs,
+  findBackupOutput,
+  hasIdempotentBackup,
+  lockAndCountActiveBackups,
+  noRestoreRunning,
+} from '../db/backups.ts';
+import { parseIdempotencyKey } from '../domain/tasks.ts';
 
 export const backupsHandlers = {
-  createBackup: pending('createBackup'),
-  getBackup: pending('getBackup'),
-  getBackupOutput: pending('getBackupOutput'),
+  createBackup: async (input, ctx) => {
+    const auth = requireUnscopedAdmin(ctx);
+    const body = (input.body ?? {}) as { include_history?: boolean };
+    const includeHistory = body.include_history ?? true;
+    const idempotencyKey = parseIdempotencyKey(input.headers['idempotency-key']);
+    await dropExpiredBackupOutputs(ctx.deps.sql);
+    const { task } = await withTx(ctx.deps.sql, async (tx) => {
+      if (!(await noRestoreRunning(tx)))
+        throw conflict('a restore is being applied; submit the backup after it finished', 'restore_running');
+      const active = await lockAndCountActiveBackups(tx);
+      const cap = ctx.deps.config.SVC_BACKUP_MAX_ACTIVE_TASKS;
+      if (active >= cap && !(idempotencyKey !== null && (await hasIdempotentBackup(tx, auth.principal.id, idempotencyKey)))) {
+        throw new ApiError(429, `too many active backup tasks (at most ${cap} queued or running at once)`, {
+          reason: 'too_many_active_tasks',
+        });
+      }
+      return insertTask(tx, actorOf(ctx), {
+        kind: 'backup',
+        auth: { principal: auth.principal, token: { id: auth.token.id, scope: auth.token.scope } },
+        request: { include_history: includeHistory },
+        idempotencyKey,
+        metadata: { include_history: includeHistory },
+      });
+    });
+    return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
+  },
+
+  getBackup: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const task = await findTask(ctx.deps.sql, input.params.task_id);
+    if (!task || task.kind !== 'backup') throw notFound('backup task');
+    return { status: 200, body: toTaskWire(task) };
+  },
+
+  getBackupOutput: async (input, ctx) => {
+    requireUnscopedAdmin(ctx);
+    const id = input.params.task_id;
+    const row = await findBackupOutput(ctx.deps.sql, id);
+    if (!row || row.kind !== 'backup') throw notFound('backup task');
+    if (row.expired) throw new ApiError(410, 'the backup output has expired; submit a new backup', { reason: 'output_expired' });
+    if (row.status !== 'succeeded' || !row.output) throw notFound('backup output (the task has not succeeded)');
+    const bytes = new Uint8Array(row.output);
+    const digest = createHash('sha256').update(bytes);
+    const raw = digest.copy().digest('base64');
+    return {
+      status: 200,
+      raw: bytes,
+      contentType: 'application/json',
+      headers: {
+        'cache-control': 'no-store',
+        'content-disposition': `attachment; filename="svc-backup-${id}.json"`,
+        digest: `SHA-256=${raw}`,
+        'x-svc-backup-sha256': digest.digest('hex'),
+      },
+    };
+  },
 } satisfies Partial<HandlerMap>;

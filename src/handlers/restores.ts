@@ -1,8 +1,160 @@
-import type { HandlerMap } from '../http/contract.ts';
-import { pending } from './not-implemented.ts';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
+import { actorOf } from '../http/contract.ts';
+import { ApiError, badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
+import { requireHumanUnscoped, requireUnscopedAdmin } from '../http/gates.ts';
+import { withTx } from '../db/tx.ts';
+import { appendEvent } from '../db/events.ts';
+import { consumeApproval } from '../db/approvals.ts';
+import { noRestoreRunning, RESTORE_LOCK } from '../db/backups.ts';
+import {
+  applyStage,
+  dryRunDocument,
+  expireStages,
+  findStage,
+  finishStage,
+  insertStage,
+  lockStage,
+  tryLockRestore,
+  type StageRow,
+} from '../db/restores.ts';
+import { validateDocument } from '../domain/backup-format.ts';
+import { hashPassword } from '../domain/passwords.ts';
+import { hashToken, newRawToken } from '../domain/token-secret.ts';
+
+/** How long a staged restore can be confirmed. */
+export const STAGE_TTL_MINUTES = 60;
+
+function statusWire(s: StageRow) {
+  return {
+    id: s.id,
+    status: s.status === 'validated' && s.expired ? 'expired' : s.status,
+    sha256: s.sha256,
+    backup_version: s.backup_version,
+    created_at: s.created_at,
+    expires_at: s.expires_at,
+    confirmed_at: s.confirmed_at,
+    finished_at: s.finished_at,
+    error: s.error,
+  };
+}
+
+function capabilityMatches(ctx: Ctx, stage: StageRow, raw: string): boolean {
+  const h = hashToken(ctx.deps.tokenKey, raw);
+  return h.length === stage.capability_hash.length && timingSafeEqual(h, stage.capability_hash);
+}
+
+/** The public reason of a failed apply: database messages name tables and constraints, never values of other rows. */
+function applyError(err: unknown): string {
+  if (err && typeof err === 'object' && 'code' in err) {
+    const e = err as { message?: string; detail?: string };
+    return `the document could not be applied: ${e.message ?? 'database error'}${e.detail ? ` (${e.detail})` : ''}`;
+  }
+  return 'the document could not be applied because of an internal error';
+}
 
 export const restoresHandlers = {
-  createRestore: pending('createRestore'),
-  confirmRestore: pending('confirmRestore'),
-  getRestoreStatus: pending('getRestoreStatus'),
+  createRestore: async (input, ctx) => {
+    const auth = requireUnscopedAdmin(ctx);
+    // The SHA-256 is over the document's compact JSON text, which is byte for byte what
+    // getBackupOutput serves; re-formatting a downloaded file does not change it.
+    const sha256 = createHash('sha256').update(JSON.stringify(input.body), 'utf8').digest('hex');
+    const { document, format } = validateDocument(input.body);
+    const capability = newRawToken();
+    await expireStages(ctx.deps.sql);
+    const stage = await withTx(ctx.deps.sql, async (tx) => {
+      if (!(await noRestoreRunning(tx)))
+        throw conflict('a restore is being applied; stage the document after it finished', 'restore_running');
+      const problems = await dryRunDocument(tx, document);
+      if (problems.length) throw badRequest(`the backup document is invalid: ${problems[0]!.path} ${problems[0]!.message}`, problems);
+      return insertStage(tx, {
+        sha256,
+        capabilityHash: hashToken(ctx.deps.tokenKey, capability),
+        format,
+        document,
+        createdBy: auth.principal.id,
+        ttlMinutes: STAGE_TTL_MINUTES,
+      });
+    });
+    return {
+      status: 201,
+      body: { id: stage.id, status: 'validated', sha256: stage.sha256, restore_capability: capability, expires_at: stage.expires_at },
+      headers: { location: `/api/v1/restores/${stage.id}/status`, 'cache-control': 'no-store' },
+    };
+  },
+
+  confirmRestore: async (input, ctx) => {
+    const auth = requireHumanUnscoped(ctx);
+    if (!auth.isAdmin) throw forbidden('an unscoped administrator is required');
+    const id = input.params.restore_id;
+    const body = input.body;
+    const cfg = ctx.deps.config;
+    const actor = actorOf(ctx);
+    const finished = await withTx(ctx.deps.sql, async (tx) => {
+      const stage = await lockStage(tx, id);
+      if (!stage) throw notFound('restore');
+      if (!capabilityMatches(ctx, stage, body.restore_capability)) throw forbidden('the restore capability does not match this restore');
+      if (stage.status === 'validated' && stage.expired) {
+        throw new ApiError(410, 'the staged restore has expired; stage the document again', { reason: 'restore_expired' });
+      }
+      if (stage.status !== 'validated')
+        throw conflict(`the restore is ${stage.status}; a stage is applied at most once`, 'restore_not_validated');
+      if (body.sha256 !== stage.sha256) throw conflict('sha256 does not match the staged document', 'sha256_mismatch');
+      if (!(await tryLockRestore(tx, RESTORE_LOCK))) {
+        throw conflict('another restore is being applied (or a backup or restore is being submitted); retry', 'restore_running');
+      }
+      const approval = await consumeApproval(tx, ctx, input.headers, { kind: 'confirm_restore', restore_id: id, confirmation: body });
+      const meta = {
+        restore_id: stage.id,
+        sha256: stage.sha256,
+        backup_version: stage.backup_version,
+        item_counts: stage.item_counts,
+        credential_approval_id: approval.id,
+      };
+      try {
+        const result = await tx.savepoint((sp) =>
+          applyStage(sp, stage.id, actor, {
+            group: cfg.SVC_ADMIN_GROUPNAME,
+            scope: cfg.SVC_ADMIN_IDENTITY_SCOPE,
+            fallbackPasswordHash: async () => (cfg.SVC_ADMIN_PASSWORD ? hashPassword(cfg.SVC_ADMIN_PASSWORD) : null),
+          }),
+        );
+        const after = await finishStage(tx, stage.id, { status: 'succeeded', error: null, confirmedBy: auth.principal.id });
+        await appendEvent(tx, actor, {
+          entityType: 'restore',
+          entityId: stage.id,
+          entityName: null,
+          action: 'succeeded',
+          summary: `restore ${stage.id} replaced all data (backup format ${stage.backup_version})`,
+          after: statusWire(after),
+          metadata: { ...meta, passwords_carried: result.passwordsCarried, admin_repairs: result.adminRepairs },
+        });
+        return after;
+      } catch (err) {
+        ctx.deps.log.warn({ err, restore_id: stage.id }, 'restore failed; no data changed');
+        const after = await finishStage(tx, stage.id, { status: 'failed', error: applyError(err), confirmedBy: auth.principal.id });
+        await appendEvent(tx, actor, {
+          entityType: 'restore',
+          entityId: stage.id,
+          entityName: null,
+          action: 'failed',
+          summary: `restore ${stage.id} failed; no data changed`,
+          after: statusWire(after),
+          metadata: meta,
+        });
+        return after;
+      }
+    });
+    return { status: 200, body: statusWire(finished), headers: { 'cache-control': 'no-store' } };
+  },
+
+  getRestoreStatus: async (input, ctx) => {
+    const raw = input.headers['x-svc-restore-capability'];
+    if (!raw)
+      throw badRequest('header X-Svc-Restore-Capability is required', [{ path: 'header.X-Svc-Restore-Capability', message: 'required' }]);
+    const stage = await findStage(ctx.deps.sql, input.params.restore_id);
+    if (!stage) throw notFound('restore');
+    if (!capabilityMatches(ctx, stage, raw)) throw forbidden('the restore capability does not match this restore');
+    return { status: 200, body: statusWire(stage), headers: { 'cache-control': 'no-store' } };
+  },
 } satisfies Partial<HandlerMap>;

@@ -35,7 +35,9 @@ import {
 } from '../db/task-runner.ts';
 import type { Authority, ScopeValue } from '../domain/authz.ts';
 import { executeRemoteCall } from './remote-call.ts';
+import { executeExport } from './export.ts';
 import { executeImport } from './import.ts';
+import { executeBackup } from './backup.ts';
 
 /** How long a claim lasts without renewal; renewed every LEASE_MS / 3 while the executor runs. */
 export const LEASE_MS = 60_000;
@@ -96,7 +98,9 @@ export function registeredTaskKinds(): string[] {
 }
 
 registerTaskExecutor('remote_call', executeRemoteCall);
+registerTaskExecutor('export', executeExport);
 registerTaskExecutor('import', executeImport);
+registerTaskExecutor('backup', executeBackup);
 
 function adminOf(deps: Deps) {
   return { group: deps.config.SVC_ADMIN_GROUPNAME, scope: deps.config.SVC_ADMIN_IDENTITY_SCOPE };
