@@ -84,7 +84,13 @@ async function moreChildCollections(parent: number, prefix: string, n: number) {
     (${`${prefix}-a-${n}`}, '0', ${parent}, ${EARLY}), (${`${prefix}-z-${n}`}, '~', ${parent}, ${LATE})`;
 }
 
-async function seedEvents(fields: { collectionId: number; entityType: string; entityId: number }) {
+interface EventSeed {
+  collectionId: number | null;
+  entityType: string;
+  entityId: number;
+}
+
+async function seedEvents(fields: EventSeed) {
   // occurred_at in five tie groups
   return sql()<{ id: number }[]>`
     insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, provenance, occurred_at)
@@ -94,7 +100,7 @@ async function seedEvents(fields: { collectionId: number; entityType: string; en
     returning id`;
 }
 
-async function moreEvents(fields: { collectionId: number; entityType: string; entityId: number }) {
+async function moreEvents(fields: EventSeed) {
   await sql()`
     insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, provenance, occurred_at)
     select ${fields.entityType}, ${fields.entityId}::int, 'more', ${fields.collectionId}::int, 'updated', 'system',
@@ -559,23 +565,61 @@ const cases: Case[] = [
       };
     },
   },
-  ...(['listEvents', 'listCollectionEvents', 'listClassEvents'] as const).map((op): Case => ({
+  // /api/v1/events and each implemented wrapper; user and group events are collection-less
+  ...(
+    [
+      'listEvents',
+      'listCollectionEvents',
+      'listClassEvents',
+      'listObjectEvents',
+      'listUserEvents',
+      'listGroupEvents',
+      'listRemoteTargetEvents',
+    ] as const
+  ).map((op): Case => ({
     op,
     // default: id descending
     sorts: [undefined, 'occurred_at', '-occurred_at', 'id'],
     async setup() {
       const col = await collection(t);
       const cls = await newClass(col);
-      const fields =
-        op === 'listClassEvents'
-          ? { collectionId: col, entityType: 'class', entityId: cls }
-          : { collectionId: col, entityType: 'collection', entityId: col };
+      let fields: EventSeed;
+      let path: string;
+      switch (op) {
+        case 'listEvents':
+        case 'listCollectionEvents':
+          fields = { collectionId: col, entityType: 'collection', entityId: col };
+          path = op === 'listEvents' ? '/api/v1/events' : `/api/v1/collections/${col}/events`;
+          break;
+        case 'listClassEvents':
+          fields = { collectionId: col, entityType: 'class', entityId: cls };
+          path = `/api/v1/classes/${cls}/events`;
+          break;
+        case 'listObjectEvents': {
+          const [o] = await sql()<{ id: number }[]>`
+            insert into objects (name, collection_id, class_id, json_data) values ('o', ${col}, ${cls}, '{}') returning id`;
+          fields = { collectionId: col, entityType: 'object', entityId: o!.id };
+          path = `/api/v1/classes/${cls}/${o!.id}/events`;
+          break;
+        }
+        case 'listUserEvents':
+          fields = { collectionId: null, entityType: 'user', entityId: await newPrincipal() };
+          path = `/api/v1/iam/users/${fields.entityId}/events`;
+          break;
+        case 'listGroupEvents':
+          fields = { collectionId: null, entityType: 'group', entityId: await newGroup() };
+          path = `/api/v1/iam/groups/${fields.entityId}/events`;
+          break;
+        case 'listRemoteTargetEvents': {
+          const [rt] = await sql()<{ id: number }[]>`
+            insert into remote_targets (collection_id, name, method, url_template, allowed_subject_types)
+            values (${col}, 'rt', 'get', 'https://example.test/x', '{collection}') returning id`;
+          fields = { collectionId: col, entityType: 'remote_target', entityId: rt!.id };
+          path = `/api/v1/remote-targets/${rt!.id}/events`;
+          break;
+        }
+      }
       const rows = await seedEvents(fields);
-      const path = {
-        listEvents: '/api/v1/events',
-        listCollectionEvents: `/api/v1/collections/${col}/events`,
-        listClassEvents: `/api/v1/classes/${cls}/events`,
-      }[op];
       return {
         path,
         query: op === 'listEvents' ? { collection_id: String(col) } : undefined,
