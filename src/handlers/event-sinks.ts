@@ -144,11 +144,11 @@ export const eventSinksHandlers = {
       const prev = sinkFields(before);
       const next = applySinkPatch(prev, input.body as SinkPatch);
       if (sameJson(next, prev)) return before;
-      validateSink(next);
       const routings = await subscriptionRoutingsOfSink(tx, id);
       if (next.kind !== prev.kind && routings.length > 0) {
         throw conflict(`the sink kind cannot change while ${routings.length} subscription(s) use the sink`, 'sink_in_use');
       }
+      validateSink(next);
       for (const s of routings) {
         const problems = routingProblems(next.kind, s.routing, next.config);
         if (problems.length) {
