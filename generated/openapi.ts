@@ -1706,9 +1706,12 @@ export interface paths {
         put?: never;
         /**
          * Create an export template
-         * @description Needs CreateTemplate on `collection_id`. The template is parsed when saved (syntax errors and
-         *     includes of fragments that do not exist in the same collection are 400). Names are unique per
-         *     collection (409). A `collection_id` that does not exist is 404.
+         * @description Needs CreateTemplate on `collection_id`. The template is parsed when saved: syntax errors,
+         *     unknown tags or filters, blocks nested deeper than SVC_EXPORT_TEMPLATE_RECURSION_LIMIT, and
+         *     includes of names that are not `fragment` templates of the same collection are 400 with
+         *     `details` (a fragment may include itself by its own name). Names are unique per collection
+         *     (409). A `collection_id` that does not exist is 404. Records an `export_template.created`
+         *     audit event.
          */
         post: operations["createExportTemplate"];
         delete?: never;
@@ -1735,7 +1738,8 @@ export interface paths {
         post?: never;
         /**
          * Delete an export template
-         * @description Needs DeleteTemplate on the template's collection.
+         * @description Needs DeleteTemplate on the template's collection. Records an `export_template.deleted`
+         *     audit event. Export tasks already queued with this template fail when they run.
          */
         delete: operations["deleteExportTemplate"];
         options?: never;
@@ -1744,8 +1748,12 @@ export interface paths {
          * Update an export template
          * @description Needs UpdateTemplate on the current collection; changing `collection_id` also needs
          *     CreateTemplate on the destination collection. Omitted members stay unchanged;
-         *     `default_query: null` clears the default query. An update that changes nothing is a no-op:
-         *     the current template is returned, its revision does not advance and no event is recorded.
+         *     `default_query: null` clears the default query. The result is validated like a new template
+         *     (400). An update that changes nothing is a no-op: the current template is returned, its
+         *     revision does not advance and no event is recorded; otherwise an `export_template.updated`
+         *     event holds the before and after snapshots. Includes are resolved by name when an export
+         *     renders, so renaming, moving or deleting a fragment makes templates that include it fail
+         *     at render time (the task fails with reason `render_failed`).
          */
         patch: operations["updateExportTemplate"];
         trace?: never;
@@ -1791,7 +1799,9 @@ export interface paths {
          *     with the template's `content_type`. Needs ReadTemplate on the template's collection; the
          *     exported rows are filtered by the caller's read permissions and token scope (recorded at
          *     submission, intersected with live grants by the worker). `fragment` templates cannot be run
-         *     (400). When `query` is omitted the template's `default_query` applies.
+         *     (400). When `query` is omitted the template's `default_query` applies (read when the task
+         *     runs). Otherwise the same as `POST /api/v1/exports` with this `template_id`; the same
+         *     `Idempotency-Key` and body return the same task.
          */
         post: operations["runExportTemplate"];
         delete?: never;
@@ -1811,11 +1821,22 @@ export interface paths {
         put?: never;
         /**
          * Submit an export
-         * @description Submits an export task (kind `export`). Without `template_id` the output is the JSON
-         *     envelope ExportOutput; with `template_id` the output is rendered by that template (which
-         *     needs ReadTemplate and must be of kind `export`) and served with its `content_type`. Only
-         *     rows the caller may read (and that its token scope covers) are exported. A `template_id`, or
-         *     a `class_id`/`object_id` in `scope`, that does not exist is 404.
+         * @description Submits an export task (kind `export`, status `queued`; `Location` is `/api/v1/tasks/{id}`).
+         *     Without `template_id` the output is the JSON envelope ExportOutput; with `template_id` the
+         *     output is rendered by that template (which needs ReadTemplate and must be of kind `export`)
+         *     and served with its `content_type`. Only rows the caller may read (and that its token scope
+         *     covers) are exported, exactly as the list endpoint of the scope would list them.
+         *
+         *     Checked at submission: the template, the limits, the query against the list of the scope
+         *     (400), ReadClass on `scope.class_id` for `objects_in_class` and ReadObject on
+         *     `scope.object_id` for `related_objects` (403; 404 when missing, or when the object is not of
+         *     `scope.class_id`). The worker re-checks all of it with the submitter's live grants
+         *     intersected with the token scope recorded now, and fails closed.
+         *
+         *     The task's `summary` once it succeeded: `{scope_kind, template_id, count, total_matches,
+         *     truncated, warnings, content_type, output_bytes}`. A failed task's `details` are
+         *     `{reason, message}` with reason `invalid_request`, `not_found`, `permission_denied`,
+         *     `render_failed`, `output_too_large` or `submitter_missing`. Progress counts rows read.
          */
         post: operations["createExport"];
         delete?: never;
@@ -1836,8 +1857,8 @@ export interface paths {
         };
         /**
          * Get an export task
-         * @description The task of kind `export`. Tasks are visible to their submitter and to admins; another
-         *     principal's task, or a task of another kind, is 404.
+         * @description The task of kind `export`. Tasks are visible to their submitter (with any token) and to
+         *     admins using an unscoped token; another principal's task, or a task of another kind, is 404.
          */
         get: operations["getExport"];
         put?: never;
@@ -1863,9 +1884,10 @@ export interface paths {
          * @description Returns the stored output of a succeeded export without re-running it. The media type is
          *     fixed at submission: `application/json` with the ExportOutput envelope for exports without a
          *     template, otherwise the template's `content_type` (`text/plain`, `text/html`, `text/csv`, or
-         *     `application/json` holding the rendered document). `Accept` does not change it. 404 when the
-         *     task does not exist, is not visible, is not an export or has no output (not finished or not
-         *     succeeded); 410 once the output has expired.
+         *     `application/json` holding the rendered document; text types carry `charset=utf-8`). `Accept`
+         *     does not change it. 404 when the task does not exist, is not visible, is not an export or
+         *     has no output (not finished or not succeeded); 410 once the output has expired
+         *     (SVC_EXPORT_OUTPUT_RETENTION_HOURS after the task finished, default 24).
          */
         get: operations["getExportOutput"];
         put?: never;
@@ -4061,9 +4083,16 @@ export interface components {
         };
         /** @description Optional caps; omitted members use the server defaults. */
         ExportLimits: {
-            /** @description Maximum number of rows; larger values are clamped to the server maximum. Cutting the result sets `meta.truncated`. */
+            /**
+             * @description Maximum number of rows (default 10000); values above the server maximum 100000 are
+             *     clamped (with a warning). Cutting the result sets `meta.truncated`, the
+             *     `X-Svc-Export-Truncated` header and a warning.
+             */
             max_items?: number;
-            /** @description Maximum size of the rendered output; above the server maximum is 400. An output over the cap fails the task. */
+            /**
+             * @description Maximum size of the output in bytes (default 16777216, at most 67108864). An output over
+             *     the cap fails the task (reason `output_too_large`); lower `max_items` or narrow the query.
+             */
             max_output_bytes?: number;
         };
         /** @description JSON output of an export without a template. */
@@ -4084,8 +4113,11 @@ export interface components {
             limits?: components["schemas"]["ExportLimits"];
             /**
              * @description List query string of the list endpoint matching the scope (filters and `sort`, e.g.
-             *     `name__contains=web&sort=name`); `limit`, `cursor` and `include_total` are 400. With
-             *     `template_id` and no `query`, the template's `default_query` applies.
+             *     `name__contains=web&sort=name`): the collection, class, object (including `computed.*`
+             *     and `related.*` filters), class-relation or object-relation list, or for
+             *     `related_objects` the related-objects list (`depth`, `class_id`, sorts). The
+             *     `permissions=` filter works as on those lists. `limit`, `cursor` and `include_total` are
+             *     400. With `template_id` and no `query`, the template's `default_query` applies.
              */
             query?: string;
             scope: components["schemas"]["ExportScope"];
@@ -4131,16 +4163,22 @@ export interface components {
             name: string;
             revision: components["schemas"]["Revision"];
             /**
-             * @description Jinja-style template source. Context: `items` (the exported rows; object rows carry their
-             *     data as `data`), `meta` (`{count, truncated}`), `warnings` and `scope` (the export scope).
-             *     Rendering is bounded by SVC_EXPORT_TEMPLATE_RECURSION_LIMIT and SVC_EXPORT_TEMPLATE_FUEL.
+             * @description Jinja-style (Liquid) template source. Context: `items` (the exported rows in their list
+             *     representation; object rows also carry their data as `data`), `meta` (`{count,
+             *     truncated}`), `warnings` (strings) and `scope` (the export scope). Fragments of the same
+             *     collection are included by a quoted static name: `{% include 'name' %}` renders it in
+             *     the current scope, `{% render 'name' %}` in a scope holding only its arguments; both take
+             *     optional `, key: value` arguments. Rendering is bounded by
+             *     SVC_EXPORT_TEMPLATE_RECURSION_LIMIT (block nesting and include depth) and
+             *     SVC_EXPORT_TEMPLATE_FUEL (rendered nodes, shared with everything included). No file or
+             *     network access.
              */
             template: string;
             updated_at: components["schemas"]["Timestamp"];
         };
         ExportTemplateRunRequest: {
             limits?: components["schemas"]["ExportLimits"];
-            /** @description List query string; replaces the template's `default_query` when given. `limit`, `cursor` and `include_total` are 400. */
+            /** @description List query string (as in ExportRequest); replaces the template's `default_query` when given. `limit`, `cursor` and `include_total` are 400. */
             query?: string;
             scope: components["schemas"]["ExportScope"];
         };
@@ -5033,7 +5071,7 @@ export interface components {
              */
             content_type: "text/plain" | "text/html" | "text/csv" | "application/json";
             /**
-             * @description List query string; `limit`, `cursor` and `include_total` are not allowed in it.
+             * @description List query string; `limit`, `cursor` and `include_total` are not allowed in it (400).
              * @default null
              */
             default_query: string | null;
@@ -9625,7 +9663,7 @@ export interface operations {
                 headers: {
                     /** @description `true` when the result set was cut at `limits.max_items`, else `false`. */
                     "X-Svc-Export-Truncated": "true" | "false";
-                    /** @description Number of warnings emitted while producing the output. */
+                    /** @description Number of warnings emitted while producing the output (their texts are in the task's `summary.warnings` and in the JSON envelope's `warnings`). */
                     "X-Svc-Export-Warnings": number;
                     [name: string]: unknown;
                 };

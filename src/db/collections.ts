@@ -122,13 +122,14 @@ export async function isSelfOrDescendant(db: Db, id: number, candidate: number):
 export async function collectionDependents(
   db: Db,
   id: number,
-): Promise<{ children: number; classes: number; objects: number; remote_targets: number }> {
-  const [row] = await db<{ children: number; classes: number; objects: number; remote_targets: number }[]>`
+): Promise<{ children: number; classes: number; objects: number; remote_targets: number; export_templates: number }> {
+  const [row] = await db<{ children: number; classes: number; objects: number; remote_targets: number; export_templates: number }[]>`
     select
       (select count(*) from collections where parent_collection_id = ${id}::int)::int as children,
       (select count(*) from classes where collection_id = ${id}::int)::int as classes,
       (select count(*) from objects where collection_id = ${id}::int)::int as objects,
-      (select count(*) from remote_targets where collection_id = ${id}::int)::int as remote_targets`;
+      (select count(*) from remote_targets where collection_id = ${id}::int)::int as remote_targets,
+      (select count(*) from export_templates where collection_id = ${id}::int)::int as export_templates`;
   return row!;
 }
 

@@ -127,6 +127,7 @@ export const collectionsHandlers = {
         dep.classes && `${dep.classes} class(es)`,
         dep.objects && `${dep.objects} object(s)`,
         dep.remote_targets && `${dep.remote_targets} remote target(s)`,
+        dep.export_templates && `${dep.export_templates} export template(s)`,
       ].filter(Boolean);
       if (blocking.length)
         throw conflict(`the collection still has ${blocking.join(', ')}; delete or move them first`, 'collection_not_empty');

@@ -18,7 +18,7 @@ import {
   listEventRows,
 } from '../db/audit.ts';
 import { WRAPPER_ENTITY_TYPES, applyTimeWindow } from '../domain/audit.ts';
-import { pending } from './not-implemented.ts';
+import { findExportTemplateRef } from '../db/export-templates.ts';
 
 /** The audit list with the caller's visibility, the query's filters and a wrapper's fixed conditions. */
 async function eventPage(
@@ -80,6 +80,11 @@ export const eventsHandlers = {
     return eventPage(input.query, ctx, (db) => [entityIs(db, WRAPPER_ENTITY_TYPES.remoteTarget, id)]);
   },
 
-  // No migration creates export_templates yet; this wrapper is built once the table exists.
-  listExportTemplateEvents: pending('listExportTemplateEvents'),
+  listExportTemplateEvents: async (input, ctx) => {
+    const id = input.params.template_id;
+    const tpl = await findExportTemplateRef(ctx.deps.sql, id);
+    if (!tpl) throw notFound('export template');
+    await requireCollectionPermission(ctx.deps.sql, authOf(ctx), tpl.collection_id, 'ReadAudit');
+    return eventPage(input.query, ctx, (db) => [entityIs(db, ['export_template'], id)]);
+  },
 } satisfies Partial<HandlerMap>;

@@ -1,0 +1,135 @@
+// Export templates (and fragments): SQL only. Rules are in src/domain/exports.ts and the engine in
+// src/domain/templates.ts.
+import type { Db, TransactionSql } from './sql.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import { registerUniqueMessage } from './pg-errors.ts';
+import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import { CONTENT_TYPES, TEMPLATE_KINDS, type TemplateFields } from '../domain/exports.ts';
+
+registerUniqueMessage('export_templates_collection_name_key', 'an export template with this name already exists in this collection');
+
+export interface ExportTemplateRow extends TemplateFields {
+  [key: string]: unknown;
+  id: number;
+  created_at: Date;
+  updated_at: Date;
+  revision: number;
+}
+
+export const EXPORT_TEMPLATE_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 'et.id' },
+    name: { type: 'text', column: 'et.name' },
+    description: { type: 'text', column: 'et.description' },
+    collection_id: { type: 'integer', column: 'et.collection_id' },
+    kind: { type: 'text', column: 'et.kind', values: TEMPLATE_KINDS },
+    content_type: { type: 'text', column: 'et.content_type', values: CONTENT_TYPES },
+    created_at: { type: 'timestamp', column: 'et.created_at' },
+    updated_at: { type: 'timestamp', column: 'et.updated_at' },
+    revision: { type: 'integer', column: 'et.revision' },
+  },
+  aliases: { collections: 'collection_id' },
+  defaultSort: [{ field: 'id', desc: false }],
+};
+
+function cols(db: Db): Fragment {
+  return db`et.id, et.collection_id, et.name, et.description, et.kind, et.content_type, et.template, et.default_query,
+    et.created_at, et.updated_at, et.revision` as Fragment;
+}
+
+/** The public representation (components.schemas.ExportTemplate); also the audit snapshot. */
+export function exportTemplateView(r: ExportTemplateRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    collection_id: r.collection_id,
+    name: r.name,
+    description: r.description,
+    kind: r.kind,
+    content_type: r.content_type,
+    template: r.template,
+    default_query: r.default_query,
+    created_at: r.created_at,
+    updated_at: r.updated_at,
+    revision: r.revision,
+  };
+}
+
+export function templateRowFields(r: ExportTemplateRow): TemplateFields {
+  return {
+    collection_id: r.collection_id,
+    name: r.name,
+    description: r.description,
+    kind: r.kind,
+    content_type: r.content_type,
+    template: r.template,
+    default_query: r.default_query,
+  };
+}
+
+export function listExportTemplateRows(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<ExportTemplateRow>> {
+  return runList<ExportTemplateRow>(db, {
+    from: db`export_templates et` as Fragment,
+    select: cols(db),
+    where,
+    parsed,
+    spec: EXPORT_TEMPLATE_LIST_SPEC,
+  });
+}
+
+export async function findExportTemplate(db: Db, id: number): Promise<ExportTemplateRow | undefined> {
+  const [row] = await db<ExportTemplateRow[]>`select ${cols(db)} from export_templates et where et.id = ${id}::int`;
+  return row;
+}
+
+export async function lockExportTemplate(tx: TransactionSql, id: number): Promise<ExportTemplateRow | undefined> {
+  const [row] = await tx<ExportTemplateRow[]>`select ${cols(tx)} from export_templates et where et.id = ${id}::int for update`;
+  return row;
+}
+
+/** The id and collection of a template (the events wrapper's lookup). */
+export async function findExportTemplateRef(db: Db, id: number): Promise<{ id: number; collection_id: number } | undefined> {
+  const [row] = await db<{ id: number; collection_id: number }[]>`
+    select et.id, et.collection_id from export_templates et where et.id = ${id}::int`;
+  return row;
+}
+
+/** Name and kind of the named templates of a collection (to check includes when saving). */
+export async function templateKindsByName(db: Db, collectionId: number, names: string[]): Promise<Map<string, string>> {
+  if (names.length === 0) return new Map();
+  const rows = await db<{ name: string; kind: string }[]>`
+    select et.name, et.kind from export_templates et
+    where et.collection_id = ${collectionId}::int and et.name = any(${names}::text[])`;
+  return new Map(rows.map((r) => [r.name, r.kind]));
+}
+
+/** The sources of the named fragments of a collection (kind fragment only). */
+export async function fragmentSources(db: Db, collectionId: number, names: string[]): Promise<Map<string, string>> {
+  if (names.length === 0) return new Map();
+  const rows = await db<{ name: string; template: string }[]>`
+    select et.name, et.template from export_templates et
+    where et.collection_id = ${collectionId}::int and et.kind = 'fragment' and et.name = any(${names}::text[])`;
+  return new Map(rows.map((r) => [r.name, r.template]));
+}
+
+export async function insertExportTemplate(tx: TransactionSql, f: TemplateFields): Promise<ExportTemplateRow> {
+  const [row] = await tx<ExportTemplateRow[]>`
+    insert into export_templates as et (collection_id, name, description, kind, content_type, template, default_query)
+    values (${f.collection_id}::int, ${f.name}, ${f.description}, ${f.kind}, ${f.content_type}, ${f.template},
+      ${f.default_query}::text)
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function updateExportTemplateRow(tx: TransactionSql, id: number, f: TemplateFields): Promise<ExportTemplateRow> {
+  const [row] = await tx<ExportTemplateRow[]>`
+    update export_templates et set collection_id = ${f.collection_id}::int, name = ${f.name}, description = ${f.description},
+      kind = ${f.kind}, content_type = ${f.content_type}, template = ${f.template}, default_query = ${f.default_query}::text,
+      updated_at = now(), revision = et.revision + 1
+    where et.id = ${id}::int
+    returning ${cols(tx)}`;
+  return row!;
+}
+
+export async function deleteExportTemplateRow(tx: TransactionSql, id: number): Promise<void> {
+  await tx`delete from export_templates where id = ${id}::int`;
+}
