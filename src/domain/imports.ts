@@ -497,12 +497,7 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       for (const d of err.details ?? []) {
-        bad(
-          d.path
-            .replace(/^body\.class_id/, `${at('remote_targets', item.index)}.class_ref`)
-            .replace(/^body/, at('remote_targets', item.index)),
-          d.message,
-        );
+        bad(at('remote_targets', item.index) + d.path.replace(/^body/, '').replace(/^\.class_id/, '.class_ref'), d.message);
       }
     }
   }
