@@ -39,11 +39,13 @@ function rowFilter(db: Db, f: RowFilter | undefined): Fragment {
 }
 
 async function readSection(tx: TransactionSql, s: SectionSpec): Promise<Row[]> {
+  // Identifier lists after ORDER BY would be taken as values: join them one by one.
+  const orderBy = s.key.slice(1).reduce<Fragment>((acc, k) => tx`${acc}, ${tx(k)}` as Fragment, tx`${tx(s.key[0]!)}` as Fragment);
   const rows = await tx<{ r: Row }[]>`
-    select to_jsonb(x) as r from (
+    select to_json(x) as r from (
       select ${tx(s.fields as string[])} from ${tx(s.table)}
       where ${rowFilter(tx, s.rows)}
-      order by ${tx(s.key as string[])}
+      order by ${orderBy}
     ) x`;
   return rows.map((x) => x.r);
 }
