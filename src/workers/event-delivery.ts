@@ -176,7 +176,12 @@ export async function runDeliveryOnce(deps: Deps, opts: DeliveryRunOptions = {})
 }
 
 /** Runs SVC_EVENT_DELIVERY_WORKERS workers until `signal` aborts. */
-export async function runDeliveryWorkers(deps: Deps, signal: AbortSignal, stats: WakeupStats = deliveryWakeups): Promise<void> {
+export async function runDeliveryWorkers(
+  deps: Deps,
+  signal: AbortSignal,
+  stats: WakeupStats = deliveryWakeups,
+  only: DeliveryClaimFilter = {},
+): Promise<void> {
   const cfg = deps.config;
   const count = cfg.SVC_EVENT_DELIVERY_WORKERS;
   if (count <= 0) {
@@ -189,7 +194,7 @@ export async function runDeliveryWorkers(deps: Deps, signal: AbortSignal, stats:
     while (!signal.aborted) {
       let claimed = 0;
       try {
-        claimed = await runDeliveryOnce(deps, { signal });
+        claimed = await runDeliveryOnce(deps, { ...only, signal });
       } catch (err) {
         deps.log.error({ err, worker: 'event-delivery' }, 'event delivery cycle failed');
       }
