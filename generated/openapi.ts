@@ -2550,9 +2550,11 @@ export interface paths {
          *     that names no item, an item of another section or a later item, a collection key whose `path`
          *     does not end in its `name`, two items naming the same row, an invalid class `json_schema`,
          *     object data failing the schema of a validating class of the same import, a remote target the
-         *     remote-target API would refuse, more than 10,000 items, or a non-empty section this service
-         *     cannot import yet (`export_templates`, `event_sinks`, `event_subscriptions`). Natural keys
-         *     are resolved by the worker: a key that matches nothing fails that item (see the results).
+         *     remote-target API would refuse, an export template, event sink or event subscription its own
+         *     API would refuse (syntax, transport configuration, catalog), or more than 10,000 items.
+         *     Natural keys are resolved by the worker: a key that matches nothing fails that item (see the
+         *     results); template includes, subscription routing against its sink and sink changes that
+         *     subscriptions depend on are checked there too.
          *     Each item is authorized when it runs against the submitter's live permissions intersected
          *     with the token scope recorded at submission. `strict` imports run in one transaction and end
          *     `succeeded` or `failed`; `best_effort` imports may end `partially_succeeded`. A `dry_run`
@@ -4366,7 +4368,7 @@ export interface components {
         /**
          * @description An export template, matched on (collection, name). Unscoped admin only. Exactly one of
          *     `collection_ref` and `collection_key`. Includes resolve against existing templates and
-         *     templates of the same import in the same collection.
+         *     earlier templates of the same import in the same collection (list fragments first).
          */
         ImportExportTemplate: {
             collection_key?: components["schemas"]["ImportCollectionKey"];

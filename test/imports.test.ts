@@ -219,10 +219,24 @@ describe('createImport', () => {
     expect(paths).toContain('body.graph.remote_targets[0].class_ref');
   });
 
-  it('createImport 400: sections this service cannot import yet fail closed', async () => {
-    const res = await submit(body({ export_templates: [{ collection_key: { name: 'x', path: ['x'] }, name: 't', template: 'x' }] }));
+  it('createImport 400: export templates, sinks and subscriptions their APIs would refuse', async () => {
+    const key = { name: 'x', path: ['x'] };
+    const res = await submit(
+      body({
+        export_templates: [{ collection_key: key, name: 't', template: '{% if x %}' }],
+        event_sinks: [{ name: uniq('sink'), kind: 'webhook', config: { headers: { Authorization: 'Bearer x' } } }],
+        event_subscriptions: [{ sink_key: { name: 's' }, name: 'sub', entity_types: ['nonsense'], actions: ['created'] }],
+      }),
+    );
     expect(res.status, res.text).toBe(400);
-    expect((res.body as { details: { path: string }[] }).details[0]!.path).toBe('body.graph.export_templates');
+    const paths = (res.body as { details: { path: string }[] }).details.map((d) => d.path);
+    expect(paths).toContain('body.graph.export_templates[0].template');
+    expect(paths).toContain('body.graph.event_subscriptions[0].entity_types');
+    const sink = await submit(
+      body({ event_sinks: [{ name: uniq('sink'), kind: 'webhook', config: { headers: { Authorization: 'Bearer x' } } }] }),
+    );
+    expect(sink.status, sink.text).toBe(400);
+    expect((sink.body as { details: { path: string }[] }).details[0]!.path).toBe('body.graph.event_sinks[0].config.headers.Authorization');
   });
 
   it('createImport 403: identity and integration sections need an unscoped administrator', async () => {
@@ -605,6 +619,69 @@ describe('import executor', () => {
       }),
     );
     expect(wrong.results[1]).toMatchObject({ entity_kind: 'remote_target', outcome: 'failed' });
+  });
+
+  it('export templates, event sinks and subscriptions are imported through their modules', async () => {
+    const col = uniq('col');
+    const sinkName = uniq('sink');
+    const fragment = uniq('frag');
+    const { task, results: rows } = await runImport(
+      body({
+        collections: [{ ref: 'c', name: col }],
+        export_templates: [
+          { ref: 'f', collection_ref: 'c', name: fragment, kind: 'fragment', template: '{{ item.name }}' },
+          { collection_ref: 'c', name: 'report', template: `{% for i in items %}{% include '${fragment}', item: i %}{% endfor %}` },
+        ],
+        event_sinks: [{ ref: 's', name: sinkName, kind: 'webhook', config: { timeout_ms: 5000 } }],
+        event_subscriptions: [
+          {
+            collection_ref: 'c',
+            sink_ref: 's',
+            name: 'objects',
+            entity_types: ['object'],
+            actions: ['created'],
+            routing: { url: 'https://hooks.example.com/x' },
+          },
+          {
+            sink_key: { name: sinkName },
+            name: uniq('sys'),
+            entity_types: ['user'],
+            actions: ['created'],
+            routing: { url: 'https://hooks.example.com/y' },
+          },
+        ],
+      }),
+    );
+    expect(task.status, JSON.stringify(rows)).toBe('succeeded');
+    expect(rows.map((r) => r.entity_kind)).toEqual([
+      'collection',
+      'export_template',
+      'export_template',
+      'event_sink',
+      'event_subscription',
+      'event_subscription',
+    ]);
+    const [tpl] = await t.deps.sql<{ n: number }[]>`
+      select count(*)::int as n from export_templates et join collections c on c.id = et.collection_id where c.name = ${col}`;
+    expect(tpl!.n).toBe(2);
+    const subs = await t.deps.sql<{ collection_id: number | null }[]>`
+      select s.collection_id from event_subscriptions s join event_sinks k on k.id = s.sink_id where k.name = ${sinkName} order by s.id`;
+    expect(subs.map((r) => r.collection_id === null)).toEqual([false, true]);
+    // A template including a fragment that is not there fails its item; overwrite of an identical sink is unchanged.
+    const again = await runImport(
+      body(
+        {
+          export_templates: [{ collection_key: { name: col, path: [col] }, name: uniq('r'), template: "{% include 'missing' %}" }],
+          event_sinks: [{ name: sinkName, kind: 'webhook', config: { timeout_ms: 5000 } }],
+        },
+        { mode: { atomicity: 'best_effort', collision_policy: 'overwrite' } },
+      ),
+    );
+    expect(again.results.map((r) => [r.outcome, r.action])).toEqual([
+      ['failed', 'create'],
+      ['succeeded', 'unchanged'],
+    ]);
+    expect(again.results[0]!.error).toMatch(/no fragment of this collection/);
   });
 
   it('a cancel request stops a running import at its next checkpoint; what was not attempted is skipped', async () => {

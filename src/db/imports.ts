@@ -68,6 +68,25 @@ export async function remoteTargetIdByName(db: Db, collectionId: number, name: s
   return row?.id;
 }
 
+export async function exportTemplateIdByName(db: Db, collectionId: number, name: string): Promise<number | undefined> {
+  const [row] = await db<{ id: number }[]>`
+    select id from export_templates where collection_id = ${collectionId}::int and name = ${name}::text`;
+  return row?.id;
+}
+
+export async function eventSinkIdByName(db: Db, name: string): Promise<number | undefined> {
+  const [row] = await db<{ id: number }[]>`select id from event_sinks where name = ${name}::text`;
+  return row?.id;
+}
+
+/** A subscription by name within a collection, or among system subscriptions (collectionId null). */
+export async function eventSubscriptionIdByName(db: Db, collectionId: number | null, name: string): Promise<number | undefined> {
+  const [row] = await db<{ id: number }[]>`
+    select id from event_subscriptions
+    where collection_id is not distinct from ${collectionId}::int and name = ${name}::text`;
+  return row?.id;
+}
+
 // ---- results ------------------------------------------------------------------------------------
 
 export interface ImportResultRow {

@@ -11,6 +11,8 @@ import { createHmac } from 'node:crypto';
 import { ApiError, badRequest, type ErrorDetail } from '../http/errors.ts';
 import { compileClassSchema, schemaErrors } from './class-schema.ts';
 import { validateTarget, fieldsFromNew, type TemplateLimits } from './remote-targets.ts';
+import { templateFieldsFromNew, validateTemplateFields } from './exports.ts';
+import { subscriptionFromNew, validateSubscription } from './event-subscriptions.ts';
 
 export const SECTIONS = [
   'collections',
@@ -72,12 +74,6 @@ export const ADMIN_SECTIONS: readonly Section[] = [
   'event_sinks',
   'event_subscriptions',
 ];
-
-/**
- * Sections whose entities this service cannot import yet: a non-empty one is refused (400) so
- * that nothing is silently dropped.
- */
-export const UNSUPPORTED_SECTIONS: readonly Section[] = ['export_templates', 'event_sinks', 'event_subscriptions'];
 
 export const RESULT_ACTIONS = ['create', 'update', 'unchanged'] as const;
 export type ResultAction = (typeof RESULT_ACTIONS)[number];
@@ -212,6 +208,44 @@ export interface ImportRemoteTarget {
   enabled?: boolean;
 }
 
+export interface ImportExportTemplate {
+  ref?: string;
+  collection_ref?: string;
+  collection_key?: CollectionKey;
+  name: string;
+  description?: string;
+  kind?: 'export' | 'fragment';
+  content_type?: 'text/plain' | 'text/html' | 'text/csv' | 'application/json';
+  template: string;
+  default_query?: string | null;
+}
+export interface SinkKey {
+  name: string;
+}
+export interface ImportEventSink {
+  ref?: string;
+  name: string;
+  kind: 'webhook' | 'amqp' | 'redis_stream' | 'email';
+  config: Record<string, unknown>;
+  secret_ref?: string | null;
+  enabled?: boolean;
+  delivery_policy?: { min_interval_ms?: number | null };
+}
+export interface ImportEventSubscription {
+  ref?: string;
+  collection_ref?: string;
+  collection_key?: CollectionKey;
+  sink_ref?: string;
+  sink_key?: SinkKey;
+  name: string;
+  description?: string;
+  entity_types: string[];
+  actions: string[];
+  filter?: Record<string, unknown>;
+  routing?: Record<string, unknown>;
+  enabled?: boolean;
+}
+
 export type ImportGraph = { [S in Section]?: Record<string, unknown>[] };
 
 export interface ImportRequest {
@@ -310,9 +344,6 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
     throw badRequest(`an import holds at most ${MAX_IMPORT_ITEMS} items (this one has ${total})`, [
       { path: 'body.graph', message: `at most ${MAX_IMPORT_ITEMS} items` },
     ]);
-  }
-  for (const s of UNSUPPORTED_SECTIONS) {
-    if ((graph[s]?.length ?? 0) > 0) bad(`body.graph.${s}`, `importing ${s} is not supported by this service yet; send it empty`);
   }
 
   // Pass 1: items in processing order and the refs they declare.
@@ -449,6 +480,15 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
         if (col !== undefined) id = JSON.stringify([col, b.name]);
         break;
       }
+      case 'event_sinks':
+        id = JSON.stringify(b.name);
+        break;
+      case 'event_subscriptions': {
+        const system = b.collection_ref === undefined && b.collection_key === undefined;
+        const col = system ? 'system' : collectionIdentity(b, 'collection_ref', 'collection_key');
+        if (col !== undefined) id = JSON.stringify([col, b.name]);
+        break;
+      }
       default:
         id = undefined;
     }
@@ -502,6 +542,29 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
     }
   }
 
+  // Export templates and subscriptions: their APIs' document rules (includes, sinks and routing are
+  // checked by the worker against the database).
+  const rewrite = (section: Section, index: number, path: string) => at(section, index) + path.replace(/^body/, '');
+  for (const item of items.filter((i) => i.section === 'export_templates')) {
+    const b = item.body as unknown as ImportExportTemplate;
+    try {
+      validateTemplateFields(templateFieldsFromNew({ ...templateBody(b), collection_id: 0 }), limits);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      for (const d of err.details ?? []) bad(rewrite('export_templates', item.index, d.path), d.message);
+    }
+  }
+  for (const item of items.filter((i) => i.section === 'event_subscriptions')) {
+    const b = item.body as unknown as ImportEventSubscription;
+    const system = b.collection_ref === undefined && b.collection_key === undefined;
+    try {
+      validateSubscription(subscriptionFromNew(system ? null : 0, { ...subscriptionBody(b), sink_id: 0 }));
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      for (const d of err.details ?? []) bad(rewrite('event_subscriptions', item.index, d.path), d.message);
+    }
+  }
+
   if (details.length) throw badRequest(`the import is invalid: ${details[0]!.path} ${details[0]!.message}`, details);
   return { items, ...importMode(req) };
 }
@@ -509,6 +572,26 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
 /** The remote-target API body members of an import item (refs and keys removed). */
 export function targetBody(b: ImportRemoteTarget): Record<string, unknown> {
   const { ref: _r, collection_ref: _cr, collection_key: _ck, class_ref: _kr, class_key: _kk, ...rest } = b;
+  return rest;
+}
+
+/** The export-template API body members of an import item (refs and keys removed). */
+export function templateBody(b: ImportExportTemplate): Omit<ImportExportTemplate, 'ref' | 'collection_ref' | 'collection_key'> {
+  const { ref: _r, collection_ref: _cr, collection_key: _ck, ...rest } = b;
+  return rest;
+}
+
+/** The sink API body members of an import item. */
+export function sinkBody(b: ImportEventSink): Omit<ImportEventSink, 'ref'> {
+  const { ref: _r, ...rest } = b;
+  return rest;
+}
+
+/** The subscription API body members of an import item (refs and keys removed). */
+export function subscriptionBody(
+  b: ImportEventSubscription,
+): Omit<ImportEventSubscription, 'ref' | 'collection_ref' | 'collection_key' | 'sink_ref' | 'sink_key'> {
+  const { ref: _r, collection_ref: _cr, collection_key: _ck, sink_ref: _sr, sink_key: _sk, ...rest } = b;
   return rest;
 }
 

@@ -1,6 +1,6 @@
 import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
-import { forbidden, notFound } from '../http/errors.ts';
+import { ApiError, badRequest, forbidden, notFound, type ErrorDetail } from '../http/errors.ts';
 import { isUnscopedAdmin } from '../http/gates.ts';
 import { parseListQuery } from '../http/list-query.ts';
 import { listReply } from '../db/list.ts';
@@ -16,10 +16,15 @@ import {
   isCredentialBearing,
   planImport,
   scopeOf,
+  sinkBody,
+  type ImportEventSink,
   type ImportHuman,
+  type ImportPlan,
   type ImportRequest,
 } from '../domain/imports.ts';
 import { templateLimits } from './remote-targets.ts';
+import { validateSinkConfig } from '../sinks/index.ts';
+import { sinkFromNew } from '../domain/event-subscriptions.ts';
 
 /**
  * The request as the task stores it: passwords replaced by their Argon2id hashes (with a salt
@@ -34,6 +39,25 @@ async function storedRequest(body: ImportRequest, key: Buffer): Promise<Record<s
     delete p.password;
   }
   return copy as unknown as Record<string, unknown>;
+}
+
+/** Sink items: the sink API's name and per-kind configuration rules (400 with details). */
+function validateSinkItems(plan: ImportPlan): void {
+  const details: ErrorDetail[] = [];
+  for (const item of plan.items.filter((i) => i.section === 'event_sinks')) {
+    const f = sinkFromNew(sinkBody(item.body as unknown as ImportEventSink) as Parameters<typeof sinkFromNew>[0]);
+    const at = `body.graph.event_sinks[${item.index}]`;
+    if (f.name.trim() === '' || f.name.length > 255)
+      details.push({ path: `${at}.name`, message: 'must be 1 to 255 characters and not blank' });
+    try {
+      validateSinkConfig(f.kind, f.config, f.secret_ref);
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      for (const d of err.details ?? [{ path: 'body', message: err.message }])
+        details.push({ path: at + d.path.replace(/^body/, ''), message: d.message });
+    }
+  }
+  if (details.length) throw badRequest(`the import is invalid: ${details[0]!.path} ${details[0]!.message}`, details);
 }
 
 /** The import task the caller may see (its submitter, or an unscoped admin); 404 otherwise. */
@@ -52,6 +76,7 @@ export const importsHandlers = {
     const credentials = isCredentialBearing(body.graph);
     if (credentials && auth.principal.kind !== 'human') throw forbidden('imports carrying passwords need an unscoped human administrator');
     const plan = planImport(body, templateLimits(ctx));
+    validateSinkItems(plan);
     const request = await storedRequest(body, ctx.deps.tokenKey);
     const { task } = await withTx(ctx.deps.sql, async (tx) => {
       if (credentials) await consumeApproval(tx, ctx, input.headers, { kind: 'import_credentials', import: input.body });

@@ -96,6 +96,9 @@ import {
   childCollectionId,
   classRelationIdBetween,
   collectionIdByPath,
+  eventSinkIdByName,
+  eventSubscriptionIdByName,
+  exportTemplateIdByName,
   groupIdByKey,
   maxRelationsInUse,
   principalByKey,
@@ -115,7 +118,10 @@ import {
   finalStatus,
   planImport,
   scopeOf,
+  sinkBody,
+  subscriptionBody,
   targetBody,
+  templateBody,
   type ClassKey,
   type CollectionKey,
   type IdentityKey,
@@ -123,6 +129,10 @@ import {
   type ImportClassRelation,
   type ImportCollection,
   type ImportCollectionPermission,
+  type ImportEventSink,
+  type ImportEventSubscription,
+  type ImportExportTemplate,
+  type SinkKey,
   type ImportGroup,
   type ImportGroupMembership,
   type ImportHuman,
@@ -139,6 +149,54 @@ import {
   type ResultOutcome,
 } from '../domain/imports.ts';
 import type { TaskProgress } from '../db/tasks.ts';
+import {
+  exportTemplateView,
+  insertExportTemplate,
+  lockExportTemplate,
+  templateKindsByName,
+  templateRowFields,
+  updateExportTemplateRow,
+  type ExportTemplateRow,
+} from '../db/export-templates.ts';
+import {
+  applyTemplatePatch,
+  sameTemplateFields,
+  templateFieldsFromNew,
+  validateTemplateFields,
+  type TemplateFields,
+} from '../domain/exports.ts';
+import {
+  eventSinkView,
+  findEventSink,
+  insertEventSink,
+  lockEventSink,
+  sinkFields,
+  subscriptionRoutingsOfSink,
+  updateEventSinkRow,
+  type EventSinkRow,
+} from '../db/event-sinks.ts';
+import {
+  eventSubscriptionView,
+  insertEventSubscription,
+  lockEventSubscription,
+  subscriptionFields,
+  updateEventSubscriptionRow,
+  type EventSubscriptionRow,
+} from '../db/event-subscriptions.ts';
+import { repointSubscriptionDeliveries } from '../db/event-deliveries.ts';
+import {
+  applySinkPatch,
+  applySubscriptionPatch,
+  sameJson,
+  sinkFromNew,
+  subscriptionFromNew,
+  validateSubscription,
+  type SinkFields,
+  type SinkPatch,
+  type SubscriptionFields,
+  type SubscriptionPatch,
+} from '../domain/event-subscriptions.ts';
+import { routingProblems, validateSinkConfig } from '../sinks/index.ts';
 import { ClaimLostError, TaskCancelledError, type TaskOutcome, type TaskRunContext } from './tasks.ts';
 
 /** Items between cancel checkpoints (and progress updates of transactional runs). */
@@ -428,9 +486,12 @@ class ImportRun {
         return this.membership(tx, b as unknown as ImportGroupMembership, state);
       case 'remote_targets':
         return this.remoteTarget(tx, b as unknown as ImportRemoteTarget, state);
-      default:
-        // Refused when the import was submitted (UNSUPPORTED_SECTIONS); fail closed all the same.
-        throw badRequest(`importing ${item.section} is not supported by this service yet`);
+      case 'export_templates':
+        return this.exportTemplate(tx, b as unknown as ImportExportTemplate, state);
+      case 'event_sinks':
+        return this.eventSink(tx, b as unknown as ImportEventSink, state);
+      case 'event_subscriptions':
+        return this.eventSubscription(tx, b as unknown as ImportEventSubscription, state);
     }
   }
 
@@ -468,6 +529,13 @@ class ImportRun {
     if (ref !== undefined) return this.refId(ref);
     const id = await groupIdByKey(tx, key!.name, key!.identity_scope);
     if (id === undefined) throw notFound(`group ${JSON.stringify(key!.name)} in identity scope ${JSON.stringify(key!.identity_scope)}`);
+    return id;
+  }
+
+  private async sinkOf(tx: TransactionSql, ref: string | undefined, key: SinkKey | undefined): Promise<number> {
+    if (ref !== undefined) return this.refId(ref);
+    const id = await eventSinkIdByName(tx, key!.name);
+    if (id === undefined) throw notFound(`event sink ${JSON.stringify(key!.name)}`);
     return id;
   }
 
@@ -1100,6 +1168,185 @@ class ImportRun {
     validateTarget(next, this.limits);
     const after = await updateRemoteTargetRow(tx, before.id, next);
     await appendEvent(tx, this.actor, this.targetEvent(after, 'updated', before));
+    return { action: 'update', id: after.id };
+  }
+
+  // ---- export templates -------------------------------------------------------------------------
+
+  /** The export-template API's rules: syntax, then every include names a fragment of the same collection. */
+  private async validateTemplate(tx: TransactionSql, f: TemplateFields): Promise<void> {
+    const compiled = validateTemplateFields(f, this.limits);
+    const others = compiled.includes.filter((n) => !(n === f.name && f.kind === 'fragment'));
+    const kinds = await templateKindsByName(tx, f.collection_id, others);
+    const details = [];
+    for (const name of others) {
+      const kind = kinds.get(name);
+      if (kind === undefined)
+        details.push({ path: 'template', message: `includes ${JSON.stringify(name)}, which is no fragment of this collection` });
+      else if (kind !== 'fragment')
+        details.push({
+          path: 'template',
+          message: `includes ${JSON.stringify(name)}, an export template (only fragments can be included)`,
+        });
+    }
+    if (details.length) throw badRequest('the export template is invalid', details);
+  }
+
+  private templateEvent(row: ExportTemplateRow, action: 'created' | 'updated', before: ExportTemplateRow | null) {
+    return {
+      entityType: 'export_template',
+      entityId: row.id,
+      entityName: row.name,
+      collectionId: row.collection_id,
+      action,
+      summary: `export template ${row.name} ${action}`,
+      before: before ? exportTemplateView(before) : null,
+      after: exportTemplateView(row),
+      beforeRevision: before?.revision ?? null,
+      afterRevision: row.revision,
+    };
+  }
+
+  private async exportTemplate(tx: TransactionSql, b: ImportExportTemplate, state: ItemState): Promise<Applied> {
+    const collectionId = await this.collectionOf(tx, b.collection_ref, b.collection_key);
+    const body = { ...templateBody(b), collection_id: collectionId };
+    const existing = await exportTemplateIdByName(tx, collectionId, b.name);
+    if (existing === undefined) {
+      const fields = templateFieldsFromNew(body);
+      await requireCollectionPermission(tx, this.auth, collectionId, 'CreateTemplate');
+      await this.validateTemplate(tx, fields);
+      const created = await insertExportTemplate(tx, fields);
+      await appendEvent(tx, this.actor, this.templateEvent(created, 'created', null));
+      return { action: 'create', id: created.id };
+    }
+    state.action = 'update';
+    if (this.plan.collisionPolicy === 'abort') throw collide(`export template ${JSON.stringify(b.name)}`);
+    await requireCollectionPermission(tx, this.auth, collectionId, 'UpdateTemplate');
+    const before = await lockExportTemplate(tx, existing);
+    if (!before) throw notFound('export template');
+    const next = applyTemplatePatch(templateRowFields(before), body);
+    if (sameTemplateFields(next, templateRowFields(before))) {
+      state.action = 'unchanged';
+      return { action: 'unchanged', id: before.id };
+    }
+    await this.validateTemplate(tx, next);
+    const after = await updateExportTemplateRow(tx, before.id, next);
+    await appendEvent(tx, this.actor, this.templateEvent(after, 'updated', before));
+    return { action: 'update', id: after.id };
+  }
+
+  // ---- event sinks and subscriptions ------------------------------------------------------------
+
+  private sinkEvent(row: EventSinkRow, action: 'created' | 'updated', before: EventSinkRow | null) {
+    return {
+      entityType: 'event_sink',
+      entityId: row.id,
+      entityName: row.name,
+      collectionId: null,
+      action,
+      summary: `event sink ${row.name} ${action}`,
+      before: before ? eventSinkView(before) : null,
+      after: eventSinkView(row),
+      beforeRevision: before?.revision ?? null,
+      afterRevision: row.revision,
+    };
+  }
+
+  private validateSink(f: SinkFields): void {
+    if (f.name.trim() === '' || f.name.length > 255) {
+      throw badRequest('the event sink is invalid', [{ path: 'name', message: 'must be 1 to 255 characters and not blank' }]);
+    }
+    validateSinkConfig(f.kind, f.config, f.secret_ref);
+  }
+
+  private async eventSink(tx: TransactionSql, b: ImportEventSink, state: ItemState): Promise<Applied> {
+    const body = sinkBody(b);
+    const existing = await eventSinkIdByName(tx, b.name);
+    if (existing === undefined) {
+      const fields = sinkFromNew(body as Parameters<typeof sinkFromNew>[0]);
+      this.validateSink(fields);
+      const created = await insertEventSink(tx, fields);
+      await appendEvent(tx, this.actor, this.sinkEvent(created, 'created', null));
+      return { action: 'create', id: created.id };
+    }
+    state.action = 'update';
+    if (this.plan.collisionPolicy === 'abort') throw collide(`event sink ${JSON.stringify(b.name)}`);
+    const before = await lockEventSink(tx, existing);
+    if (!before) throw notFound('event sink');
+    const prev = sinkFields(before);
+    const next = applySinkPatch(prev, body as SinkPatch);
+    if (sameJson(next, prev)) {
+      state.action = 'unchanged';
+      return { action: 'unchanged', id: before.id };
+    }
+    // The sink API's rules for a sink that subscriptions use.
+    const routings = await subscriptionRoutingsOfSink(tx, before.id);
+    if (next.kind !== prev.kind && routings.length > 0) {
+      throw conflict(`the sink kind cannot change while ${routings.length} subscription(s) use the sink`, 'sink_in_use');
+    }
+    this.validateSink(next);
+    for (const s of routings) {
+      const problems = routingProblems(next.kind, s.routing, next.config);
+      if (problems.length) {
+        throw conflict(`the new configuration does not fit the routing of subscription ${s.id}: ${problems[0]!.message}`, 'sink_in_use');
+      }
+    }
+    const after = await updateEventSinkRow(tx, before.id, next);
+    await appendEvent(tx, this.actor, this.sinkEvent(after, 'updated', before));
+    return { action: 'update', id: after.id };
+  }
+
+  private subscriptionEvent(row: EventSubscriptionRow, action: 'created' | 'updated', before: EventSubscriptionRow | null) {
+    return {
+      entityType: 'event_subscription',
+      entityId: row.id,
+      entityName: row.name,
+      collectionId: row.collection_id,
+      action,
+      summary: `event subscription ${row.name} ${action}`,
+      before: before ? eventSubscriptionView(before) : null,
+      after: eventSubscriptionView(row),
+      beforeRevision: before?.revision ?? null,
+      afterRevision: row.revision,
+      metadata: { sink_id: row.sink_id },
+    };
+  }
+
+  /** The subscription API's rules: catalog, filter and the sink's routing (the sink must exist). */
+  private async validateSubscription(tx: TransactionSql, f: SubscriptionFields): Promise<void> {
+    const sink = await findEventSink(tx, f.sink_id);
+    if (!sink) throw notFound('event sink');
+    validateSubscription(f, routingProblems(sink.kind, f.routing, sink.config));
+  }
+
+  private async eventSubscription(tx: TransactionSql, b: ImportEventSubscription, state: ItemState): Promise<Applied> {
+    const system = b.collection_ref === undefined && b.collection_key === undefined;
+    const collectionId = system ? null : await this.collectionOf(tx, b.collection_ref, b.collection_key);
+    const sinkId = await this.sinkOf(tx, b.sink_ref, b.sink_key);
+    if (collectionId !== null) await requireCollectionPermission(tx, this.auth, collectionId, 'ManageEventSubscription');
+    const body = { ...subscriptionBody(b), sink_id: sinkId } as Parameters<typeof subscriptionFromNew>[1];
+    const existing = await eventSubscriptionIdByName(tx, collectionId, b.name);
+    if (existing === undefined) {
+      const fields = subscriptionFromNew(collectionId, body);
+      await this.validateSubscription(tx, fields);
+      const created = await insertEventSubscription(tx, fields);
+      await appendEvent(tx, this.actor, this.subscriptionEvent(created, 'created', null));
+      return { action: 'create', id: created.id };
+    }
+    state.action = 'update';
+    if (this.plan.collisionPolicy === 'abort') throw collide(`event subscription ${JSON.stringify(b.name)}`);
+    const before = await lockEventSubscription(tx, existing, collectionId);
+    if (!before) throw notFound('event subscription');
+    const prev = subscriptionFields(before);
+    const next = applySubscriptionPatch(prev, body as SubscriptionPatch);
+    if (sameJson(next, prev)) {
+      state.action = 'unchanged';
+      return { action: 'unchanged', id: before.id };
+    }
+    await this.validateSubscription(tx, next);
+    const after = await updateEventSubscriptionRow(tx, before.id, next);
+    if (after.sink_id !== before.sink_id) await repointSubscriptionDeliveries(tx, before.id, after.sink_id);
+    await appendEvent(tx, this.actor, this.subscriptionEvent(after, 'updated', before));
     return { action: 'update', id: after.id };
   }
 }
