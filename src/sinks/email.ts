@@ -168,6 +168,8 @@ function messageId(mail: RenderedMail, input: SendInput): string {
 function smtpFailure(err: unknown): SinkFailure | null {
   const code = (err as { responseCode?: unknown })?.responseCode;
   if (typeof code !== 'number' || code < 400 || code > 599) return null;
+  // a refused login is retried like the other transports' auth failures: rotating the secret fixes it
+  if ((err as { code?: unknown }).code === 'EAUTH') return new SinkFailure('retry', `the mail server refused the login (${code})`);
   return new SinkFailure(code >= 500 ? 'dead' : 'retry', `the mail server refused the message (${code})`);
 }
 
@@ -239,9 +241,9 @@ export const emailTransport: SinkTransport = {
   kind: 'email',
   validateConfig,
   validateRouting,
-  render(sink, routing, envelope, purpose, config) {
+  async render(sink, routing, envelope, purpose, config) {
     try {
-      return Promise.resolve(renderMail(sink, routing, envelope, purpose, config));
+      return renderMail(sink, routing, envelope, purpose, config);
     } catch (err) {
       if (err instanceof MailTemplateError) {
         throw badRequest('the sink templates cannot render this event', [{ path: `config.${err.member}`, message: err.message }]);

@@ -76,6 +76,9 @@ async function send(input: SendInput): Promise<SendResult> {
   const timeoutMs = Math.min(ioTimeout, input.timeoutMs);
   const deadline = new Deadline(timeoutMs, input.signal);
   let client: Redis | undefined;
+  // ioredis reports the cause (refused connection, WRONGPASS) on 'error' and rejects the
+  // pending call with a generic "Connection is closed."; the cause is what the result names
+  let clientError: unknown;
   try {
     const problems = [...validateConfig(cfg, sink.secret_ref), ...validateRouting(routing)];
     if (problems.length) throw new SinkFailure('dead', `the sink configuration is invalid: ${problems[0]!.message}`);
@@ -102,14 +105,18 @@ async function send(input: SendInput): Promise<SendResult> {
       enableReadyCheck: false,
       enableAutoPipelining: false,
     });
-    client.on('error', () => {}); // surfaced through the pending command instead
+    client.on('error', (err: unknown) => {
+      clientError ??= err;
+    });
     await deadline.run(client.connect());
     const trim = typeof cfg.max_len === 'number' ? ['MAXLEN', ...(cfg.approximate_trim === false ? [] : ['~']), String(cfg.max_len)] : [];
     const args = [...trim, '*', ...Object.entries(fields).flat()];
     const id = await deadline.run(client.xadd(routing.stream as string, ...args));
     if (typeof id !== 'string' || id === '') throw new SinkFailure('retry', 'the redis server did not return an entry id');
     return { outcome: 'succeeded' };
-  } catch (err) {
+  } catch (thrown) {
+    const generic = !(thrown instanceof SinkFailure) && /Connection is closed/.test(String((thrown as Error)?.message));
+    const err = generic && clientError ? clientError : thrown;
     if (err instanceof SinkFailure) return { outcome: err.outcome, error: err.message };
     const reply = replyFailure(err);
     if (reply) return { outcome: reply.outcome, error: reply.message };
