@@ -2927,7 +2927,8 @@ export interface paths {
          *     synchronously in one transaction: every backed-up table is emptied and refilled from the
          *     staged document; tokens, credential approvals, the event fan-out queue and sink pacing are
          *     cleared; identity sequences continue after the restored ids; restored events are not
-         *     delivered to sinks again and restored deliveries are unclaimed. The 200 body reports
+         *     delivered to sinks again and restored deliveries are unclaimed. Writes by other requests and
+         *     workers wait until the restore commits (reads go on). The 200 body reports
          *     `succeeded`, or `failed` with `error` when applying failed (then no application data
          *     changed, the approval is used and the stage cannot be confirmed again). A `restore.succeeded`
          *     or `restore.failed` event (entity `restore`, id of the stage, metadata with `sha256`,

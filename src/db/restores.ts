@@ -5,6 +5,7 @@
 // bootstrap administrator is kept able to log in.
 import type { Db, TransactionSql } from './sql.ts';
 import { appendEvent, type Actor } from './events.ts';
+import type { Fragment } from './list.ts';
 import type { ErrorDetail } from '../http/errors.ts';
 import { EXCLUDED_TABLES, SECTIONS, type BackupDocument, type BackupFormat } from '../domain/backup-format.ts';
 
@@ -142,6 +143,12 @@ export interface ApplyResult {
  * transient delivery scheduling; the fan-out queue that restored events fill is cleared too).
  */
 export async function applyStage(tx: TransactionSql, stageId: number, actor: Actor, admin: AdminIdentity): Promise<ApplyResult> {
+  const cleared = EXCLUDED_TABLES.filter((t) => t.onRestore === 'clear').map((t) => t.table);
+  // Writers wait until the restore commits (readers, backups included, go on): nothing written
+  // meanwhile can survive next to the restored data.
+  const tables = [...cleared, ...SECTIONS.map((s) => s.table)];
+  const list = tables.slice(1).reduce<Fragment>((acc, t) => tx`${acc}, ${tx(t)}` as Fragment, tx`${tx(tables[0]!)}` as Fragment);
+  await tx`lock table ${list} in exclusive mode`;
   // The event stream's append-only trigger admits deletes only with this flag set.
   await tx`select set_config('svc.event_purge', 'on', true)`;
   // Password hashes of today's humans, kept inside the database for the carry-over below.
@@ -151,7 +158,6 @@ export async function applyStage(tx: TransactionSql, stageId: number, actor: Act
     from principals p join users u on u.principal_id = p.id
     where p.kind = 'human' and u.password_hash is not null`;
 
-  const cleared = EXCLUDED_TABLES.filter((t) => t.onRestore === 'clear').map((t) => t.table);
   for (const t of cleared) await tx`delete from ${tx(t)}`;
   for (const s of [...SECTIONS].reverse()) await tx`delete from ${tx(s.table)}`;
 
