@@ -36,7 +36,6 @@ import {
 import type { Authority, ScopeValue } from '../domain/authz.ts';
 import { executeRemoteCall } from './remote-call.ts';
 import { executeExport } from './export.ts';
-import { executeExport } from './export.ts';
 import { executeImport } from './import.ts';
 import { executeBackup } from './backup.ts';
 
@@ -99,7 +98,6 @@ export function registeredTaskKinds(): string[] {
 }
 
 registerTaskExecutor('remote_call', executeRemoteCall);
-registerTaskExecutor('export', executeExport);
 registerTaskExecutor('export', executeExport);
 registerTaskExecutor('import', executeImport);
 registerTaskExecutor('backup', executeBackup);
