@@ -3952,11 +3952,12 @@ export interface components {
              *     body instead of the envelope. Context: envelope fields at top level, the whole envelope
              *     as `event`, `test` (boolean) and `test_marker` (`[TEST] ` for tests, else empty). Use a
              *     JSON-encoding filter for inserted values. email (required): text body template that
-             *     must render non-empty text; context: envelope fields at top level plus `event`.
+             *     must render non-empty text; context: envelope fields at top level plus `event`,
+             *     `test` and `test_marker` as for webhooks.
              */
             body_template?: string | null;
             /**
-             * @description amqp: declare the exchange before publishing.
+             * @description amqp: declare the exchange before publishing (not for names starting with `amq.`); a declaration that conflicts with the existing exchange fails permanently.
              * @default false
              */
             declare_exchange: boolean;
@@ -3965,7 +3966,11 @@ export interface components {
              * @default true
              */
             durable: boolean;
-            /** @description amqp (required): exchange to publish to. Routing key is `<entity_type>.<action>`. */
+            /**
+             * @description amqp (required): exchange to publish to, at most 255 bytes of letters, digits, `-`, `_`,
+             *     `.` or `:` (empty = the default exchange, not with `declare_exchange`). Routing key is
+             *     `<entity_type>.<action>`; the message id is the event UUID.
+             */
             exchange?: string;
             /**
              * @description amqp: exchange type used when declaring the exchange.
@@ -3973,7 +3978,7 @@ export interface components {
              * @enum {string}
              */
             exchange_type: "direct" | "fanout" | "topic" | "headers";
-            /** @description email (required): sender address, e.g. `Inventory <inventory@example.com>`. */
+            /** @description email (required): one sender address, e.g. `Inventory <inventory@example.com>`. */
             from?: string;
             /**
              * @description webhook: static request headers (name to string value). Transport-controlled names are
@@ -3985,7 +3990,7 @@ export interface components {
                 [key: string]: string;
             };
             /**
-             * @description redis_stream: connection and socket I/O timeout (default 25,000).
+             * @description redis_stream: connection and socket I/O timeout (default 25,000); capped by `SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS`.
              * @default 25000
              */
             io_timeout_ms: number;
@@ -3997,7 +4002,9 @@ export interface components {
             /** @description redis_stream: trim the stream to this length on each add; null or omitted never trims. */
             max_len?: number | null;
             /**
-             * @description amqp, redis_stream, email: largest payload in bytes (default 1,000,000).
+             * @description amqp, redis_stream, email: largest payload in bytes (default 1,000,000): the message
+             *     body (amqp), the `payload` field (redis_stream), subject plus body (email). A larger
+             *     payload fails permanently (`dead`).
              * @default 1000000
              */
             max_payload_bytes: number;
@@ -4008,7 +4015,7 @@ export interface components {
             max_request_bytes: number;
             /** @description webhook: response body capture cap in bytes (default 65,536); excess is discarded. */
             max_response_bytes?: number;
-            /** @description email: optional Reply-To address. */
+            /** @description email: optional Reply-To address (one address). */
             reply_to?: string | null;
             /**
              * @description webhook: response policy. Absent: any 2xx succeeds and any other status retries with
@@ -4050,13 +4057,23 @@ export interface components {
                 /** @description Explicit successful 2xx statuses; omitted or empty accepts every 2xx. */
                 success_statuses?: number[];
             };
-            /** @description email (required): subject template; must render one non-empty line. */
+            /**
+             * @description email (required): subject template (at most 8,192 characters); must render one
+             *     non-empty line (surrounding whitespace is trimmed). Same context as `body_template`.
+             */
             subject_template?: string;
             /** @description webhook: request timeout; capped by `SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS` (default and cap 25,000). */
             timeout_ms?: number;
             /**
              * @description amqp (`amqps://`), redis_stream (`rediss://`), email (`smtps://`): connection URI,
-             *     required for these kinds. Use `{secret}` plus `secret_ref` for credentials.
+             *     required for these kinds (at most 2,048 characters). Credentials come only from
+             *     `secret_ref`: `{secret}` must then appear exactly once, as the whole password
+             *     (`amqps://user:{secret}@host/vhost`, `rediss://:{secret}@host/0`), and the resolved
+             *     secret is percent-encoded into it; without `secret_ref` no user information is
+             *     accepted. Path: amqp one virtual-host segment, redis_stream a database number, email
+             *     none. Query: amqp `heartbeat`, `frameMax`, `channelMax` (integers) only; none for the
+             *     others. No fragment. At send time the host is resolved and screened like webhooks and
+             *     the connection is pinned to the screened address; TLS is verified for the host name.
              */
             uri?: string;
             /**
@@ -5708,7 +5725,8 @@ export interface components {
          *     - webhook: `url` required, unless the sink has `config.url_secret_ref` (then `url` is rejected).
          *     - amqp: no members (routing key is `<entity_type>.<action>`).
          *     - redis_stream: `stream` required.
-         *     - email: `recipients` (or its alias `to`, not both) required; `cc`, `bcc` optional.
+         *     - email: `recipients` (or its alias `to`, not both) required; `cc`, `bcc` optional; each
+         *       entry one address; at most 100 addresses in all.
          *     Responses return `to` as `recipients`.
          */
         SubscriptionRouting: {
@@ -5718,7 +5736,11 @@ export interface components {
             cc?: string[];
             /** @description email: To addresses, e.g. `Ops <ops@example.com>`. */
             recipients?: string[];
-            /** @description redis_stream: stream key. */
+            /**
+             * @description redis_stream: stream key (at most 1,024 bytes). Each entry has the fields `event_id`, `entity_type`,
+             *     `entity_name`, `action`, `actor_kind` and `payload` (the JSON envelope); test sends add
+             *     `delivery_purpose` = `test`.
+             */
             stream?: string;
             /** @description email: alias of `recipients` (request only). */
             to?: string[];
