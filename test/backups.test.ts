@@ -215,7 +215,7 @@ describe('backup format table list', () => {
 });
 
 describe('backups and restores', () => {
-  let first: { id: number; text: string; doc: Doc };
+  let first: Awaited<ReturnType<typeof backup>>;
 
   it('createBackup 202, runner succeeded, getBackup 200, getBackupOutput 200 with headers and no secrets', async () => {
     await seed();
