@@ -2925,8 +2925,9 @@ export interface paths {
          *     `{kind: "confirm_restore", restore_id, confirmation: <this exact body>}` (missing or wrong
          *     approval: 403 with `reason: "reauthentication_required"`). The restore is applied
          *     synchronously in one transaction: every backed-up table is emptied and refilled from the
-         *     staged document; tokens, credential approvals, the event fan-out queue and sink pacing are
-         *     cleared; identity sequences continue after the restored ids; restored events are not
+         *     staged document; tokens, credential approvals, the event fan-out queue, sink pacing and the
+         *     event retention purge's batches (open claims and the ledger of the replaced history; archive
+         *     files stay on disk) are cleared; identity sequences continue after the restored ids; restored events are not
          *     delivered to sinks again and restored deliveries are unclaimed. Writes by other requests and
          *     workers wait until the restore commits (reads go on). The 200 body reports
          *     `succeeded`, or `failed` with `error` when applying failed (then no application data

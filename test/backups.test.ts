@@ -523,6 +523,19 @@ describe('backups and restores', () => {
       await t.deps.sql`update tasks set status = 'cancelled', finished_at = now() where id = ${(next.body as { id: number }).id}`;
     });
 
+    it('createBackup 202 then the runner fails the task when the submitter is no longer an administrator', async () => {
+      const admin = await createHuman(t);
+      const gid = await adminGroupId(t);
+      await addMember(t, gid, admin.id);
+      const sub = await submitBackup(undefined, admin.token);
+      expect(sub.status, sub.text).toBe(202);
+      expect((await t.request('DELETE', `/api/v1/iam/groups/${gid}/members/${admin.id}`)).status).toBe(204);
+      const done = await runTaskOnce(t.deps, { taskIds: [(sub.body as { id: number }).id] });
+      expect(done?.status).toBe('failed');
+      expect(done?.details).toMatchObject({ reason: 'permission_denied' });
+      expect((await t.request('GET', `/api/v1/backups/${done!.id}/output`)).status).toBe(404);
+    });
+
     const broken: [string, (d: Doc) => void, RegExp][] = [
       ['an unsupported backup_version', (d) => (d.backup_version = 5), /backup_version/],
       ['a missing section', (d) => delete (d.state as Record<string, unknown>).objects, /objects/],

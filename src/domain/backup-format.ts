@@ -422,6 +422,12 @@ export const EXCLUDED_TABLES: readonly ExcludedTable[] = [
   { table: 'credential_approvals', onRestore: 'clear', why: 'one-use approvals bound to tokens' },
   { table: 'event_fanout_queue', onRestore: 'clear', why: 'transient fan-out scheduling; restored events are not delivered again' },
   { table: 'event_sink_pacing', onRestore: 'clear', why: 'transient delivery pacing' },
+  {
+    table: 'event_retention_batch_events',
+    onRestore: 'clear',
+    why: 'purge claims name event ids of the replaced history; completing one after a restore would delete restored events',
+  },
+  { table: 'event_retention_batches', onRestore: 'clear', why: 'the purge ledger of the replaced history (archive files stay on disk)' },
 ];
 
 export function sectionsOf(part: Part, format: BackupFormat = BACKUP_FORMAT): SectionSpec[] {
