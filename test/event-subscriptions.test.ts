@@ -135,6 +135,48 @@ describe('createCollectionEventSubscription', () => {
   });
 });
 
+describe('subscriptions of other sink kinds', () => {
+  it('routing is validated for the sink kind; the email alias to is stored as recipients', async () => {
+    const col = await createCollection(t);
+    const email = (
+      await createSink(t, {
+        kind: 'email',
+        config: {
+          uri: 'smtps://mail.example.com:465',
+          from: 'Inventory <inv@example.com>',
+          subject_template: '{{ summary }}',
+          body_template: '{{ summary }}',
+        },
+      })
+    ).id;
+    const amqp = (await createSink(t, { kind: 'amqp', config: { uri: 'amqps://broker.example.com/', exchange: 'events' } })).id;
+    const body = { name: uniq('s'), entity_types: ['collection'], actions: ['updated'] };
+    const res = await t.request('POST', collPath(col), {
+      body: { ...body, sink_id: email, routing: { to: ['ops@example.com'], cc: ['x@example.com'] } },
+    });
+    expect(res.status, res.text).toBe(201);
+    expect((res.body as { routing: unknown }).routing).toEqual({ recipients: ['ops@example.com'], cc: ['x@example.com'] });
+    const both = await t.request('POST', collPath(col), {
+      body: { ...body, name: uniq('s'), sink_id: email, routing: { to: ['a@example.com'], recipients: ['b@example.com'] } },
+    });
+    expect(both.status).toBe(400);
+    const webhookRouting = await t.request('POST', collPath(col), {
+      body: { ...body, name: uniq('s'), sink_id: amqp, routing: { url: 'https://h.example/' } },
+    });
+    expect(webhookRouting.status).toBe(400);
+    const ok = await t.request('POST', collPath(col), { body: { ...body, name: uniq('s'), sink_id: amqp } });
+    expect(ok.status, ok.text).toBe(201);
+    // moving a subscription to a sink of another kind needs routing for that kind
+    const moved = await t.request('PATCH', collPath(col, (ok.body as { id: number }).id), { body: { sink_id: email } });
+    expect(moved.status).toBe(400);
+    const movedWithRouting = await t.request('PATCH', collPath(col, (ok.body as { id: number }).id), {
+      body: { sink_id: email, routing: { to: ['ops@example.com'] } },
+    });
+    expect(movedWithRouting.status, movedWithRouting.text).toBe(200);
+    expect((movedWithRouting.body as { routing: unknown }).routing).toEqual({ recipients: ['ops@example.com'] });
+  });
+});
+
 describe('list/get/update/deleteCollectionEventSubscription', () => {
   it('listCollectionEventSubscriptions 200: only this collection, filters; 400 unknown field; 404 missing collection', async () => {
     const col = await createCollection(t);

@@ -69,6 +69,13 @@ interface NewSubscriptionBody {
 
 export type SubscriptionPatch = Partial<NewSubscriptionBody>;
 
+/** Routing as stored: the request alias `to` (email) is kept as `recipients` (both given stays invalid). */
+export function normalizeRouting(routing: Record<string, unknown>): Record<string, unknown> {
+  if (routing.to === undefined || routing.recipients !== undefined) return routing;
+  const { to, ...rest } = routing;
+  return { ...rest, recipients: to };
+}
+
 export function subscriptionFromNew(collectionId: number | null, body: NewSubscriptionBody): SubscriptionFields {
   return {
     collection_id: collectionId,
@@ -78,7 +85,7 @@ export function subscriptionFromNew(collectionId: number | null, body: NewSubscr
     entity_types: body.entity_types,
     actions: body.actions,
     filter: body.filter ?? {},
-    routing: body.routing ?? {},
+    routing: normalizeRouting(body.routing ?? {}),
     enabled: body.enabled ?? true,
   };
 }
@@ -96,7 +103,7 @@ export function applySubscriptionPatch(before: SubscriptionFields, patch: Subscr
     entity_types: has(patch, 'entity_types') ? patch.entity_types! : before.entity_types,
     actions: has(patch, 'actions') ? patch.actions! : before.actions,
     filter: has(patch, 'filter') ? patch.filter! : before.filter,
-    routing: has(patch, 'routing') ? patch.routing! : before.routing,
+    routing: has(patch, 'routing') ? normalizeRouting(patch.routing!) : before.routing,
     enabled: has(patch, 'enabled') ? patch.enabled! : before.enabled,
   };
 }

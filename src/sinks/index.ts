@@ -4,6 +4,9 @@
 import { badRequest, type ErrorDetail } from '../http/errors.ts';
 import type { ConfigProblem, SinkKind, SinkTransport } from './types.ts';
 import { webhookTransport } from './webhook.ts';
+import { amqpTransport } from './amqp.ts';
+import { redisStreamTransport } from './redis-stream.ts';
+import { emailTransport } from './email.ts';
 
 export const SINK_KINDS: readonly SinkKind[] = ['webhook', 'amqp', 'redis_stream', 'email'];
 
@@ -22,6 +25,9 @@ export function registerTransport(t: SinkTransport): void {
 }
 
 registerTransport(webhookTransport);
+registerTransport(amqpTransport);
+registerTransport(redisStreamTransport);
+registerTransport(emailTransport);
 
 export function transportFor(kind: SinkKind): SinkTransport | undefined {
   return transports.get(kind);
