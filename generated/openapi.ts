@@ -1125,7 +1125,10 @@ export interface paths {
          * Create an event subscription on a collection
          * @description Needs ManageEventSubscription on the collection (403; 404 when the collection does not
          *     exist). The subscription matches events attached to the collection or referencing it as a
-         *     related collection; `filter` only narrows that set. `entity_types` and `actions` are
+         *     related collection (not events of its descendant collections, which have their own
+         *     subscriptions); `filter` only narrows that set. When the collection is only a related
+         *     collection of an event, the delivered envelope has `before` and `after` set to null, as in
+         *     audit reads. `entity_types` and `actions` are
          *     validated against the event catalog and impossible pairs are 400; `routing` is validated
          *     against the sink's kind (400). A missing `sink_id` is 404. Names are unique within the
          *     collection (409). New subscriptions do not replay history. Audited as
@@ -1172,7 +1175,9 @@ export interface paths {
          *     are validated together against the catalog and the (new) sink's kind (400); a missing
          *     `sink_id` is 404; a duplicate name is 409; an empty body is 400. An update that changes
          *     nothing is a no-op (200, same revision, no event). Audited as `event_subscription.updated`.
-         *     Disabling stops new deliveries and keeps history.
+         *     Disabling stops new deliveries and keeps history; its pending and failed deliveries wait
+         *     until it is enabled again. Moving to another sink (`sink_id`) moves its pending and failed
+         *     deliveries to that sink.
          */
         patch: operations["updateCollectionEventSubscription"];
         trace?: never;
@@ -1420,7 +1425,8 @@ export interface paths {
          * @description Requires an unscoped administrator; otherwise 403. Sort fields: `id` (default), `status`,
          *     `created_at`, `updated_at`, `next_attempt_at`. Filter fields: `status` (`pending`,
          *     `in_flight`, `succeeded`, `failed`, `dead`), `purpose` (`event`, `test`), `sink_id`,
-         *     `subscription_id`, `event_id` (event UUID), e.g. `status__in=failed,dead&sink_id=3`.
+         *     `subscription_id`, `event_id` (event UUID), and the sort fields, e.g.
+         *     `status__in=failed,dead&sink_id=3`.
          */
         get: operations["listEventDeliveries"];
         put?: never;
@@ -1589,7 +1595,11 @@ export interface paths {
          * @description Requires an unscoped administrator; otherwise 403. Omitted members stay unchanged; `config`
          *     and `delivery_policy` are replaced as a whole; `secret_ref: null` clears the alias. The
          *     resulting kind, config and secret_ref are validated together (400). Changing `kind` while
-         *     subscriptions use the sink is 409; a name already used by another sink is 409. An empty body
+         *     subscriptions use the sink is 409, and so is a config that no longer fits the routing of a
+         *     subscription using the sink (e.g. setting `url_secret_ref` while a subscription has
+         *     `routing.url`); a name already used by another sink is 409. Disabling a sink stops fan-out
+         *     for it; its pending and failed fan-out deliveries wait (they are not claimed) until it is
+         *     enabled again. An empty body
          *     is 400. An update that changes nothing is a no-op: 200 with the unchanged sink, no new
          *     revision, no event. Audited as `event_sink.updated`.
          */
@@ -3875,7 +3885,12 @@ export interface components {
         };
         /** @description One delivery of one event through one subscription to its sink. */
         EventDelivery: {
-            /** @description Failed attempts consumed (rate-limit deferrals do not count); limit `SVC_EVENT_DELIVERY_MAX_ATTEMPTS`. */
+            /**
+             * @description Failed attempts consumed (rate-limit and spacing deferrals do not count); limit
+             *     `SVC_EVENT_DELIVERY_MAX_ATTEMPTS`. A secret alias that cannot be resolved is a failed
+             *     attempt without sending. Retries wait `SVC_EVENT_DELIVERY_RETRY_BACKOFF_BASE_MS` ·
+             *     2^(attempts−1), at most `SVC_EVENT_DELIVERY_RETRY_BACKOFF_MAX_MS`.
+             */
             attempts: number;
             created_at: components["schemas"]["Timestamp"];
             /**
@@ -4046,7 +4061,7 @@ export interface components {
                  * @description When true, HTTP 429 defers the row (status stays `pending`, `deferred_reason`
                  *     `provider_rate`) without consuming attempts, overriding `retry_statuses`.
                  *     `Retry-After` (delta seconds or HTTP date) sets the cooldown; 60 seconds when
-                 *     absent or invalid.
+                 *     absent or invalid; at most one day.
                  * @default false
                  */
                 rate_limit: boolean;
@@ -5074,8 +5089,16 @@ export interface components {
             /** @default true */
             enabled: boolean;
             /**
-             * @description Event entity types from the event catalog (e.g. `collection`, `class`, `object`,
-             *     `task`, `event_sink`); unknown values are 400.
+             * @description Event entity types from the event catalog; unknown values are 400. The catalog
+             *     (entity type: actions): collection, class, object, class_relation, object_relation,
+             *     export_template, user, group, event_subscription, computed_field: created, updated,
+             *     deleted; remote_target, event_sink: created, updated, deleted, invoked;
+             *     service_account: created, updated, deleted, disabled; group_membership: added,
+             *     removed; permission: granted, revoked; token: created, renewed, revoked, purged;
+             *     principal: updated; task: queued, validating, running, succeeded, failed,
+             *     partially_succeeded, cancelled; class_schema: staged, abandoned, activated,
+             *     work_requested, cancelled, deleted; object_validation: succeeded, failed, updated;
+             *     credential_approval: created, consumed; restore: succeeded, failed.
              */
             entity_types: string[];
             filter?: components["schemas"]["SubscriptionFilter"];
