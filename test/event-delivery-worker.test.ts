@@ -22,6 +22,7 @@ import { runDeliveryOnce, deliverClaimed, runDeliveryWorkers } from '../src/work
 import { runEventFanoutWorkers } from '../src/workers/event-fanout.ts';
 import { claimDeliveries } from '../src/db/event-deliveries.ts';
 import { withTx } from '../src/db/tx.ts';
+import { appendEvent, SYSTEM_ACTOR } from '../src/db/events.ts';
 
 let peer: Peer;
 let dir: string;
@@ -123,6 +124,30 @@ describe('webhook delivery', () => {
     expect(await row(t, s.delivery.id)).toMatchObject({ status: 'succeeded', attempts: 0, last_error: null, locked_until: null });
     // a finished row is not claimed again
     expect(await runDeliveryOnce(t.deps, { sinkIds: [s.sinkId] })).toBe(0);
+  });
+
+  it('a match through a related collection delivers the envelope with before and after redacted', async () => {
+    const sinkId = (await createSink(t)).id;
+    const col = await createCollection(t);
+    const elsewhere = await createCollection(t);
+    const subId = (
+      await createSubscription(t, col, { sink_id: sinkId, entity_types: ['object'], actions: ['updated'], routing: { url: peer.url() } })
+    ).id;
+    const ev = await appendEvent(t.deps.sql, SYSTEM_ACTOR, {
+      entityType: 'object',
+      entityId: 7,
+      action: 'updated',
+      collectionId: elsewhere,
+      relatedCollectionIds: [col],
+      before: { secret_ish: 1 },
+      after: { secret_ish: 2 },
+    });
+    await fanOutAll(t);
+    expect((await deliveriesOf(t, subId)).map((d) => d.event_id)).toEqual([ev.event_id]);
+    await runDeliveryOnce(t.deps, { sinkIds: [sinkId] });
+    const body = JSON.parse(peer.seen[0]!.body) as Record<string, unknown>;
+    expect(body).toMatchObject({ event_id: ev.event_id, collection_id: elsewhere, before: null, after: null });
+    expect(body.metadata).toEqual({ related_collection_ids: [col] });
   });
 
   it('test deliveries carry X-Svc-Delivery-Purpose: test and the key <event_uuid>-test-<delivery_id>', async () => {

@@ -245,6 +245,13 @@ describe('list/get/update/deleteCollectionEventSubscription', () => {
     expect((await deliveriesOf(t, s.id))[0]).toMatchObject({ id: d!.id, sink_id: other });
   });
 
+  it('a collection with subscriptions cannot be deleted (409)', async () => {
+    const col = await createCollection(t);
+    await createSubscription(t, col, { sink_id: sink });
+    const res = await t.request('DELETE', `/api/v1/collections/${col}`);
+    expect(res.status, res.text).toBe(409);
+  });
+
   it('deleteCollectionEventSubscription 204 with an event and its deliveries; 404; 412', async () => {
     const col = await createCollection(t);
     const s = await createSubscription(t, col, { sink_id: sink });
