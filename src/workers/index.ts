@@ -62,3 +62,5 @@ import { eventFanoutLoop } from './event-fanout.ts';
 import { eventDeliveryLoop } from './event-delivery.ts';
 registerLoop(eventFanoutLoop);
 registerLoop(eventDeliveryLoop);
+import { eventRetentionLoop } from './event-retention.ts';
+registerLoop(eventRetentionLoop);
