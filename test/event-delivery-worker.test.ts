@@ -326,6 +326,24 @@ describe('webhook delivery', () => {
     expect(r.last_error).toContain('max_request_bytes');
   });
 
+  it('a send aborted by shutdown is released: pending, due at once, no attempt consumed', async () => {
+    peer.respond = (_req, res) => {
+      setTimeout(() => {
+        res.statusCode = 200;
+        res.end('late');
+      }, 3000);
+    };
+    const s = await setup(t);
+    const ctl = new AbortController();
+    const run = runDeliveryOnce(t.deps, { sinkIds: [s.sinkId], signal: ctl.signal });
+    await new Promise((r) => setTimeout(r, 300));
+    ctl.abort();
+    expect(await run).toBe(1);
+    const r = await row(t, s.delivery.id);
+    expect(r).toMatchObject({ status: 'pending', attempts: 0, deferred_reason: null, locked_until: null });
+    expect(r.next_attempt_at.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
+  });
+
   it('private destinations are refused unless SVC_EVENT_SINK_ALLOW_PRIVATE_TARGETS', async () => {
     const s = await setup(strict);
     await runDeliveryOnce(strict.deps, { sinkIds: [s.sinkId] });

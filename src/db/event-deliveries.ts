@@ -222,7 +222,9 @@ export type DeliveryResult =
   | { status: 'succeeded' }
   | { status: 'failed'; error: string; retryInMs: number }
   | { status: 'dead'; error: string; consumeAttempt: boolean }
-  | { status: 'pending'; reason: 'configured_rate' | 'provider_rate'; at: Date | null; inMs?: number };
+  | { status: 'pending'; reason: 'configured_rate' | 'provider_rate'; at: Date | null; inMs?: number }
+  /** Shutdown interrupted the attempt: due again at once, no attempt consumed. */
+  | { status: 'released' };
 
 /**
  * Records the result of a claim, fenced by the claim token: a replaced or revoked claim writes
@@ -249,6 +251,12 @@ export async function recordDeliveryResult(db: Db, id: number, token: string, r:
       rows = await db<{ id: number }[]>`
         update event_deliveries set status = 'dead', attempts = attempts + ${r.consumeAttempt ? 1 : 0}::int, last_error = ${r.error},
           deferred_reason = null, locked_until = null, claim_token = null, updated_at = now()
+        where ${fence} returning id`;
+      break;
+    case 'released':
+      rows = await db<{ id: number }[]>`
+        update event_deliveries set status = 'pending', deferred_reason = null, next_attempt_at = now(), locked_until = null,
+          claim_token = null, updated_at = now()
         where ${fence} returning id`;
       break;
     case 'pending': {

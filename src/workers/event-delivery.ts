@@ -13,7 +13,8 @@
 //   5. record the outcome fenced by the claim token: succeeded; failed with exponential backoff
 //      (BASE·2^(n−1) capped at MAX) or dead once SVC_EVENT_DELIVERY_MAX_ATTEMPTS attempts failed;
 //      dead at once for permanent failures; pending with provider_rate and the Retry-After cooldown
-//      for rate limits (no attempt consumed). A replaced or revoked claim records nothing.
+//      for rate limits (no attempt consumed); released (pending, due now, no attempt consumed) when
+//      shutdown aborted the send. A replaced or revoked claim records nothing.
 import type { Deps } from '../deps.ts';
 import type { Loop } from './index.ts';
 import { withTx } from '../db/tx.ts';
@@ -151,6 +152,8 @@ export async function deliverClaimed(deps: Deps, c: ClaimedDelivery, signal: Abo
     deps.log.error({ err, delivery_id: c.id, sink_id: sink.id }, 'event sink transport threw');
     result = { outcome: 'retry', error: 'the transport failed unexpectedly' };
   }
+  // a send cut short by shutdown is not the destination's fault: release it without an attempt
+  if (signal.aborted && result.outcome === 'retry') return record(deps, c, { status: 'released' });
   return record(deps, c, fromSend(deps, c, result));
 }
 
