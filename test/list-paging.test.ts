@@ -90,22 +90,26 @@ interface EventSeed {
   entityId: number;
 }
 
+// Seeded events carry an action outside the event catalog (no subscription can match them, so
+// fan-out in other test files never delivers them) and recent times (retention never purges them).
+const SEED_ACTION = 'paging_seed';
+
 async function seedEvents(fields: EventSeed) {
   // occurred_at in five tie groups
-  return sql()<{ id: number }[]>`
+  return sql()<{ id: number; event_id: string }[]>`
     insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, provenance, occurred_at)
-    select ${fields.entityType}, ${fields.entityId}::int, 'seed', ${fields.collectionId}::int, 'updated', 'system',
-      ${PROVENANCE}::text::jsonb, '2026-01-01T00:00:00Z'::timestamptz + (g % 5) * interval '1 second'
+    select ${fields.entityType}, ${fields.entityId}::int, 'seed', ${fields.collectionId}::int, ${SEED_ACTION}, 'system',
+      ${PROVENANCE}::text::jsonb, date_trunc('second', now()) + (g % 5) * interval '1 second'
     from generate_series(1, ${ROWS}) g
-    returning id`;
+    returning id, event_id::text as event_id`;
 }
 
 async function moreEvents(fields: EventSeed) {
   await sql()`
     insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, provenance, occurred_at)
-    select ${fields.entityType}, ${fields.entityId}::int, 'more', ${fields.collectionId}::int, 'updated', 'system',
-      ${PROVENANCE}::text::jsonb, ts::timestamptz
-    from unnest(${[EARLY, LATE]}::text[]) ts`;
+    select ${fields.entityType}, ${fields.entityId}::int, 'more', ${fields.collectionId}::int, ${SEED_ACTION}, 'system',
+      ${PROVENANCE}::text::jsonb, v.at
+    from unnest(array[now() - interval '1 hour', ${LATE}::timestamptz]) v (at)`;
 }
 
 /** 33 groups × 31 permissions = 1,023 grants; `memberOf` joins a principal to every group. */
@@ -575,6 +579,7 @@ const cases: Case[] = [
       'listUserEvents',
       'listGroupEvents',
       'listRemoteTargetEvents',
+      'listExportTemplateEvents',
     ] as const
   ).map((op): Case => ({
     op,
@@ -618,6 +623,13 @@ const cases: Case[] = [
           path = `/api/v1/remote-targets/${rt!.id}/events`;
           break;
         }
+        case 'listExportTemplateEvents': {
+          const [et] = await sql()<{ id: number }[]>`
+            insert into export_templates (collection_id, name, template) values (${col}, 'et', 'x') returning id`;
+          fields = { collectionId: col, entityType: 'export_template', entityId: et!.id };
+          path = `/api/v1/export-templates/${et!.id}/events`;
+          break;
+        }
       }
       const rows = await seedEvents(fields);
       return {
@@ -628,6 +640,135 @@ const cases: Case[] = [
       };
     },
   })),
+  {
+    op: 'listExportTemplates',
+    sorts: [undefined, 'description', '-created_at', 'kind,-name'],
+    async setup() {
+      const col = await collection(t);
+      const rows = await sql()<{ id: number }[]>`
+        insert into export_templates (collection_id, name, description, template)
+        select ${col}::int, 'm-' || lpad(g::text, 4, '0'), 'd' || (g % 7), 'x' from generate_series(1, ${ROWS}) g returning id`;
+      return {
+        path: '/api/v1/export-templates',
+        query: { collection_id: String(col) },
+        originals: ids(rows),
+        insertMore: async (n) => {
+          await sql()`
+            insert into export_templates (collection_id, name, description, kind, template, created_at)
+            select ${col}::int, v.name, v.description, v.kind, 'x', v.at::timestamptz
+            from (values (${`a-${n}`}, '0', 'export', ${EARLY}), (${`z-${n}`}, '~', 'fragment', ${LATE})) v (name, description, kind, at)`;
+        },
+      };
+    },
+  },
+  {
+    op: 'listImportResults',
+    key: (r) => String(r.item_ref),
+    // the only order is seq (no sort parameter); new results land before and after the cursor
+    sorts: [undefined],
+    async setup() {
+      const submitter = await newPrincipal();
+      const [task] = await sql()<{ id: number }[]>`
+        insert into tasks (kind, status, submitted_by) values ('import', 'succeeded', ${submitter}) returning id`;
+      const rows = await sql()<{ item_ref: string }[]>`
+        insert into import_results (task_id, seq, item_ref, entity_kind, action, outcome)
+        select ${task!.id}::int, 5000 + g, 'r-' || g, 'object', 'create', 'succeeded' from generate_series(1, ${ROWS}) g
+        returning item_ref`;
+      return {
+        path: `/api/v1/imports/${task!.id}/results`,
+        originals: rows.map((r) => r.item_ref),
+        insertMore: async (n) => {
+          await sql()`
+            insert into import_results (task_id, seq, item_ref, entity_kind, action, outcome)
+            select ${task!.id}::int, v.seq, 'more-' || v.seq, 'object', 'create', 'succeeded'
+            from unnest(${[5000 - n, 9000 + n]}::int[]) v (seq)`;
+        },
+      };
+    },
+  },
+  {
+    op: 'listEventSinks',
+    sorts: [undefined, 'kind', '-created_at', 'name.desc'],
+    async setup() {
+      const prefix = uniq('pgsink');
+      // disabled: no worker of another test file ever sends through them
+      const rows = await sql()<{ id: number }[]>`
+        insert into event_sinks (name, kind, enabled) select ${prefix} || '-m-' || lpad(g::text, 4, '0'), 'webhook', false
+        from generate_series(1, ${ROWS}) g returning id`;
+      return {
+        path: '/api/v1/event-sinks',
+        query: { name__startswith: prefix },
+        originals: ids(rows),
+        insertMore: async (n) => {
+          await sql()`
+            insert into event_sinks (name, kind, enabled, created_at)
+            select v.name, v.kind, false, v.at::timestamptz
+            from (values (${`${prefix}-a-${n}`}, 'amqp', ${EARLY}), (${`${prefix}-z-${n}`}, 'webhook', ${LATE})) v (name, kind, at)`;
+        },
+      };
+    },
+  },
+  ...(['listCollectionEventSubscriptions', 'listSystemEventSubscriptions'] as const).map((op): Case => ({
+    op,
+    sorts: [undefined, '-created_at', 'name', 'updated_at'],
+    async setup() {
+      const [sink] = await sql()<{ id: number }[]>`
+          insert into event_sinks (name, kind, enabled) values (${uniq('pgsink')}, 'webhook', false) returning id`;
+      const col = op === 'listCollectionEventSubscriptions' ? await collection(t) : null;
+      const prefix = uniq('pgsub');
+      // disabled: fan-out in other test files never matches them
+      const rows = await sql()<{ id: number }[]>`
+          insert into event_subscriptions (collection_id, sink_id, name, entity_types, actions, enabled)
+          select ${col}::int, ${sink!.id}::int, ${prefix} || '-m-' || lpad(g::text, 4, '0'), '{collection}', '{updated}', false
+          from generate_series(1, ${ROWS}) g returning id`;
+      return {
+        path: col === null ? '/api/v1/system-event-subscriptions' : `/api/v1/collections/${col}/event-subscriptions`,
+        query: col === null ? { name__startswith: prefix } : undefined,
+        originals: ids(rows),
+        insertMore: async (n) => {
+          await sql()`
+              insert into event_subscriptions (collection_id, sink_id, name, entity_types, actions, enabled, created_at, updated_at)
+              select ${col}::int, ${sink!.id}::int, v.name, '{collection}', '{updated}', false, v.at::timestamptz, v.at::timestamptz
+              from (values (${`${prefix}-a-${n}`}, ${EARLY}), (${`${prefix}-z-${n}`}, ${LATE})) v (name, at)`;
+        },
+      };
+    },
+  })),
+  {
+    op: 'listEventDeliveries',
+    // status and next_attempt_at in tie groups; terminal statuses so no delivery worker claims them
+    sorts: [undefined, 'status', '-created_at', 'next_attempt_at'],
+    async setup() {
+      const col = await collection(t);
+      const [sink] = await sql()<{ id: number }[]>`
+        insert into event_sinks (name, kind, enabled) values (${uniq('pgsink')}, 'webhook', false) returning id`;
+      const [sub] = await sql()<{ id: number }[]>`
+        insert into event_subscriptions (collection_id, sink_id, name, entity_types, actions, enabled)
+        values (${col}, ${sink!.id}, ${uniq('pgsub')}, '{collection}', '{updated}', false) returning id`;
+      const fields = { collectionId: col, entityType: 'collection', entityId: col };
+      const evs = await seedEvents(fields);
+      const rows = await sql()<{ id: number }[]>`
+        insert into event_deliveries (event_id, subscription_id, sink_id, status, next_attempt_at)
+        select e::uuid, ${sub!.id}::int, ${sink!.id}::int, (array['succeeded', 'dead'])[1 + (ord::int % 2)],
+          date_trunc('second', now()) + (ord % 3) * interval '1 second'
+        from unnest(${evs.map((e) => e.event_id)}::text[]) with ordinality v (e, ord)
+        returning id`;
+      return {
+        path: '/api/v1/event-deliveries',
+        query: { subscription_id: String(sub!.id) },
+        originals: ids(rows),
+        insertMore: async () => {
+          const [e] = await sql()<{ event_id: string }[]>`
+            insert into events (entity_type, entity_id, collection_id, action, actor_kind, provenance)
+            values ('collection', ${col}, ${col}, ${SEED_ACTION}, 'system', ${PROVENANCE}::text::jsonb) returning event_id::text as event_id`;
+          await sql()`
+            insert into event_deliveries (event_id, subscription_id, sink_id, purpose, status, next_attempt_at, created_at)
+            select ${e!.event_id}::uuid, ${sub!.id}::int, ${sink!.id}::int, 'test', v.status, v.at::timestamptz, v.at::timestamptz
+            from (values ('dead', ${EARLY}), ('succeeded', ${LATE})) v (status, at)`;
+        },
+      };
+    },
+  },
   {
     op: 'listCollectionPermissions',
     key: grantKey,
