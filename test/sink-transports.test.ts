@@ -730,7 +730,7 @@ describe('email transport', () => {
     }
   });
 
-  it('send: payload limit is dead; private destination refused; unreachable server retries', async () => {
+  it('send: payload limit is dead; private destination refused; unreachable or silent server retries', async () => {
     const before = received.length;
     const big = await send(emailTransport, sink('email', { ...baseConfig(), max_payload_bytes: 20 }, 'smtp'), routing, {
       secret: smtpPassword,
@@ -744,6 +744,13 @@ describe('email transport', () => {
     const down = await send(emailTransport, sink('email', { ...baseConfig(), uri: `smtps://localhost:${await closedPort()}` }), routing);
     expect(down.outcome).toBe('retry');
     expectSafeError(down);
+    const silent = await silentPort();
+    const started = Date.now();
+    const slow = await send(emailTransport, sink('email', { ...baseConfig(), uri: `smtps://localhost:${silent}` }), routing, {
+      timeoutMs: 300,
+    });
+    expect(slow).toEqual({ outcome: 'retry', error: expect.stringMatching(/timeout/) });
+    expect(Date.now() - started).toBeLessThan(3000);
     expect(received.length).toBe(before);
   });
 

@@ -178,6 +178,8 @@ async function send(input: SendInput): Promise<SendResult> {
   const cfg = sink.config;
   const deadline = new Deadline(input.timeoutMs, input.signal);
   let transport: ReturnType<typeof nodemailer.createTransport> | undefined;
+  // closes the SMTP connection of a send still running when the deadline ends the attempt
+  const cancel = new AbortController();
   try {
     const problems = [...validateConfig(cfg, sink.secret_ref), ...validateRouting(input.routing)];
     if (problems.length) throw new SinkFailure('dead', `the sink configuration is invalid: ${problems[0]!.message}`);
@@ -220,6 +222,7 @@ async function send(input: SendInput): Promise<SendResult> {
         text: mail.body,
         messageId: messageId(mail, input),
         headers,
+        signal: cancel.signal,
       }),
     );
     if (!Array.isArray(info.accepted) || info.accepted.length === 0) {
@@ -233,6 +236,7 @@ async function send(input: SendInput): Promise<SendResult> {
     return toResult(err, 'mail server');
   } finally {
     deadline.clear();
+    cancel.abort();
     transport?.close();
   }
 }
