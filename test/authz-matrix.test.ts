@@ -90,8 +90,8 @@ let kName: string;
 let X1: number, X2: number, Y: number, XO: number, XO2: number;
 let X1Name: string;
 let CR: number, CRO: number, CRW: number, OR: number, ORO: number;
-let F: number, RT: number, G: number;
-let ecEvents: number[], oEvents: number[], kEvents: number[], x1Events: number[], rtEvents: number[];
+let F: number, RT: number, ET: number, G: number;
+let ecEvents: number[], oEvents: number[], kEvents: number[], x1Events: number[], rtEvents: number[], etEvents: number[];
 let M0: number, M: number, KM: number;
 
 const PROVENANCE = JSON.stringify({ actor: { kind: 'system', principal: null }, initiator: null, task_id: null });
@@ -120,10 +120,11 @@ async function objectRelation(cr: number, from: number, to: number): Promise<num
   return r!.id;
 }
 
+// An action outside the event catalog: no subscription of another test file can match these rows.
 async function events(n: number, f: { collectionId: number | null; entityType: string; entityId: number }): Promise<number[]> {
   const rows = await sql()<{ id: number }[]>`
     insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, provenance)
-    select ${f.entityType}, ${f.entityId}::int, 'matrix', ${f.collectionId}::int, 'updated', 'system', ${PROVENANCE}::text::jsonb
+    select ${f.entityType}, ${f.entityId}::int, 'matrix', ${f.collectionId}::int, 'matrix_seed', 'system', ${PROVENANCE}::text::jsonb
     from generate_series(1, ${n}) g returning id`;
   return rows.map((r) => Number(r.id));
 }
@@ -171,6 +172,9 @@ beforeAll(async () => {
     insert into remote_targets (collection_id, name, method, url_template, allowed_subject_types)
     values (${C}, ${uniq('rt')}, 'get', 'https://example.test/x', '{collection}') returning id`;
   RT = rt!.id;
+  const [et] = await sql()<{ id: number }[]>`
+    insert into export_templates (collection_id, name, template) values (${C}, ${uniq('et')}, 'x') returning id`;
+  ET = et!.id;
   const [g] = await sql()<{ id: number }[]>`insert into groups (name) values (${uniq('mg')}) returning id`;
   G = g!.id;
   ecEvents = await events(2, { collectionId: EC, entityType: 'collection', entityId: EC });
@@ -178,6 +182,7 @@ beforeAll(async () => {
   kEvents = await events(2, { collectionId: C, entityType: 'class', entityId: K });
   x1Events = await events(2, { collectionId: C, entityType: 'object', entityId: X1 });
   rtEvents = await events(2, { collectionId: C, entityType: 'remote_target', entityId: RT });
+  etEvents = await events(2, { collectionId: C, entityType: 'export_template', entityId: ET });
   // meta counts: M0 > M > M1; class KM in M with two objects
   M0 = await collection(t);
   M = await collection(t, M0);
@@ -686,6 +691,14 @@ const rows: Row[] = [
     pointChecked: true,
   },
   {
+    name: 'listExportTemplateEvents (ReadAudit on the template collection)',
+    ok: 200,
+    prepare: fixed({ method: 'GET', path: '' }),
+    needs: on(() => C, 'ReadAudit'),
+    list: () => ({ inside: etEvents }),
+    pointChecked: true,
+  },
+  {
     name: 'listUserEvents (unscoped admin)',
     ok: 200,
     adminOnly: true,
@@ -764,6 +777,7 @@ function resolvePath(row: Row, req: Req): Req {
     listClassEvents: () => ({ ...req, path: `/api/v1/classes/${K}/events` }),
     listObjectEvents: () => ({ ...req, path: `/api/v1/classes/${K}/${X1}/events` }),
     listRemoteTargetEvents: () => ({ ...req, path: `/api/v1/remote-targets/${RT}/events` }),
+    listExportTemplateEvents: () => ({ ...req, path: `/api/v1/export-templates/${ET}/events` }),
     listUserEvents: () => ({ ...req, path: `/api/v1/iam/users/${adminId}/events` }),
     listGroupEvents: () => ({ ...req, path: `/api/v1/iam/groups/${G}/events` }),
   };
