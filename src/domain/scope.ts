@@ -1,38 +1,17 @@
 import { badRequest, type ErrorDetail } from '../http/errors.ts';
 import type { TokenScopeValue } from '../db/tokens.ts';
+import type { components } from '../../generated/openapi.ts';
+import { PERMISSIONS, type Permission } from './authz.ts';
+
+type ScopePermissionName = components['schemas']['ScopePermissionName'];
+
+/** Collection permissions a token scope may not list (the contract's ScopePermissionName omits them). */
+const UNSCOPABLE: ReadonlySet<Permission> = new Set<Permission>(['ReadAudit', 'ManageEventSubscription']);
 
 /** The permission names a token scope may list (the contract's ScopePermissionName). */
-export const SCOPE_PERMISSIONS: ReadonlySet<string> = new Set([
-  'ReadCollection',
-  'UpdateCollection',
-  'DeleteCollection',
-  'DelegateCollection',
-  'CreateClass',
-  'ReadClass',
-  'UpdateClass',
-  'DeleteClass',
-  'CreateObject',
-  'ReadObject',
-  'UpdateObject',
-  'DeleteObject',
-  'CreateClassRelation',
-  'ReadClassRelation',
-  'UpdateClassRelation',
-  'DeleteClassRelation',
-  'CreateObjectRelation',
-  'ReadObjectRelation',
-  'UpdateObjectRelation',
-  'DeleteObjectRelation',
-  'CreateTemplate',
-  'ReadTemplate',
-  'UpdateTemplate',
-  'DeleteTemplate',
-  'CreateRemoteTarget',
-  'ReadRemoteTarget',
-  'UpdateRemoteTarget',
-  'DeleteRemoteTarget',
-  'ExecuteRemoteTarget',
-]);
+export const SCOPE_PERMISSIONS: ReadonlySet<string> = new Set<ScopePermissionName>(
+  PERMISSIONS.filter((p): p is ScopePermissionName => !UNSCOPABLE.has(p)),
+);
 
 export const MAX_SCOPE_RESOURCES = 1000;
 const RESOURCE_KINDS = new Set(['collection', 'class', 'object']);
