@@ -114,3 +114,44 @@ export function assertMatchesSchema(validate: ValidateFunction, data: unknown): 
   const details = schemaErrors(validate, data);
   if (details.length) throw schemaValidationFailed(details);
 }
+
+/** Throws schemaValidationFailed when the class validates its objects and `data` does not match its schema. */
+export function assertFitsClass(cls: { validate_schema: boolean; json_schema: unknown }, data: unknown): void {
+  if (cls.validate_schema && cls.json_schema !== null && cls.json_schema !== undefined) {
+    assertMatchesSchema(compileClassSchema(cls.json_schema), data);
+  }
+}
+
+/** How many failing objects a refused schema change lists. */
+const INVALID_SAMPLE = 10;
+
+/**
+ * Refuses a schema change that would leave stored objects invalid: `objects` yields every object
+ * of the class, read in the caller's transaction (object writes share-lock the class, which the
+ * caller holds for update, so none can slip in); the first failures are listed in a 409.
+ */
+export async function assertObjectsMatchSchema(
+  objects: AsyncIterable<readonly { id: number; name: string; json_data: unknown }[]>,
+  schema: unknown,
+): Promise<void> {
+  const validate = compileClassSchema(schema);
+  const sample: ErrorDetail[] = [];
+  let failing = 0;
+  for await (const batch of objects) {
+    for (const o of batch) {
+      const errors = schemaErrors(validate, o.json_data);
+      if (errors.length === 0) continue;
+      failing++;
+      if (sample.length < INVALID_SAMPLE) {
+        sample.push({ path: `objects/${o.id}`, message: `object ${o.name}: ${errors[0]!.path} ${errors[0]!.message}` });
+      }
+    }
+  }
+  if (failing > 0) {
+    throw new ApiError(409, `${failing} existing object(s) of the class do not match the new schema; fix them or leave validation off`, {
+      reason: 'existing_objects_invalid',
+      guidance: `update or delete the listed objects (details hold at most ${INVALID_SAMPLE}), then retry`,
+      details: sample,
+    });
+  }
+}

@@ -1,6 +1,6 @@
 import type { Ctx, HandlerMap, Reply } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
-import { ApiError, badRequest, notFound, type ErrorDetail } from '../http/errors.ts';
+import { badRequest, notFound } from '../http/errors.ts';
 import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../http/list-query.ts';
 import { listReply, type Fragment } from '../db/list.ts';
@@ -23,45 +23,14 @@ import {
   type ClassRow,
   type ClassValues,
 } from '../db/classes.ts';
-import { compileClassSchema, schemaErrors } from '../domain/class-schema.ts';
+import { assertObjectsMatchSchema, compileClassSchema } from '../domain/class-schema.ts';
 import { jsonEqual } from '../domain/json-patch.ts';
 import type { RequestBody } from '../http/contract.ts';
-
-/** How many failing objects a refused schema change lists. */
-const INVALID_SAMPLE = 10;
 
 async function expandedReply(ctx: Ctx, id: number, status = 200, extra: Record<string, string> = {}): Promise<Reply> {
   const row = await findClassExpanded(ctx.deps.sql, id);
   if (!row) throw notFound('class');
   return { status, body: classExpandedView(row), headers: { ...extra, ...etagHeader('class', row.id, row.revision) } };
-}
-
-/**
- * Refuses a schema change that would leave stored objects invalid: every object of the class is
- * checked in the caller's transaction (object writes share-lock the class, which the caller holds
- * for update, so none can slip in), and the first failures are listed in a 409.
- */
-async function assertObjectsMatch(tx: Parameters<typeof classObjectsCursor>[0], classId: number, schema: unknown): Promise<void> {
-  const validate = compileClassSchema(schema);
-  const sample: ErrorDetail[] = [];
-  let failing = 0;
-  for await (const batch of classObjectsCursor(tx, classId)) {
-    for (const o of batch) {
-      const errors = schemaErrors(validate, o.json_data);
-      if (errors.length === 0) continue;
-      failing++;
-      if (sample.length < INVALID_SAMPLE) {
-        sample.push({ path: `objects/${o.id}`, message: `object ${o.name}: ${errors[0]!.path} ${errors[0]!.message}` });
-      }
-    }
-  }
-  if (failing > 0) {
-    throw new ApiError(409, `${failing} existing object(s) of the class do not match the new schema; fix them or leave validation off`, {
-      reason: 'existing_objects_invalid',
-      guidance: 'update or delete the listed objects (details hold at most 10), then retry',
-      details: sample,
-    });
-  }
 }
 
 async function updateClassBy(
@@ -100,7 +69,8 @@ async function updateClassBy(
     ) {
       return before;
     }
-    if (next.validate_schema && (schemaChanged || !before.validate_schema)) await assertObjectsMatch(tx, classId, next.json_schema);
+    if (next.validate_schema && (schemaChanged || !before.validate_schema))
+      await assertObjectsMatchSchema(classObjectsCursor(tx, classId), next.json_schema);
     const after = await updateClassRow(tx, classId, next);
     const movedObjects = moved ? await moveClassObjects(tx, actorOf(ctx), classId, next.collection_id) : 0;
     await appendEvent(tx, actorOf(ctx), {

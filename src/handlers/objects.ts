@@ -27,7 +27,7 @@ import { activeFields, type ActiveFields } from '../db/computed-fields.ts';
 // Registers the related.<alias>.* filter hook of the relations feature (objectFilterHooks).
 import '../db/related-filters.ts';
 import { valueSet, type ComputedDef } from '../domain/computed.ts';
-import { assertMatchesSchema, compileClassSchema } from '../domain/class-schema.ts';
+import { assertFitsClass } from '../domain/class-schema.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
 
 /** Query parameters of the aggregate operations that are not object filters. */
@@ -148,18 +148,12 @@ async function lockClassFor(tx: TransactionSql, classId: number, expectedName: s
   return cls;
 }
 
-function checkData(cls: ClassRow, data: unknown): void {
-  if (cls.validate_schema && cls.json_schema !== null && cls.json_schema !== undefined) {
-    assertMatchesSchema(compileClassSchema(cls.json_schema), data);
-  }
-}
-
 async function createIn(ctx: Ctx, classId: number, className: string | null, body: RequestBody<'createObject'>): Promise<Reply> {
   const auth = authOf(ctx);
   const row = await withTx(ctx.deps.sql, async (tx) => {
     await requireClassPermission(tx, auth, classId, 'CreateObject');
     const cls = await lockClassFor(tx, classId, className);
-    checkData(cls, body.json_data);
+    assertFitsClass(cls, body.json_data);
     const created = await insertObject(tx, {
       name: body.name,
       description: body.description ?? '',
@@ -214,7 +208,7 @@ async function writeObject(
 ): Promise<ObjectRow> {
   const dataChanged = !jsonEqual(next.json_data, before.json_data);
   if (!dataChanged && next.name === before.name && next.description === before.description) return before;
-  if (dataChanged) checkData(cls, next.json_data);
+  if (dataChanged) assertFitsClass(cls, next.json_data);
   const after = await updateObjectRow(tx, before.id, next);
   await appendEvent(tx, actorOf(ctx), {
     entityType: 'object',

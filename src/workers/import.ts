@@ -44,7 +44,6 @@ import {
   moveClassObjects,
   shareLockClass,
   updateClassRow,
-  type ClassRow,
   type ClassValues,
 } from '../db/classes.ts';
 import { insertObject, lockObject, objectIdByName, objectView, updateObjectRow } from '../db/objects.ts';
@@ -108,7 +107,7 @@ import {
   upsertImportResults,
   type NewImportResult,
 } from '../db/imports.ts';
-import { compileClassSchema, schemaErrors, assertMatchesSchema } from '../domain/class-schema.ts';
+import { assertFitsClass, assertObjectsMatchSchema, compileClassSchema } from '../domain/class-schema.ts';
 import { jsonEqual } from '../domain/json-patch.ts';
 import { classRelationView } from '../domain/relations.ts';
 import { applyPatch, fieldsFromNew, sameFields, validateTarget, type TemplateLimits } from '../domain/remote-targets.ts';
@@ -201,8 +200,6 @@ import { ClaimLostError, TaskCancelledError, type TaskOutcome, type TaskRunConte
 
 /** Items between cancel checkpoints (and progress updates of transactional runs). */
 const CHECKPOINT_EVERY = 25;
-/** How many failing objects a refused class schema change lists (as the class API). */
-const INVALID_SAMPLE = 10;
 
 /** Thrown to roll back the transaction of a strict or dry run; never leaves this module. */
 class Rollback extends Error {}
@@ -592,29 +589,6 @@ class ImportRun {
 
   // ---- classes ----------------------------------------------------------------------------------
 
-  /** The class API's rule: a schema change may not leave stored objects invalid (409 with a sample). */
-  private async assertObjectsMatch(tx: TransactionSql, classId: number, schema: unknown): Promise<void> {
-    const validate = compileClassSchema(schema);
-    const sample: { path: string; message: string }[] = [];
-    let failing = 0;
-    for await (const batch of classObjectsCursor(tx, classId)) {
-      for (const o of batch) {
-        const errors = schemaErrors(validate, o.json_data);
-        if (errors.length === 0) continue;
-        failing++;
-        if (sample.length < INVALID_SAMPLE) {
-          sample.push({ path: `objects/${o.id}`, message: `object ${o.name}: ${errors[0]!.path} ${errors[0]!.message}` });
-        }
-      }
-    }
-    if (failing > 0) {
-      throw new ApiError(409, `${failing} existing object(s) of the class do not match the new schema`, {
-        reason: 'existing_objects_invalid',
-        details: sample,
-      });
-    }
-  }
-
   private async klass(tx: TransactionSql, b: ImportClass, state: ItemState): Promise<Applied> {
     const collectionId = await this.collectionOf(tx, b.collection_ref, b.collection_key);
     const existing = await classIdByName(tx, b.name);
@@ -663,7 +637,8 @@ class ImportRun {
       state.action = 'unchanged';
       return { action: 'unchanged', id: before.id };
     }
-    if (next.validate_schema && (schemaChanged || !before.validate_schema)) await this.assertObjectsMatch(tx, before.id, next.json_schema);
+    if (next.validate_schema && (schemaChanged || !before.validate_schema))
+      await assertObjectsMatchSchema(classObjectsCursor(tx, before.id), next.json_schema);
     const after = await updateClassRow(tx, before.id, next);
     const movedObjects = moved ? await moveClassObjects(tx, this.actor, before.id, next.collection_id) : 0;
     await appendEvent(tx, this.actor, {
@@ -685,12 +660,6 @@ class ImportRun {
 
   // ---- objects ----------------------------------------------------------------------------------
 
-  private checkData(cls: ClassRow, data: unknown): void {
-    if (cls.validate_schema && cls.json_schema !== null && cls.json_schema !== undefined) {
-      assertMatchesSchema(compileClassSchema(cls.json_schema), data);
-    }
-  }
-
   private async object(tx: TransactionSql, b: ImportObject, state: ItemState): Promise<Applied> {
     const classId = await this.classOf(tx, b.class_ref, b.class_key);
     const existing = await objectIdByName(tx, classId, b.name);
@@ -698,7 +667,7 @@ class ImportRun {
       await requireClassPermission(tx, this.auth, classId, 'CreateObject');
       const cls = await shareLockClass(tx, classId);
       if (!cls) throw notFound('class');
-      this.checkData(cls, b.json_data);
+      assertFitsClass(cls, b.json_data);
       const created = await insertObject(tx, {
         name: b.name,
         description: b.description ?? '',
@@ -731,7 +700,7 @@ class ImportRun {
       state.action = 'unchanged';
       return { action: 'unchanged', id: before.id };
     }
-    if (dataChanged) this.checkData(cls, next.json_data);
+    if (dataChanged) assertFitsClass(cls, next.json_data);
     const after = await updateObjectRow(tx, before.id, next);
     await appendEvent(tx, this.actor, {
       entityType: 'object',
