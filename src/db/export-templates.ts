@@ -4,7 +4,10 @@ import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { registerUniqueMessage } from './pg-errors.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
-import { CONTENT_TYPES, TEMPLATE_KINDS, type TemplateFields } from '../domain/exports.ts';
+import type { NewEvent } from './events.ts';
+import { badRequest, type ErrorDetail } from '../http/errors.ts';
+import { CONTENT_TYPES, TEMPLATE_KINDS, validateTemplateFields, type TemplateFields } from '../domain/exports.ts';
+import type { TemplateLimits } from '../domain/templates.ts';
 
 registerUniqueMessage('export_templates_collection_name_key', 'an export template with this name already exists in this collection');
 
@@ -54,6 +57,28 @@ export function exportTemplateView(r: ExportTemplateRow): Record<string, unknown
   };
 }
 
+/** The audit event of a template change; a deleted template has no after snapshot. */
+export function exportTemplateEvent(
+  row: ExportTemplateRow,
+  action: string,
+  before: ExportTemplateRow | null,
+  related: number[] = [],
+): NewEvent {
+  return {
+    entityType: 'export_template',
+    entityId: row.id,
+    entityName: row.name,
+    collectionId: row.collection_id,
+    relatedCollectionIds: related,
+    action,
+    summary: `export template ${row.name} ${action}`,
+    before: before ? exportTemplateView(before) : null,
+    after: action === 'deleted' ? null : exportTemplateView(row),
+    beforeRevision: before?.revision ?? null,
+    afterRevision: action === 'deleted' ? null : row.revision,
+  };
+}
+
 export function templateRowFields(r: ExportTemplateRow): TemplateFields {
   return {
     collection_id: r.collection_id,
@@ -94,12 +119,32 @@ export async function findExportTemplateRef(db: Db, id: number): Promise<{ id: n
 }
 
 /** Name and kind of the named templates of a collection (to check includes when saving). */
-export async function templateKindsByName(db: Db, collectionId: number, names: string[]): Promise<Map<string, string>> {
+async function templateKindsByName(db: Db, collectionId: number, names: string[]): Promise<Map<string, string>> {
   if (names.length === 0) return new Map();
   const rows = await db<{ name: string; kind: string }[]>`
     select et.name, et.kind from export_templates et
     where et.collection_id = ${collectionId}::int and et.name = any(${names}::text[])`;
   return new Map(rows.map((r) => [r.name, r.kind]));
+}
+
+/**
+ * Syntax (400) and includes: every included name must be a fragment of the template's own
+ * collection (a fragment may include itself by its own name; the depth bound stops the recursion).
+ * `path` names the template member in the error details.
+ */
+export async function validateTemplateWithIncludes(db: Db, f: TemplateFields, limits: TemplateLimits, path: string): Promise<void> {
+  const compiled = validateTemplateFields(f, limits);
+  const others = compiled.includes.filter((n) => !(n === f.name && f.kind === 'fragment'));
+  const kinds = await templateKindsByName(db, f.collection_id, others);
+  const details: ErrorDetail[] = [];
+  for (const name of others) {
+    const kind = kinds.get(name);
+    if (kind === undefined) details.push({ path, message: `includes ${JSON.stringify(name)}, which is no fragment of this collection` });
+    else if (kind !== 'fragment') {
+      details.push({ path, message: `includes ${JSON.stringify(name)}, an export template (only fragments can be included)` });
+    }
+  }
+  if (details.length) throw badRequest('the export template is invalid', details);
 }
 
 /** The sources of the named fragments of a collection (kind fragment only). */

@@ -1,13 +1,12 @@
 import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
-import { badRequest, notFound, type ErrorDetail } from '../http/errors.ts';
+import { notFound } from '../http/errors.ts';
 import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../http/list-query.ts';
 import { listReply } from '../db/list.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import { collectionWhere, requireCollectionPermission } from '../db/authz.ts';
-import type { Db } from '../db/sql.ts';
 import {
   EXPORT_TEMPLATE_LIST_SPEC,
   deleteExportTemplateRow,
@@ -16,19 +15,13 @@ import {
   insertExportTemplate,
   listExportTemplateRows,
   lockExportTemplate,
-  templateKindsByName,
+  validateTemplateWithIncludes,
+  exportTemplateEvent,
   templateRowFields,
   updateExportTemplateRow,
   type ExportTemplateRow,
 } from '../db/export-templates.ts';
-import {
-  applyTemplatePatch,
-  sameTemplateFields,
-  templateFieldsFromNew,
-  validateTemplateFields,
-  type PatchBody,
-  type TemplateFields,
-} from '../domain/exports.ts';
+import { applyTemplatePatch, sameTemplateFields, templateFieldsFromNew, type PatchBody } from '../domain/exports.ts';
 import type { TemplateLimits } from '../domain/templates.ts';
 import { submitExport } from './exports.ts';
 
@@ -40,44 +33,6 @@ function ok(status: number, row: ExportTemplateRow, extra: Record<string, string
 
 export function exportTemplateLimits(ctx: Pick<Ctx, 'deps'>): TemplateLimits {
   return { fuel: ctx.deps.config.SVC_EXPORT_TEMPLATE_FUEL, recursionLimit: ctx.deps.config.SVC_EXPORT_TEMPLATE_RECURSION_LIMIT };
-}
-
-function templateEvent(row: ExportTemplateRow, action: string, before: ExportTemplateRow | null, related: number[] = []) {
-  return {
-    entityType: KIND,
-    entityId: row.id,
-    entityName: row.name,
-    collectionId: row.collection_id,
-    relatedCollectionIds: related,
-    action,
-    summary: `export template ${row.name} ${action}`,
-    before: before ? exportTemplateView(before) : null,
-    after: action === 'deleted' ? null : exportTemplateView(row),
-    beforeRevision: before?.revision ?? null,
-    afterRevision: action === 'deleted' ? null : row.revision,
-  };
-}
-
-/**
- * Syntax (400) and includes: every included name must be a fragment of the template's own
- * collection (a fragment may include itself by its own name; the depth bound stops the recursion).
- */
-async function validateWithDb(db: Db, f: TemplateFields, ctx: Ctx): Promise<void> {
-  const compiled = validateTemplateFields(f, exportTemplateLimits(ctx));
-  const others = compiled.includes.filter((n) => !(n === f.name && f.kind === 'fragment'));
-  const kinds = await templateKindsByName(db, f.collection_id, others);
-  const details: ErrorDetail[] = [];
-  for (const name of others) {
-    const kind = kinds.get(name);
-    if (kind === undefined)
-      details.push({ path: 'body.template', message: `includes ${JSON.stringify(name)}, which is no fragment of this collection` });
-    else if (kind !== 'fragment')
-      details.push({
-        path: 'body.template',
-        message: `includes ${JSON.stringify(name)}, an export template (only fragments can be included)`,
-      });
-  }
-  if (details.length) throw badRequest('the export template is invalid', details);
 }
 
 export const exportTemplatesHandlers = {
@@ -94,9 +49,9 @@ export const exportTemplatesHandlers = {
     const fields = templateFieldsFromNew(input.body as Parameters<typeof templateFieldsFromNew>[0]);
     const row = await withTx(ctx.deps.sql, async (tx) => {
       await requireCollectionPermission(tx, auth, fields.collection_id, 'CreateTemplate');
-      await validateWithDb(tx, fields, ctx);
+      await validateTemplateWithIncludes(tx, fields, exportTemplateLimits(ctx), 'body.template');
       const created = await insertExportTemplate(tx, fields);
-      await appendEvent(tx, actorOf(ctx), templateEvent(created, 'created', null));
+      await appendEvent(tx, actorOf(ctx), exportTemplateEvent(created, 'created', null));
       return created;
     });
     return ok(201, row, { location: `/api/v1/export-templates/${row.id}` });
@@ -128,11 +83,11 @@ export const exportTemplatesHandlers = {
       if (next.collection_id !== before.collection_id) {
         await requireCollectionPermission(tx, auth, next.collection_id, 'CreateTemplate');
       }
-      await validateWithDb(tx, next, ctx);
+      await validateTemplateWithIncludes(tx, next, exportTemplateLimits(ctx), 'body.template');
       const after = await updateExportTemplateRow(tx, id, next);
       const moved = after.collection_id !== before.collection_id;
       await appendEvent(tx, actorOf(ctx), {
-        ...templateEvent(after, 'updated', before, moved ? [before.collection_id] : []),
+        ...exportTemplateEvent(after, 'updated', before, moved ? [before.collection_id] : []),
         ...(moved ? { metadata: { from_collection_id: before.collection_id, to_collection_id: after.collection_id } } : {}),
       });
       return after;
@@ -154,7 +109,7 @@ export const exportTemplatesHandlers = {
       }
       checkIfMatch(input.headers, KIND, before.id, before.revision);
       await deleteExportTemplateRow(tx, id);
-      await appendEvent(tx, actorOf(ctx), templateEvent(before, 'deleted', before));
+      await appendEvent(tx, actorOf(ctx), exportTemplateEvent(before, 'deleted', before));
     });
     return { status: 204 };
   },

@@ -149,21 +149,14 @@ import {
 } from '../domain/imports.ts';
 import type { TaskProgress } from '../db/tasks.ts';
 import {
-  exportTemplateView,
   insertExportTemplate,
   lockExportTemplate,
-  templateKindsByName,
+  validateTemplateWithIncludes,
+  exportTemplateEvent,
   templateRowFields,
   updateExportTemplateRow,
-  type ExportTemplateRow,
 } from '../db/export-templates.ts';
-import {
-  applyTemplatePatch,
-  sameTemplateFields,
-  templateFieldsFromNew,
-  validateTemplateFields,
-  type TemplateFields,
-} from '../domain/exports.ts';
+import { applyTemplatePatch, sameTemplateFields, templateFieldsFromNew } from '../domain/exports.ts';
 import {
   eventSinkView,
   findEventSink,
@@ -1142,40 +1135,6 @@ class ImportRun {
 
   // ---- export templates -------------------------------------------------------------------------
 
-  /** The export-template API's rules: syntax, then every include names a fragment of the same collection. */
-  private async validateTemplate(tx: TransactionSql, f: TemplateFields): Promise<void> {
-    const compiled = validateTemplateFields(f, this.limits);
-    const others = compiled.includes.filter((n) => !(n === f.name && f.kind === 'fragment'));
-    const kinds = await templateKindsByName(tx, f.collection_id, others);
-    const details = [];
-    for (const name of others) {
-      const kind = kinds.get(name);
-      if (kind === undefined)
-        details.push({ path: 'template', message: `includes ${JSON.stringify(name)}, which is no fragment of this collection` });
-      else if (kind !== 'fragment')
-        details.push({
-          path: 'template',
-          message: `includes ${JSON.stringify(name)}, an export template (only fragments can be included)`,
-        });
-    }
-    if (details.length) throw badRequest('the export template is invalid', details);
-  }
-
-  private templateEvent(row: ExportTemplateRow, action: 'created' | 'updated', before: ExportTemplateRow | null) {
-    return {
-      entityType: 'export_template',
-      entityId: row.id,
-      entityName: row.name,
-      collectionId: row.collection_id,
-      action,
-      summary: `export template ${row.name} ${action}`,
-      before: before ? exportTemplateView(before) : null,
-      after: exportTemplateView(row),
-      beforeRevision: before?.revision ?? null,
-      afterRevision: row.revision,
-    };
-  }
-
   private async exportTemplate(tx: TransactionSql, b: ImportExportTemplate, state: ItemState): Promise<Applied> {
     const collectionId = await this.collectionOf(tx, b.collection_ref, b.collection_key);
     const body = { ...templateBody(b), collection_id: collectionId };
@@ -1183,9 +1142,9 @@ class ImportRun {
     if (existing === undefined) {
       const fields = templateFieldsFromNew(body);
       await requireCollectionPermission(tx, this.auth, collectionId, 'CreateTemplate');
-      await this.validateTemplate(tx, fields);
+      await validateTemplateWithIncludes(tx, fields, this.limits, 'template');
       const created = await insertExportTemplate(tx, fields);
-      await appendEvent(tx, this.actor, this.templateEvent(created, 'created', null));
+      await appendEvent(tx, this.actor, exportTemplateEvent(created, 'created', null));
       return { action: 'create', id: created.id };
     }
     state.action = 'update';
@@ -1198,9 +1157,9 @@ class ImportRun {
       state.action = 'unchanged';
       return { action: 'unchanged', id: before.id };
     }
-    await this.validateTemplate(tx, next);
+    await validateTemplateWithIncludes(tx, next, this.limits, 'template');
     const after = await updateExportTemplateRow(tx, before.id, next);
-    await appendEvent(tx, this.actor, this.templateEvent(after, 'updated', before));
+    await appendEvent(tx, this.actor, exportTemplateEvent(after, 'updated', before));
     return { action: 'update', id: after.id };
   }
 
