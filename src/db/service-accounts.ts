@@ -1,7 +1,8 @@
 import type { Db, TransactionSql } from './sql.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import type { TokenRow } from './tokens.ts';
+import { tokenSnapshot, type TokenRow } from './tokens.ts';
+import { appendEvent, type Actor, type NewEvent } from './events.ts';
 
 export interface ServiceAccountRow {
   id: number;
@@ -29,6 +30,22 @@ export function serviceAccountView(r: ServiceAccountRow) {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
+  };
+}
+
+/** The audit event of a created or updated account. */
+export function serviceAccountEvent(action: 'created' | 'updated', after: ServiceAccountRow, before: ServiceAccountRow | null): NewEvent {
+  return {
+    entityType: 'service_account',
+    entityId: after.id,
+    entityName: after.name,
+    action,
+    summary: `service account ${after.name} ${action}`,
+    before: before ? serviceAccountView(before) : null,
+    after: serviceAccountView(after),
+    beforeRevision: before?.revision ?? null,
+    afterRevision: after.revision,
+    metadata: { owner_group_id: after.owner_group_id },
   };
 }
 
@@ -113,7 +130,7 @@ export interface DisableOutcome {
  * Disables an account: sets disabled_at, soft-revokes every unrevoked token and cancels its
  * queued tasks (running tasks are left to finish). The caller holds the account's row lock.
  */
-export async function disableServiceAccountRow(tx: TransactionSql, id: number): Promise<DisableOutcome> {
+async function disableServiceAccountRow(tx: TransactionSql, id: number): Promise<DisableOutcome> {
   await tx`update service_accounts set disabled_at = now() where principal_id = ${id}`;
   await tx`update principals set updated_at = now(), revision = revision + 1 where id = ${id}`;
   const before = await tx<TokenRow[]>`
@@ -138,4 +155,54 @@ export async function disableServiceAccountRow(tx: TransactionSql, id: number): 
     revokedTokens: before.map((b) => ({ before: b, after: afterById.get(b.id)! })),
     cancelledTaskIds: tasks.map((r) => r.id).sort((a, b) => a - b),
   };
+}
+
+/**
+ * Disables an account (the caller holds its row lock) with the events of the disable API: the
+ * account's, one per revoked token and one per cancelled queued task. Returns the disabled account.
+ */
+export async function disableServiceAccount(tx: TransactionSql, actor: Actor, before: ServiceAccountRow): Promise<ServiceAccountRow> {
+  const { account: after, revokedTokens, cancelledTaskIds } = await disableServiceAccountRow(tx, before.id);
+  await appendEvent(tx, actor, {
+    entityType: 'service_account',
+    entityId: after.id,
+    entityName: after.name,
+    action: 'disabled',
+    summary: `service account ${after.name} disabled`,
+    before: serviceAccountView(before),
+    after: serviceAccountView(after),
+    beforeRevision: before.revision,
+    afterRevision: after.revision,
+    metadata: {
+      owner_group_id: after.owner_group_id,
+      revoked_token_ids: revokedTokens.map((r) => r.after.id),
+      cancelled_task_ids: cancelledTaskIds,
+    },
+  });
+  for (const t of revokedTokens) {
+    await appendEvent(tx, actor, {
+      entityType: 'token',
+      entityId: t.after.id,
+      entityName: t.after.name,
+      action: 'revoked',
+      summary: 'token revoked (service account disabled)',
+      before: tokenSnapshot(t.before),
+      after: tokenSnapshot(t.after),
+      beforeRevision: t.before.revision,
+      afterRevision: t.after.revision,
+      metadata: { principal_id: after.id, via: 'service_account_disabled' },
+    });
+  }
+  for (const taskId of cancelledTaskIds) {
+    await appendEvent(tx, actor, {
+      entityType: 'task',
+      entityId: taskId,
+      action: 'cancelled',
+      summary: 'queued task cancelled because its service account was disabled',
+      before: { id: taskId, status: 'queued' },
+      after: { id: taskId, status: 'cancelled' },
+      metadata: { submitted_by: after.id, reason: 'service_account_disabled' },
+    });
+  }
+  return after;
 }

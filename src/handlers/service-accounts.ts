@@ -9,11 +9,11 @@ import { listReply } from '../db/list.ts';
 import { withTx } from '../db/tx.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { appendEvent } from '../db/events.ts';
-import { tokenSnapshot } from '../db/tokens.ts';
 import { isMember, shareLockGroup } from '../db/groups.ts';
 import { deletePrincipal, principalGroupIds } from '../db/users.ts';
 import {
-  disableServiceAccountRow,
+  disableServiceAccount,
+  serviceAccountEvent,
   findServiceAccount,
   insertServiceAccount,
   listServiceAccounts,
@@ -75,16 +75,7 @@ export const serviceAccountsHandlers = {
         ownerGroupId: body.owner_group_id,
         createdBy: auth.principal.id,
       });
-      await appendEvent(tx, actorOf(ctx), {
-        entityType: 'service_account',
-        entityId: created.id,
-        entityName: created.name,
-        action: 'created',
-        summary: `service account ${created.name} created`,
-        after: serviceAccountView(created),
-        afterRevision: created.revision,
-        metadata: { owner_group_id: created.owner_group_id },
-      });
+      await appendEvent(tx, actorOf(ctx), serviceAccountEvent('created', created, null));
       return created;
     });
     const r = reply(201, row);
@@ -106,18 +97,7 @@ export const serviceAccountsHandlers = {
       if (ownerGroupId !== before.owner_group_id) await requireOwnerGroup(tx, auth, ownerGroupId);
       if (description === before.description && ownerGroupId === before.owner_group_id) return before;
       const after = await updateServiceAccountRow(tx, id, { description, ownerGroupId });
-      await appendEvent(tx, actorOf(ctx), {
-        entityType: 'service_account',
-        entityId: id,
-        entityName: after.name,
-        action: 'updated',
-        summary: `service account ${after.name} updated`,
-        before: serviceAccountView(before),
-        after: serviceAccountView(after),
-        beforeRevision: before.revision,
-        afterRevision: after.revision,
-        metadata: { owner_group_id: after.owner_group_id },
-      });
+      await appendEvent(tx, actorOf(ctx), serviceAccountEvent('updated', after, before));
       return after;
     });
     return reply(200, row);
@@ -129,50 +109,7 @@ export const serviceAccountsHandlers = {
       const { account: before } = await authorizeManage(ctx, tx, id);
       checkIfMatch(input.headers, 'service_account', id, before.revision);
       if (before.disabled_at !== null) return before;
-      const { account: after, revokedTokens, cancelledTaskIds } = await disableServiceAccountRow(tx, id);
-      const actor = actorOf(ctx);
-      await appendEvent(tx, actor, {
-        entityType: 'service_account',
-        entityId: id,
-        entityName: after.name,
-        action: 'disabled',
-        summary: `service account ${after.name} disabled`,
-        before: serviceAccountView(before),
-        after: serviceAccountView(after),
-        beforeRevision: before.revision,
-        afterRevision: after.revision,
-        metadata: {
-          owner_group_id: after.owner_group_id,
-          revoked_token_ids: revokedTokens.map((r) => r.after.id),
-          cancelled_task_ids: cancelledTaskIds,
-        },
-      });
-      for (const t of revokedTokens) {
-        await appendEvent(tx, actor, {
-          entityType: 'token',
-          entityId: t.after.id,
-          entityName: t.after.name,
-          action: 'revoked',
-          summary: 'token revoked (service account disabled)',
-          before: tokenSnapshot(t.before),
-          after: tokenSnapshot(t.after),
-          beforeRevision: t.before.revision,
-          afterRevision: t.after.revision,
-          metadata: { principal_id: id, via: 'service_account_disabled' },
-        });
-      }
-      for (const taskId of cancelledTaskIds) {
-        await appendEvent(tx, actor, {
-          entityType: 'task',
-          entityId: taskId,
-          action: 'cancelled',
-          summary: 'queued task cancelled because its service account was disabled',
-          before: { id: taskId, status: 'queued' },
-          after: { id: taskId, status: 'cancelled' },
-          metadata: { submitted_by: id, reason: 'service_account_disabled' },
-        });
-      }
-      return after;
+      return disableServiceAccount(tx, actorOf(ctx), before);
     });
     return reply(200, row);
   },

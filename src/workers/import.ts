@@ -74,14 +74,12 @@ import {
 import { insertUser, lockUser, updateUserRow, userView } from '../db/users.ts';
 import { findUserPasswordHash } from '../db/approvals.ts';
 import {
-  disableServiceAccountRow,
+  disableServiceAccount,
+  serviceAccountEvent,
   insertServiceAccount,
   lockServiceAccount,
-  serviceAccountView,
   updateServiceAccountRow,
-  type ServiceAccountRow,
 } from '../db/service-accounts.ts';
-import { tokenSnapshot } from '../db/tokens.ts';
 import {
   classCollectionId,
   insertRemoteTarget,
@@ -947,72 +945,6 @@ class ImportRun {
     return { action: 'update', id: after.id };
   }
 
-  private async serviceAccountEvent(
-    tx: TransactionSql,
-    action: 'created' | 'updated',
-    after: ServiceAccountRow,
-    before: ServiceAccountRow | null,
-  ): Promise<void> {
-    await appendEvent(tx, this.actor, {
-      entityType: 'service_account',
-      entityId: after.id,
-      entityName: after.name,
-      action,
-      summary: `service account ${after.name} ${action}`,
-      before: before ? serviceAccountView(before) : null,
-      after: serviceAccountView(after),
-      beforeRevision: before?.revision ?? null,
-      afterRevision: after.revision,
-      metadata: { owner_group_id: after.owner_group_id },
-    });
-  }
-
-  /** Disables an account with the events the disable API records (tokens revoked, queued tasks cancelled). */
-  private async disable(tx: TransactionSql, before: ServiceAccountRow): Promise<void> {
-    const { account: after, revokedTokens, cancelledTaskIds } = await disableServiceAccountRow(tx, before.id);
-    await appendEvent(tx, this.actor, {
-      entityType: 'service_account',
-      entityId: after.id,
-      entityName: after.name,
-      action: 'disabled',
-      summary: `service account ${after.name} disabled`,
-      before: serviceAccountView(before),
-      after: serviceAccountView(after),
-      beforeRevision: before.revision,
-      afterRevision: after.revision,
-      metadata: {
-        owner_group_id: after.owner_group_id,
-        revoked_token_ids: revokedTokens.map((r) => r.after.id),
-        cancelled_task_ids: cancelledTaskIds,
-      },
-    });
-    for (const t of revokedTokens) {
-      await appendEvent(tx, this.actor, {
-        entityType: 'token',
-        entityId: t.after.id,
-        entityName: t.after.name,
-        action: 'revoked',
-        summary: 'token revoked (service account disabled)',
-        before: tokenSnapshot(t.before),
-        after: tokenSnapshot(t.after),
-        beforeRevision: t.before.revision,
-        afterRevision: t.after.revision,
-        metadata: { principal_id: after.id, via: 'service_account_disabled' },
-      });
-    }
-    for (const taskId of cancelledTaskIds) {
-      await appendEvent(tx, this.actor, {
-        entityType: 'task',
-        entityId: taskId,
-        action: 'cancelled',
-        summary: 'queued task cancelled because its service account was disabled',
-        before: { id: taskId, status: 'queued' },
-        after: { id: taskId, status: 'cancelled' },
-        metadata: { submitted_by: after.id, reason: 'service_account_disabled' },
-      });
-    }
-  }
-
   private async serviceAccount(tx: TransactionSql, b: ImportServiceAccount, state: ItemState): Promise<Applied> {
     const scope = scopeOf(b);
     const ownerId = await this.groupOf(tx, b.owner_group_ref, b.owner_group_key);
@@ -1027,8 +959,8 @@ class ImportRun {
         ownerGroupId: ownerId,
         createdBy: this.auth.principal.id,
       });
-      await this.serviceAccountEvent(tx, 'created', created, null);
-      if (b.disabled === true) await this.disable(tx, created);
+      await appendEvent(tx, this.actor, serviceAccountEvent('created', created, null));
+      if (b.disabled === true) await disableServiceAccount(tx, this.actor, created);
       return { action: 'create', id: created.id };
     }
     state.action = 'update';
@@ -1047,9 +979,9 @@ class ImportRun {
     let current = before;
     if (changed) {
       current = await updateServiceAccountRow(tx, before.id, { description, ownerGroupId: ownerId });
-      await this.serviceAccountEvent(tx, 'updated', current, before);
+      await appendEvent(tx, this.actor, serviceAccountEvent('updated', current, before));
     }
-    if (disabling) await this.disable(tx, current);
+    if (disabling) await disableServiceAccount(tx, this.actor, current);
     return { action: 'update', id: before.id };
   }
 
