@@ -8,6 +8,7 @@ import { appendEvent, type Actor, type NewEvent } from './events.ts';
 import { classWhere, objectWhere } from './authz.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import { conflict } from '../http/errors.ts';
 import { classRelationView, objectRelationView, type ClassRelationRow, type ObjectRelationRow } from '../domain/relations.ts';
 
 registerUniqueMessage('class_relations_pair_key', 'a class relation between these two classes (in this direction) already exists');
@@ -231,12 +232,7 @@ export async function lockRelationEnds(tx: TransactionSql, ids: number[]): Promi
 }
 
 /** How many relations under `classRelationId` the object has on the given side. */
-export async function countObjectRelations(
-  tx: TransactionSql,
-  classRelationId: number,
-  side: 'from' | 'to',
-  objectId: number,
-): Promise<number> {
+async function countObjectRelations(tx: TransactionSql, classRelationId: number, side: 'from' | 'to', objectId: number): Promise<number> {
   const [row] =
     side === 'from'
       ? await tx<{ n: number }[]>`
@@ -246,6 +242,30 @@ export async function countObjectRelations(
           select count(*)::int as n from object_relations
           where class_relation_id = ${classRelationId}::int and to_object_id = ${objectId}::int`;
   return row?.n ?? 0;
+}
+
+/**
+ * 409 when either object already holds the class relation's maximum number of relations on its
+ * side (the caller has locked both ends, so the counts hold until it inserts).
+ */
+export async function assertRoomForRelation(
+  tx: TransactionSql,
+  cr: { id: number; from_max_relations: number | null; to_max_relations: number | null },
+  fromId: number,
+  toId: number,
+): Promise<void> {
+  if (cr.from_max_relations !== null && (await countObjectRelations(tx, cr.id, 'from', fromId)) >= cr.from_max_relations) {
+    throw conflict(
+      `object ${fromId} already has ${cr.from_max_relations} relation(s) under class relation ${cr.id} (from_max_relations)`,
+      'max_relations_exceeded',
+    );
+  }
+  if (cr.to_max_relations !== null && (await countObjectRelations(tx, cr.id, 'to', toId)) >= cr.to_max_relations) {
+    throw conflict(
+      `object ${toId} already has ${cr.to_max_relations} relation(s) under class relation ${cr.id} (to_max_relations)`,
+      'max_relations_exceeded',
+    );
+  }
 }
 
 export async function objectRelationExists(tx: TransactionSql, classRelationId: number, fromId: number, toId: number): Promise<boolean> {

@@ -14,7 +14,7 @@ import {
   OBJECT_RELATION_LIST_SPEC,
   classRelationEvent,
   classRelationWhere,
-  countObjectRelations,
+  assertRoomForRelation,
   deleteClassRelationCascade,
   deleteObjectRelationRow,
   existingClassIds,
@@ -217,18 +217,7 @@ export const relationsHandlers = {
       await lockRelationEnds(tx, [from.id, to.id]);
       if (await objectRelationExists(tx, cr.id, from.id, to.id))
         throw conflict('this object relation already exists', 'duplicate_relation');
-      if (cr.from_max_relations !== null && (await countObjectRelations(tx, cr.id, 'from', from.id)) >= cr.from_max_relations) {
-        throw conflict(
-          `object ${from.id} already has ${cr.from_max_relations} relation(s) under class relation ${cr.id} (from_max_relations)`,
-          'max_relations_exceeded',
-        );
-      }
-      if (cr.to_max_relations !== null && (await countObjectRelations(tx, cr.id, 'to', to.id)) >= cr.to_max_relations) {
-        throw conflict(
-          `object ${to.id} already has ${cr.to_max_relations} relation(s) under class relation ${cr.id} (to_max_relations)`,
-          'max_relations_exceeded',
-        );
-      }
+      await assertRoomForRelation(tx, cr, from.id, to.id);
       const created = await insertObjectRelation(tx, { class_relation_id: cr.id, from_object_id: from.id, to_object_id: to.id });
       await appendEvent(
         tx,

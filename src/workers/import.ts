@@ -49,7 +49,7 @@ import {
 import { insertObject, lockObject, objectIdByName, objectView, updateObjectRow } from '../db/objects.ts';
 import {
   classRelationEvent,
-  countObjectRelations,
+  assertRoomForRelation,
   findClassRelation,
   findObjectEnds,
   insertClassRelation,
@@ -800,18 +800,7 @@ class ImportRun {
       state.action = 'unchanged';
       return { action: 'unchanged', id: null };
     }
-    if (cr.from_max_relations !== null && (await countObjectRelations(tx, cr.id, 'from', from.id)) >= cr.from_max_relations) {
-      throw conflict(
-        `object ${from.id} already has ${cr.from_max_relations} relation(s) under class relation ${cr.id} (from_max_relations)`,
-        'max_relations_exceeded',
-      );
-    }
-    if (cr.to_max_relations !== null && (await countObjectRelations(tx, cr.id, 'to', to.id)) >= cr.to_max_relations) {
-      throw conflict(
-        `object ${to.id} already has ${cr.to_max_relations} relation(s) under class relation ${cr.id} (to_max_relations)`,
-        'max_relations_exceeded',
-      );
-    }
+    await assertRoomForRelation(tx, cr, from.id, to.id);
     const created = await insertObjectRelation(tx, { class_relation_id: cr.id, from_object_id: from.id, to_object_id: to.id });
     await appendEvent(
       tx,
