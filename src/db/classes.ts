@@ -167,7 +167,7 @@ export function classObjectsCursor(tx: TransactionSql, classId: number) {
 }
 
 /** Appends events concurrently in chunks (postgres.js pipelines them on the transaction's connection). */
-async function appendMany(tx: TransactionSql, actor: Actor, events: Parameters<typeof appendEvent>[2][]): Promise<void> {
+export async function appendMany(tx: TransactionSql, actor: Actor, events: Parameters<typeof appendEvent>[2][]): Promise<void> {
   for (let i = 0; i < events.length; i += 200) {
     await Promise.all(events.slice(i, i + 200).map((e) => appendEvent(tx, actor, e)));
   }

@@ -8,6 +8,8 @@ import { createHash } from 'node:crypto';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { ApiError, badRequest, type ErrorDetail } from '../http/errors.ts';
+import { jsonEqual } from './json-patch.ts';
+import { canonicalJson } from './tasks.ts';
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => Ajv2020;
@@ -122,36 +124,140 @@ export function assertFitsClass(cls: { validate_schema: boolean; json_schema: un
   }
 }
 
-/** How many failing objects a refused schema change lists. */
-const INVALID_SAMPLE = 10;
+/** How many failing objects a refused schema change lists (in the 409 and in its audit record). */
+export const INVALID_SAMPLE = 10;
+/** How many violation categories an object_validation event lists. */
+export const MAX_VIOLATIONS = 10;
 
 /**
- * Refuses a schema change that would leave stored objects invalid: `objects` yields every object
- * of the class, read in the caller's transaction (object writes share-lock the class, which the
- * caller holds for update, so none can slip in); the first failures are listed in a 409.
+ * A safe category of one schema violation: the ajv keyword and the RFC 6901 pointer of the failing
+ * place in json_data. Never the value itself (audit documents hold identities, not object data).
  */
+export interface Violation {
+  keyword: string;
+  instance_path: string;
+}
+
+/** Stable identity of a schema document: SHA-256 of its canonical JSON (key order does not matter). */
+export function schemaDigest(schema: unknown): string | null {
+  if (schema === null || schema === undefined) return null;
+  return `sha256:${createHash('sha256').update(canonicalJson(schema)).digest('hex')}`;
+}
+
+interface Check {
+  ok: boolean;
+  violations: Violation[];
+  first: ErrorDetail | null;
+}
+
+function check(validate: ValidateFunction | null, data: unknown): Check {
+  if (validate === null) return { ok: true, violations: [], first: null };
+  const details = schemaErrors(validate, data);
+  if (details.length === 0) return { ok: true, violations: [], first: null };
+  // schemaErrors ran the validator last, so validate.errors belongs to `data`.
+  const violations = (validate.errors ?? [])
+    .slice(0, MAX_VIOLATIONS)
+    .map((e) => ({ keyword: e.keyword, instance_path: e.instancePath || '/' }));
+  return { ok: false, violations, first: details[0]! };
+}
+
+/** Whether `data` matches `schema` (no schema: nothing to violate), with the safe violation categories. */
+export function complianceOf(schema: unknown, data: unknown): { compliant: boolean; violations: Violation[] } {
+  const c = check(schema === null || schema === undefined ? null : compileClassSchema(schema), data);
+  return { compliant: c.ok, violations: c.violations };
+}
+
+/** An object whose compliance with its class schema changes, or that fails a refused change. */
+export interface ObjectCompliance {
+  id: number;
+  name: string;
+  compliant: boolean;
+  violations: Violation[];
+}
+
+/** What a schema change does to the stored objects of a class. */
+export interface SchemaImpact {
+  /** Objects read (0 when the change needs no check). */
+  checked: number;
+  /** Objects whose compliance (match of json_data against the schema; no schema = compliant) flips. */
+  flips: ObjectCompliance[];
+}
+
+export const NO_IMPACT: SchemaImpact = { checked: 0, flips: [] };
+
+/** The 409 of a schema change refused because stored objects do not match the schema it would enforce. */
+export class ExistingObjectsInvalid extends ApiError {
+  constructor(
+    readonly checked: number,
+    readonly failing: number,
+    readonly sample: ObjectCompliance[],
+    details: ErrorDetail[],
+  ) {
+    super(409, `${failing} existing object(s) of the class do not match the new schema; fix them or leave validation off`, {
+      reason: 'existing_objects_invalid',
+      guidance: `update or delete the listed objects (details hold at most ${INVALID_SAMPLE}), then retry`,
+      details,
+    });
+  }
+}
+
+/** Whether a change of a class's schema configuration needs its stored objects read. */
+export function schemaChangeNeedsCheck(
+  before: { json_schema: unknown; validate_schema: boolean },
+  next: { json_schema: unknown; validate_schema: boolean },
+): boolean {
+  const schemaChanged = !jsonEqual(next.json_schema ?? null, before.json_schema ?? null);
+  return schemaChanged || (next.validate_schema && !before.validate_schema);
+}
+
+/**
+ * Reads every object of the class (`objects`, in the caller's transaction: object writes
+ * share-lock the class, which the caller holds for update, so none can slip in) against the
+ * previous and the next schema. When the next configuration enforces validation and any object
+ * fails, throws ExistingObjectsInvalid (409) with the failing count and the first failures;
+ * otherwise returns the objects whose compliance flips.
+ */
+export async function assessSchemaChange(
+  objects: AsyncIterable<readonly { id: number; name: string; json_data: unknown }[]>,
+  before: { json_schema: unknown },
+  next: { json_schema: unknown; validate_schema: boolean },
+): Promise<SchemaImpact> {
+  const nextSchema = next.json_schema ?? null;
+  const prevSchema = before.json_schema ?? null;
+  const nextValidate = nextSchema === null ? null : compileClassSchema(nextSchema);
+  const same = jsonEqual(prevSchema, nextSchema);
+  const prevValidate = same || prevSchema === null ? null : compileClassSchema(prevSchema);
+  const enforce = next.validate_schema && nextValidate !== null;
+  const sample: ObjectCompliance[] = [];
+  const details: ErrorDetail[] = [];
+  const flips: ObjectCompliance[] = [];
+  let checked = 0;
+  let failing = 0;
+  for await (const batch of objects) {
+    for (const o of batch) {
+      checked++;
+      const now = check(nextValidate, o.json_data);
+      if (enforce && !now.ok) {
+        failing++;
+        if (sample.length < INVALID_SAMPLE) {
+          sample.push({ id: o.id, name: o.name, compliant: false, violations: now.violations });
+          details.push({ path: `objects/${o.id}`, message: `object ${o.name}: ${now.first!.path} ${now.first!.message}` });
+        }
+        continue;
+      }
+      if (same || failing > 0) continue;
+      const was = check(prevValidate, o.json_data);
+      if (was.ok !== now.ok) flips.push({ id: o.id, name: o.name, compliant: now.ok, violations: now.violations });
+    }
+  }
+  if (failing > 0) throw new ExistingObjectsInvalid(checked, failing, sample, details);
+  return { checked, flips };
+}
+
+/** Throws the 409 when any of `objects` fails `schema` (the check of a change that turns validation on). */
 export async function assertObjectsMatchSchema(
   objects: AsyncIterable<readonly { id: number; name: string; json_data: unknown }[]>,
   schema: unknown,
 ): Promise<void> {
-  const validate = compileClassSchema(schema);
-  const sample: ErrorDetail[] = [];
-  let failing = 0;
-  for await (const batch of objects) {
-    for (const o of batch) {
-      const errors = schemaErrors(validate, o.json_data);
-      if (errors.length === 0) continue;
-      failing++;
-      if (sample.length < INVALID_SAMPLE) {
-        sample.push({ path: `objects/${o.id}`, message: `object ${o.name}: ${errors[0]!.path} ${errors[0]!.message}` });
-      }
-    }
-  }
-  if (failing > 0) {
-    throw new ApiError(409, `${failing} existing object(s) of the class do not match the new schema; fix them or leave validation off`, {
-      reason: 'existing_objects_invalid',
-      guidance: `update or delete the listed objects (details hold at most ${INVALID_SAMPLE}), then retry`,
-      details: sample,
-    });
-  }
+  await assessSchemaChange(objects, { json_schema: schema }, { json_schema: schema, validate_schema: true });
 }

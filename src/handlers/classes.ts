@@ -11,7 +11,6 @@ import {
   CLASS_LIST_SPEC,
   classExpandedView,
   classIdByName,
-  classObjectsCursor,
   classView,
   deleteClassCascade,
   findClassExpanded,
@@ -23,7 +22,14 @@ import {
   type ClassRow,
   type ClassValues,
 } from '../db/classes.ts';
-import { assertObjectsMatchSchema, compileClassSchema } from '../domain/class-schema.ts';
+import { NO_IMPACT, compileClassSchema } from '../domain/class-schema.ts';
+import {
+  SchemaChangeRefused,
+  checkClassSchemaChange,
+  recordClassSchemaChange,
+  recordClassSchemaDeletedWithClass,
+  recordRefusedSchemaChange,
+} from '../db/class-schema-events.ts';
 import { jsonEqual } from '../domain/json-patch.ts';
 import type { RequestBody } from '../http/contract.ts';
 
@@ -69,8 +75,7 @@ async function updateClassBy(
     ) {
       return before;
     }
-    if (next.validate_schema && (schemaChanged || !before.validate_schema))
-      await assertObjectsMatchSchema(classObjectsCursor(tx, classId), next.json_schema);
+    const impact = await checkClassSchemaChange(tx, before, next);
     const after = await updateClassRow(tx, classId, next);
     const movedObjects = moved ? await moveClassObjects(tx, actorOf(ctx), classId, next.collection_id) : 0;
     await appendEvent(tx, actorOf(ctx), {
@@ -87,7 +92,11 @@ async function updateClassBy(
       afterRevision: after.revision,
       metadata: { schema_changed: schemaChanged, ...(moved ? { moved_objects: movedObjects } : {}) },
     });
+    await recordClassSchemaChange(tx, actorOf(ctx), before, after, impact);
     return after;
+  }).catch(async (err: unknown) => {
+    if (err instanceof SchemaChangeRefused) await recordRefusedSchemaChange(ctx.deps.sql, ctx.deps.log, actorOf(ctx), err);
+    throw err;
   });
   return expandedReply(ctx, row.id);
 }
@@ -99,6 +108,7 @@ async function deleteClassBy(ctx: Ctx, classId: number, expectedName: string | n
     if (!cls || (expectedName !== null && cls.name !== expectedName)) throw notFound('class');
     await requireClassPermission(tx, auth, classId, 'DeleteClass');
     checkIfMatch(headers, 'class', classId, cls.revision);
+    await recordClassSchemaDeletedWithClass(tx, actorOf(ctx), cls);
     await deleteClassCascade(tx, actorOf(ctx), cls);
     return cls;
   });
@@ -153,6 +163,7 @@ export const classesHandlers = {
         after: classView(created),
         afterRevision: created.revision,
       });
+      await recordClassSchemaChange(tx, actorOf(ctx), null, created, NO_IMPACT);
       return created;
     });
     return expandedReply(ctx, row.id, 201, { location: `/api/v1/classes/${row.id}` });

@@ -28,6 +28,7 @@ import { activeFields, type ActiveFields } from '../db/computed-fields.ts';
 import '../db/related-filters.ts';
 import { valueSet, type ComputedDef } from '../domain/computed.ts';
 import { assertFitsClass } from '../domain/class-schema.ts';
+import { recordObjectCompliance } from '../db/class-schema-events.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
 
 /** Query parameters of the aggregate operations that are not object filters. */
@@ -172,6 +173,7 @@ async function createIn(ctx: Ctx, classId: number, className: string | null, bod
       afterRevision: created.revision,
       metadata: { class_id: cls.id },
     });
+    await recordObjectCompliance(tx, actorOf(ctx), cls, null, created);
     return created;
   });
   return {
@@ -223,6 +225,7 @@ async function writeObject(
     afterRevision: after.revision,
     metadata: { class_id: cls.id, data_changed: dataChanged },
   });
+  if (dataChanged) await recordObjectCompliance(tx, actorOf(ctx), cls, before, after);
   return after;
 }
 

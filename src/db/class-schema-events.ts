@@ -1,0 +1,266 @@
+// The audit record of class-schema lifecycles and object compliance (interface spec, "Events").
+// Schema changes are synchronous: a change that sets, replaces or enables a schema is checked
+// against every stored object and then staged and activated in the transaction of the class
+// change; a change refused because stored objects do not comply is recorded afterwards, in its own
+// transaction, as `class_schema.abandoned` plus `object_validation.failed` for the sampled objects.
+// An object's compliance is whether its json_data matches its class's json_schema (no schema:
+// nothing to violate); `object_validation.updated` records each flip of it. Documents hold
+// identities, digests and ajv keywords with instance paths, never object values.
+import type { Logger } from 'pino';
+import type { Sql, TransactionSql } from './sql.ts';
+import { withTx } from './tx.ts';
+import { appendEvent, type Actor, type NewEvent } from './events.ts';
+import { appendMany, classObjectsCursor, type ClassRow, type ClassValues } from './classes.ts';
+import type { ObjectRow } from './objects.ts';
+import {
+  ExistingObjectsInvalid,
+  INVALID_SAMPLE,
+  NO_IMPACT,
+  assessSchemaChange,
+  complianceOf,
+  schemaChangeNeedsCheck,
+  schemaDigest,
+  type ObjectCompliance,
+  type SchemaImpact,
+} from '../domain/class-schema.ts';
+import { ApiError } from '../http/errors.ts';
+
+interface SchemaConfig {
+  json_schema: unknown;
+  validate_schema: boolean;
+}
+
+/** A schema change refused because stored objects fail it: the 409 plus what the audit record needs. */
+export class SchemaChangeRefused extends ApiError {
+  constructor(
+    readonly cls: ClassRow,
+    readonly next: SchemaConfig,
+    readonly refusal: ExistingObjectsInvalid,
+  ) {
+    super(refusal.status, refusal.message, { reason: refusal.reason, guidance: refusal.guidance, details: refusal.details });
+  }
+}
+
+function config(c: SchemaConfig): { json_schema: unknown; validate_schema: boolean } {
+  return { json_schema: c.json_schema ?? null, validate_schema: c.validate_schema };
+}
+
+/** How a schema configuration changes: schema_set, schema_replaced, validation_enabled or validation_disabled. */
+function changeKind(before: SchemaConfig | null, next: SchemaConfig): string {
+  const prev = before?.json_schema ?? null;
+  if (prev === null) return 'schema_set';
+  if (schemaDigest(prev) !== schemaDigest(next.json_schema)) return 'schema_replaced';
+  return next.validate_schema ? 'validation_enabled' : 'validation_disabled';
+}
+
+function schemaConfigChanged(before: SchemaConfig | null, after: SchemaConfig): boolean {
+  if (before === null) return (after.json_schema ?? null) !== null;
+  return schemaDigest(before.json_schema) !== schemaDigest(after.json_schema) || before.validate_schema !== after.validate_schema;
+}
+
+/**
+ * Checks the stored objects of a class against a changed schema configuration, inside the class
+ * change's transaction (the caller holds the class row for update). Throws SchemaChangeRefused
+ * (409) when the change would enforce a schema that stored objects fail.
+ */
+export async function checkClassSchemaChange(tx: TransactionSql, before: ClassRow, next: ClassValues): Promise<SchemaImpact> {
+  if (!schemaChangeNeedsCheck(config(before), config(next))) return NO_IMPACT;
+  try {
+    return await assessSchemaChange(classObjectsCursor(tx, before.id), config(before), config(next));
+  } catch (err) {
+    if (err instanceof ExistingObjectsInvalid) throw new SchemaChangeRefused(before, config(next), err);
+    throw err;
+  }
+}
+
+function flipEvent(cls: ClassRow, o: ObjectCompliance, cause: string, schema: unknown): NewEvent {
+  return {
+    entityType: 'object_validation',
+    entityId: o.id,
+    entityName: o.name,
+    collectionId: cls.collection_id,
+    action: 'updated',
+    summary: `object ${o.name} ${o.compliant ? 'now matches' : 'no longer matches'} the schema of class ${cls.name}`,
+    metadata: {
+      class_id: cls.id,
+      cause,
+      compliant: o.compliant,
+      compliance_changed: true,
+      schema_digest: schemaDigest(schema),
+      violations: o.violations,
+    },
+  };
+}
+
+/**
+ * Appends the schema lifecycle of a committed class change (in its transaction): `staged` and
+ * `activated` when the change sets, replaces, enables or disables a schema, `deleted` when it
+ * removes one, then `object_validation.updated` per object whose compliance flipped. `before` is
+ * null for a new class. Nothing is appended when the schema configuration did not change.
+ */
+export async function recordClassSchemaChange(
+  tx: TransactionSql,
+  actor: Actor,
+  before: ClassRow | null,
+  after: ClassRow,
+  impact: SchemaImpact,
+): Promise<void> {
+  if (!schemaConfigChanged(before, after)) return;
+  const common = {
+    entityType: 'class_schema',
+    entityId: after.id,
+    entityName: after.name,
+    collectionId: after.collection_id,
+    before: before === null || (before.json_schema ?? null) === null ? null : config(before),
+    beforeRevision: before?.revision ?? null,
+  };
+  const previous = {
+    previous_schema_digest: schemaDigest(before?.json_schema),
+    previous_validate_schema: before?.validate_schema ?? false,
+  };
+  const outcome = { objects_checked: impact.checked, compliance_changes: impact.flips.length };
+  if ((after.json_schema ?? null) === null) {
+    await appendEvent(tx, actor, {
+      ...common,
+      action: 'deleted',
+      summary: `class ${after.name}: schema removed`,
+      metadata: { class_id: after.id, cause: 'schema_removed', ...previous, ...outcome },
+    });
+  } else {
+    const meta = {
+      class_id: after.id,
+      change: changeKind(before, after),
+      schema_digest: schemaDigest(after.json_schema),
+      validate_schema: after.validate_schema,
+      ...previous,
+    };
+    await appendEvent(tx, actor, {
+      ...common,
+      action: 'staged',
+      summary: `class ${after.name}: schema staged`,
+      after: config(after),
+      metadata: meta,
+    });
+    await appendEvent(tx, actor, {
+      ...common,
+      action: 'activated',
+      summary: `class ${after.name}: schema activated${after.validate_schema ? ' with validation' : ' without validation'}`,
+      after: config(after),
+      afterRevision: after.revision,
+      metadata: { ...meta, ...outcome },
+    });
+  }
+  await appendMany(
+    tx,
+    actor,
+    impact.flips.map((o) => flipEvent(after, o, 'schema_changed', after.json_schema)),
+  );
+}
+
+/** `class_schema.deleted` for a class deleted with a schema (in the deletion's transaction). */
+export async function recordClassSchemaDeletedWithClass(tx: TransactionSql, actor: Actor, cls: ClassRow): Promise<void> {
+  if ((cls.json_schema ?? null) === null) return;
+  await appendEvent(tx, actor, {
+    entityType: 'class_schema',
+    entityId: cls.id,
+    entityName: cls.name,
+    collectionId: cls.collection_id,
+    action: 'deleted',
+    summary: `class ${cls.name}: schema deleted with the class`,
+    before: config(cls),
+    beforeRevision: cls.revision,
+    metadata: {
+      class_id: cls.id,
+      cause: 'class_deleted',
+      previous_schema_digest: schemaDigest(cls.json_schema),
+      previous_validate_schema: cls.validate_schema,
+      objects_checked: 0,
+      compliance_changes: 0,
+    },
+  });
+}
+
+/**
+ * Records a refused schema change after its transaction rolled back: `class_schema.abandoned`
+ * with the failing count and the sampled object ids, and `object_validation.failed` per sampled
+ * object (`compliance_changed: false`: the schema never applied). Its own transaction; a failure
+ * here is logged and swallowed, so it can neither undo anything nor change the 409.
+ */
+export async function recordRefusedSchemaChange(sql: Sql, log: Logger, actor: Actor, refused: SchemaChangeRefused): Promise<void> {
+  const { cls, next, refusal } = refused;
+  try {
+    await withTx(sql, async (tx) => {
+      const digest = schemaDigest(next.json_schema);
+      const abandoned = await appendEvent(tx, actor, {
+        entityType: 'class_schema',
+        entityId: cls.id,
+        entityName: cls.name,
+        collectionId: cls.collection_id,
+        action: 'abandoned',
+        summary: `class ${cls.name}: schema change abandoned, ${refusal.failing} stored object(s) do not match`,
+        before: (cls.json_schema ?? null) === null ? null : config(cls),
+        after: config(next),
+        beforeRevision: cls.revision,
+        metadata: {
+          class_id: cls.id,
+          reason: 'existing_objects_invalid',
+          change: changeKind(cls, next),
+          schema_digest: digest,
+          validate_schema: next.validate_schema,
+          previous_schema_digest: schemaDigest(cls.json_schema),
+          previous_validate_schema: cls.validate_schema,
+          objects_checked: refusal.checked,
+          failing_objects: refusal.failing,
+          sample_object_ids: refusal.sample.map((o) => o.id),
+          sample_cap: INVALID_SAMPLE,
+        },
+      });
+      await appendMany(
+        tx,
+        actor,
+        refusal.sample.map((o) => ({
+          entityType: 'object_validation',
+          entityId: o.id,
+          entityName: o.name,
+          collectionId: cls.collection_id,
+          action: 'failed',
+          summary: `object ${o.name} does not match the schema proposed for class ${cls.name}`,
+          metadata: {
+            class_id: cls.id,
+            cause: 'schema_change_refused',
+            compliance_changed: false,
+            schema_digest: digest,
+            class_schema_event_id: abandoned.event_id,
+            violations: o.violations,
+          },
+        })),
+      );
+    });
+  } catch (err) {
+    log.error({ err, class_id: cls.id }, 'could not record a refused class schema change');
+  }
+}
+
+/**
+ * `object_validation.updated` when an object write flips its compliance with the class schema
+ * (a new object counts as compliant before its first write). With validation enforced a
+ * non-compliant write is refused, so only classes with a schema and validation off can flip here.
+ */
+export async function recordObjectCompliance(
+  tx: TransactionSql,
+  actor: Actor,
+  cls: ClassRow,
+  before: ObjectRow | null,
+  after: ObjectRow,
+): Promise<void> {
+  // Enforced validation keeps every stored object compliant, so nothing can flip.
+  if ((cls.json_schema ?? null) === null || cls.validate_schema) return;
+  const was = before === null ? true : complianceOf(cls.json_schema, before.json_data).compliant;
+  const now = complianceOf(cls.json_schema, after.json_data);
+  if (was === now.compliant) return;
+  await appendEvent(tx, actor, {
+    ...flipEvent(cls, { id: after.id, name: after.name, ...now }, 'object_written', cls.json_schema),
+    collectionId: after.collection_id,
+    afterRevision: after.revision,
+  });
+}
