@@ -2,6 +2,7 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { registerUniqueMessage } from './pg-errors.ts';
+import type { NewEvent } from './events.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
 import type { SinkFields } from '../domain/event-subscriptions.ts';
 import type { SinkDefinition, SinkKind } from '../sinks/types.ts';
@@ -52,6 +53,22 @@ export function eventSinkView(r: EventSinkRow): Record<string, unknown> {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
+  };
+}
+
+/** The audit event of a sink change; a deleted sink has no after snapshot. */
+export function eventSinkEvent(row: EventSinkRow, action: string, before: EventSinkRow | null): NewEvent {
+  return {
+    entityType: 'event_sink',
+    entityId: row.id,
+    entityName: row.name,
+    collectionId: null,
+    action,
+    summary: `event sink ${row.name} ${action}`,
+    before: before ? eventSinkView(before) : null,
+    after: action === 'deleted' ? null : eventSinkView(row),
+    beforeRevision: before?.revision ?? null,
+    afterRevision: action === 'deleted' ? null : row.revision,
   };
 }
 

@@ -2,6 +2,7 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { registerUniqueMessage } from './pg-errors.ts';
+import type { NewEvent } from './events.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
 import type { SubscriptionFields, SubscriptionFilter } from '../domain/event-subscriptions.ts';
 
@@ -64,6 +65,23 @@ export function eventSubscriptionView(r: EventSubscriptionRow): Record<string, u
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
+  };
+}
+
+/** The audit event of a subscription change; a deleted subscription has no after snapshot. */
+export function eventSubscriptionEvent(row: EventSubscriptionRow, action: string, before: EventSubscriptionRow | null): NewEvent {
+  return {
+    entityType: 'event_subscription',
+    entityId: row.id,
+    entityName: row.name,
+    collectionId: row.collection_id,
+    action,
+    summary: `event subscription ${row.name} ${action}`,
+    before: before ? eventSubscriptionView(before) : null,
+    after: action === 'deleted' ? null : eventSubscriptionView(row),
+    beforeRevision: before?.revision ?? null,
+    afterRevision: action === 'deleted' ? null : row.revision,
+    metadata: { sink_id: row.sink_id },
   };
 }
 

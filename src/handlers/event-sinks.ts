@@ -1,6 +1,6 @@
 import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
-import { ApiError, badRequest, conflict, notFound } from '../http/errors.ts';
+import { badRequest, conflict, notFound } from '../http/errors.ts';
 import { requireUnscopedAdmin } from '../http/gates.ts';
 import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../http/list-query.ts';
@@ -11,6 +11,7 @@ import type { Db } from '../db/sql.ts';
 import {
   EVENT_SINK_LIST_SPEC,
   deleteEventSinkRow,
+  eventSinkEvent,
   eventSinkView,
   findEventSink,
   insertEventSink,
@@ -24,44 +25,14 @@ import {
 } from '../db/event-sinks.ts';
 import { countSubscriptionsOfSink, findEventSubscription, type EventSubscriptionRow } from '../db/event-subscriptions.ts';
 import { eventDeliveryView, findEventByUuid, insertTestDelivery, type StoredEvent } from '../db/event-deliveries.ts';
-import {
-  applySinkPatch,
-  inSubscriptionScope,
-  sameJson,
-  sinkFromNew,
-  type SinkFields,
-  type SinkPatch,
-} from '../domain/event-subscriptions.ts';
-import { routingProblems, transportFor, validateSinkConfig } from '../sinks/index.ts';
+import { applySinkPatch, inSubscriptionScope, sameJson, sinkFromNew, type SinkPatch } from '../domain/event-subscriptions.ts';
+import { transportFor, validateSink, validateSinkChange } from '../sinks/index.ts';
 import { deliveryEnvelope } from '../workers/event-delivery.ts';
 
 const KIND = 'event_sink';
-const MAX_NAME = 255;
 
 function ok(status: number, row: EventSinkRow, extra: Record<string, string> = {}) {
   return { status, body: eventSinkView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
-}
-
-function sinkEvent(row: EventSinkRow, action: string, before: EventSinkRow | null) {
-  return {
-    entityType: KIND,
-    entityId: row.id,
-    entityName: row.name,
-    collectionId: null,
-    action,
-    summary: `event sink ${row.name} ${action}`,
-    before: before ? eventSinkView(before) : null,
-    after: action === 'deleted' ? null : eventSinkView(row),
-    beforeRevision: before?.revision ?? null,
-    afterRevision: action === 'deleted' ? null : row.revision,
-  };
-}
-
-function validateSink(f: SinkFields): void {
-  if (f.name.trim() === '' || f.name.length > MAX_NAME) {
-    throw badRequest('the event sink is invalid', [{ path: 'body.name', message: `must be 1 to ${MAX_NAME} characters and not blank` }]);
-  }
-  validateSinkConfig(f.kind, f.config, f.secret_ref);
 }
 
 interface PreviewTarget {
@@ -118,10 +89,10 @@ export const eventSinksHandlers = {
   createEventSink: async (input, ctx) => {
     requireUnscopedAdmin(ctx);
     const fields = sinkFromNew(input.body as Parameters<typeof sinkFromNew>[0]);
-    validateSink(fields);
+    validateSink(fields, 'body.name');
     const row = await withTx(ctx.deps.sql, async (tx) => {
       const created = await insertEventSink(tx, fields);
-      await appendEvent(tx, actorOf(ctx), sinkEvent(created, 'created', null));
+      await appendEvent(tx, actorOf(ctx), eventSinkEvent(created, 'created', null));
       return created;
     });
     return ok(201, row, { location: `/api/v1/event-sinks/${row.id}` });
@@ -144,22 +115,9 @@ export const eventSinksHandlers = {
       const prev = sinkFields(before);
       const next = applySinkPatch(prev, input.body as SinkPatch);
       if (sameJson(next, prev)) return before;
-      const routings = await subscriptionRoutingsOfSink(tx, id);
-      if (next.kind !== prev.kind && routings.length > 0) {
-        throw conflict(`the sink kind cannot change while ${routings.length} subscription(s) use the sink`, 'sink_in_use');
-      }
-      validateSink(next);
-      for (const s of routings) {
-        const problems = routingProblems(next.kind, s.routing, next.config);
-        if (problems.length) {
-          throw new ApiError(409, `the new configuration does not fit the routing of subscription ${s.id}: ${problems[0]!.message}`, {
-            reason: 'sink_in_use',
-            details: problems.map((p) => ({ path: `subscription.${s.id}.${p.path.replace(/^body\./, '')}`, message: p.message })),
-          });
-        }
-      }
+      validateSinkChange(prev, next, await subscriptionRoutingsOfSink(tx, id), 'body.name');
       const after = await updateEventSinkRow(tx, id, next);
-      await appendEvent(tx, actorOf(ctx), sinkEvent(after, 'updated', before));
+      await appendEvent(tx, actorOf(ctx), eventSinkEvent(after, 'updated', before));
       return after;
     });
     return ok(200, row);
@@ -177,7 +135,7 @@ export const eventSinksHandlers = {
         throw conflict(`the sink is used by ${used} subscription(s); delete or re-point them first (or disable the sink)`, 'sink_in_use');
       }
       await deleteEventSinkRow(tx, id);
-      await appendEvent(tx, actorOf(ctx), sinkEvent(before, 'deleted', before));
+      await appendEvent(tx, actorOf(ctx), eventSinkEvent(before, 'deleted', before));
     });
     return { status: 204 };
   },

@@ -13,6 +13,7 @@ import { findEventSink } from '../db/event-sinks.ts';
 import {
   EVENT_SUBSCRIPTION_LIST_SPEC,
   deleteEventSubscriptionRow,
+  eventSubscriptionEvent,
   eventSubscriptionView,
   findScopedEventSubscription,
   insertEventSubscription,
@@ -23,15 +24,8 @@ import {
   type EventSubscriptionRow,
 } from '../db/event-subscriptions.ts';
 import { repointSubscriptionDeliveries } from '../db/event-deliveries.ts';
-import {
-  applySubscriptionPatch,
-  sameJson,
-  subscriptionFromNew,
-  validateSubscription,
-  type SubscriptionFields,
-  type SubscriptionPatch,
-} from '../domain/event-subscriptions.ts';
-import { routingProblems } from '../sinks/index.ts';
+import { applySubscriptionPatch, sameJson, subscriptionFromNew, type SubscriptionPatch } from '../domain/event-subscriptions.ts';
+import { validateSubscriptionForSink } from '../sinks/index.ts';
 
 const KIND = 'event_subscription';
 
@@ -43,29 +37,6 @@ function location(row: EventSubscriptionRow): string {
   return row.collection_id === null
     ? `/api/v1/system-event-subscriptions/${row.id}`
     : `/api/v1/collections/${row.collection_id}/event-subscriptions/${row.id}`;
-}
-
-function subscriptionEvent(row: EventSubscriptionRow, action: string, before: EventSubscriptionRow | null) {
-  return {
-    entityType: KIND,
-    entityId: row.id,
-    entityName: row.name,
-    collectionId: row.collection_id,
-    action,
-    summary: `event subscription ${row.name} ${action}`,
-    before: before ? eventSubscriptionView(before) : null,
-    after: action === 'deleted' ? null : eventSubscriptionView(row),
-    beforeRevision: before?.revision ?? null,
-    afterRevision: action === 'deleted' ? null : row.revision,
-    metadata: { sink_id: row.sink_id },
-  };
-}
-
-/** The catalog, filter and routing rules; the sink must exist (404). */
-async function validateWithSink(db: Db, f: SubscriptionFields): Promise<void> {
-  const sink = await findEventSink(db, f.sink_id);
-  if (!sink) throw notFound('event sink');
-  validateSubscription(f, routingProblems(sink.kind, f.routing, sink.config));
 }
 
 /** The scope of a route: a collection (ManageEventSubscription on it) or the system scope (unscoped admin). */
@@ -87,9 +58,9 @@ async function create(ctx: Ctx, scope: Scope, body: Parameters<typeof subscripti
   const fields = subscriptionFromNew(scope, body);
   const row = await withTx(ctx.deps.sql, async (tx) => {
     await authorize(ctx, tx, scope);
-    await validateWithSink(tx, fields);
+    validateSubscriptionForSink(fields, await findEventSink(tx, fields.sink_id));
     const created = await insertEventSubscription(tx, fields);
-    await appendEvent(tx, actorOf(ctx), subscriptionEvent(created, 'created', null));
+    await appendEvent(tx, actorOf(ctx), eventSubscriptionEvent(created, 'created', null));
     return created;
   });
   return ok(201, row, { location: location(row) });
@@ -111,10 +82,10 @@ async function update(ctx: Ctx, scope: Scope, id: number, headers: Record<string
     const prev = subscriptionFields(before);
     const next = applySubscriptionPatch(prev, patch);
     if (sameJson(next, prev)) return before;
-    await validateWithSink(tx, next);
+    validateSubscriptionForSink(next, await findEventSink(tx, next.sink_id));
     const after = await updateEventSubscriptionRow(tx, id, next);
     if (after.sink_id !== before.sink_id) await repointSubscriptionDeliveries(tx, id, after.sink_id);
-    await appendEvent(tx, actorOf(ctx), subscriptionEvent(after, 'updated', before));
+    await appendEvent(tx, actorOf(ctx), eventSubscriptionEvent(after, 'updated', before));
     return after;
   });
   return ok(200, row);
@@ -127,7 +98,7 @@ async function remove(ctx: Ctx, scope: Scope, id: number, headers: Record<string
     if (!before) throw notFound('event subscription');
     checkIfMatch(headers, KIND, before.id, before.revision);
     await deleteEventSubscriptionRow(tx, id);
-    await appendEvent(tx, actorOf(ctx), subscriptionEvent(before, 'deleted', before));
+    await appendEvent(tx, actorOf(ctx), eventSubscriptionEvent(before, 'deleted', before));
   });
   return { status: 204 };
 }

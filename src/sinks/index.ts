@@ -1,7 +1,8 @@
 // The transport registry: which sink kinds this deployment can deliver to, and the checks every
 // sink and subscription write goes through (members of another kind, the transport's own config
 // and routing rules). A kind without a registered transport is "not available in this deployment".
-import { badRequest, type ErrorDetail } from '../http/errors.ts';
+import { ApiError, badRequest, conflict, notFound, type ErrorDetail } from '../http/errors.ts';
+import { validateSubscription, type SinkFields, type SubscriptionFields } from '../domain/event-subscriptions.ts';
 import type { ConfigProblem, SinkKind, SinkTransport } from './types.ts';
 import { webhookTransport } from './webhook.ts';
 import { amqpTransport } from './amqp.ts';
@@ -64,6 +65,50 @@ export function routingProblems(kind: SinkKind, routing: Record<string, unknown>
   const t = transports.get(kind);
   if (!t) return [{ path: 'body.sink_id', message: `the sink's ${kind} transport is not available in this deployment` }];
   return t.validateRouting(routing, sinkConfig).map(toDetail);
+}
+
+const MAX_SINK_NAME = 255;
+
+/** The sink API's rules for a sink's fields: a name of 1 to 255 non-blank characters, then kind, config and secret_ref. */
+export function validateSink(f: SinkFields, namePath: string): void {
+  if (f.name.trim() === '' || f.name.length > MAX_SINK_NAME) {
+    throw badRequest('the event sink is invalid', [{ path: namePath, message: `must be 1 to ${MAX_SINK_NAME} characters and not blank` }]);
+  }
+  validateSinkConfig(f.kind, f.config, f.secret_ref);
+}
+
+/**
+ * The sink API's rules for changing a sink: the kind stays while subscriptions use the sink (409),
+ * the new fields are valid (400), and the new config fits the routing of every subscription (409).
+ */
+export function validateSinkChange(
+  prev: SinkFields,
+  next: SinkFields,
+  routings: { id: number; routing: Record<string, unknown> }[],
+  namePath: string,
+): void {
+  if (next.kind !== prev.kind && routings.length > 0) {
+    throw conflict(`the sink kind cannot change while ${routings.length} subscription(s) use the sink`, 'sink_in_use');
+  }
+  validateSink(next, namePath);
+  for (const s of routings) {
+    const problems = routingProblems(next.kind, s.routing, next.config);
+    if (problems.length) {
+      throw new ApiError(409, `the new configuration does not fit the routing of subscription ${s.id}: ${problems[0]!.message}`, {
+        reason: 'sink_in_use',
+        details: problems.map((p) => ({ path: `subscription.${s.id}.${p.path.replace(/^body\./, '')}`, message: p.message })),
+      });
+    }
+  }
+}
+
+/** The subscription API's rules: catalog, filter, and a routing that fits the sink, which must exist (404). */
+export function validateSubscriptionForSink(
+  f: SubscriptionFields,
+  sink: { kind: SinkKind; config: Record<string, unknown> } | undefined,
+): void {
+  if (!sink) throw notFound('event sink');
+  validateSubscription(f, routingProblems(sink.kind, f.routing, sink.config));
 }
 
 /** Releases pooled transport connections (shutdown). */

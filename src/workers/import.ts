@@ -156,22 +156,20 @@ import {
 } from '../db/export-templates.ts';
 import { applyTemplatePatch, sameTemplateFields, templateFieldsFromNew } from '../domain/exports.ts';
 import {
-  eventSinkView,
+  eventSinkEvent,
   findEventSink,
   insertEventSink,
   lockEventSink,
   sinkFields,
   subscriptionRoutingsOfSink,
   updateEventSinkRow,
-  type EventSinkRow,
 } from '../db/event-sinks.ts';
 import {
-  eventSubscriptionView,
+  eventSubscriptionEvent,
   insertEventSubscription,
   lockEventSubscription,
   subscriptionFields,
   updateEventSubscriptionRow,
-  type EventSubscriptionRow,
 } from '../db/event-subscriptions.ts';
 import { repointSubscriptionDeliveries } from '../db/event-deliveries.ts';
 import {
@@ -180,13 +178,10 @@ import {
   sameJson,
   sinkFromNew,
   subscriptionFromNew,
-  validateSubscription,
-  type SinkFields,
   type SinkPatch,
-  type SubscriptionFields,
   type SubscriptionPatch,
 } from '../domain/event-subscriptions.ts';
-import { routingProblems, validateSinkConfig } from '../sinks/index.ts';
+import { validateSink, validateSinkChange, validateSubscriptionForSink } from '../sinks/index.ts';
 import { ClaimLostError, TaskCancelledError, type TaskOutcome, type TaskRunContext } from './tasks.ts';
 
 /** Items between cancel checkpoints (and progress updates of transactional runs). */
@@ -1086,36 +1081,14 @@ class ImportRun {
 
   // ---- event sinks and subscriptions ------------------------------------------------------------
 
-  private sinkEvent(row: EventSinkRow, action: 'created' | 'updated', before: EventSinkRow | null) {
-    return {
-      entityType: 'event_sink',
-      entityId: row.id,
-      entityName: row.name,
-      collectionId: null,
-      action,
-      summary: `event sink ${row.name} ${action}`,
-      before: before ? eventSinkView(before) : null,
-      after: eventSinkView(row),
-      beforeRevision: before?.revision ?? null,
-      afterRevision: row.revision,
-    };
-  }
-
-  private validateSink(f: SinkFields): void {
-    if (f.name.trim() === '' || f.name.length > 255) {
-      throw badRequest('the event sink is invalid', [{ path: 'name', message: 'must be 1 to 255 characters and not blank' }]);
-    }
-    validateSinkConfig(f.kind, f.config, f.secret_ref);
-  }
-
   private async eventSink(tx: TransactionSql, b: ImportEventSink, state: ItemState): Promise<Applied> {
     const body = sinkBody(b);
     const existing = await eventSinkIdByName(tx, b.name);
     if (existing === undefined) {
       const fields = sinkFromNew(body as Parameters<typeof sinkFromNew>[0]);
-      this.validateSink(fields);
+      validateSink(fields, 'name');
       const created = await insertEventSink(tx, fields);
-      await appendEvent(tx, this.actor, this.sinkEvent(created, 'created', null));
+      await appendEvent(tx, this.actor, eventSinkEvent(created, 'created', null));
       return { action: 'create', id: created.id };
     }
     state.action = 'update';
@@ -1128,44 +1101,10 @@ class ImportRun {
       state.action = 'unchanged';
       return { action: 'unchanged', id: before.id };
     }
-    // The sink API's rules for a sink that subscriptions use.
-    const routings = await subscriptionRoutingsOfSink(tx, before.id);
-    if (next.kind !== prev.kind && routings.length > 0) {
-      throw conflict(`the sink kind cannot change while ${routings.length} subscription(s) use the sink`, 'sink_in_use');
-    }
-    this.validateSink(next);
-    for (const s of routings) {
-      const problems = routingProblems(next.kind, s.routing, next.config);
-      if (problems.length) {
-        throw conflict(`the new configuration does not fit the routing of subscription ${s.id}: ${problems[0]!.message}`, 'sink_in_use');
-      }
-    }
+    validateSinkChange(prev, next, await subscriptionRoutingsOfSink(tx, before.id), 'name');
     const after = await updateEventSinkRow(tx, before.id, next);
-    await appendEvent(tx, this.actor, this.sinkEvent(after, 'updated', before));
+    await appendEvent(tx, this.actor, eventSinkEvent(after, 'updated', before));
     return { action: 'update', id: after.id };
-  }
-
-  private subscriptionEvent(row: EventSubscriptionRow, action: 'created' | 'updated', before: EventSubscriptionRow | null) {
-    return {
-      entityType: 'event_subscription',
-      entityId: row.id,
-      entityName: row.name,
-      collectionId: row.collection_id,
-      action,
-      summary: `event subscription ${row.name} ${action}`,
-      before: before ? eventSubscriptionView(before) : null,
-      after: eventSubscriptionView(row),
-      beforeRevision: before?.revision ?? null,
-      afterRevision: row.revision,
-      metadata: { sink_id: row.sink_id },
-    };
-  }
-
-  /** The subscription API's rules: catalog, filter and the sink's routing (the sink must exist). */
-  private async validateSubscription(tx: TransactionSql, f: SubscriptionFields): Promise<void> {
-    const sink = await findEventSink(tx, f.sink_id);
-    if (!sink) throw notFound('event sink');
-    validateSubscription(f, routingProblems(sink.kind, f.routing, sink.config));
   }
 
   private async eventSubscription(tx: TransactionSql, b: ImportEventSubscription, state: ItemState): Promise<Applied> {
@@ -1177,9 +1116,9 @@ class ImportRun {
     const existing = await eventSubscriptionIdByName(tx, collectionId, b.name);
     if (existing === undefined) {
       const fields = subscriptionFromNew(collectionId, body);
-      await this.validateSubscription(tx, fields);
+      validateSubscriptionForSink(fields, await findEventSink(tx, fields.sink_id));
       const created = await insertEventSubscription(tx, fields);
-      await appendEvent(tx, this.actor, this.subscriptionEvent(created, 'created', null));
+      await appendEvent(tx, this.actor, eventSubscriptionEvent(created, 'created', null));
       return { action: 'create', id: created.id };
     }
     state.action = 'update';
@@ -1192,10 +1131,10 @@ class ImportRun {
       state.action = 'unchanged';
       return { action: 'unchanged', id: before.id };
     }
-    await this.validateSubscription(tx, next);
+    validateSubscriptionForSink(next, await findEventSink(tx, next.sink_id));
     const after = await updateEventSubscriptionRow(tx, before.id, next);
     if (after.sink_id !== before.sink_id) await repointSubscriptionDeliveries(tx, before.id, after.sink_id);
-    await appendEvent(tx, this.actor, this.subscriptionEvent(after, 'updated', before));
+    await appendEvent(tx, this.actor, eventSubscriptionEvent(after, 'updated', before));
     return { action: 'update', id: after.id };
   }
 }
