@@ -443,7 +443,8 @@ export interface paths {
          * Create a class
          * @description Needs CreateClass on `collection_id`. The name must be globally unique (409 otherwise); a
          *     missing collection is 404; an invalid JSON schema, or `validate_schema: true` without a
-         *     `json_schema`, is 400. Returns the expanded class.
+         *     `json_schema`, is 400. Returns the expanded class. A class created with a schema also
+         *     records `class_schema.staged` and `class_schema.activated` (see the `Event` schema).
          */
         post: operations["createClass"];
         delete?: never;
@@ -472,7 +473,7 @@ export interface paths {
         /**
          * Delete a class
          * @description Needs DeleteClass. Deletes the class, its objects and their object relations, with an audit
-         *     event for each deleted row.
+         *     event for each deleted row (and `class_schema.deleted` when the class had a schema).
          */
         delete: operations["deleteClass"];
         options?: never;
@@ -491,6 +492,12 @@ export interface paths {
          *     fails, nothing changes and the answer is 409 with `reason: existing_objects_invalid`, the
          *     number of failing objects in `message`, and up to 10 of them in `details` as
          *     `{path: "objects/<object id>", message: "object <name>: <pointer> <problem>"}`.
+         *
+         *     Audit: a change of `json_schema` or `validate_schema` records `class_schema.staged` and
+         *     `class_schema.activated` (or `class_schema.deleted` when the schema is removed) and
+         *     `object_validation.updated` for each object whose compliance flips, all in the update's
+         *     transaction. A refused change records `class_schema.abandoned` and
+         *     `object_validation.failed` for the listed objects afterwards (see the `Event` schema).
          */
         patch: operations["updateClass"];
         trace?: never;
@@ -529,7 +536,9 @@ export interface paths {
          *     class has `validate_schema: true` (400 `schema_validation_failed`). A new name must be
          *     unique within the class (409). An update that changes nothing is a no-op: the current
          *     object is returned without a revision change or event. 404 when the object does not belong
-         *     to the class in the path.
+         *     to the class in the path. When the class has a schema that is not enforced and the new
+         *     `json_data` flips whether the object matches it, `object_validation.updated` is recorded
+         *     (see the `Event` schema).
          */
         patch: operations["updateObject"];
         trace?: never;
@@ -813,7 +822,9 @@ export interface paths {
          *     collection. The name must be unique within the class (409). When the class has
          *     `validate_schema: true`, `json_data` failing the class schema is 400 with
          *     `reason: schema_validation_failed` and `details` (up to 20 entries `{path, message}`, where
-         *     `path` is an RFC 6901 pointer into `json_data`, `/` for the root).
+         *     `path` is an RFC 6901 pointer into `json_data`, `/` for the root). When the class has a
+         *     schema that is not enforced, a new object that does not match it records
+         *     `object_validation.updated` with `compliant: false` (see the `Event` schema).
          */
         post: operations["createObject"];
         delete?: never;
@@ -871,7 +882,7 @@ export interface paths {
         /**
          * Delete a class by name
          * @description Needs DeleteClass. Deletes the class, its objects and their object relations, with an audit
-         *     event for each deleted row.
+         *     event for each deleted row (and `class_schema.deleted` when the class had a schema).
          */
         delete: operations["deleteClassByName"];
         options?: never;
@@ -883,7 +894,8 @@ export interface paths {
          *     renamed. An update that changes nothing is a no-op: the current class is returned without a
          *     revision change or event. Turning validation on or changing the schema while it is on
          *     checks every stored object first (409 `existing_objects_invalid` with a sample of failing
-         *     objects, as in `updateClass`).
+         *     objects, as in `updateClass`), with the same `class_schema` and `object_validation` audit
+         *     events.
          */
         patch: operations["updateClassByName"];
         trace?: never;
@@ -3837,7 +3849,50 @@ export interface components {
             /** @description Stable machine code such as stale_resource. */
             reason?: string;
         };
-        /** @description Audit event envelope. */
+        /**
+         * @description Audit event envelope.
+         *
+         *     Class-schema lifecycle (`entity_type: class_schema`, `entity_id` = the class, its
+         *     `collection_id`). Schema changes are synchronous, so each is one transaction:
+         *     - `staged` then `activated`, in the transaction of a class create or update that sets,
+         *       replaces, enables or disables a schema (`json_schema` or `validate_schema` changes and a
+         *       schema remains). `metadata`: `class_id`, `change` (`schema_set`, `schema_replaced`,
+         *       `validation_enabled`, `validation_disabled`), `schema_digest` and
+         *       `previous_schema_digest` (`sha256:<hex>` of the schema's canonical JSON, or null),
+         *       `validate_schema`, `previous_validate_schema`; `activated` adds `objects_checked` (stored
+         *       objects read for the change) and `compliance_changes`. `before`/`after` are
+         *       `{json_schema, validate_schema}` (`before` null when there was no schema).
+         *     - `deleted` when an update removes the schema (`cause: schema_removed`) or a class with a
+         *       schema is deleted (`cause: class_deleted`).
+         *     - `abandoned` when a change is refused with 409 `existing_objects_invalid`. It is a record
+         *       of the attempt, written after the refusal in its own transaction (the class is
+         *       unchanged; a failure to write the record never changes the 409). `metadata` adds
+         *       `reason`, `objects_checked`, `failing_objects` (all of them) and `sample_object_ids` (the
+         *       first `sample_cap` = 10, the objects listed in the 409); `after` is the attempted
+         *       configuration. Dry-run imports record nothing.
+         *     - `work_requested` and `cancelled` are never emitted: no schema change runs as a background
+         *       step. They stay in the catalog so that subscriptions may name them.
+         *
+         *     Object compliance (`entity_type: object_validation`, `entity_id` = the object, its
+         *     collection): an object is compliant when its `json_data` matches its class's `json_schema`
+         *     (a class without a schema has nothing to violate). `before`/`after` are always null and no
+         *     object values are recorded: `metadata.violations` lists at most 10 safe categories
+         *     `{keyword, instance_path}` (the JSON Schema keyword and the RFC 6901 pointer in
+         *     `json_data`). Every `metadata` carries `class_id`, `cause`, `compliance_changed` and
+         *     `schema_digest`.
+         *     - `updated` (`compliance_changed: true`, `compliant`) each time an object's compliance
+         *       flips: an object write under a schema that is not enforced (`cause: object_written`; a
+         *       new object counts as compliant before it), or a schema set, replaced or removed
+         *       (`cause: schema_changed`, in the class change's transaction). With `validate_schema: true`
+         *       every stored object is compliant (writes that would not be are refused with 400 and
+         *       recorded nowhere), so nothing flips there. The latest `updated` event of an object (or
+         *       none: compliant) therefore states its compliance.
+         *     - `failed` (`compliance_changed: false`, `cause: schema_change_refused`,
+         *       `class_schema_event_id` = the `abandoned` event's `event_id`) for each sampled object of
+         *       a refused schema change: the impact of a change that never applied.
+         *     - `succeeded` is never emitted: a successful check of a compliant object is not recorded
+         *       (the `object` event and the invariant above say it), to keep the stream small.
+         */
         Event: {
             action: string;
             /** @enum {string} */
@@ -5097,7 +5152,9 @@ export interface components {
              *     removed; permission: granted, revoked; token: created, renewed, revoked, purged;
              *     principal: updated; task: queued, validating, running, succeeded, failed,
              *     partially_succeeded, cancelled; class_schema: staged, abandoned, activated,
-             *     work_requested, cancelled, deleted; object_validation: succeeded, failed, updated;
+             *     work_requested, cancelled, deleted; object_validation: succeeded, failed, updated
+             *     (class_schema work_requested and cancelled and object_validation succeeded are
+             *     accepted but never emitted: schema changes are synchronous, see the `Event` schema);
              *     credential_approval: created, consumed; restore: succeeded, failed.
              */
             entity_types: string[];
