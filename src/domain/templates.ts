@@ -17,6 +17,11 @@ export interface TemplateLimits {
   recursionLimit: number;
 }
 
+/** The configured limits (SVC_EXPORT_TEMPLATE_FUEL, SVC_EXPORT_TEMPLATE_RECURSION_LIMIT). */
+export function templateLimits(config: { SVC_EXPORT_TEMPLATE_FUEL: number; SVC_EXPORT_TEMPLATE_RECURSION_LIMIT: number }): TemplateLimits {
+  return { fuel: config.SVC_EXPORT_TEMPLATE_FUEL, recursionLimit: config.SVC_EXPORT_TEMPLATE_RECURSION_LIMIT };
+}
+
 /** Largest template source the parser accepts. */
 export const MAX_TEMPLATE_SOURCE = 1_048_576;
 /** Default bound of one render's output (memory used while rendering). */

@@ -1,4 +1,4 @@
-import type { Ctx, HandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
 import { notFound } from '../http/errors.ts';
 import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
@@ -22,17 +22,13 @@ import {
   type ExportTemplateRow,
 } from '../db/export-templates.ts';
 import { applyTemplatePatch, sameTemplateFields, templateFieldsFromNew, type PatchBody } from '../domain/exports.ts';
-import type { TemplateLimits } from '../domain/templates.ts';
+import { templateLimits } from '../domain/templates.ts';
 import { submitExport } from './exports.ts';
 
 const KIND = 'export_template';
 
 function ok(status: number, row: ExportTemplateRow, extra: Record<string, string> = {}) {
   return { status, body: exportTemplateView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
-}
-
-export function exportTemplateLimits(ctx: Pick<Ctx, 'deps'>): TemplateLimits {
-  return { fuel: ctx.deps.config.SVC_EXPORT_TEMPLATE_FUEL, recursionLimit: ctx.deps.config.SVC_EXPORT_TEMPLATE_RECURSION_LIMIT };
 }
 
 export const exportTemplatesHandlers = {
@@ -49,7 +45,7 @@ export const exportTemplatesHandlers = {
     const fields = templateFieldsFromNew(input.body as Parameters<typeof templateFieldsFromNew>[0]);
     const row = await withTx(ctx.deps.sql, async (tx) => {
       await requireCollectionPermission(tx, auth, fields.collection_id, 'CreateTemplate');
-      await validateTemplateWithIncludes(tx, fields, exportTemplateLimits(ctx), 'body.template');
+      await validateTemplateWithIncludes(tx, fields, templateLimits(ctx.deps.config), 'body.template');
       const created = await insertExportTemplate(tx, fields);
       await appendEvent(tx, actorOf(ctx), exportTemplateEvent(created, 'created', null));
       return created;
@@ -83,7 +79,7 @@ export const exportTemplatesHandlers = {
       if (next.collection_id !== before.collection_id) {
         await requireCollectionPermission(tx, auth, next.collection_id, 'CreateTemplate');
       }
-      await validateTemplateWithIncludes(tx, next, exportTemplateLimits(ctx), 'body.template');
+      await validateTemplateWithIncludes(tx, next, templateLimits(ctx.deps.config), 'body.template');
       const after = await updateExportTemplateRow(tx, id, next);
       const moved = after.collection_id !== before.collection_id;
       await appendEvent(tx, actorOf(ctx), {

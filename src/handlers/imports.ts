@@ -22,7 +22,7 @@ import {
   type ImportPlan,
   type ImportRequest,
 } from '../domain/imports.ts';
-import { templateLimits } from './remote-targets.ts';
+import { templateLimits } from '../domain/templates.ts';
 import { validateSinkConfig } from '../sinks/index.ts';
 import { sinkFromNew } from '../domain/event-subscriptions.ts';
 
@@ -75,7 +75,7 @@ export const importsHandlers = {
     if (admin.length && !isUnscopedAdmin(auth)) throw forbidden(`importing ${admin.join(', ')} needs an unscoped administrator`);
     const credentials = isCredentialBearing(body.graph);
     if (credentials && auth.principal.kind !== 'human') throw forbidden('imports carrying passwords need an unscoped human administrator');
-    const plan = planImport(body, templateLimits(ctx));
+    const plan = planImport(body, templateLimits(ctx.deps.config));
     validateSinkItems(plan);
     const request = await storedRequest(body, ctx.deps.tokenKey);
     const { task } = await withTx(ctx.deps.sql, async (tx) => {

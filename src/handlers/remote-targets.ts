@@ -34,18 +34,14 @@ import {
   subjectId,
   validateTarget,
   type TargetFields,
-  type TemplateLimits,
 } from '../domain/remote-targets.ts';
 import type { Db } from '../db/sql.ts';
+import { templateLimits } from '../domain/templates.ts';
 
 const KIND = 'remote_target';
 
 function ok(status: number, row: RemoteTargetRow, extra: Record<string, string> = {}) {
   return { status, body: remoteTargetView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
-}
-
-export function templateLimits(ctx: Pick<Ctx, 'deps'>): TemplateLimits {
-  return { fuel: ctx.deps.config.SVC_EXPORT_TEMPLATE_FUEL, recursionLimit: ctx.deps.config.SVC_EXPORT_TEMPLATE_RECURSION_LIMIT };
 }
 
 function targetEvent(row: RemoteTargetRow, action: string, before: RemoteTargetRow | null, related: number[] = []) {
@@ -66,7 +62,7 @@ function targetEvent(row: RemoteTargetRow, action: string, before: RemoteTargetR
 
 /** Validation that needs the database: the class exists (404) and belongs to collection_id (400). */
 async function validateWithDb(db: Db, f: TargetFields, ctx: Ctx): Promise<void> {
-  validateTarget(f, templateLimits(ctx));
+  validateTarget(f, templateLimits(ctx.deps.config));
   if (f.class_id !== null) {
     const cid = await classCollectionId(db, f.class_id);
     if (cid === undefined) throw notFound('class');

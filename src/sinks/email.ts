@@ -17,11 +17,11 @@ import {
   prepareDestination,
   SinkFailure,
   templateContext,
-  templateLimits,
   toResult,
   uriProblems,
   type UriRules,
 } from './uri.ts';
+import { templateLimits } from '../domain/templates.ts';
 
 const RULES: UriRules = { scheme: 'smtps', plainScheme: 'smtp', defaultPort: 465, path: 'none', query: [] };
 const MAX_SUBJECT_TEMPLATE = 8192;

@@ -218,10 +218,6 @@ export function templateContext(envelope: EventEnvelope, purpose: 'event' | 'tes
   return { ...envelope, event: envelope, test: purpose === 'test', test_marker: purpose === 'test' ? '[TEST] ' : '' };
 }
 
-export function templateLimits(config: Config): TemplateLimits {
-  return { fuel: config.SVC_EXPORT_TEMPLATE_FUEL, recursionLimit: config.SVC_EXPORT_TEMPLATE_RECURSION_LIMIT };
-}
-
 /** Limits for checking template syntax when a sink is saved (the configured ones apply when rendering). */
 export const DEFAULT_TEMPLATE_LIMITS: TemplateLimits = {
   fuel: Number(SETTINGS.SVC_EXPORT_TEMPLATE_FUEL.default),

@@ -9,7 +9,8 @@
 // deferral. Error texts never contain response contents, destination URLs or secrets.
 import type { Config } from '../config.ts';
 import { ApiError } from '../http/errors.ts';
-import { compileTemplate, renderTemplate, SECRET_ALIAS, TemplateError, type TemplateLimits } from '../domain/remote-targets.ts';
+import { compileTemplate, renderTemplate, SECRET_ALIAS, TemplateError } from '../domain/remote-targets.ts';
+import { templateLimits } from '../domain/templates.ts';
 import { jsonEqual, parsePointer } from '../domain/json-patch.ts';
 import { HEADER_NAME, OutboundError, outboundRequest, parseOutboundUrl, type OutboundResponse } from '../outbound/http.ts';
 import type { ConfigProblem, EventEnvelope, SendInput, SendResult, SinkDefinition, SinkTransport } from './types.ts';
@@ -164,10 +165,6 @@ function validateRouting(routing: Record<string, unknown>, sinkConfig: Record<st
   return problems;
 }
 
-function limitsOf(config: Config): TemplateLimits {
-  return { fuel: config.SVC_EXPORT_TEMPLATE_FUEL, recursionLimit: config.SVC_EXPORT_TEMPLATE_RECURSION_LIMIT };
-}
-
 class RenderError extends Error {}
 
 /** The request body text and the JSON value it carries. RenderError when the template cannot produce one. */
@@ -185,7 +182,7 @@ function renderBody(
     const plain = JSON.parse(JSON.stringify(envelope)) as Record<string, unknown>;
     const scope = { ...plain, event: plain, test: purpose === 'test', test_marker: purpose === 'test' ? '[TEST] ' : '' };
     try {
-      text = renderTemplate(c.body_template, scope, limitsOf(config));
+      text = renderTemplate(c.body_template, scope, templateLimits(config));
     } catch (err) {
       throw new RenderError(err instanceof TemplateError ? err.message : 'the body template could not be rendered');
     }

@@ -37,6 +37,7 @@ import {
   TemplateError,
   compileExportTemplate,
   renderExportTemplate,
+  templateLimits as templateLimitsOf,
   type TemplateLimits,
 } from '../domain/templates.ts';
 import { MAX_LIMIT } from '../http/list-query.ts';
@@ -173,10 +174,7 @@ export async function executeExport(ctx: TaskRunContext): Promise<TaskOutcome> {
   if (!kind) return failed('submitter_missing', 'the submitting principal no longer exists');
   const who: Exporter = { ...ctx.authority, principal: { id: ctx.authority.principal.id, kind } };
   const req = task.request as StoredRequest;
-  const templateLimits: TemplateLimits = {
-    fuel: deps.config.SVC_EXPORT_TEMPLATE_FUEL,
-    recursionLimit: deps.config.SVC_EXPORT_TEMPLATE_RECURSION_LIMIT,
-  };
+  const templateLimits = templateLimitsOf(deps.config);
 
   let scope: ExportScope;
   let limits: ResolvedLimits;

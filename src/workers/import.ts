@@ -109,6 +109,7 @@ import { assertFitsClass, assertObjectsMatchSchema, compileClassSchema } from '.
 import { jsonEqual } from '../domain/json-patch.ts';
 import { classRelationView } from '../domain/relations.ts';
 import { applyPatch, fieldsFromNew, sameFields, validateTarget, type TemplateLimits } from '../domain/remote-targets.ts';
+import { templateLimits } from '../domain/templates.ts';
 import {
   ADMIN_SECTIONS,
   RESULT_OUTCOMES,
@@ -1152,10 +1153,7 @@ function scrubRequest(request: Record<string, unknown>): Record<string, unknown>
 }
 
 export async function executeImport(ctx: TaskRunContext): Promise<TaskOutcome> {
-  const limits: TemplateLimits = {
-    fuel: ctx.deps.config.SVC_EXPORT_TEMPLATE_FUEL,
-    recursionLimit: ctx.deps.config.SVC_EXPORT_TEMPLATE_RECURSION_LIMIT,
-  };
+  const limits = templateLimits(ctx.deps.config);
   const request = ctx.task.request as unknown as ImportRequest;
   let plan: ImportPlan;
   try {

@@ -30,6 +30,7 @@ import {
   type Subject,
   type SubjectType,
 } from '../domain/remote-targets.ts';
+import { templateLimits } from '../domain/templates.ts';
 import {
   OutboundError,
   outboundRequest,
@@ -147,10 +148,7 @@ export async function executeRemoteCall(ctx: TaskRunContext): Promise<TaskOutcom
   // 3. render
   let call: RenderedCall;
   try {
-    call = renderCall(target, templateScope(sc, req.parameters, req.body_override), {
-      fuel: cfg.SVC_EXPORT_TEMPLATE_FUEL,
-      recursionLimit: cfg.SVC_EXPORT_TEMPLATE_RECURSION_LIMIT,
-    });
+    call = renderCall(target, templateScope(sc, req.parameters, req.body_override), templateLimits(cfg));
   } catch (err) {
     if (err instanceof TemplateError) return fail('render_failed', err.message);
     throw err;
