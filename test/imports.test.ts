@@ -332,6 +332,8 @@ describe('import executor', () => {
       'collection',
       'collection',
       'class',
+      'class_schema',
+      'class_schema',
       'class',
       'object',
       'object',

@@ -253,11 +253,3 @@ export async function assessSchemaChange(
   if (failing > 0) throw new ExistingObjectsInvalid(checked, failing, sample, details);
   return { checked, flips };
 }
-
-/** Throws the 409 when any of `objects` fails `schema` (the check of a change that turns validation on). */
-export async function assertObjectsMatchSchema(
-  objects: AsyncIterable<readonly { id: number; name: string; json_data: unknown }[]>,
-  schema: unknown,
-): Promise<void> {
-  await assessSchemaChange(objects, { json_schema: schema }, { json_schema: schema, validate_schema: true });
-}

@@ -37,7 +37,6 @@ import {
 } from '../db/collections.ts';
 import {
   classIdByName,
-  classObjectsCursor,
   classView,
   insertClass,
   lockClass,
@@ -105,7 +104,14 @@ import {
   upsertImportResults,
   type NewImportResult,
 } from '../db/imports.ts';
-import { assertFitsClass, assertObjectsMatchSchema, compileClassSchema } from '../domain/class-schema.ts';
+import { NO_IMPACT, assertFitsClass, compileClassSchema } from '../domain/class-schema.ts';
+import {
+  SchemaChangeRefused,
+  checkClassSchemaChange,
+  recordClassSchemaChange,
+  recordObjectCompliance,
+  recordRefusedSchemaChange,
+} from '../db/class-schema-events.ts';
 import { jsonEqual } from '../domain/json-patch.ts';
 import { classRelationView } from '../domain/relations.ts';
 import { applyPatch, fieldsFromNew, sameFields, validateTarget, type TemplateLimits } from '../domain/remote-targets.ts';
@@ -601,6 +607,7 @@ class ImportRun {
         after: classView(created),
         afterRevision: created.revision,
       });
+      await recordClassSchemaChange(tx, this.actor, null, created, NO_IMPACT);
       return { action: 'create', id: created.id };
     }
     state.action = 'update';
@@ -624,8 +631,14 @@ class ImportRun {
       state.action = 'unchanged';
       return { action: 'unchanged', id: before.id };
     }
-    if (next.validate_schema && (schemaChanged || !before.validate_schema))
-      await assertObjectsMatchSchema(classObjectsCursor(tx, before.id), next.json_schema);
+    // A refused change is recorded in its own transaction (not for a dry run), so the import's
+    // rollback cannot take the record with it.
+    const impact = await checkClassSchemaChange(tx, before, next).catch(async (err: unknown) => {
+      if (err instanceof SchemaChangeRefused && !this.plan.dryRun) {
+        await recordRefusedSchemaChange(this.deps.sql, this.deps.log, this.actor, err);
+      }
+      throw err;
+    });
     const after = await updateClassRow(tx, before.id, next);
     const movedObjects = moved ? await moveClassObjects(tx, this.actor, before.id, next.collection_id) : 0;
     await appendEvent(tx, this.actor, {
@@ -642,6 +655,7 @@ class ImportRun {
       afterRevision: after.revision,
       metadata: { schema_changed: schemaChanged, ...(moved ? { moved_objects: movedObjects } : {}) },
     });
+    await recordClassSchemaChange(tx, this.actor, before, after, impact);
     return { action: 'update', id: after.id };
   }
 
@@ -673,6 +687,7 @@ class ImportRun {
         afterRevision: created.revision,
         metadata: { class_id: cls.id },
       });
+      await recordObjectCompliance(tx, this.actor, cls, null, created);
       return { action: 'create', id: created.id };
     }
     state.action = 'update';
@@ -702,6 +717,7 @@ class ImportRun {
       afterRevision: after.revision,
       metadata: { class_id: cls.id, data_changed: dataChanged },
     });
+    if (dataChanged) await recordObjectCompliance(tx, this.actor, cls, before, after);
     return { action: 'update', id: after.id };
   }
 
