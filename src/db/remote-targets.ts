@@ -2,6 +2,7 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { registerUniqueMessage } from './pg-errors.ts';
+import type { NewEvent } from './events.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
 import type { Method, Subject, SubjectContext, SubjectType, TargetFields } from '../domain/remote-targets.ts';
 import type { Authority } from '../domain/authz.ts';
@@ -58,6 +59,23 @@ export function remoteTargetView(r: RemoteTargetRow): Record<string, unknown> {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
+  };
+}
+
+/** The audit event of a target change; a deleted target has no after snapshot. */
+export function remoteTargetEvent(row: RemoteTargetRow, action: string, before: RemoteTargetRow | null, related: number[] = []): NewEvent {
+  return {
+    entityType: 'remote_target',
+    entityId: row.id,
+    entityName: row.name,
+    collectionId: row.collection_id,
+    relatedCollectionIds: related,
+    action,
+    summary: `remote target ${row.name} ${action}`,
+    before: before ? remoteTargetView(before) : null,
+    after: action === 'deleted' ? null : remoteTargetView(row),
+    beforeRevision: before?.revision ?? null,
+    afterRevision: action === 'deleted' ? null : row.revision,
   };
 }
 

@@ -1,11 +1,10 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { actorOf, authOf } from '../http/contract.ts';
+import { authOf } from '../http/contract.ts';
 import { notFound } from '../http/errors.ts';
-import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
+import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../http/list-query.ts';
 import { listReply } from '../db/list.ts';
 import { withTx } from '../db/tx.ts';
-import { appendEvent } from '../db/events.ts';
 import { collectionWhere, requireCollectionPermission } from '../db/authz.ts';
 import {
   EXPORT_TEMPLATE_LIST_SPEC,
@@ -21,15 +20,32 @@ import {
   updateExportTemplateRow,
   type ExportTemplateRow,
 } from '../db/export-templates.ts';
-import { applyTemplatePatch, sameTemplateFields, templateFieldsFromNew, type PatchBody } from '../domain/exports.ts';
+import { applyTemplatePatch, sameTemplateFields, templateFieldsFromNew, type PatchBody, type TemplateFields } from '../domain/exports.ts';
 import { templateLimits } from '../domain/templates.ts';
 import { submitExport } from './exports.ts';
+import { createInCollection, deleteInCollection, updateInCollection, type CollectionResource } from './collection-resources.ts';
 
 const KIND = 'export_template';
 
 function ok(status: number, row: ExportTemplateRow, extra: Record<string, string> = {}) {
   return { status, body: exportTemplateView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
 }
+
+const EXPORT_TEMPLATE: CollectionResource<ExportTemplateRow, TemplateFields> = {
+  kind: KIND,
+  label: 'export template',
+  perms: { create: 'CreateTemplate', update: 'UpdateTemplate', delete: 'DeleteTemplate' },
+  find: findExportTemplate,
+  lock: lockExportTemplate,
+  fields: templateRowFields,
+  applyPatch: (f, body) => applyTemplatePatch(f, body as PatchBody),
+  same: sameTemplateFields,
+  validate: (tx, f, ctx) => validateTemplateWithIncludes(tx, f, templateLimits(ctx.deps.config), 'body.template'),
+  insert: insertExportTemplate,
+  update: updateExportTemplateRow,
+  remove: deleteExportTemplateRow,
+  event: exportTemplateEvent,
+};
 
 export const exportTemplatesHandlers = {
   listExportTemplates: async (input, ctx) => {
@@ -41,15 +57,8 @@ export const exportTemplatesHandlers = {
   },
 
   createExportTemplate: async (input, ctx) => {
-    const auth = authOf(ctx);
     const fields = templateFieldsFromNew(input.body as Parameters<typeof templateFieldsFromNew>[0]);
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      await requireCollectionPermission(tx, auth, fields.collection_id, 'CreateTemplate');
-      await validateTemplateWithIncludes(tx, fields, templateLimits(ctx.deps.config), 'body.template');
-      const created = await insertExportTemplate(tx, fields);
-      await appendEvent(tx, actorOf(ctx), exportTemplateEvent(created, 'created', null));
-      return created;
-    });
+    const row = await withTx(ctx.deps.sql, (tx) => createInCollection(tx, ctx, EXPORT_TEMPLATE, fields));
     return ok(201, row, { location: `/api/v1/export-templates/${row.id}` });
   },
 
@@ -62,51 +71,14 @@ export const exportTemplatesHandlers = {
   },
 
   updateExportTemplate: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const id = input.params.template_id;
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      const current = await findExportTemplate(tx, id);
-      if (!current) throw notFound('export template');
-      await requireCollectionPermission(tx, auth, current.collection_id, 'UpdateTemplate');
-      const before = await lockExportTemplate(tx, id);
-      if (!before) throw notFound('export template');
-      if (before.collection_id !== current.collection_id) {
-        await requireCollectionPermission(tx, auth, before.collection_id, 'UpdateTemplate');
-      }
-      checkIfMatch(input.headers, KIND, before.id, before.revision);
-      const next = applyTemplatePatch(templateRowFields(before), input.body as PatchBody);
-      if (sameTemplateFields(next, templateRowFields(before))) return before;
-      if (next.collection_id !== before.collection_id) {
-        await requireCollectionPermission(tx, auth, next.collection_id, 'CreateTemplate');
-      }
-      await validateTemplateWithIncludes(tx, next, templateLimits(ctx.deps.config), 'body.template');
-      const after = await updateExportTemplateRow(tx, id, next);
-      const moved = after.collection_id !== before.collection_id;
-      await appendEvent(tx, actorOf(ctx), {
-        ...exportTemplateEvent(after, 'updated', before, moved ? [before.collection_id] : []),
-        ...(moved ? { metadata: { from_collection_id: before.collection_id, to_collection_id: after.collection_id } } : {}),
-      });
-      return after;
-    });
+    const row = await withTx(ctx.deps.sql, (tx) =>
+      updateInCollection(tx, ctx, EXPORT_TEMPLATE, input.params.template_id, input.headers, input.body),
+    );
     return ok(200, row);
   },
 
   deleteExportTemplate: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const id = input.params.template_id;
-    await withTx(ctx.deps.sql, async (tx) => {
-      const current = await findExportTemplate(tx, id);
-      if (!current) throw notFound('export template');
-      await requireCollectionPermission(tx, auth, current.collection_id, 'DeleteTemplate');
-      const before = await lockExportTemplate(tx, id);
-      if (!before) throw notFound('export template');
-      if (before.collection_id !== current.collection_id) {
-        await requireCollectionPermission(tx, auth, before.collection_id, 'DeleteTemplate');
-      }
-      checkIfMatch(input.headers, KIND, before.id, before.revision);
-      await deleteExportTemplateRow(tx, id);
-      await appendEvent(tx, actorOf(ctx), exportTemplateEvent(before, 'deleted', before));
-    });
+    await withTx(ctx.deps.sql, (tx) => deleteInCollection(tx, ctx, EXPORT_TEMPLATE, input.params.template_id, input.headers));
     return { status: 204 };
   },
 

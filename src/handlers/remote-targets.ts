@@ -1,7 +1,7 @@
 import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
 import { ApiError, badRequest, notFound } from '../http/errors.ts';
-import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
+import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../http/list-query.ts';
 import { listReply } from '../db/list.ts';
 import { withTx } from '../db/tx.ts';
@@ -20,6 +20,7 @@ import {
   loadSubjectContext,
   lockAndCountActiveRemoteCalls,
   lockRemoteTarget,
+  remoteTargetEvent,
   remoteTargetView,
   requireSubjectRead,
   rowFields,
@@ -36,28 +37,13 @@ import {
   type TargetFields,
 } from '../domain/remote-targets.ts';
 import type { Db } from '../db/sql.ts';
+import { createInCollection, deleteInCollection, updateInCollection, type CollectionResource } from './collection-resources.ts';
 import { templateLimits } from '../domain/templates.ts';
 
 const KIND = 'remote_target';
 
 function ok(status: number, row: RemoteTargetRow, extra: Record<string, string> = {}) {
   return { status, body: remoteTargetView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
-}
-
-function targetEvent(row: RemoteTargetRow, action: string, before: RemoteTargetRow | null, related: number[] = []) {
-  return {
-    entityType: KIND,
-    entityId: row.id,
-    entityName: row.name,
-    collectionId: row.collection_id,
-    relatedCollectionIds: related,
-    action,
-    summary: `remote target ${row.name} ${action}`,
-    before: before ? remoteTargetView(before) : null,
-    after: action === 'deleted' ? null : remoteTargetView(row),
-    beforeRevision: before?.revision ?? null,
-    afterRevision: action === 'deleted' ? null : row.revision,
-  };
 }
 
 /** Validation that needs the database: the class exists (404) and belongs to collection_id (400). */
@@ -72,6 +58,22 @@ async function validateWithDb(db: Db, f: TargetFields, ctx: Ctx): Promise<void> 
   }
 }
 
+const REMOTE_TARGET: CollectionResource<RemoteTargetRow, TargetFields> = {
+  kind: KIND,
+  label: 'remote target',
+  perms: { create: 'CreateRemoteTarget', update: 'UpdateRemoteTarget', delete: 'DeleteRemoteTarget' },
+  find: findRemoteTarget,
+  lock: lockRemoteTarget,
+  fields: rowFields,
+  applyPatch: (f, body) => applyPatch(f, body as Parameters<typeof applyPatch>[1]),
+  same: sameFields,
+  validate: validateWithDb,
+  insert: insertRemoteTarget,
+  update: updateRemoteTargetRow,
+  remove: deleteRemoteTargetRow,
+  event: remoteTargetEvent,
+};
+
 export const remoteTargetsHandlers = {
   listRemoteTargets: async (input, ctx) => {
     const auth = authOf(ctx);
@@ -82,15 +84,8 @@ export const remoteTargetsHandlers = {
   },
 
   createRemoteTarget: async (input, ctx) => {
-    const auth = authOf(ctx);
     const fields = fieldsFromNew(input.body as Parameters<typeof fieldsFromNew>[0]);
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      await requireCollectionPermission(tx, auth, fields.collection_id, 'CreateRemoteTarget');
-      await validateWithDb(tx, fields, ctx);
-      const created = await insertRemoteTarget(tx, fields);
-      await appendEvent(tx, actorOf(ctx), targetEvent(created, 'created', null));
-      return created;
-    });
+    const row = await withTx(ctx.deps.sql, (tx) => createInCollection(tx, ctx, REMOTE_TARGET, fields));
     return ok(201, row, { location: `/api/v1/remote-targets/${row.id}` });
   },
 
@@ -103,51 +98,14 @@ export const remoteTargetsHandlers = {
   },
 
   updateRemoteTarget: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const id = input.params.target_id;
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      const current = await findRemoteTarget(tx, id);
-      if (!current) throw notFound('remote target');
-      await requireCollectionPermission(tx, auth, current.collection_id, 'UpdateRemoteTarget');
-      const before = await lockRemoteTarget(tx, id);
-      if (!before) throw notFound('remote target');
-      if (before.collection_id !== current.collection_id) {
-        await requireCollectionPermission(tx, auth, before.collection_id, 'UpdateRemoteTarget');
-      }
-      checkIfMatch(input.headers, KIND, before.id, before.revision);
-      const next = applyPatch(rowFields(before), input.body as Parameters<typeof applyPatch>[1]);
-      if (sameFields(next, rowFields(before))) return before;
-      if (next.collection_id !== before.collection_id) {
-        await requireCollectionPermission(tx, auth, next.collection_id, 'CreateRemoteTarget');
-      }
-      await validateWithDb(tx, next, ctx);
-      const after = await updateRemoteTargetRow(tx, id, next);
-      const moved = after.collection_id !== before.collection_id;
-      await appendEvent(tx, actorOf(ctx), {
-        ...targetEvent(after, 'updated', before, moved ? [before.collection_id] : []),
-        ...(moved ? { metadata: { from_collection_id: before.collection_id, to_collection_id: after.collection_id } } : {}),
-      });
-      return after;
-    });
+    const row = await withTx(ctx.deps.sql, (tx) =>
+      updateInCollection(tx, ctx, REMOTE_TARGET, input.params.target_id, input.headers, input.body),
+    );
     return ok(200, row);
   },
 
   deleteRemoteTarget: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const id = input.params.target_id;
-    await withTx(ctx.deps.sql, async (tx) => {
-      const current = await findRemoteTarget(tx, id);
-      if (!current) throw notFound('remote target');
-      await requireCollectionPermission(tx, auth, current.collection_id, 'DeleteRemoteTarget');
-      const before = await lockRemoteTarget(tx, id);
-      if (!before) throw notFound('remote target');
-      if (before.collection_id !== current.collection_id) {
-        await requireCollectionPermission(tx, auth, before.collection_id, 'DeleteRemoteTarget');
-      }
-      checkIfMatch(input.headers, KIND, before.id, before.revision);
-      await deleteRemoteTargetRow(tx, id);
-      await appendEvent(tx, actorOf(ctx), targetEvent(before, 'deleted', before));
-    });
+    await withTx(ctx.deps.sql, (tx) => deleteInCollection(tx, ctx, REMOTE_TARGET, input.params.target_id, input.headers));
     return { status: 204 };
   },
 

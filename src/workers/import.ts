@@ -83,10 +83,9 @@ import {
   classCollectionId,
   insertRemoteTarget,
   lockRemoteTarget,
-  remoteTargetView,
+  remoteTargetEvent,
   rowFields,
   updateRemoteTargetRow,
-  type RemoteTargetRow,
 } from '../db/remote-targets.ts';
 import {
   childCollectionId,
@@ -1018,21 +1017,6 @@ class ImportRun {
 
   // ---- remote targets ---------------------------------------------------------------------------
 
-  private targetEvent(row: RemoteTargetRow, action: 'created' | 'updated', before: RemoteTargetRow | null) {
-    return {
-      entityType: 'remote_target',
-      entityId: row.id,
-      entityName: row.name,
-      collectionId: row.collection_id,
-      action,
-      summary: `remote target ${row.name} ${action}`,
-      before: before ? remoteTargetView(before) : null,
-      after: remoteTargetView(row),
-      beforeRevision: before?.revision ?? null,
-      afterRevision: row.revision,
-    };
-  }
-
   private async remoteTarget(tx: TransactionSql, b: ImportRemoteTarget, state: ItemState): Promise<Applied> {
     const collectionId = await this.collectionOf(tx, b.collection_ref, b.collection_key);
     const hasClass = b.class_ref !== undefined || b.class_key !== undefined;
@@ -1047,7 +1031,7 @@ class ImportRun {
       validateTarget(fields, this.limits);
       await requireCollectionPermission(tx, this.auth, collectionId, 'CreateRemoteTarget');
       const created = await insertRemoteTarget(tx, fields);
-      await appendEvent(tx, this.actor, this.targetEvent(created, 'created', null));
+      await appendEvent(tx, this.actor, remoteTargetEvent(created, 'created', null));
       return { action: 'create', id: created.id };
     }
     state.action = 'update';
@@ -1062,7 +1046,7 @@ class ImportRun {
     }
     validateTarget(next, this.limits);
     const after = await updateRemoteTargetRow(tx, before.id, next);
-    await appendEvent(tx, this.actor, this.targetEvent(after, 'updated', before));
+    await appendEvent(tx, this.actor, remoteTargetEvent(after, 'updated', before));
     return { action: 'update', id: after.id };
   }
 
