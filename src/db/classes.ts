@@ -3,7 +3,7 @@ import type { Db, TransactionSql } from './sql.ts';
 import { registerUniqueMessage } from './pg-errors.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
-import { appendEvent, type Actor } from './events.ts';
+import { appendEvent, type Actor, type NewEvent } from './events.ts';
 import { objectView, type ObjectRow } from './objects.ts';
 import { computedFieldView, lockClassFieldRows } from './computed-fields.ts';
 
@@ -44,6 +44,38 @@ export function classView(r: ClassRow): Record<string, unknown> {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
+  };
+}
+
+export function classCreatedEvent(row: ClassRow): NewEvent {
+  return {
+    entityType: 'class',
+    entityId: row.id,
+    entityName: row.name,
+    collectionId: row.collection_id,
+    action: 'created',
+    summary: `class ${row.name} created`,
+    after: classView(row),
+    afterRevision: row.revision,
+  };
+}
+
+/** `movedObjects` is null when the class stayed in its collection. */
+export function classUpdatedEvent(before: ClassRow, after: ClassRow, schemaChanged: boolean, movedObjects: number | null): NewEvent {
+  const moved = movedObjects !== null;
+  return {
+    entityType: 'class',
+    entityId: after.id,
+    entityName: after.name,
+    collectionId: after.collection_id,
+    relatedCollectionIds: moved ? [before.collection_id] : [],
+    action: 'updated',
+    summary: `class ${after.name} updated`,
+    before: classView(before),
+    after: classView(after),
+    beforeRevision: before.revision,
+    afterRevision: after.revision,
+    metadata: { schema_changed: schemaChanged, ...(moved ? { moved_objects: movedObjects } : {}) },
   };
 }
 

@@ -5,7 +5,7 @@ import { registerUniqueMessage } from './pg-errors.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../http/list-query.ts';
 import { badRequest } from '../http/errors.ts';
-import { appendEvent, type Actor } from './events.ts';
+import { appendEvent, type Actor, type NewEvent } from './events.ts';
 import type { AuthInfo } from '../http/auth.ts';
 import { evalExpr, evalSetExpr, type ActiveFields } from './computed-fields.ts';
 import { parseComputedName, type ComputedDef } from '../domain/computed.ts';
@@ -37,6 +37,37 @@ export function objectView(r: ObjectRow): Record<string, unknown> {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
+  };
+}
+
+export function objectCreatedEvent(row: ObjectRow, cls: { id: number; name: string }): NewEvent {
+  return {
+    entityType: 'object',
+    entityId: row.id,
+    entityName: row.name,
+    collectionId: row.collection_id,
+    action: 'created',
+    summary: `object ${row.name} created in class ${cls.name}`,
+    after: objectView(row),
+    afterRevision: row.revision,
+    metadata: { class_id: cls.id },
+  };
+}
+
+/** `how` completes the summary (e.g. " by JSON Patch"). */
+export function objectUpdatedEvent(before: ObjectRow, after: ObjectRow, classId: number, dataChanged: boolean, how = ''): NewEvent {
+  return {
+    entityType: 'object',
+    entityId: after.id,
+    entityName: after.name,
+    collectionId: after.collection_id,
+    action: 'updated',
+    summary: `object ${after.name} updated${how}`,
+    before: objectView(before),
+    after: objectView(after),
+    beforeRevision: before.revision,
+    afterRevision: after.revision,
+    metadata: { class_id: classId, data_changed: dataChanged },
   };
 }
 

@@ -11,6 +11,8 @@ import {
   CLASS_LIST_SPEC,
   classExpandedView,
   classIdByName,
+  classCreatedEvent,
+  classUpdatedEvent,
   classView,
   deleteClassCascade,
   findClassExpanded,
@@ -77,21 +79,8 @@ async function updateClassBy(
     }
     const impact = await checkClassSchemaChange(tx, before, next);
     const after = await updateClassRow(tx, classId, next);
-    const movedObjects = moved ? await moveClassObjects(tx, actorOf(ctx), classId, next.collection_id) : 0;
-    await appendEvent(tx, actorOf(ctx), {
-      entityType: 'class',
-      entityId: classId,
-      entityName: after.name,
-      collectionId: after.collection_id,
-      relatedCollectionIds: moved ? [before.collection_id] : [],
-      action: 'updated',
-      summary: `class ${after.name} updated`,
-      before: classView(before),
-      after: classView(after),
-      beforeRevision: before.revision,
-      afterRevision: after.revision,
-      metadata: { schema_changed: schemaChanged, ...(moved ? { moved_objects: movedObjects } : {}) },
-    });
+    const movedObjects = moved ? await moveClassObjects(tx, actorOf(ctx), classId, next.collection_id) : null;
+    await appendEvent(tx, actorOf(ctx), classUpdatedEvent(before, after, schemaChanged, movedObjects));
     await recordClassSchemaChange(tx, actorOf(ctx), before, after, impact);
     return after;
   }).catch(async (err: unknown) => {
@@ -153,16 +142,7 @@ export const classesHandlers = {
         json_schema: schema,
         validate_schema: validateSchema,
       });
-      await appendEvent(tx, actorOf(ctx), {
-        entityType: 'class',
-        entityId: created.id,
-        entityName: created.name,
-        collectionId: created.collection_id,
-        action: 'created',
-        summary: `class ${created.name} created`,
-        after: classView(created),
-        afterRevision: created.revision,
-      });
+      await appendEvent(tx, actorOf(ctx), classCreatedEvent(created));
       await recordClassSchemaChange(tx, actorOf(ctx), null, created, NO_IMPACT);
       return created;
     });

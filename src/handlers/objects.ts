@@ -15,6 +15,8 @@ import {
   listObjects,
   lockObject,
   objectIdByName,
+  objectCreatedEvent,
+  objectUpdatedEvent,
   objectView,
   parseObjectQuery,
   updateObjectRow,
@@ -162,17 +164,7 @@ async function createIn(ctx: Ctx, classId: number, className: string | null, bod
       class_id: cls.id,
       json_data: body.json_data,
     });
-    await appendEvent(tx, actorOf(ctx), {
-      entityType: 'object',
-      entityId: created.id,
-      entityName: created.name,
-      collectionId: created.collection_id,
-      action: 'created',
-      summary: `object ${created.name} created in class ${cls.name}`,
-      after: objectView(created),
-      afterRevision: created.revision,
-      metadata: { class_id: cls.id },
-    });
+    await appendEvent(tx, actorOf(ctx), objectCreatedEvent(created, cls));
     await recordObjectCompliance(tx, actorOf(ctx), cls, null, created);
     return created;
   });
@@ -212,19 +204,7 @@ async function writeObject(
   if (!dataChanged && next.name === before.name && next.description === before.description) return before;
   if (dataChanged) assertFitsClass(cls, next.json_data);
   const after = await updateObjectRow(tx, before.id, next);
-  await appendEvent(tx, actorOf(ctx), {
-    entityType: 'object',
-    entityId: after.id,
-    entityName: after.name,
-    collectionId: after.collection_id,
-    action: 'updated',
-    summary: `object ${after.name} updated${how}`,
-    before: objectView(before),
-    after: objectView(after),
-    beforeRevision: before.revision,
-    afterRevision: after.revision,
-    metadata: { class_id: cls.id, data_changed: dataChanged },
-  });
+  await appendEvent(tx, actorOf(ctx), objectUpdatedEvent(before, after, cls.id, dataChanged, how));
   if (dataChanged) await recordObjectCompliance(tx, actorOf(ctx), cls, before, after);
   return after;
 }

@@ -37,7 +37,8 @@ import {
 } from '../db/collections.ts';
 import {
   classIdByName,
-  classView,
+  classCreatedEvent,
+  classUpdatedEvent,
   insertClass,
   lockClass,
   moveClassObjects,
@@ -45,7 +46,7 @@ import {
   updateClassRow,
   type ClassValues,
 } from '../db/classes.ts';
-import { insertObject, lockObject, objectIdByName, objectView, updateObjectRow } from '../db/objects.ts';
+import { insertObject, lockObject, objectCreatedEvent, objectIdByName, objectUpdatedEvent, updateObjectRow } from '../db/objects.ts';
 import {
   classRelationEvent,
   assertRoomForRelation,
@@ -596,16 +597,7 @@ class ImportRun {
       if (values.json_schema !== null) compileClassSchema(values.json_schema);
       await requireCollectionPermission(tx, this.auth, collectionId, 'CreateClass');
       const created = await insertClass(tx, values);
-      await appendEvent(tx, this.actor, {
-        entityType: 'class',
-        entityId: created.id,
-        entityName: created.name,
-        collectionId: created.collection_id,
-        action: 'created',
-        summary: `class ${created.name} created`,
-        after: classView(created),
-        afterRevision: created.revision,
-      });
+      await appendEvent(tx, this.actor, classCreatedEvent(created));
       await recordClassSchemaChange(tx, this.actor, null, created, NO_IMPACT);
       return { action: 'create', id: created.id };
     }
@@ -639,21 +631,8 @@ class ImportRun {
       throw err;
     });
     const after = await updateClassRow(tx, before.id, next);
-    const movedObjects = moved ? await moveClassObjects(tx, this.actor, before.id, next.collection_id) : 0;
-    await appendEvent(tx, this.actor, {
-      entityType: 'class',
-      entityId: after.id,
-      entityName: after.name,
-      collectionId: after.collection_id,
-      relatedCollectionIds: moved ? [before.collection_id] : [],
-      action: 'updated',
-      summary: `class ${after.name} updated`,
-      before: classView(before),
-      after: classView(after),
-      beforeRevision: before.revision,
-      afterRevision: after.revision,
-      metadata: { schema_changed: schemaChanged, ...(moved ? { moved_objects: movedObjects } : {}) },
-    });
+    const movedObjects = moved ? await moveClassObjects(tx, this.actor, before.id, next.collection_id) : null;
+    await appendEvent(tx, this.actor, classUpdatedEvent(before, after, schemaChanged, movedObjects));
     await recordClassSchemaChange(tx, this.actor, before, after, impact);
     return { action: 'update', id: after.id };
   }
@@ -675,17 +654,7 @@ class ImportRun {
         class_id: cls.id,
         json_data: b.json_data,
       });
-      await appendEvent(tx, this.actor, {
-        entityType: 'object',
-        entityId: created.id,
-        entityName: created.name,
-        collectionId: created.collection_id,
-        action: 'created',
-        summary: `object ${created.name} created in class ${cls.name}`,
-        after: objectView(created),
-        afterRevision: created.revision,
-        metadata: { class_id: cls.id },
-      });
+      await appendEvent(tx, this.actor, objectCreatedEvent(created, cls));
       await recordObjectCompliance(tx, this.actor, cls, null, created);
       return { action: 'create', id: created.id };
     }
@@ -703,19 +672,7 @@ class ImportRun {
     }
     if (dataChanged) assertFitsClass(cls, next.json_data);
     const after = await updateObjectRow(tx, before.id, next);
-    await appendEvent(tx, this.actor, {
-      entityType: 'object',
-      entityId: after.id,
-      entityName: after.name,
-      collectionId: after.collection_id,
-      action: 'updated',
-      summary: `object ${after.name} updated`,
-      before: objectView(before),
-      after: objectView(after),
-      beforeRevision: before.revision,
-      afterRevision: after.revision,
-      metadata: { class_id: cls.id, data_changed: dataChanged },
-    });
+    await appendEvent(tx, this.actor, objectUpdatedEvent(before, after, cls.id, dataChanged));
     if (dataChanged) await recordObjectCompliance(tx, this.actor, cls, before, after);
     return { action: 'update', id: after.id };
   }
