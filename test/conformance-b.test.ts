@@ -1,0 +1,329 @@
+// Specification conformance, part b: rules of the interface specification (remote targets, events,
+// sinks, subscriptions, deliveries, classes by name, aggregates, worker settings, versioning) that
+// no other test file pinned down. Each test names the operation and the status it checks.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createServer } from 'node:net';
+import { startTestApp, testConfig, uniq, type TestApp } from './helpers.ts';
+import { ALL_CLASS_OBJECT, collection, createClass, createObject, principalWith } from './class-fixtures.ts';
+import { createCollection, createSink, createSubscription, deliveriesOf, fanOutAll, startPeer, type Peer } from './event-fixtures.ts';
+import { createHuman } from './iam-fixtures.ts';
+import { runTaskOnce } from '../src/workers/tasks.ts';
+import { runDeliveryOnce } from '../src/workers/event-delivery.ts';
+import { appendEvent, SYSTEM_ACTOR, type Actor } from '../src/db/events.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
+import { checkPayloadSize, DEFAULT_MAX_PAYLOAD_BYTES } from '../src/sinks/uri.ts';
+
+let t: TestApp;
+let peer: Peer;
+
+beforeAll(async () => {
+  peer = await startPeer();
+  t = await startTestApp({
+    SVC_OUTBOUND_CA_FILE: peer.caFile,
+    SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS: true,
+    SVC_EVENT_SINK_ALLOW_PRIVATE_TARGETS: true,
+  });
+});
+
+afterAll(async () => {
+  await peer?.close();
+  await t?.close();
+});
+
+function resetPeer() {
+  peer.seen.length = 0;
+  peer.respond = (_req, res) => {
+    res.statusCode = 200;
+    res.end('ok');
+  };
+}
+
+// ---- classes by name ----------------------------------------------------------------------------
+
+describe('classes by name', () => {
+  it('updateClassByName 200 returns the expanded class with its ETag; 412 stale; 400 invalid input; 403; 401', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    const got = await t.request('GET', `/api/v1/classes/by-name/${cls.name}`);
+    expect(got.status).toBe(200);
+    const etag = got.headers.get('etag')!;
+    expect(etag).toMatch(/^"svc-v1\.class\./);
+
+    const ok = await t.request('PATCH', `/api/v1/classes/by-name/${cls.name}`, {
+      headers: { 'if-match': etag },
+      body: { description: 'by name' },
+    });
+    expect(ok.status, ok.text).toBe(200);
+    expect(ok.body).toMatchObject({ id: cls.id, description: 'by name', revision: 2, collection: { id: cid } });
+    expect(ok.body).not.toHaveProperty('collection_id');
+    expect(ok.headers.get('etag')).not.toBe(etag);
+
+    const stale = await t.request('PATCH', `/api/v1/classes/by-name/${cls.name}`, {
+      headers: { 'if-match': etag },
+      body: { description: 'again' },
+    });
+    expect(stale.status).toBe(412);
+    expect(stale.body).toMatchObject({ reason: 'stale_resource' });
+
+    expect((await t.request('PATCH', `/api/v1/classes/by-name/${cls.name}`, { body: { validate_schema: true } })).status).toBe(400);
+    expect((await t.request('PATCH', `/api/v1/classes/by-name/${cls.name}`, { body: { nope: 1 } })).status).toBe(400);
+    const reader = await principalWith(t, [[cid, ['ReadClass']]]);
+    expect(
+      (await t.request('PATCH', `/api/v1/classes/by-name/${cls.name}`, { token: reader.token, body: { description: 'x' } })).status,
+    ).toBe(403);
+    expect((await t.request('PATCH', `/api/v1/classes/by-name/${cls.name}`, { token: null, body: { description: 'x' } })).status).toBe(
+      401,
+    );
+    const [row] = await t.deps.sql<{ description: string }[]>`select description from classes where id = ${cls.id}`;
+    expect(row!.description).toBe('by name');
+  });
+
+  it('deleteClassByName 204 carries the ETag of the deleted revision; 412 stale; 403 without DeleteClass; 401', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    const etag = (await t.request('GET', `/api/v1/classes/by-name/${cls.name}`)).headers.get('etag')!;
+    const reader = await principalWith(t, [[cid, ['ReadClass', 'UpdateClass']]]);
+    expect((await t.request('DELETE', `/api/v1/classes/by-name/${cls.name}`, { token: reader.token })).status).toBe(403);
+    expect((await t.request('DELETE', `/api/v1/classes/by-name/${cls.name}`, { token: null })).status).toBe(401);
+    const stale = await t.request('DELETE', `/api/v1/classes/by-name/${cls.name}`, {
+      headers: { 'if-match': `"svc-v1.class.${Buffer.from(String(cls.id)).toString('base64url')}.99"` },
+    });
+    expect(stale.status).toBe(412);
+    expect((await t.request('GET', `/api/v1/classes/${cls.id}`)).status).toBe(200);
+
+    const user = await principalWith(t, [[cid, ALL_CLASS_OBJECT]]);
+    const res = await t.request('DELETE', `/api/v1/classes/by-name/${cls.name}`, { token: user.token, headers: { 'if-match': etag } });
+    expect(res.status).toBe(204);
+    expect(res.headers.get('etag')).toBe(etag);
+    expect((await t.request('GET', `/api/v1/classes/${cls.id}`)).status).toBe(404);
+  });
+
+  it('listClasses 200 returns expanded classes; getClassByName, listClasses and createClass 401 without a token', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    const list = await t.request('GET', '/api/v1/classes', { query: { id: cls.id } });
+    expect(list.status).toBe(200);
+    expect(list.body).toEqual([expect.objectContaining({ id: cls.id, collection: expect.objectContaining({ id: cid }) })]);
+    expect((await t.request('GET', `/api/v1/classes/by-name/${cls.name}`, { token: null })).status).toBe(401);
+    expect((await t.request('GET', '/api/v1/classes', { token: null })).status).toBe(401);
+    expect((await t.request('POST', '/api/v1/classes', { token: null, body: { name: uniq('c'), collection_id: cid } })).status).toBe(401);
+  });
+
+  it('listObjectsByClassName 200 with paging headers; 401 without a token', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    for (let i = 0; i < 3; i++) await createObject(t, cls.id, { i });
+    const page = await t.request('GET', `/api/v1/classes/by-name/${cls.name}/objects`, { query: { limit: 2, sort: '-id' } });
+    expect(page.status).toBe(200);
+    expect(page.headers.get('x-total-count')).toBe('3');
+    expect(page.headers.get('x-page-limit')).toBe('2');
+    const cursor = page.headers.get('x-next-cursor');
+    expect(cursor).toBeTruthy();
+    const rest = await t.request('GET', `/api/v1/classes/by-name/${cls.name}/objects`, { query: { limit: 2, sort: '-id', cursor: cursor! } });
+    expect((rest.body as unknown[]).length).toBe(1);
+    expect(rest.headers.get('x-next-cursor')).toBeNull();
+    expect((await t.request('GET', `/api/v1/classes/by-name/${cls.name}/objects`, { token: null })).status).toBe(401);
+  });
+});
+
+// ---- aggregates -----------------------------------------------------------------------------------
+
+describe('aggregateObjects limits', () => {
+  it('aggregateObjects 200 with four measures, 400 with five; aggregateObjectsByClassName 400 and 401', async () => {
+    const cls = await createClass(t, await collection(t));
+    await createObject(t, cls.id, { a: 1, b: 2 });
+    const four = ['sum:json_data.a', 'average:json_data.a', 'min:json_data.b', 'max:json_data.b'];
+    const ok = await t.request('GET', `/api/v1/classes/${cls.id}/object-aggregates`, { query: { aggregate: four } });
+    expect(ok.status, ok.text).toBe(200);
+    expect((ok.body as { measures: unknown[] }[])[0]!.measures).toHaveLength(4);
+    const five = await t.request('GET', `/api/v1/classes/${cls.id}/object-aggregates`, {
+      query: { aggregate: [...four, 'sum:json_data.b'] },
+    });
+    expect(five.status).toBe(400);
+    const byName = (query: Record<string, string | string[]>, token?: string | null) =>
+      t.request('GET', `/api/v1/classes/by-name/${cls.name}/object-aggregates`, { query, token });
+    expect((await byName({})).status).toBe(400);
+    expect((await byName({ group_by: 'name', sort: 'object_count.sideways' })).status).toBe(400);
+    expect((await byName({ group_by: 'name' }, null)).status).toBe(401);
+  });
+
+  it('aggregateObjects 200 sorts by object_count in both directions', async () => {
+    const cls = await createClass(t, await collection(t));
+    for (const site of ['a', 'b', 'b', 'c', 'c', 'c']) await createObject(t, cls.id, { site });
+    const sites = async (sort: string) =>
+      (
+        (await t.request('GET', `/api/v1/classes/${cls.id}/object-aggregates`, { query: { group_by: 'json_data.site', sort } })).body as {
+          dimensions: { value: unknown }[];
+        }[]
+      ).map((r) => r.dimensions[0]!.value);
+    expect(await sites('object_count.desc')).toEqual(['c', 'b', 'a']);
+    expect(await sites('object_count.asc')).toEqual(['a', 'b', 'c']);
+    expect(await sites('dimensions.desc')).toEqual(['c', 'b', 'a']);
+  });
+});
+
+// ---- remote calls -------------------------------------------------------------------------------
+
+describe('remote_call execution', () => {
+  let col: number;
+  let colB: number;
+  let classA: number;
+  let classB: number;
+  let objA: number;
+  let objB: number;
+  let classRel: number;
+  let objectRel: number;
+
+  beforeAll(async () => {
+    const mk = async (path: string, body: Record<string, unknown>) => {
+      const res = await t.request('POST', path, { body });
+      expect(res.status, res.text).toBe(201);
+      return (res.body as { id: number }).id;
+    };
+    col = await mk('/api/v1/collections', { name: uniq('rc') });
+    colB = await mk('/api/v1/collections', { name: uniq('rc') });
+    classA = await mk('/api/v1/classes', { name: uniq('rca'), collection_id: col });
+    classB = await mk('/api/v1/classes', { name: uniq('rcb'), collection_id: colB });
+    objA = await mk(`/api/v1/classes/${classA}/objects`, { name: 'from-obj', json_data: { port: 1 } });
+    objB = await mk(`/api/v1/classes/${classB}/objects`, { name: 'to-obj', json_data: { port: 2 } });
+    classRel = await mk('/api/v1/relations/classes', { from_class_id: classA, to_class_id: classB });
+    objectRel = await mk('/api/v1/relations/objects', { class_relation_id: classRel, from_object_id: objA, to_object_id: objB });
+  });
+
+  async function target(app: TestApp, body: Record<string, unknown>): Promise<number> {
+    const res = await app.request('POST', '/api/v1/remote-targets', {
+      body: {
+        collection_id: col,
+        name: uniq('rt'),
+        description: '',
+        method: 'post',
+        url_template: peer.url('/rc'),
+        allowed_subject_types: ['collection'],
+        ...body,
+      },
+    });
+    expect(res.status, res.text).toBe(201);
+    return (res.body as { id: number }).id;
+  }
+
+  async function invokeAndRun(app: TestApp, targetId: number, body: Record<string, unknown>) {
+    const res = await app.request('POST', `/api/v1/remote-targets/${targetId}/invoke`, { body });
+    expect(res.status, res.text).toBe(202);
+    const id = (res.body as { id: number }).id;
+    expect((await runTaskOnce(app.deps, { taskIds: [id] }))?.id).toBe(id);
+    const task = await app.request('GET', `/api/v1/tasks/${id}`);
+    return task.body as { status: string; details: { error?: { reason: string; message: string } } };
+  }
+
+  const json = { 'Content-Type': 'application/json' };
+
+  it('invokeRemoteTarget 202 → succeeded: a class subject renders subject_type, subject, class and collection', async () => {
+    resetPeer();
+    const rt = await target(t, {
+      allowed_subject_types: ['class'],
+      headers_template: json,
+      body_template:
+        '{"type": {{ subject_type | json }}, "subject": {{ subject.id }}, "class": {{ class.name | json }}, "collection": {{ collection.id }}, "p": {{ parameters | json }}, "o": {{ body_override | json }}}',
+    });
+    const task = await invokeAndRun(t, rt, { subject: { type: 'class', id: classA } });
+    expect(task.status).toBe('succeeded');
+    const [{ name }] = (await t.deps.sql<{ name: string }[]>`select name from classes where id = ${classA}`) as unknown as [{ name: string }];
+    expect(JSON.parse(peer.seen[0]!.body)).toEqual({ type: 'class', subject: classA, class: name, collection: col, p: {}, o: {} });
+  });
+
+  it('invokeRemoteTarget 202 → succeeded: a class_relation subject renders class_relation, from_class, to_class and collections', async () => {
+    resetPeer();
+    const rt = await target(t, {
+      allowed_subject_types: ['class_relation'],
+      headers_template: json,
+      body_template:
+        '{"type": {{ subject_type | json }}, "rel": {{ class_relation.id }}, "subject": {{ subject.id }}, "from": {{ from_class.id }}, "to": {{ to_class.id }}, "collections": [{% for c in collections %}{% unless forloop.first %},{% endunless %}{{ c.id }}{% endfor %}]}',
+    });
+    const task = await invokeAndRun(t, rt, { subject: { type: 'class_relation', id: classRel } });
+    expect(task.status).toBe('succeeded');
+    expect(JSON.parse(peer.seen[0]!.body)).toEqual({
+      type: 'class_relation',
+      rel: classRel,
+      subject: classRel,
+      from: classA,
+      to: classB,
+      collections: [col, colB].sort((a, b) => a - b),
+    });
+  });
+
+  it('invokeRemoteTarget 202 → succeeded: an object_relation subject renders both objects, their classes, the class relation and collections', async () => {
+    resetPeer();
+    const rt = await target(t, {
+      allowed_subject_types: ['object_relation'],
+      headers_template: json,
+      body_template:
+        '{"type": {{ subject_type | json }}, "rel": {{ object_relation.id }}, "cr": {{ class_relation.id }}, "from": {{ from_object.name | json }}, "from_data": {{ from_object.data | json }}, "from_class": {{ from_object.svc_class_id }}, "to": {{ to_object.name | json }}, "fc": {{ from_class.id }}, "tc": {{ to_class.id }}, "n": {{ collections | size }}}',
+    });
+    const task = await invokeAndRun(t, rt, { subject: { type: 'object_relation', id: objectRel } });
+    expect(task.status).toBe('succeeded');
+    expect(JSON.parse(peer.seen[0]!.body)).toEqual({
+      type: 'object_relation',
+      rel: objectRel,
+      cr: classRel,
+      from: 'from-obj',
+      from_data: { port: 1 },
+      from_class: classA,
+      to: 'to-obj',
+      fc: classA,
+      tc: classB,
+      n: 2,
+    });
+  });
+
+  it('invokeRemoteTarget 202 → succeeded: delete without body_template sends no body', async () => {
+    resetPeer();
+    const rt = await target(t, { method: 'delete' });
+    const task = await invokeAndRun(t, rt, { subject: { type: 'collection', id: col } });
+    expect(task.status).toBe('succeeded');
+    expect(peer.seen[0]!.method).toBe('DELETE');
+    expect(peer.seen[0]!.body).toBe('');
+    expect(peer.seen[0]!.headers['content-length']).toBeUndefined();
+    expect(peer.seen[0]!.headers['transfer-encoding']).toBeUndefined();
+  });
+
+  it('invokeRemoteTarget 202 → failed: a connection failure fails the task and stores a result row', async () => {
+    const closed = await new Promise<number>((ok) => {
+      const srv = createServer();
+      srv.listen(0, '127.0.0.1', () => {
+        const port = (srv.address() as { port: number }).port;
+        srv.close(() => ok(port));
+      });
+    });
+    const rt = await target(t, { method: 'get', url_template: `https://127.0.0.1:${closed}/x` });
+    const res = await t.request('POST', `/api/v1/remote-targets/${rt}/invoke`, { body: { subject: { type: 'collection', id: col } } });
+    const id = (res.body as { id: number }).id;
+    await runTaskOnce(t.deps, { taskIds: [id] });
+    const task = (await t.request('GET', `/api/v1/tasks/${id}`)).body as { status: string; details: { error: { reason: string } } };
+    expect(task.status).toBe('failed');
+    expect(task.details.error.reason).toBe('connection_failed');
+    const rows = await t.deps.sql<{ success: boolean; response_status: number | null }[]>`
+      select success, response_status from remote_call_results where task_id = ${id}`;
+    expect(rows).toEqual([{ success: false, response_status: null }]);
+  });
+
+  it('invokeRemoteTarget 202 → failed with timeout: SVC_REMOTE_CALL_TIMEOUT_MS caps a larger timeout_ms', async () => {
+    const capped = await startTestApp({
+      SVC_OUTBOUND_CA_FILE: peer.caFile,
+      SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS: true,
+      SVC_REMOTE_CALL_TIMEOUT_MS: 300,
+    });
+    try {
+      resetPeer();
+      peer.respond = () => {}; // never answers
+      const rt = await target(capped, { method: 'get', timeout_ms: 60_000 });
+      const started = Date.now();
+      const task = await invokeAndRun(capped, rt, { subject: { type: 'collection', id: col } });
+      expect(task.status).toBe('failed');
+      expect(task.details.error!.reason).toBe('timeout');
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      resetPeer();
+      await capped.close();
+    }
+  });
+});
