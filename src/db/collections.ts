@@ -1,6 +1,7 @@
 // Collections: SQL only. Authorization is src/db/authz.ts; rules for moves are in the handler.
 import type { Db, TransactionSql } from './sql.ts';
 import { registerUniqueMessage } from './pg-errors.ts';
+import type { NewEvent } from './events.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
 
@@ -57,6 +58,28 @@ export function collectionView(r: CollectionRow): Record<string, unknown> {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
+  };
+}
+
+/** The audit event of a collection change (`related`: other collections involved, nulls skipped). */
+export function collectionEvent(
+  row: CollectionRow,
+  action: string,
+  before: CollectionRow | null,
+  related: (number | null)[] = [],
+): NewEvent {
+  return {
+    entityType: 'collection',
+    entityId: row.id,
+    entityName: row.name,
+    collectionId: row.id,
+    relatedCollectionIds: related.filter((r): r is number => r !== null),
+    action,
+    summary: `collection ${row.name} ${action}`,
+    before: before ? collectionView(before) : null,
+    after: action === 'deleted' ? null : collectionView(row),
+    beforeRevision: before?.revision ?? null,
+    afterRevision: action === 'deleted' ? null : row.revision,
   };
 }
 

@@ -1,6 +1,7 @@
 import type { Db, TransactionSql } from './sql.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
 import { runList, type ListPage } from './list.ts';
+import type { NewEvent } from './events.ts';
 
 export interface GroupRow {
   id: number;
@@ -30,6 +31,20 @@ export function groupView(r: GroupRow) {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
+  };
+}
+
+export function groupEvent(action: 'created' | 'updated', after: GroupRow, before: GroupRow | null): NewEvent {
+  return {
+    entityType: 'group',
+    entityId: after.id,
+    entityName: after.name,
+    action,
+    summary: `group ${after.name} ${action}`,
+    before: before ? groupView(before) : null,
+    after: groupView(after),
+    beforeRevision: before?.revision ?? null,
+    afterRevision: after.revision,
   };
 }
 
@@ -149,6 +164,20 @@ export function memberView(r: MemberRow) {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
+  };
+}
+
+/** The audit event of a membership change. */
+export function membershipEvent(action: 'added' | 'removed', g: GroupRow, p: MemberRow): NewEvent {
+  const snapshot = { group_id: g.id, group_name: g.name, principal_id: p.id, principal_name: p.name, principal_kind: p.kind };
+  return {
+    entityType: 'group_membership',
+    entityId: g.id,
+    entityName: g.name,
+    action,
+    summary: action === 'added' ? `${p.name} added to group ${g.name}` : `${p.name} removed from group ${g.name}`,
+    ...(action === 'added' ? { after: snapshot } : { before: snapshot }),
+    metadata: { group_id: g.id, principal_id: p.id },
   };
 }
 

@@ -11,6 +11,7 @@ import {
   ANCESTOR_LIST_SPEC,
   COLLECTION_LIST_SPEC,
   collectionDependents,
+  collectionEvent,
   collectionView,
   deleteCollectionRow,
   findCollection,
@@ -46,22 +47,6 @@ async function requireDelegation(db: Db, auth: AuthInfo, parentId: number | null
   else await requireCollectionPermission(db, auth, parentId, 'DelegateCollection');
 }
 
-function snapshotEvent(row: CollectionRow, action: string, before: CollectionRow | null, related: (number | null)[] = []) {
-  return {
-    entityType: KIND,
-    entityId: row.id,
-    entityName: row.name,
-    collectionId: row.id,
-    relatedCollectionIds: related.filter((r): r is number => r !== null),
-    action,
-    summary: `collection ${row.name} ${action}`,
-    before: before ? collectionView(before) : null,
-    after: action === 'deleted' ? null : collectionView(row),
-    beforeRevision: before?.revision ?? null,
-    afterRevision: action === 'deleted' ? null : row.revision,
-  };
-}
-
 export const collectionsHandlers = {
   listCollections: async (input, ctx) => {
     const auth = authOf(ctx);
@@ -79,7 +64,7 @@ export const collectionsHandlers = {
       const group = groupId === null ? null : await findGroup(tx, groupId);
       if (groupId !== null && !group) throw notFound('group');
       const created = await insertCollection(tx, { name, description, parentId });
-      await appendEvent(tx, actorOf(ctx), snapshotEvent(created, 'created', null, [parentId]));
+      await appendEvent(tx, actorOf(ctx), collectionEvent(created, 'created', null, [parentId]));
       if (group) {
         await grantPermissions(tx, actorOf(ctx), { collectionId: created.id, collectionName: created.name, group }, PERMISSIONS);
       }
@@ -107,7 +92,7 @@ export const collectionsHandlers = {
       const next = { name: input.body.name ?? before.name, description: input.body.description ?? before.description };
       if (next.name === before.name && next.description === before.description) return before;
       const after = await updateCollectionRow(tx, id, next);
-      await appendEvent(tx, actorOf(ctx), snapshotEvent(after, 'updated', before));
+      await appendEvent(tx, actorOf(ctx), collectionEvent(after, 'updated', before));
       return after;
     });
     return ok(200, row);
@@ -136,7 +121,7 @@ export const collectionsHandlers = {
         await revokePermissions(tx, actorOf(ctx), { collectionId: id, collectionName: before.name, group }, null);
       }
       await deleteCollectionRow(tx, id);
-      await appendEvent(tx, actorOf(ctx), snapshotEvent(before, 'deleted', before, [before.parent_collection_id]));
+      await appendEvent(tx, actorOf(ctx), collectionEvent(before, 'deleted', before, [before.parent_collection_id]));
     });
     return { status: 204 };
   },
@@ -161,7 +146,7 @@ export const collectionsHandlers = {
       }
       const after = await setCollectionParent(tx, id, newParent);
       await appendEvent(tx, actorOf(ctx), {
-        ...snapshotEvent(after, 'updated', before, [before.parent_collection_id, newParent]),
+        ...collectionEvent(after, 'updated', before, [before.parent_collection_id, newParent]),
         summary: `collection ${after.name} moved`,
         metadata: { from_parent_collection_id: before.parent_collection_id, to_parent_collection_id: newParent },
       });

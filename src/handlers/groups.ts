@@ -14,6 +14,7 @@ import {
   deleteMembership,
   findGroup,
   findPrincipalForMembership,
+  groupEvent,
   groupView,
   GROUP_LIST,
   insertGroup,
@@ -23,12 +24,11 @@ import {
   listMembers,
   lockGroup,
   memberView,
+  membershipEvent,
   MEMBER_LIST,
   ownedServiceAccounts,
   shareLockGroup,
   updateGroupRow,
-  type GroupRow,
-  type MemberRow,
 } from '../db/groups.ts';
 
 const LOCAL_SCOPE = 'local';
@@ -41,10 +41,6 @@ function requireAdmin(ctx: Ctx, what: string): AuthInfo {
 
 const providerManaged = () => forbidden('this group is managed by an identity provider and is read-only here');
 
-function membershipSnapshot(g: GroupRow, p: MemberRow) {
-  return { group_id: g.id, group_name: g.name, principal_id: p.id, principal_name: p.name, principal_kind: p.kind };
-}
-
 export const groupsHandlers = {
   listGroups: async (input, ctx) => {
     requireHumanUnscoped(ctx);
@@ -56,15 +52,7 @@ export const groupsHandlers = {
     requireAdmin(ctx, 'create groups');
     const row = await withTx(ctx.deps.sql, async (tx) => {
       const g = await insertGroup(tx, { name: input.body.name, description: input.body.description ?? '', identityScope: LOCAL_SCOPE });
-      await appendEvent(tx, actorOf(ctx), {
-        entityType: 'group',
-        entityId: g.id,
-        entityName: g.name,
-        action: 'created',
-        summary: `group ${g.name} created`,
-        after: groupView(g),
-        afterRevision: g.revision,
-      });
+      await appendEvent(tx, actorOf(ctx), groupEvent('created', g, null));
       return g;
     });
     return {
@@ -93,17 +81,7 @@ export const groupsHandlers = {
       const description = input.body.description === undefined ? before.description : (input.body.description ?? '');
       if (name === before.name && description === before.description) return before;
       const after = await updateGroupRow(tx, id, { name, description });
-      await appendEvent(tx, actorOf(ctx), {
-        entityType: 'group',
-        entityId: id,
-        entityName: after.name,
-        action: 'updated',
-        summary: `group ${after.name} updated`,
-        before: groupView(before),
-        after: groupView(after),
-        beforeRevision: before.revision,
-        afterRevision: after.revision,
-      });
+      await appendEvent(tx, actorOf(ctx), groupEvent('updated', after, before));
       return after;
     });
     return { status: 200, body: groupView(row), headers: etagHeader('group', row.id, row.revision) };
@@ -165,15 +143,7 @@ export const groupsHandlers = {
       const principal = await findPrincipalForMembership(tx, principalId);
       if (!principal) throw notFound('principal');
       if (await insertMembership(tx, groupId, principalId)) {
-        await appendEvent(tx, actorOf(ctx), {
-          entityType: 'group_membership',
-          entityId: groupId,
-          entityName: group.name,
-          action: 'added',
-          summary: `${principal.name} added to group ${group.name}`,
-          after: membershipSnapshot(group, principal),
-          metadata: { group_id: groupId, principal_id: principalId },
-        });
+        await appendEvent(tx, actorOf(ctx), membershipEvent('added', group, principal));
       }
       return principal;
     });
@@ -194,15 +164,7 @@ export const groupsHandlers = {
       const principal = await findPrincipalForMembership(tx, principalId);
       if (!principal) throw notFound('principal');
       if (await deleteMembership(tx, groupId, principalId)) {
-        await appendEvent(tx, actorOf(ctx), {
-          entityType: 'group_membership',
-          entityId: groupId,
-          entityName: group.name,
-          action: 'removed',
-          summary: `${principal.name} removed from group ${group.name}`,
-          before: membershipSnapshot(group, principal),
-          metadata: { group_id: groupId, principal_id: principalId },
-        });
+        await appendEvent(tx, actorOf(ctx), membershipEvent('removed', group, principal));
       }
     });
     return { status: 204 };

@@ -27,14 +27,7 @@ import { translatePgError } from '../db/pg-errors.ts';
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
 import { requireClassPermission, requireCollectionPermission, requireObjectPermission } from '../db/authz.ts';
 import { isUnscoped, requireRootAuthority, sortPermissions, type Authority } from '../domain/authz.ts';
-import {
-  collectionView,
-  findCollection,
-  insertCollection,
-  lockCollection,
-  updateCollectionRow,
-  type CollectionRow,
-} from '../db/collections.ts';
+import { collectionEvent, findCollection, insertCollection, lockCollection, updateCollectionRow } from '../db/collections.ts';
 import {
   classIdByName,
   classCreatedEvent,
@@ -62,7 +55,8 @@ import {
 import { findGroup as findGrantGroup, grantPermissions, groupPermissions, lockGrants, revokePermissions } from '../db/permissions.ts';
 import {
   findPrincipalForMembership,
-  groupView,
+  groupEvent,
+  membershipEvent,
   insertGroup,
   insertMembership,
   lockGroup,
@@ -538,22 +532,6 @@ class ImportRun {
 
   // ---- collections ------------------------------------------------------------------------------
 
-  private collectionEvent(row: CollectionRow, action: 'created' | 'updated', before: CollectionRow | null, related: number[] = []) {
-    return {
-      entityType: 'collection',
-      entityId: row.id,
-      entityName: row.name,
-      collectionId: row.id,
-      relatedCollectionIds: related,
-      action,
-      summary: `collection ${row.name} ${action}`,
-      before: before ? collectionView(before) : null,
-      after: collectionView(row),
-      beforeRevision: before?.revision ?? null,
-      afterRevision: row.revision,
-    };
-  }
-
   private async collection(tx: TransactionSql, b: ImportCollection, state: ItemState): Promise<Applied> {
     const hasParent = b.parent_collection_ref !== undefined || b.parent_collection_key !== undefined;
     const parentId = hasParent ? await this.collectionOf(tx, b.parent_collection_ref, b.parent_collection_key) : null;
@@ -562,7 +540,7 @@ class ImportRun {
       if (parentId === null) requireRootAuthority(this.auth);
       else await requireCollectionPermission(tx, this.auth, parentId, 'DelegateCollection');
       const created = await insertCollection(tx, { name: b.name, description: b.description ?? '', parentId });
-      await appendEvent(tx, this.actor, this.collectionEvent(created, 'created', null, parentId === null ? [] : [parentId]));
+      await appendEvent(tx, this.actor, collectionEvent(created, 'created', null, [parentId]));
       return { action: 'create', id: created.id };
     }
     state.action = 'update';
@@ -576,7 +554,7 @@ class ImportRun {
       return { action: 'unchanged', id: before.id };
     }
     const after = await updateCollectionRow(tx, before.id, { name: before.name, description });
-    await appendEvent(tx, this.actor, this.collectionEvent(after, 'updated', before));
+    await appendEvent(tx, this.actor, collectionEvent(after, 'updated', before));
     return { action: 'update', id: after.id };
   }
 
@@ -813,15 +791,7 @@ class ImportRun {
     const existing = await groupIdByKey(tx, b.name, scope);
     if (existing === undefined) {
       const g = await insertGroup(tx, { name: b.name, description: b.description ?? '', identityScope: scope });
-      await appendEvent(tx, this.actor, {
-        entityType: 'group',
-        entityId: g.id,
-        entityName: g.name,
-        action: 'created',
-        summary: `group ${g.name} created`,
-        after: groupView(g),
-        afterRevision: g.revision,
-      });
+      await appendEvent(tx, this.actor, groupEvent('created', g, null));
       return { action: 'create', id: g.id };
     }
     state.action = 'update';
@@ -835,17 +805,7 @@ class ImportRun {
       return { action: 'unchanged', id: before.id };
     }
     const after = await updateGroupRow(tx, before.id, { name: before.name, description });
-    await appendEvent(tx, this.actor, {
-      entityType: 'group',
-      entityId: after.id,
-      entityName: after.name,
-      action: 'updated',
-      summary: `group ${after.name} updated`,
-      before: groupView(before),
-      after: groupView(after),
-      beforeRevision: before.revision,
-      afterRevision: after.revision,
-    });
+    await appendEvent(tx, this.actor, groupEvent('updated', after, before));
     return { action: 'update', id: after.id };
   }
 
@@ -954,21 +914,7 @@ class ImportRun {
       state.action = 'unchanged';
       return { action: 'unchanged', id: null };
     }
-    await appendEvent(tx, this.actor, {
-      entityType: 'group_membership',
-      entityId: groupId,
-      entityName: group.name,
-      action: 'added',
-      summary: `${principal.name} added to group ${group.name}`,
-      after: {
-        group_id: group.id,
-        group_name: group.name,
-        principal_id: principal.id,
-        principal_name: principal.name,
-        principal_kind: principal.kind,
-      },
-      metadata: { group_id: groupId, principal_id: principalId },
-    });
+    await appendEvent(tx, this.actor, membershipEvent('added', group, principal));
     return { action: 'create', id: null };
   }
 
