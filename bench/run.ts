@@ -1,70 +1,48 @@
-// Benchmarks: each case is timed in the same run as a baseline (GET /healthz through the whole
-// HTTP stack, no database) and reported as a ratio to it, so results compare across machines.
-// Uses SVC_DATABASE_URL when set, else an embedded PostgreSQL in a temporary directory.
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import postgres from 'postgres';
-import pino from 'pino';
-import { loadConfig } from '../src/config.ts';
-import { startEmbeddedPostgres } from '../src/db/embedded.ts';
-import { createSql } from '../src/db/sql.ts';
-import { migrate } from '../src/db/migrate.ts';
-import { bootstrap } from '../src/db/bootstrap.ts';
-import { tokenHashKey } from '../src/db/meta.ts';
-import { createApp } from '../src/app.ts';
+// Benchmarks (`make bench`): the hot paths of the service, each reported as a ratio to a baseline
+// (GET /healthz through the whole HTTP stack, no database) measured in the same run, so results
+// compare across machines; memory as bytes per item against a baseline allocation measured in the
+// same run. Never timed assertions: this prints numbers for people to read.
+//
+// Uses SVC_DATABASE_URL when set (a fresh database is created and dropped), else an embedded
+// PostgreSQL in a temporary directory. BENCH_ITERATIONS (default 500) scales the iteration counts;
+// BENCH_OBJECTS (default 20000) the size of the large class, BENCH_EVENTS (default 50000) the
+// audit table, BENCH_FANOUT_EVENTS (default 5000) the fan-out batch.
+import { createCollection, startBench } from './setup.ts';
+import { ITER, report, setBaseline } from './harness.ts';
+import { benchObjects, seedLargeClass } from './objects.ts';
+import { benchSearch } from './search.ts';
+import { benchAudit } from './audit.ts';
+import { benchIdentity } from './identity.ts';
+import { benchExport, benchFanout } from './tasks.ts';
 
-const ITER = Number(process.env.BENCH_ITERATIONS ?? 500);
+const int = (name: string, fallback: number) => {
+  const v = Number(process.env[name] ?? fallback);
+  if (!Number.isInteger(v) || v < 1) throw new Error(`${name} must be a positive integer`);
+  return v;
+};
+const OBJECTS = int('BENCH_OBJECTS', 20_000);
+const EVENTS = int('BENCH_EVENTS', 50_000);
+const FANOUT_EVENTS = int('BENCH_FANOUT_EVENTS', 5_000);
+const RUNS = Math.max(2, Math.round(3 * (ITER / 500)));
 
-async function time(fn: () => Promise<void>): Promise<number> {
-  for (let i = 0; i < 20; i++) await fn();
-  const start = process.hrtime.bigint();
-  for (let i = 0; i < ITER; i++) await fn();
-  return Number(process.hrtime.bigint() - start) / ITER / 1e3;
-}
-
-const tmp = process.env.SVC_DATABASE_URL ? undefined : await mkdtemp(join(tmpdir(), 'svc-bench-'));
-const embedded = tmp ? await startEmbeddedPostgres(tmp) : undefined;
-const baseUrl = process.env.SVC_DATABASE_URL ?? embedded!.url;
-const dbName = `svc_bench_${Date.now()}`;
-const admin = postgres(baseUrl, { max: 1, onnotice: () => {} });
-await admin.unsafe(`create database ${dbName}`);
-const url = new URL(baseUrl);
-url.pathname = `/${dbName}`;
-const config = loadConfig({ SVC_DATABASE_URL: url.toString(), SVC_ADMIN_PASSWORD: 'bench-password' });
-const sql = createSql(url.toString(), config);
+const started = performance.now();
+const b = await startBench();
 try {
-  await migrate(sql);
-  await bootstrap(sql, config);
-  const app = await createApp({ config, sql, log: pino({ level: 'silent' }), tokenKey: await tokenHashKey(sql, undefined), services: {} });
-  const req = (method: string, path: string, init: { token?: string; body?: unknown } = {}) =>
-    app.fetch(
-      new Request(`http://bench.local${path}`, {
-        method,
-        headers: { ...(init.token ? { authorization: `Bearer ${init.token}` } : {}), 'content-type': 'application/json' },
-        body: init.body === undefined ? undefined : JSON.stringify(init.body),
-      }),
-    );
-  const login = await req('POST', '/api/v0/auth/login', { body: { name: 'admin', password: 'bench-password' } });
-  const { token } = (await login.json()) as { token: string };
+  process.stderr.write(`seeding: ${OBJECTS} objects, ${EVENTS} events\n`);
+  const collectionId = await createCollection(b);
+  const big = await seedLargeClass(b, collectionId, OBJECTS);
+  await b.sql`analyze objects`;
+  await setBaseline(async () => void (await b.expect(200, 'GET', '/healthz')));
 
-  const baseline = await time(async () => void (await (await req('GET', '/healthz')).text()));
-  const cases: [string, () => Promise<void>][] = [
-    ['validateToken (auth + one UPDATE)', async () => void (await (await req('GET', '/api/v0/auth/validate', { token })).text())],
-    [
-      'login rejected by validation (400)',
-      async () => void (await (await req('POST', '/api/v0/auth/login', { body: { name: 'x'.repeat(300), password: 'p' } })).text()),
-    ],
-  ];
-  console.log(`baseline GET /healthz: ${baseline.toFixed(1)} µs/request (${ITER} iterations)`);
-  for (const [name, fn] of cases) {
-    const us = await time(fn);
-    console.log(`${name}: ${(us / baseline).toFixed(2)}x baseline (${us.toFixed(1)} µs/request)`);
-  }
+  await benchIdentity(b);
+  await benchObjects(b, big);
+  await benchSearch(b, big);
+  await benchAudit(b, EVENTS);
+  await benchExport(b, big, RUNS);
+  await benchFanout(b, collectionId, FANOUT_EVENTS, RUNS);
+
+  console.log(report());
+  console.log(`\n(BENCH_ITERATIONS=${ITER}; total run ${((performance.now() - started) / 1000).toFixed(0)} s)`);
 } finally {
-  await sql.end();
-  await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-  await admin.end();
-  await embedded?.stop();
-  if (tmp) await rm(tmp, { recursive: true, force: true });
+  await b.close();
 }

@@ -1,0 +1,135 @@
+// Background paths: an export of the large class run through the task executor (time and memory
+// per exported item, at two sizes so growth beyond linear shows), and the event fan-out of N new
+// events to a few subscriptions.
+import { runTaskOnce } from '../src/workers/tasks.ts';
+import { runEventFanoutOnce } from '../src/workers/event-fanout.ts';
+import { uniq, type Bench } from './setup.ts';
+import type { SeededClass } from './objects.ts';
+import { fmtBytes, fmtCount, recordMemory, sampleMemory, throughputCase } from './harness.ts';
+
+const AREA = 'tasks';
+
+interface TaskBody {
+  id: number;
+  status: string;
+  summary: { count?: number; output_bytes?: number } | null;
+  details: unknown;
+}
+
+/** Submits an export through the API and runs exactly that task through the executor. */
+async function runExport(b: Bench, token: string, classId: number, items: number): Promise<{ outputBytes: number }> {
+  const task = await b.json<TaskBody>(202, 'POST', '/api/v1/exports', {
+    token,
+    body: { scope: { kind: 'objects_in_class', class_id: classId }, limits: { max_items: items, max_output_bytes: 64 * 1_048_576 } },
+  });
+  const done = await runTaskOnce(b.deps, { taskIds: [task.id] });
+  const summary = done?.summary as TaskBody['summary'];
+  if (done?.status !== 'succeeded' || summary?.count !== items) {
+    throw new Error(
+      `export task ${task.id} ended ${done?.status} with ${JSON.stringify(summary ?? done?.details)} (wanted ${items} items)`,
+    );
+  }
+  return { outputBytes: summary.output_bytes ?? 0 };
+}
+
+export async function benchExport(b: Bench, big: SeededClass, runs: number): Promise<void> {
+  const reader = await b.principalWith([[big.collectionId, ['ReadCollection', 'ReadClass', 'ReadObject']]]);
+  // The baseline allocation: the same rows read with one plain SELECT and serialized once.
+  const baselinePerItem = new Map<number, number>();
+  const sizes = [...new Set([Math.min(5000, big.size), big.size])];
+  for (const n of sizes) {
+    const peaks: number[] = [];
+    for (let r = 0; r < 3; r++) {
+      const m = await sampleMemory(async () => {
+        const rows = await b.sql`
+          select id, name, description, collection_id, created_at, updated_at, revision, json_data
+          from objects where class_id = ${big.classId} order by id limit ${n}`;
+        return JSON.stringify(rows).length;
+      });
+      peaks.push(m.peakBytes);
+    }
+    baselinePerItem.set(n, median(peaks) / n);
+  }
+
+  for (const n of sizes) {
+    const peaks: number[] = [];
+    const rss: number[] = [];
+    let outputBytes = 0;
+    await throughputCase(
+      AREA,
+      `export ${fmtCount(n)} objects (JSON, executor)`,
+      n === big.size ? runs : Math.max(2, runs),
+      async () => {
+        const m = await sampleMemory(() => runExport(b, reader.token, big.classId, n));
+        peaks.push(m.peakBytes);
+        rss.push(m.rssBytes);
+        outputBytes = m.result.outputBytes;
+        return n;
+      },
+      (perSecond) => `${fmtCount(perSecond)} items/s, output ${fmtBytes(outputBytes)}; non-admin, SQL visibility`,
+    );
+    recordMemory({
+      area: AREA,
+      name: `export ${fmtCount(n)} objects`,
+      items: n,
+      peakBytes: median(peaks),
+      rssBytes: median(rss),
+      baselinePerItem: baselinePerItem.get(n)!,
+      note: `output ${fmtBytes(outputBytes)} (${fmtCount(outputBytes / n)} B/item); baseline ${fmtCount(baselinePerItem.get(n)!)} B/item`,
+    });
+  }
+}
+
+export async function benchFanout(b: Bench, collectionId: number, events: number, runs: number): Promise<void> {
+  // Events appended by the earlier cases (and any seeded ones) are not part of this measurement.
+  await b.sql`delete from event_fanout_queue`;
+  const [sink] = await b.sql<{ id: number }[]>`
+    insert into event_sinks (name, kind, config) values (${uniq('bench-sink')}, 'webhook', ${b.sql.json({ url: 'https://hooks.bench.invalid/in' })})
+    returning id`;
+  const subs: [string[], string[], Record<string, unknown>][] = [
+    [['object'], ['created', 'updated', 'deleted'], {}],
+    [['object', 'class'], ['updated'], { actor_kinds: ['user'] }],
+    [['object'], ['updated'], { entity_names: ['srv-1', 'srv-2', 'srv-3'] }],
+  ];
+  for (const [types, actions, filter] of subs) {
+    await b.sql`
+      insert into event_subscriptions (collection_id, sink_id, name, entity_types, actions, filter)
+      values (${collectionId}, ${sink!.id}, ${uniq('bench-sub')}, ${types}::text[], ${actions}::text[], ${b.sql.json(filter as never)})`;
+  }
+  const expectedPerEvent = (g: number) => 2 + (g <= 3 ? 1 : 0);
+  let expected = 0;
+  for (let g = 1; g <= events; g++) expected += expectedPerEvent(g);
+
+  await throughputCase(
+    AREA,
+    `event fan-out of ${fmtCount(events)} events to 3 subscriptions`,
+    runs,
+    async () => {
+      await b.sql`
+        insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, actor_user_id,
+          initiator_user_id, provenance, summary, after, after_revision)
+        select 'object', g, 'srv-' || g, ${collectionId}, 'updated', 'user', ${b.adminId}, ${b.adminId},
+          jsonb_build_object('actor', jsonb_build_object('kind', 'user', 'principal', jsonb_build_object('id', ${b.adminId}::int, 'name', 'admin')),
+            'initiator', jsonb_build_object('principal_id', ${b.adminId}::int, 'name', 'admin'), 'task_id', null),
+          'object updated', jsonb_build_object('counter', g), 2
+        from generate_series(1, ${events}::int) g`;
+      const start = process.hrtime.bigint();
+      let created = 0;
+      for (;;) {
+        const r = await runEventFanoutOnce(b.deps);
+        if (r.claimed === 0) break;
+        created += r.created;
+      }
+      if (created !== expected) throw new Error(`fan-out created ${created} deliveries, expected ${expected}`);
+      // Only the fan-out is timed: the INSERT above is the workload, not the work.
+      return { items: events, us: Number(process.hrtime.bigint() - start) / 1e3 };
+    },
+    (perSecond) =>
+      `${fmtCount(perSecond)} events/s, ${(expected / events).toFixed(2)} deliveries/event, batch ${b.deps.config.SVC_EVENT_FANOUT_BATCH_SIZE}`,
+  );
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)]!;
+}
