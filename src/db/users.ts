@@ -1,6 +1,7 @@
 import type { Db, TransactionSql } from './sql.ts';
 import type { ListSpec } from '../http/list-query.ts';
 import { runList, type ListPage } from './list.ts';
+import type { NewEvent } from './events.ts';
 import type { ParsedList } from '../http/list-query.ts';
 
 /** A human user as stored: the principal joined with its profile (never the password hash). */
@@ -27,6 +28,34 @@ export function userView(r: UserRow) {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
+  };
+}
+
+export function userCreatedEvent(row: UserRow, metadata?: Record<string, unknown>): NewEvent {
+  return {
+    entityType: 'user',
+    entityId: row.id,
+    entityName: row.name,
+    action: 'created',
+    summary: `user ${row.name} created`,
+    after: userView(row),
+    afterRevision: row.revision,
+    ...(metadata ? { metadata } : {}),
+  };
+}
+
+export function userUpdatedEvent(before: UserRow, after: UserRow, passwordChanged: boolean): NewEvent {
+  return {
+    entityType: 'user',
+    entityId: after.id,
+    entityName: after.name,
+    action: 'updated',
+    summary: passwordChanged ? `user ${after.name} updated (password changed)` : `user ${after.name} updated`,
+    before: userView(before),
+    after: userView(after),
+    beforeRevision: before.revision,
+    afterRevision: after.revision,
+    metadata: { password_changed: passwordChanged },
   };
 }
 

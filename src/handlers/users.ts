@@ -17,6 +17,8 @@ import {
   listUsers,
   lockUser,
   updateUserRow,
+  userCreatedEvent,
+  userUpdatedEvent,
   userView,
   USER_LIST,
 } from '../db/users.ts';
@@ -45,15 +47,7 @@ export const usersHandlers = {
         email: body.email ?? null,
         properName: body.proper_name ?? null,
       });
-      await appendEvent(tx, actorOf(ctx), {
-        entityType: 'user',
-        entityId: created.id,
-        entityName: created.name,
-        action: 'created',
-        summary: `user ${created.name} created`,
-        after: userView(created),
-        afterRevision: created.revision,
-      });
+      await appendEvent(tx, actorOf(ctx), userCreatedEvent(created));
       return created;
     });
     return {
@@ -91,18 +85,7 @@ export const usersHandlers = {
       const properName = body.proper_name === undefined ? before.proper_name : body.proper_name;
       if (passwordHash === null && email === before.email && properName === before.proper_name) return before;
       const after = await updateUserRow(tx, id, { email, properName, passwordHash });
-      await appendEvent(tx, actorOf(ctx), {
-        entityType: 'user',
-        entityId: id,
-        entityName: after.name,
-        action: 'updated',
-        summary: passwordHash === null ? `user ${after.name} updated` : `user ${after.name} updated (password changed)`,
-        before: userView(before),
-        after: userView(after),
-        beforeRevision: before.revision,
-        afterRevision: after.revision,
-        metadata: { password_changed: passwordHash !== null },
-      });
+      await appendEvent(tx, actorOf(ctx), userUpdatedEvent(before, after, passwordHash !== null));
       return after;
     });
     return { status: 200, body: userView(row), headers: etagHeader('user', row.id, row.revision) };

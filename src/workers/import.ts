@@ -65,7 +65,7 @@ import {
   type GroupRow,
   type MemberRow,
 } from '../db/groups.ts';
-import { insertUser, lockUser, updateUserRow, userView } from '../db/users.ts';
+import { insertUser, lockUser, updateUserRow, userCreatedEvent, userUpdatedEvent } from '../db/users.ts';
 import { findUserPasswordHash } from '../db/approvals.ts';
 import {
   disableServiceAccount,
@@ -820,16 +820,7 @@ class ImportRun {
         email: b.email ?? null,
         properName: b.proper_name ?? null,
       });
-      await appendEvent(tx, this.actor, {
-        entityType: 'user',
-        entityId: created.id,
-        entityName: created.name,
-        action: 'created',
-        summary: `user ${created.name} created`,
-        after: userView(created),
-        afterRevision: created.revision,
-        metadata: { password_set: b.password_hash !== undefined },
-      });
+      await appendEvent(tx, this.actor, userCreatedEvent(created, { password_set: b.password_hash !== undefined }));
       return { action: 'create', id: created.id };
     }
     state.action = 'update';
@@ -847,18 +838,7 @@ class ImportRun {
       return { action: 'unchanged', id: before.id };
     }
     const after = await updateUserRow(tx, before.id, { email, properName, passwordHash });
-    await appendEvent(tx, this.actor, {
-      entityType: 'user',
-      entityId: after.id,
-      entityName: after.name,
-      action: 'updated',
-      summary: passwordHash === null ? `user ${after.name} updated` : `user ${after.name} updated (password changed)`,
-      before: userView(before),
-      after: userView(after),
-      beforeRevision: before.revision,
-      afterRevision: after.revision,
-      metadata: { password_changed: passwordHash !== null },
-    });
+    await appendEvent(tx, this.actor, userUpdatedEvent(before, after, passwordHash !== null));
     return { action: 'update', id: after.id };
   }
 
