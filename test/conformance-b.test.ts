@@ -71,9 +71,7 @@ describe('classes by name', () => {
     expect(
       (await t.request('PATCH', `/api/v1/classes/by-name/${cls.name}`, { token: reader.token, body: { description: 'x' } })).status,
     ).toBe(403);
-    expect((await t.request('PATCH', `/api/v1/classes/by-name/${cls.name}`, { token: null, body: { description: 'x' } })).status).toBe(
-      401,
-    );
+    expect((await t.request('PATCH', `/api/v1/classes/by-name/${cls.name}`, { token: null, body: { description: 'x' } })).status).toBe(401);
     const [row] = await t.deps.sql<{ description: string }[]>`select description from classes where id = ${cls.id}`;
     expect(row!.description).toBe('by name');
   });
@@ -119,7 +117,9 @@ describe('classes by name', () => {
     expect(page.headers.get('x-page-limit')).toBe('2');
     const cursor = page.headers.get('x-next-cursor');
     expect(cursor).toBeTruthy();
-    const rest = await t.request('GET', `/api/v1/classes/by-name/${cls.name}/objects`, { query: { limit: 2, sort: '-id', cursor: cursor! } });
+    const rest = await t.request('GET', `/api/v1/classes/by-name/${cls.name}/objects`, {
+      query: { limit: 2, sort: '-id', cursor: cursor! },
+    });
     expect((rest.body as unknown[]).length).toBe(1);
     expect(rest.headers.get('x-next-cursor')).toBeNull();
     expect((await t.request('GET', `/api/v1/classes/by-name/${cls.name}/objects`, { token: null })).status).toBe(401);
@@ -227,7 +227,9 @@ describe('remote_call execution', () => {
     });
     const task = await invokeAndRun(t, rt, { subject: { type: 'class', id: classA } });
     expect(task.status).toBe('succeeded');
-    const [{ name }] = (await t.deps.sql<{ name: string }[]>`select name from classes where id = ${classA}`) as unknown as [{ name: string }];
+    const [{ name }] = (await t.deps.sql<{ name: string }[]>`select name from classes where id = ${classA}`) as unknown as [
+      { name: string },
+    ];
     expect(JSON.parse(peer.seen[0]!.body)).toEqual({ type: 'class', subject: classA, class: name, collection: col, p: {}, o: {} });
   });
 
@@ -325,5 +327,240 @@ describe('remote_call execution', () => {
       resetPeer();
       await capped.close();
     }
+  });
+});
+
+// ---- events: versions and provenance ----------------------------------------------------------
+
+describe('event documents', () => {
+  it('listEvents 200 reads a stored schema_version 1 event as version 1 with null revision fields', async () => {
+    const cid = await createCollection(t);
+    const [row] = await t.deps.sql<{ id: number }[]>`
+      insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, provenance, before, after, schema_version)
+      values ('collection', ${cid}, 'legacy', ${cid}, 'updated', 'system',
+        ${t.deps.sql.json({ actor: { kind: 'system', principal: null }, initiator: null, task_id: null })},
+        '{"name": "old"}'::jsonb, '{"name": "legacy"}'::jsonb, 1)
+      returning id`;
+    const res = await t.request('GET', '/api/v1/events', { query: { collection_id: cid, id: row!.id } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual([
+      expect.objectContaining({
+        id: row!.id,
+        schema_version: 1,
+        before_revision: null,
+        after_revision: null,
+        before: { name: 'old' },
+        after: { name: 'legacy' },
+      }),
+    ]);
+    // new events are written as version 2 with revisions
+    await t.request('PATCH', `/api/v1/collections/${cid}`, { body: { description: 'v2' } });
+    const fresh = await t.request('GET', `/api/v1/collections/${cid}/events`, { query: { action: 'updated', sort: '-id', limit: 1 } });
+    expect(fresh.body).toEqual([expect.objectContaining({ schema_version: 2, before_revision: 1, after_revision: 2 })]);
+  });
+
+  it('listEvents 200: actor ids in provenance persist after the principal is deleted', async () => {
+    const h = await createHuman(t);
+    const put = await t.request('PUT', '/api/v1/iam/me/settings', { token: h.token, body: { theme: 'dark' } });
+    expect(put.status, put.text).toBe(200);
+    expect((await t.request('DELETE', `/api/v1/iam/users/${h.id}`)).status).toBe(204);
+    const res = await t.request('GET', '/api/v1/events', { query: { entity_type: 'principal', entity_id: h.id, action: 'updated' } });
+    expect(res.status).toBe(200);
+    const [e] = res.body as {
+      actor_kind: string;
+      actor_user_id: number;
+      initiator_user_id: number;
+      provenance: { actor: unknown; initiator: unknown };
+    }[];
+    expect(e).toMatchObject({ actor_kind: 'user', actor_user_id: h.id, initiator_user_id: h.id });
+    expect(e!.provenance.actor).toMatchObject({ kind: 'user', principal: { id: h.id } });
+    expect(e!.provenance.initiator).toMatchObject({ principal_id: h.id });
+  });
+
+  it('listEvents 200: a system event has null actor principal and initiator in its provenance', async () => {
+    const cid = await createCollection(t);
+    const { id } = await appendEvent(t.deps.sql, SYSTEM_ACTOR, {
+      entityType: 'collection',
+      entityId: cid,
+      collectionId: cid,
+      action: 'updated',
+    });
+    const res = await t.request('GET', '/api/v1/events', { query: { collection_id: cid, id } });
+    expect((res.body as { provenance: unknown; actor_user_id: unknown }[])[0]).toMatchObject({
+      actor_user_id: null,
+      provenance: { actor: { kind: 'system', principal: null }, initiator: null, task_id: null },
+    });
+  });
+});
+
+// ---- subscriptions: each filter member on its own -------------------------------------------
+
+describe('subscription filters', () => {
+  it('createCollectionEventSubscription 201: every filter member narrows on its own', async () => {
+    const sink = (await createSink(t)).id;
+    const col = await createCollection(t);
+    const X = 900_000_001;
+    const Y = 900_000_002;
+    const rA = '3f1c1b7e-8a5e-4c64-9f0e-000000000001';
+    const rB = '3f1c1b7e-8a5e-4c64-9f0e-000000000002';
+    const mk = (filter: Record<string, unknown>) =>
+      createSubscription(t, col, { sink_id: sink, entity_types: ['object'], actions: ['created'], filter });
+    const subs = {
+      actorUser: await mk({ actor_user_ids: [X] }),
+      initiator: await mk({ initiator_user_ids: [Y] }),
+      worker: await mk({ actor_kinds: ['worker'] }),
+      request: await mk({ request_ids: [rB] }),
+      correlation: await mk({ correlation_ids: ['corr-a'] }),
+      entity: await mk({ entity_ids: [77] }),
+      name: await mk({ entity_names: ['only-this'] }),
+    };
+    const a: Actor = { kind: 'user', principalId: X, principalName: 'x', requestId: rA, correlationId: 'corr-a' };
+    const b: Actor = { kind: 'user', principalId: Y, principalName: 'y', requestId: rB, correlationId: 'corr-b' };
+    const w: Actor = { kind: 'worker', principalId: null, principalName: null, initiatorId: X, initiatorName: 'x', taskId: 5 };
+    const emit = async (who: Actor, entityId: number, entityName = 'thing') =>
+      (await appendEvent(t.deps.sql, who, { entityType: 'object', entityId, entityName, action: 'created', collectionId: col })).event_id;
+    const eA = await emit(a, 1);
+    const eB = await emit(b, 77);
+    const eW = await emit(w, 2, 'only-this');
+    await fanOutAll(t);
+    const got = async (s: { id: number }) => (await deliveriesOf(t, s.id)).map((d) => d.event_id).sort();
+    expect(await got(subs.actorUser)).toEqual([eA]);
+    expect(await got(subs.initiator)).toEqual([eB]);
+    expect(await got(subs.worker)).toEqual([eW]);
+    expect(await got(subs.request)).toEqual([eB]);
+    expect(await got(subs.correlation)).toEqual([eA]);
+    expect(await got(subs.entity)).toEqual([eB]);
+    expect(await got(subs.name)).toEqual([eW]);
+  });
+
+  it('createCollectionEventSubscription 400 for an unknown task kind or actor kind', async () => {
+    const sink = (await createSink(t)).id;
+    const col = await createCollection(t);
+    for (const filter of [{ task_kinds: ['teleport'] }, { actor_kinds: ['robot'] }]) {
+      const res = await t.request('POST', `/api/v1/collections/${col}/event-subscriptions`, {
+        body: {
+          sink_id: sink,
+          name: uniq('sub'),
+          entity_types: ['task'],
+          actions: ['failed'],
+          filter,
+          routing: { url: 'https://hooks.example.com/' },
+        },
+      });
+      expect(res.status, JSON.stringify(filter)).toBe(400);
+    }
+  });
+});
+
+// ---- deliveries ----------------------------------------------------------------------------------
+
+describe('delivery transitions and pacing', () => {
+  async function oneDelivery(sinkBody: Record<string, unknown> = {}) {
+    const sinkId = (await createSink(t, sinkBody)).id;
+    const col = await createCollection(t);
+    const sub = await createSubscription(t, col, {
+      sink_id: sinkId,
+      entity_types: ['collection'],
+      actions: ['updated'],
+      routing: { url: peer.url('/paced') },
+    });
+    const res = await t.request('PATCH', `/api/v1/collections/${col}`, { body: { description: uniq('d') } });
+    expect(res.status).toBe(200);
+    await fanOutAll(t);
+    const [d] = await deliveriesOf(t, sub.id);
+    return { sinkId, subId: sub.id, delivery: d! };
+  }
+
+  it('markEventDeliveryDead 200 from succeeded and from failed (any → dead)', async () => {
+    for (const status of ['succeeded', 'failed']) {
+      const { delivery } = await oneDelivery();
+      await t.deps.sql`update event_deliveries set status = ${status}, attempts = 1 where id = ${delivery.id}`;
+      const res = await t.request('POST', `/api/v1/event-deliveries/${delivery.id}/dead`);
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toMatchObject({ id: delivery.id, status: 'dead', locked_until: null });
+    }
+  });
+
+  it('testEventSink 202: a test delivery bypasses filters but respects the sink min_interval (configured_rate)', async () => {
+    resetPeer();
+    const { sinkId, subId, delivery } = await oneDelivery({ delivery_policy: { min_interval_ms: 60_000 } });
+    expect(await runDeliveryOnce(t.deps, { sinkIds: [sinkId] })).toBe(1);
+    expect(peer.seen.length).toBe(1);
+    const test = await t.request('POST', `/api/v1/event-sinks/${sinkId}/test`, {
+      body: { subscription_id: subId, event_id: delivery.event_id },
+    });
+    expect(test.status, test.text).toBe(202);
+    const testId = (test.body as { id: number }).id;
+    expect(await runDeliveryOnce(t.deps, { sinkIds: [sinkId] })).toBe(1);
+    expect(peer.seen.length).toBe(1);
+    const got = await t.request('GET', `/api/v1/event-deliveries/${testId}`);
+    expect(got.body).toMatchObject({ purpose: 'test', status: 'pending', attempts: 0, deferred_reason: 'configured_rate' });
+    const wait = new Date((got.body as { next_attempt_at: string }).next_attempt_at).getTime() - Date.now();
+    expect(wait).toBeGreaterThan(50_000);
+    expect(wait).toBeLessThanOrEqual(60_000);
+  });
+
+  it('previewEventSink 400 above the default max_request_bytes (1,000,000); 200 once the limit is raised', async () => {
+    const col = await createCollection(t);
+    const { event_id } = await appendEvent(t.deps.sql, SYSTEM_ACTOR, {
+      entityType: 'collection',
+      entityId: col,
+      collectionId: col,
+      action: 'updated',
+      after: { blob: 'x'.repeat(1_000_000) },
+    });
+    const preview = async (config: Record<string, unknown>) => {
+      const sinkId = (await createSink(t, { config })).id;
+      const sub = await createSubscription(t, col, { sink_id: sinkId, entity_types: ['collection'], actions: ['updated'] });
+      return t.request('POST', `/api/v1/event-sinks/${sinkId}/preview`, { body: { subscription_id: sub.id, event_id } });
+    };
+    const small = await preview({});
+    expect(small.status, small.text.slice(0, 200)).toBe(400);
+    expect((small.body as { message: string }).message).toMatch(/1000000/);
+    expect((await preview({ max_request_bytes: 2_000_000 })).status).toBe(200);
+  });
+
+  it('broker, stream and e-mail payloads default to at most 1,000,000 bytes (permanent failure above)', () => {
+    expect(DEFAULT_MAX_PAYLOAD_BYTES).toBe(1_000_000);
+    expect(() => checkPayloadSize(1_000_000, {})).not.toThrow();
+    expect(() => checkPayloadSize(1_000_001, {})).toThrow(/max_payload_bytes \(1000000\)/);
+    expect(() => checkPayloadSize(1_000_001, { max_payload_bytes: 2_000_000 })).not.toThrow();
+  });
+});
+
+// ---- settings and their defaults -------------------------------------------------------------
+
+describe('worker and limit settings', () => {
+  it('defaults of the event worker, retention, remote-call and template settings', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      SVC_EVENT_FANOUT_WORKERS: 1,
+      SVC_EVENT_FANOUT_BATCH_SIZE: 100,
+      SVC_EVENT_FANOUT_POLL_INTERVAL_MS: 5000,
+      SVC_EVENT_FANOUT_LOCK_TIMEOUT_MS: 30000,
+      SVC_EVENT_DELIVERY_WORKERS: 0,
+      SVC_EVENT_DELIVERY_BATCH_SIZE: 100,
+      SVC_EVENT_DELIVERY_POLL_INTERVAL_MS: 5000,
+      SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS: 30000,
+      SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS: 25000,
+      SVC_EVENT_DELIVERY_RETRY_BACKOFF_BASE_MS: 1000,
+      SVC_EVENT_DELIVERY_RETRY_BACKOFF_MAX_MS: 300000,
+      SVC_EVENT_DELIVERY_MAX_ATTEMPTS: 10,
+      SVC_EVENT_RETENTION_PURGE_ENABLED: false,
+      SVC_EVENT_RETENTION_FILE_ARCHIVE_ENABLED: false,
+      SVC_REMOTE_CALL_TIMEOUT_MS: 10000,
+      SVC_REMOTE_CALL_MAX_RESPONSE_BYTES: 262144,
+      SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS: false,
+      SVC_REMOTE_CALL_MAX_ACTIVE_TASKS_PER_USER: 100,
+      SVC_EXPORT_TEMPLATE_RECURSION_LIMIT: 64,
+      SVC_EXPORT_TEMPLATE_FUEL: 50000,
+    });
+    expect(testConfig().SVC_EVENT_DELIVERY_WORKERS).toBe(0);
+  });
+
+  it('the delivery transport timeout must be less than the delivery lock timeout', () => {
+    expect(() => loadConfig({ SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS: '30000' })).toThrow(ConfigError);
+    expect(() => loadConfig({ SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS: '20000' })).toThrow(/TRANSPORT_TIMEOUT_MS/);
+    expect(loadConfig({ SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS: '29999' }).SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS).toBe(29999);
   });
 });
