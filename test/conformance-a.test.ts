@@ -308,3 +308,223 @@ describe('principals and authorization', () => {
     expect(allowed.status, allowed.text).toBe(202);
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// Tokens, login and their settings
+
+describe('tokens and login', () => {
+  it('listPrincipalTokens 200: a legacy row without expires_at is active for SVC_TOKEN_LIFETIME_HOURS after issue, then expired', async () => {
+    const h = await createHuman(t);
+    const fresh = await tokenFor(t, h.id);
+    const stale = await tokenFor(t, h.id);
+    const freshId = await tokenIdOf(fresh);
+    const staleId = await tokenIdOf(stale);
+    await t.deps.sql`update tokens set expires_at = null, issued = now() - interval '23 hours' where id = ${freshId}`;
+    await t.deps.sql`update tokens set expires_at = null, issued = now() - interval '25 hours' where id = ${staleId}`;
+    const base = `/api/v1/iam/principals/${h.id}/tokens`;
+    const ids = async (state: string) =>
+      ((await t.request('GET', base, { token: h.token, query: { state } })).body as { id: number }[]).map((r) => r.id);
+    expect(await ids('active')).toContain(freshId);
+    expect(await ids('active')).not.toContain(staleId);
+    expect(await ids('expired')).toEqual([staleId]);
+    const got = await t.request('GET', `${base}/${staleId}`, { token: h.token });
+    expect(got.status).toBe(200);
+    expect(got.body).toMatchObject({ expires_at: null, active: false, expired: true, revoked_at: null });
+    expect((await t.request('GET', `${base}/${freshId}`, { token: h.token })).body).toMatchObject({
+      expires_at: null,
+      active: true,
+      expired: false,
+    });
+    // the view and validation follow one rule
+    expect((await t.request('GET', '/api/v0/auth/validate', { token: fresh })).status).toBe(200);
+    expect((await t.request('GET', '/api/v0/auth/validate', { token: stale })).status).toBe(401);
+  });
+
+  it('login 200: only an HMAC-SHA-256 of the raw token is stored, and expires_at is issue + SVC_TOKEN_LIFETIME_HOURS', async () => {
+    const h = await createHuman(t);
+    const res = await t.request('POST', '/api/v0/auth/login', { token: null, body: { name: h.name, password: h.password } });
+    expect(res.status).toBe(200);
+    const { token, expires_at } = res.body as { token: string; expires_at: string };
+    const id = await tokenIdOf(token);
+    const [row] = await t.deps.sql<{ token_hash: Buffer; issued: Date; expires_at: Date; text: string }[]>`
+      select token_hash, issued, expires_at, to_jsonb(k)::text as text from tokens k where id = ${id}`;
+    expect(row!.token_hash.equals(hashToken(t.deps.tokenKey, token))).toBe(true);
+    expect(row!.text).not.toContain(token);
+    // issued carries microseconds, expires_at the millisecond it was computed at
+    expect(Math.abs(row!.expires_at.getTime() - row!.issued.getTime() - t.deps.config.SVC_TOKEN_LIFETIME_HOURS * 3600_000)).toBeLessThan(
+      1000,
+    );
+    expect(Date.parse(expires_at)).toBe(row!.expires_at.getTime());
+    // the raw value is never shown again
+    const listed = await t.request('GET', `/api/v1/iam/principals/${h.id}/tokens/${id}`, { token: h.token });
+    expect(listed.text).not.toContain(token);
+  });
+
+  it('login 400 for an identity_scope over 255 characters (255 is a normal 401)', async () => {
+    const login = (identity_scope: string) =>
+      t.request('POST', '/api/v0/auth/login', {
+        token: null,
+        body: { name: 'admin', password: 'wrong', identity_scope },
+        headers: { 'x-forwarded-for': `10.77.${randomBytes(1)[0]}.${(randomBytes(1)[0]! % 250) + 1}` },
+      });
+    expect((await login('s'.repeat(256))).status).toBe(400);
+    expect((await login('s'.repeat(255))).status).toBe(401);
+  });
+
+  it('getLoginRateLimitState 200: q is a case-insensitive substring; scope selects one kind of entry; include=all adds unlocked ones', async () => {
+    const ip = `10.88.${randomBytes(1)[0]}.${(randomBytes(1)[0]! % 250) + 1}`;
+    const name = uniq('Victim');
+    for (let i = 0; i < 5; i++) {
+      const res = await t.request('POST', '/api/v0/auth/login', {
+        token: null,
+        body: { name, password: 'wrong' },
+        headers: { 'x-forwarded-for': ip },
+      });
+      expect(res.status).toBe(401);
+    }
+    type State = { entries: { scope: string; identifier: string; locked: boolean }[] };
+    const state = async (query: Record<string, string>) => {
+      const res = await t.request('GET', '/api/v0/meta/login-rate-limit', { query });
+      expect(res.status, res.text).toBe(200);
+      return (res.body as State).entries;
+    };
+    const locked = await state({ q: name.toUpperCase() });
+    expect(locked.map((e) => [e.scope, e.identifier, e.locked])).toEqual([['user_ip', `${name}@${ip}`, true]]);
+    expect(await state({ q: ip })).toHaveLength(1); // the address alone is tracked but not locked
+    const all = await state({ q: ip, include: 'all' });
+    expect(all.map((e) => e.scope).sort()).toEqual(['ip', 'user_ip']);
+    expect((await state({ q: ip, include: 'all', scope: 'ip' })).map((e) => [e.scope, e.identifier, e.locked])).toEqual([
+      ['ip', ip, false],
+    ]);
+    expect(await state({ q: ip, include: 'all', scope: 'subnet' })).toEqual([]);
+  });
+
+  it('token settings: defaults of the specification and the purge batch minimum of 10', () => {
+    const cfg = loadConfig({});
+    expect(cfg).toMatchObject({
+      SVC_TOKEN_LIFETIME_HOURS: 24,
+      SVC_MAX_TOKEN_LIFETIME_HOURS: 8760,
+      SVC_TOKEN_RETENTION_DAYS: 30,
+      SVC_TOKEN_RETENTION_PURGE_ENABLED: true,
+      SVC_TOKEN_RETENTION_PURGE_BATCH_SIZE: 1000,
+      SVC_TOKEN_RETENTION_PURGE_INTERVAL_SECONDS: 3600,
+      SVC_REMOTE_CALL_TIMEOUT_MS: 10000,
+    });
+    expect(loadConfig({ SVC_TOKEN_RETENTION_PURGE_BATCH_SIZE: '10' }).SVC_TOKEN_RETENTION_PURGE_BATCH_SIZE).toBe(10);
+    expect(() => loadConfig({ SVC_TOKEN_RETENTION_PURGE_BATCH_SIZE: '9' })).toThrow(/SVC_TOKEN_RETENTION_PURGE_BATCH_SIZE/);
+  });
+
+  it('getPublicConfig 200 reports the configured page limits', async () => {
+    const res = await t.request('GET', '/api/v1/config', { token: null });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({
+      authentication: { default_token_lifetime_hours: 24, max_token_lifetime_hours: 8760 },
+      pagination: { default_page_limit: 100, max_page_limit: 250 },
+    });
+  });
+});
+
+describe('token purge in a database of its own', () => {
+  // The purge deletes every eligible token of its database and a trigger here refuses events, so
+  // this runs in a private database that no other test file can reach.
+  let adminUrl: string;
+  let dbName: string;
+  let deps: Deps;
+
+  beforeAll(async () => {
+    const base = new URL(inject('dbUrl'));
+    adminUrl = base.toString();
+    dbName = `svc_conformance_a_${Date.now()}_${randomBytes(3).toString('hex')}`;
+    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`create database ${dbName}`);
+    await admin.end();
+    base.pathname = `/${dbName}`;
+    const config = testConfig();
+    deps = { config, sql: createSql(base.toString(), config), log: pino({ level: 'silent' }), tokenKey: Buffer.alloc(32), services: {} };
+    await migrate(deps.sql);
+  });
+
+  afterAll(async () => {
+    await deps.sql.end();
+    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`drop database if exists ${dbName} with (force)`);
+    await admin.end();
+  });
+
+  it('purgeTokens: when the token.purged event cannot be written, the deletion rolls back', async () => {
+    const sql = deps.sql;
+    const [p] = await sql<{ id: number }[]>`insert into principals (kind, name) values ('human', ${uniq('u')}) returning id`;
+    await sql`insert into users (principal_id) values (${p!.id})`;
+    const scope = { permissions: ['ReadClass'] };
+    const tok = await insertToken(sql, {
+      principalId: p!.id,
+      hash: hashToken(deps.tokenKey, newRawToken()),
+      expiresAt: new Date(Date.now() + 3600_000),
+      scope,
+    });
+    await sql`update tokens set issued = now() - interval '90 days', revoked_at = now() - interval '60 days' where id = ${tok.id}`;
+    await sql.unsafe(`
+      create function refuse_purged() returns trigger language plpgsql as $$
+      begin
+        if new.action = 'purged' then raise exception 'event store refuses the write'; end if;
+        return new;
+      end $$;
+      create trigger refuse_purged before insert on events for each row execute function refuse_purged();`);
+    await expect(purgeTokens(deps)).rejects.toThrow(/refuses/);
+    expect(await sql`select 1 from tokens where id = ${tok.id}`).toHaveLength(1);
+    await sql.unsafe('drop trigger refuse_purged on events; drop function refuse_purged();');
+    expect(await purgeTokens(deps)).toBe(1);
+    expect(await sql`select 1 from tokens where id = ${tok.id}`).toHaveLength(0);
+    const events = await sql<{ actor_kind: string; before: { scope: unknown } }[]>`
+      select actor_kind, before from events where entity_type = 'token' and entity_id = ${tok.id} and action = 'purged'`;
+    expect(events).toHaveLength(1);
+    expect(events[0]).toMatchObject({ actor_kind: 'system', before: { scope } });
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Settings
+
+describe('settings', () => {
+  const ME = '/api/v1/iam/me/settings';
+  const patch = (h: Human, rawBody: string) =>
+    t.request('PATCH', ME, { token: h.token, rawBody, contentType: 'application/json-patch+json' });
+
+  it('patchMySettings: test compares objects recursively regardless of member order and numbers by value (200 no-op); arrays keep order (409)', async () => {
+    const h = await createHuman(t);
+    expect((await t.request('PUT', ME, { token: h.token, body: { o: { a: 1, b: { c: [1, 2] } }, n: 100, f: 1.5 } })).status).toBe(200);
+    const same = await patch(
+      h,
+      '[{"op":"test","path":"/o","value":{"b":{"c":[1,2]},"a":1}},{"op":"test","path":"/n","value":1e2},{"op":"test","path":"/n","value":100.0},{"op":"test","path":"/f","value":15e-1}]',
+    );
+    expect(same.status, same.text).toBe(200);
+    expect(same.body).toMatchObject({ revision: 2 });
+    const order = await patch(h, '[{"op":"test","path":"/o/b/c","value":[2,1]}]');
+    expect(order.status).toBe(409);
+    const type = await patch(h, '[{"op":"test","path":"/n","value":"100"}]');
+    expect(type.status).toBe(409);
+    const extra = await patch(h, '[{"op":"test","path":"/o","value":{"a":1,"b":{"c":[1,2]},"d":null}}]');
+    expect(extra.status).toBe(409);
+  });
+
+  it('getServiceAccount, listUsers and getUser 200 never carry the settings document', async () => {
+    const h = await createHuman(t);
+    await t.request('PUT', ME, { token: h.token, body: { marker: 'settings-marker' } });
+    const g = await createGroup(t);
+    const sa = await createServiceAccount(t, g.id);
+    const saToken = await tokenFor(t, sa.id);
+    expect((await t.request('PUT', ME, { token: saToken, body: { marker: 'settings-marker' } })).status).toBe(200);
+    for (const [path, token] of [
+      [`/api/v1/iam/service-accounts/${sa.id}`, undefined],
+      [`/api/v1/iam/users/${h.id}`, undefined],
+      ['/api/v1/iam/users', undefined],
+      ['/api/v1/iam/service-accounts', undefined],
+      ['/api/v1/iam/me', saToken],
+    ] as const) {
+      const res = await t.request('GET', path, { token, query: path.endsWith('users') || path.endsWith('accounts') ? { limit: 250 } : {} });
+      expect(res.status, path).toBe(200);
+      expect(res.text, path).not.toContain('settings-marker');
+      expect(res.text, path).not.toContain('"settings"');
+    }
+  });
+});
