@@ -8,7 +8,7 @@ import { ALL_CLASS_OBJECT, collection, createClass, createObject, principalWith 
 import { createCollection, createSink, createSubscription, deliveriesOf, fanOutAll, startPeer, type Peer } from './event-fixtures.ts';
 import { createHuman } from './iam-fixtures.ts';
 import { runTaskOnce } from '../src/workers/tasks.ts';
-import { runDeliveryOnce } from '../src/workers/event-delivery.ts';
+import { runDeliveryOnce, runDeliveryWorkers } from '../src/workers/event-delivery.ts';
 import { appendEvent, SYSTEM_ACTOR, type Actor } from '../src/db/events.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { checkPayloadSize, DEFAULT_MAX_PAYLOAD_BYTES } from '../src/sinks/uri.ts';
@@ -562,5 +562,56 @@ describe('worker and limit settings', () => {
     expect(() => loadConfig({ SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS: '30000' })).toThrow(ConfigError);
     expect(() => loadConfig({ SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS: '20000' })).toThrow(/TRANSPORT_TIMEOUT_MS/);
     expect(loadConfig({ SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS: '29999' }).SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS).toBe(29999);
+  });
+});
+
+// ---- worker wake-ups ----------------------------------------------------------------------------
+
+describe('delivery worker polling fallback', () => {
+  it('a row that becomes due without a notification is delivered by the poll', async () => {
+    resetPeer();
+    const sinkId = (await createSink(t)).id;
+    const col = await createCollection(t);
+    const sub = await createSubscription(t, col, {
+      sink_id: sinkId,
+      entity_types: ['collection'],
+      actions: ['updated'],
+      routing: { url: peer.url('/polled') },
+    });
+    await t.request('PATCH', `/api/v1/collections/${col}`, { body: { description: uniq('p') } });
+    await fanOutAll(t);
+    const [d] = await deliveriesOf(t, sub.id);
+    await t.deps.sql`update event_deliveries set next_attempt_at = now() + interval '1 hour' where id = ${d!.id}`;
+    const deps = { ...t.deps, config: { ...t.deps.config, SVC_EVENT_DELIVERY_WORKERS: 1, SVC_EVENT_DELIVERY_POLL_INTERVAL_MS: 150 } };
+    const ctl = new AbortController();
+    const stats = { notification: 0, poll: 0 };
+    const loop = runDeliveryWorkers(deps, ctl.signal, stats, { sinkIds: [sinkId] });
+    try {
+      await new Promise((r) => setTimeout(r, 400));
+      expect(peer.seen.length).toBe(0);
+      // an update sends no notification: only the poll can find the row
+      await t.deps.sql`update event_deliveries set next_attempt_at = now() where id = ${d!.id}`;
+      const deadline = Date.now() + 5000;
+      while (Date.now() < deadline && peer.seen.length === 0) await new Promise((r) => setTimeout(r, 50));
+    } finally {
+      ctl.abort();
+      await loop;
+    }
+    expect(peer.seen.map((r) => r.url)).toEqual(['/polled']);
+    expect(stats.poll).toBeGreaterThanOrEqual(1);
+    const row = await t.request('GET', `/api/v1/event-deliveries/${d!.id}`);
+    expect(row.body).toMatchObject({ status: 'succeeded' });
+  });
+});
+
+// ---- backups: authentication -------------------------------------------------------------------
+
+describe('backup reads', () => {
+  it('getBackup and getBackupOutput 401 without a token; getBackupOutput 400 for a bad id and 404 for a missing task', async () => {
+    expect((await t.request('GET', '/api/v1/backups/1', { token: null })).status).toBe(401);
+    expect((await t.request('GET', '/api/v1/backups/1/output', { token: null })).status).toBe(401);
+    expect((await t.request('POST', '/api/v1/backups', { token: null, body: {} })).status).toBe(401);
+    expect((await t.request('GET', '/api/v1/backups/0/output')).status).toBe(400);
+    expect((await t.request('GET', '/api/v1/backups/2000000000/output')).status).toBe(404);
   });
 });
