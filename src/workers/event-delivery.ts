@@ -37,7 +37,7 @@ import { backoffMs, relatedOnly } from '../domain/event-subscriptions.ts';
 import { transportFor } from '../sinks/index.ts';
 import { resolveEventSinkSecret } from '../sinks/secrets.ts';
 import type { EventEnvelope, SendResult } from '../sinks/types.ts';
-import { listenForWakeups, Waker, type WakeupStats } from './event-fanout.ts';
+import { runWokenWorkers, type WakeupStats } from './waker.ts';
 
 /** At most this many rows are claimed and sent at once by one worker (interface spec). */
 export const MAX_CLAIM = 8;
@@ -186,14 +186,7 @@ export async function runDeliveryWorkers(
   only: DeliveryClaimFilter = {},
 ): Promise<void> {
   const cfg = deps.config;
-  const count = cfg.SVC_EVENT_DELIVERY_WORKERS;
-  if (count <= 0) {
-    await new Promise<void>((ok) => (signal.aborted ? ok() : signal.addEventListener('abort', () => ok(), { once: true })));
-    return;
-  }
-  const waker = new Waker();
-  const unlisten = await listenForWakeups(deps, 'svc_event_deliveries', waker);
-  const worker = async () => {
+  await runWokenWorkers(deps, signal, { count: cfg.SVC_EVENT_DELIVERY_WORKERS, channel: 'svc_event_deliveries' }, async (waker) => {
     while (!signal.aborted) {
       let claimed = 0;
       try {
@@ -214,12 +207,7 @@ export async function runDeliveryWorkers(
       if (woken) stats.notification++;
       else stats.poll++;
     }
-  };
-  try {
-    await Promise.all(Array.from({ length: count }, worker));
-  } finally {
-    await unlisten?.().catch(() => {});
-  }
+  });
 }
 
 /** The delivery workers as a background loop (src/workers/index.ts); a tick lasts until shutdown. */

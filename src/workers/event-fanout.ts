@@ -13,56 +13,10 @@ import { withTx } from '../db/tx.ts';
 import { candidateSubscriptions, claimFanoutBatch, finishFanout } from '../db/event-fanout.ts';
 import { findEventsByIds } from '../db/event-deliveries.ts';
 import { subscriptionMatches } from '../domain/event-subscriptions.ts';
-
-export interface WakeupStats {
-  notification: number;
-  poll: number;
-}
+import { runWokenWorkers, type WakeupStats } from './waker.ts';
 
 /** Wakeups of this process's fan-out workers (the health snapshot reports them). */
 export const fanoutWakeups: WakeupStats = { notification: 0, poll: 0 };
-
-/** Resolves on a notification, after the timeout, or on abort. */
-export class Waker {
-  private waiters: (() => void)[] = [];
-  private pending = false;
-  wake(): void {
-    if (this.waiters.length === 0) this.pending = true;
-    for (const w of this.waiters.splice(0)) w();
-  }
-  /** True when woken by a notification, false on timeout or abort. */
-  wait(ms: number, signal: AbortSignal): Promise<boolean> {
-    if (this.pending || signal.aborted) {
-      const woken = this.pending;
-      this.pending = false;
-      return Promise.resolve(woken);
-    }
-    return new Promise((ok) => {
-      const finish = (woken: boolean) => {
-        clearTimeout(t);
-        signal.removeEventListener('abort', onAbort);
-        this.waiters = this.waiters.filter((w) => w !== onWake);
-        ok(woken);
-      };
-      const onWake = () => finish(true);
-      const onAbort = () => finish(false);
-      const t = setTimeout(() => finish(false), ms);
-      signal.addEventListener('abort', onAbort, { once: true });
-      this.waiters.push(onWake);
-    });
-  }
-}
-
-/** LISTEN on a channel, waking `waker`; returns the unlisten function (undefined when LISTEN failed: poll only). */
-export async function listenForWakeups(deps: Deps, channel: string, waker: Waker): Promise<(() => Promise<void>) | undefined> {
-  try {
-    const sub = await deps.sql.listen(channel, () => waker.wake());
-    return () => sub.unlisten();
-  } catch (err) {
-    deps.log.warn({ err, channel }, 'LISTEN failed; the worker polls only');
-    return undefined;
-  }
-}
 
 export interface FanoutResult {
   /** Events claimed (and finished, unless the claim was lost). */
@@ -96,14 +50,7 @@ export async function runEventFanoutOnce(deps: Deps): Promise<FanoutResult> {
 /** Runs SVC_EVENT_FANOUT_WORKERS workers until `signal` aborts. */
 export async function runEventFanoutWorkers(deps: Deps, signal: AbortSignal, stats: WakeupStats = fanoutWakeups): Promise<void> {
   const cfg = deps.config;
-  const count = cfg.SVC_EVENT_FANOUT_WORKERS;
-  if (count <= 0) {
-    await new Promise<void>((ok) => (signal.aborted ? ok() : signal.addEventListener('abort', () => ok(), { once: true })));
-    return;
-  }
-  const waker = new Waker();
-  const unlisten = await listenForWakeups(deps, 'svc_events', waker);
-  const worker = async () => {
+  await runWokenWorkers(deps, signal, { count: cfg.SVC_EVENT_FANOUT_WORKERS, channel: 'svc_events' }, async (waker) => {
     while (!signal.aborted) {
       let full = false;
       try {
@@ -119,12 +66,7 @@ export async function runEventFanoutWorkers(deps: Deps, signal: AbortSignal, sta
         else stats.poll++;
       }
     }
-  };
-  try {
-    await Promise.all(Array.from({ length: count }, worker));
-  } finally {
-    await unlisten?.().catch(() => {});
-  }
+  });
 }
 
 /** The fan-out as a background loop (src/workers/index.ts); a tick lasts until shutdown. */

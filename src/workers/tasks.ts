@@ -38,6 +38,7 @@ import { executeRemoteCall } from './remote-call.ts';
 import { executeExport } from './export.ts';
 import { executeImport } from './import.ts';
 import { executeBackup } from './backup.ts';
+import { runWokenWorkers } from './waker.ts';
 
 /** How long a claim lasts without renewal; renewed every LEASE_MS / 3 while the executor runs. */
 export const LEASE_MS = 60_000;
@@ -304,33 +305,6 @@ export async function runTaskOnce(deps: Deps, opts: RunOnceOptions = {}): Promis
   return execute(deps, claim, opts.signal, opts.graceMs ?? SHUTDOWN_GRACE_MS);
 }
 
-/** Resolves on a notification, after the timeout, or on abort. */
-class Waker {
-  private waiters: (() => void)[] = [];
-  private pending = false;
-  wake(): void {
-    if (this.waiters.length === 0) this.pending = true;
-    for (const w of this.waiters.splice(0)) w();
-  }
-  wait(ms: number, signal: AbortSignal): Promise<void> {
-    if (this.pending || signal.aborted) {
-      this.pending = false;
-      return Promise.resolve();
-    }
-    return new Promise((ok) => {
-      const done = () => {
-        clearTimeout(t);
-        signal.removeEventListener('abort', done);
-        this.waiters = this.waiters.filter((w) => w !== done);
-        ok();
-      };
-      const t = setTimeout(done, ms);
-      signal.addEventListener('abort', done, { once: true });
-      this.waiters.push(done);
-    });
-  }
-}
-
 export interface RunnerStats {
   notifications: number;
   polls: number;
@@ -344,23 +318,14 @@ export async function runTaskWorkers(
   stats: RunnerStats = { notifications: 0, polls: 0, executed: 0 },
   only: ClaimFilter & { graceMs?: number } = {},
 ): Promise<void> {
-  const count = deps.config.SVC_TASK_WORKERS;
-  if (count <= 0) {
-    await new Promise<void>((ok) => (signal.aborted ? ok() : signal.addEventListener('abort', () => ok(), { once: true })));
-    return;
-  }
-  const waker = new Waker();
-  let unlisten: (() => Promise<void>) | undefined;
-  try {
-    const sub = await deps.sql.listen('svc_tasks', () => {
+  const opts = {
+    count: deps.config.SVC_TASK_WORKERS,
+    channel: 'svc_tasks',
+    onNotify: () => {
       stats.notifications++;
-      waker.wake();
-    });
-    unlisten = () => sub.unlisten();
-  } catch (err) {
-    deps.log.warn({ err }, 'LISTEN svc_tasks failed; the task runner polls only');
-  }
-  const worker = async () => {
+    },
+  };
+  await runWokenWorkers(deps, signal, opts, async (waker) => {
     while (!signal.aborted) {
       let ran = false;
       try {
@@ -374,12 +339,7 @@ export async function runTaskWorkers(
         stats.polls++;
       }
     }
-  };
-  try {
-    await Promise.all(Array.from({ length: count }, worker));
-  } finally {
-    await unlisten?.().catch(() => {});
-  }
+  });
 }
 
 /** The runner as a background loop (src/workers/index.ts); a tick lasts until shutdown. */
