@@ -615,3 +615,55 @@ describe('backup reads', () => {
     expect((await t.request('GET', '/api/v1/backups/2000000000/output')).status).toBe(404);
   });
 });
+
+// ---- remote targets: transport-controlled header names -------------------------------------
+
+describe('remote target header rules', () => {
+  const NAMES = [
+    'Host',
+    'Content-Length',
+    'Transfer-Encoding',
+    'Connection',
+    'Keep-Alive',
+    'Proxy-Connection',
+    'Proxy-Authorization',
+    'TE',
+    'Trailer',
+    'Upgrade',
+    'HTTP2-Settings',
+  ];
+  let col: number;
+  beforeAll(async () => {
+    col = await createCollection(t);
+  });
+  const body = (extra: Record<string, unknown>) => ({
+    collection_id: col,
+    name: uniq('rt'),
+    description: '',
+    method: 'get',
+    url_template: 'https://example.com/',
+    allowed_subject_types: ['collection'],
+    ...extra,
+  });
+
+  it.each(NAMES)('createRemoteTarget 400 for %s in headers_template or as the API-key header', async (name) => {
+    const inTemplate = await t.request('POST', '/api/v1/remote-targets', {
+      body: body({ headers_template: { [name.toLowerCase()]: 'x' } }),
+    });
+    expect(inTemplate.status, inTemplate.text).toBe(400);
+    const asKey = await t.request('POST', '/api/v1/remote-targets', {
+      body: body({ auth_config: { type: 'api_key_header', header: name, secret: 'KEY_A' } }),
+    });
+    expect(asKey.status, asKey.text).toBe(400);
+  });
+
+  it('updateRemoteTarget 400 for a transport header; the target is unchanged', async () => {
+    const created = await t.request('POST', '/api/v1/remote-targets', { body: body({ headers_template: { 'X-A': '1' } }) });
+    expect(created.status).toBe(201);
+    const id = (created.body as { id: number }).id;
+    const res = await t.request('PATCH', `/api/v1/remote-targets/${id}`, { body: { headers_template: { Upgrade: 'h2c' } } });
+    expect(res.status).toBe(400);
+    const got = await t.request('GET', `/api/v1/remote-targets/${id}`);
+    expect(got.body).toMatchObject({ headers_template: { 'X-A': '1' }, revision: 1 });
+  });
+});
