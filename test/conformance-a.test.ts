@@ -528,3 +528,238 @@ describe('settings', () => {
     }
   });
 });
+
+// ---------------------------------------------------------------------------------------------
+// Search
+
+interface SearchBody {
+  results: { kind: string; resource: Row }[];
+  next: string | null;
+  total: number | null;
+}
+
+const field = (f: string, operator: string, value?: unknown, path?: string) => ({
+  op: 'field',
+  predicate: { field: f, operator, ...(value === undefined ? {} : { value }), ...(path ? { path } : {}) },
+});
+
+function parseSse(text: string): { event: string; data: Row }[] {
+  return text
+    .split('\n\n')
+    .filter((block) => block.trim() !== '')
+    .map((block) => {
+      const lines = block.split('\n');
+      const event = lines.find((l) => l.startsWith('event: '))!.slice(7);
+      const data = lines
+        .filter((l) => l.startsWith('data: '))
+        .map((l) => l.slice(6))
+        .join('\n');
+      return { event, data: JSON.parse(data) as Row };
+    });
+}
+
+describe('search', () => {
+  let S: string;
+  const ids = {} as Record<'col' | 'server' | 'room' | 'srv' | 'room1' | 'ann' | 'bob' | 'cid' | 'group' | 'sa', number>;
+  const search = (body: unknown, token?: string) => t.request('POST', '/api/v1/search', { body, token });
+  async function names(body: unknown, token?: string): Promise<string[]> {
+    const res = await search(body, token);
+    expect(res.status, res.text).toBe(200);
+    return (res.body as SearchBody).results.map((r) => (r.resource.name ?? r.resource.entity_name) as string);
+  }
+
+  beforeAll(async () => {
+    S = uniq('cfa');
+    ids.col = await newCollection(`${S}-col`);
+    const cls = async (name: string) => {
+      const [k] = await t.deps.sql<{ id: number }[]>`
+        insert into classes (name, collection_id) values (${name}, ${ids.col}) returning id`;
+      return k!.id;
+    };
+    const obj = async (name: string, classId: number, data: unknown) => {
+      const [o] = await t.deps.sql<{ id: number }[]>`
+        insert into objects (name, collection_id, class_id, json_data)
+        values (${name}, ${ids.col}, ${classId}, ${t.deps.sql.json(data as never)}) returning id`;
+      return o!.id;
+    };
+    ids.server = await cls(`${S}-Server`);
+    ids.room = await cls(`${S}-Room`);
+    ids.srv = await obj(`${S}-srv`, ids.server, { cpu: 4 });
+    ids.room1 = await obj(`${S}-room1`, ids.room, { status: 'open' });
+    const [cr] = await t.deps.sql<{ id: number }[]>`
+      insert into class_relations (from_class_id, to_class_id) values (${ids.server}, ${ids.room}) returning id`;
+    await t.deps
+      .sql`insert into object_relations (class_relation_id, from_object_id, to_object_id) values (${cr!.id}, ${ids.srv}, ${ids.room1})`;
+    ids.ann = await sqlHuman(`${S}-ann`, { email: 'ann@x.org', properName: 'Ann Lee' });
+    ids.bob = await sqlHuman(`${S}-bob`, { email: null, properName: null });
+    ids.cid = await sqlHuman(`${S}-cid`, { email: 'CID@X.ORG', properName: 'Cid' });
+    ids.group = (await ok('POST', '/api/v1/iam/groups', { name: `${S}-group`, description: 'grp' })).id as number;
+    ids.sa = (await createServiceAccount(t, ids.group, t.adminToken, `${S}-sa`)).id;
+  });
+
+  const objects = (filter: unknown) => ({ version: 1, target: { kind: 'object', class: { id: ids.server } }, filter });
+  const related = (filters: unknown[]) => ({ op: 'related', predicate: { class: { id: ids.room }, filters } });
+  const users = (filter: unknown) => ({
+    version: 1,
+    target: { kind: 'user' },
+    filter: { op: 'and', args: [field('name', 'startswith', S), filter] },
+  });
+
+  it('searchStructured 400 for unknown members in and, or, not, field and related expressions, related predicates and class selectors', async () => {
+    const leaf = field('id', 'gt', 0);
+    const bodies = [
+      { version: 1, target: { kind: 'collection' }, filter: { op: 'and', args: [leaf, leaf], x: 1 } },
+      { version: 1, target: { kind: 'collection' }, filter: { op: 'or', args: [leaf, leaf], x: 1 } },
+      { version: 1, target: { kind: 'collection' }, filter: { op: 'not', arg: leaf, args: [] } },
+      { version: 1, target: { kind: 'collection' }, filter: { ...leaf, extra: true } },
+      objects({ op: 'related', predicate: { class: { id: ids.room }, filters: [], x: 1 } }),
+      objects({ op: 'related', predicate: { class: { id: ids.room } }, x: 1 }),
+      objects({ op: 'related', predicate: { class: { id: ids.room, x: 1 } } }),
+      { version: 1, target: { kind: 'object', class: { id: ids.server, x: 1 } } },
+      { version: 1, target: { kind: 'collection' }, filter: { op: 'xor', args: [leaf, leaf] } },
+    ];
+    for (const body of bodies) {
+      const res = await search(body);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+    }
+    expect(await names(objects(related([])))).toEqual([`${S}-srv`]);
+  });
+
+  it('searchStructured 400 for more than 16 related filters, and related filters count toward the 32 field predicates', async () => {
+    const f = (i: number) => ({ field: 'id', operator: 'gt', value: -i });
+    const filters = (n: number) => Array.from({ length: n }, (_, i) => f(i));
+    const preds = (n: number) => Array.from({ length: n }, (_, i) => field('id', 'gt', -i));
+    expect(await names(objects(related(filters(16))))).toEqual([`${S}-srv`]);
+    expect((await search(objects(related(filters(17))))).status).toBe(400);
+    expect(await names(objects({ op: 'and', args: [...preds(16), related(filters(16))] }))).toEqual([`${S}-srv`]);
+    const over = await search(objects({ op: 'and', args: [...preds(17), related(filters(16))] }));
+    expect(over.status).toBe(400);
+    expect((over.body as { message: string }).message).toMatch(/32 field predicates/);
+  });
+
+  it('searchStructured 400 for an empty value array, three between bounds, and fields that are not searchable (snapshots, settings, passwords)', async () => {
+    const bodies = [
+      { version: 1, target: { kind: 'collection' }, filter: field('id', 'in', []) },
+      { version: 1, target: { kind: 'collection' }, filter: field('id', 'between', [1, 2, 3]) },
+      { version: 1, target: { kind: 'audit_event' }, filter: field('before', 'equals', 'x', 'a') },
+      { version: 1, target: { kind: 'audit_event' }, filter: field('after', 'equals', 'x', 'a') },
+      users(field('settings', 'equals', 'x', 'a')),
+      users(field('password', 'equals', 'x')),
+      { version: 1, target: { kind: 'user' }, filter: field('description', 'equals', 'x') },
+      { version: 1, target: { kind: 'collection' }, filter: field('id', 'gt', 1), sort: [{ field: 'id', direction: 'up' }] },
+    ];
+    for (const body of bodies) expect((await search(body)).status, JSON.stringify(body)).toBe(400);
+  });
+
+  it('searchStructured: sort fields per target (group and service_account restrict them, user sorts on every field)', async () => {
+    const sorted = (kind: string, sortField: string) =>
+      search({ version: 1, target: { kind }, filter: field('name', 'startswith', S), sort: [{ field: sortField }] });
+    for (const f of ['identity_scope', 'managed_by', 'external_key', 'last_sync_attempted_at'])
+      expect((await sorted('group', f)).status, f).toBe(400);
+    for (const f of ['description', 'created_at', 'updated_at', 'revision', 'name', 'id'])
+      expect((await sorted('group', f)).status, f).toBe(200);
+    for (const f of ['description', 'owner_group_id', 'created_by', 'disabled_at'])
+      expect((await sorted('service_account', f)).status, f).toBe(400);
+    for (const f of ['identity_scope', 'name', 'revision']) expect((await sorted('service_account', f)).status, f).toBe(200);
+    for (const f of ['id', 'name', 'identity_scope', 'proper_name', 'email', 'created_at', 'updated_at', 'revision'])
+      expect((await sorted('user', f)).status, f).toBe(200);
+    const byEmail = async (direction: string) =>
+      names({ version: 1, target: { kind: 'user' }, filter: field('name', 'startswith', S), sort: [{ field: 'email', direction }] });
+    const asc = await byEmail('asc');
+    expect([...asc].sort()).toEqual([`${S}-ann`, `${S}-bob`, `${S}-cid`]);
+    expect(await byEmail('desc')).toEqual([...asc].reverse());
+  });
+
+  it('searchStructured 200: text operators, and null columns never match a positive predicate while not() is their exact complement', async () => {
+    expect(await names(users(field('email', 'contains', 'x.org')))).toEqual([`${S}-ann`]);
+    expect(await names(users(field('email', 'icontains', 'x.org')))).toEqual([`${S}-ann`, `${S}-cid`]);
+    expect(await names(users(field('email', 'equals', 'cid@x.org')))).toEqual([]);
+    expect(await names(users(field('email', 'iequals', 'cid@x.org')))).toEqual([`${S}-cid`]);
+    expect(await names(users(field('email', 'like', '%@x.org')))).toEqual([`${S}-ann`]);
+    expect(await names(users(field('email', 'endswith', '.ORG')))).toEqual([`${S}-cid`]);
+    expect(await names(users(field('email', 'iendswith', '.org')))).toEqual([`${S}-ann`, `${S}-cid`]);
+    expect(await names(users(field('proper_name', 'istartswith', 'ann')))).toEqual([`${S}-ann`]);
+    expect(await names(users(field('email', 'in', ['ann@x.org', 'nobody'])))).toEqual([`${S}-ann`]);
+    expect(await names(users(field('email', 'regex', '.*')))).toEqual([`${S}-ann`, `${S}-cid`]);
+    expect(await names(users(field('email', 'is_null')))).toEqual([`${S}-bob`]);
+    expect(await names(users({ op: 'not', arg: field('email', 'is_null') }))).toEqual([`${S}-ann`, `${S}-cid`]);
+    expect(await names(users({ op: 'not', arg: field('email', 'contains', 'x') }))).toEqual([`${S}-bob`, `${S}-cid`]);
+    expect(await names(users({ op: 'not', arg: field('proper_name', 'regex', '.*') }))).toEqual([`${S}-bob`]);
+    expect(await names(users(field('identity_scope', 'equals', 'local')))).toEqual([`${S}-ann`, `${S}-bob`, `${S}-cid`]);
+  });
+
+  it('searchStructured 200: network operators on JSON paths; unconvertible stored values never match', async () => {
+    const ev = (name: string, metadata: Row) =>
+      appendEvent(t.deps.sql, SYSTEM_ACTOR, {
+        entityType: 'conformance_probe',
+        entityId: null,
+        entityName: `${S}-${name}`,
+        action: 'probed',
+        metadata,
+      });
+    await ev('net16', { net: '10.1.0.0/16', ip: '10.1.2.3' });
+    await ev('v6', { net: '2001:db8::/32', ip: '2001:db8::1' });
+    await ev('junk', { net: 'not-a-network', ip: 42 });
+    const audit = (filter: unknown) => ({
+      version: 1,
+      target: { kind: 'audit_event' },
+      filter: { op: 'and', args: [field('entity_name', 'startswith', S), field('entity_type', 'equals', 'conformance_probe'), filter] },
+      sort: [{ field: 'id', direction: 'asc' }],
+    });
+    const n = (filter: unknown) => names(audit(filter));
+    expect(await n(field('metadata', 'contains_network', '10.1.2.0/24', 'net'))).toEqual([`${S}-net16`]);
+    expect(await n(field('metadata', 'overlaps_network', '10.0.0.0/8', 'net'))).toEqual([`${S}-net16`]);
+    expect(await n(field('metadata', 'overlaps_network', '2001:db8:1::/48', 'net'))).toEqual([`${S}-v6`]);
+    expect(await n(field('metadata', 'within_network', '2001:db8::/32', 'ip'))).toEqual([`${S}-v6`]);
+    expect(await n(field('metadata', 'contains_ip', '10.1.255.255', 'net'))).toEqual([`${S}-net16`]);
+    expect(await n(field('metadata', 'inet_equals', '10.1.2.3', 'ip'))).toEqual([`${S}-net16`]);
+    expect(await n({ op: 'not', arg: field('metadata', 'within_network', '10.0.0.0/8', 'ip') })).toEqual([`${S}-v6`, `${S}-junk`]);
+    expect(await n(field('metadata', 'overlaps_network', '0.0.0.0/0', 'missing'))).toEqual([]);
+  });
+
+  it('searchStructured 200: each result resource is the representation of its list endpoint; default order id ascending', async () => {
+    const one = async (kind: string, id: number, extra: Row = {}) => {
+      const res = await search({ version: 1, target: { kind, ...extra }, filter: field('id', 'equals', id) });
+      expect(res.status, res.text).toBe(200);
+      const { results } = res.body as SearchBody;
+      expect(results).toHaveLength(1);
+      expect(results[0]!.kind).toBe(kind);
+      return results[0]!.resource;
+    };
+    const listed = async (path: string, id: number) => {
+      const res = await t.request('GET', path, { query: { id } });
+      expect(res.status, res.text).toBe(200);
+      return (res.body as Row[])[0];
+    };
+    expect(await one('user', ids.ann)).toEqual(await listed('/api/v1/iam/users', ids.ann));
+    expect(await one('group', ids.group)).toEqual(await listed('/api/v1/iam/groups', ids.group));
+    expect(await one('service_account', ids.sa)).toEqual(await listed('/api/v1/iam/service-accounts', ids.sa));
+    expect(await one('collection', ids.col)).toEqual(await listed('/api/v1/collections', ids.col));
+    expect(await one('class', ids.server)).toEqual(await listed('/api/v1/classes', ids.server));
+    expect(await one('object', ids.srv, { class: { id: ids.server } })).toEqual(
+      await listed(`/api/v1/classes/${ids.server}/objects`, ids.srv),
+    );
+
+    const res = await search({ version: 1, target: { kind: 'user' }, filter: field('name', 'startswith', S) });
+    expect(res.headers.get('x-page-limit')).toBe('100');
+    expect(res.headers.get('x-total-count')).toBeNull();
+    expect((res.body as SearchBody).total).toBeNull();
+    expect((res.body as SearchBody).results.map((r) => r.resource.id)).toEqual([ids.ann, ids.bob, ids.cid]);
+  });
+
+  it('searchPlainText 200 clamps limit_per_kind to 250', async () => {
+    const res = await t.request('GET', '/api/v1/search', { query: { q: S, limit_per_kind: 1000 } });
+    expect(res.status, res.text).toBe(200);
+    expect(res.headers.get('x-page-limit')).toBe('250');
+  });
+
+  it('searchPlainTextStream 200: an error event replaces done when a batch fails', async () => {
+    const res = await t.request('GET', '/api/v1/search/stream', { query: { q: `${S}\u0000` } });
+    expect(res.status, res.text).toBe(200);
+    const events = parseSse(res.text);
+    expect(events[0]!.event).toBe('started');
+    expect(events.at(-1)!.event).toBe('error');
+    expect(events.map((e) => e.event)).not.toContain('done');
+    expect(typeof events.at(-1)!.data.message).toBe('string');
+  });
+});
