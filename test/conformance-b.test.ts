@@ -12,6 +12,7 @@ import { runDeliveryOnce, runDeliveryWorkers } from '../src/workers/event-delive
 import { appendEvent, SYSTEM_ACTOR, type Actor } from '../src/db/events.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { checkPayloadSize, DEFAULT_MAX_PAYLOAD_BYTES } from '../src/sinks/uri.ts';
+import { evaluateResponse } from '../src/sinks/webhook.ts';
 
 let t: TestApp;
 let peer: Peer;
@@ -665,5 +666,34 @@ describe('remote target header rules', () => {
     expect(res.status).toBe(400);
     const got = await t.request('GET', `/api/v1/remote-targets/${id}`);
     expect(got.body).toMatchObject({ headers_template: { 'X-A': '1' }, revision: 1 });
+  });
+});
+
+// ---- webhook response policy --------------------------------------------------------------------
+
+describe('webhook response policy', () => {
+  const res = (status: number, headers: Record<string, string> = {}) => ({ status, headers, body: Buffer.from(''), truncated: false });
+
+  it('a 429 under rate_limit defers even when retry_statuses does not list it; an invalid Retry-After means 60 s', () => {
+    const now = Date.now();
+    const policy = { rate_limit: true, retry_statuses: [503] };
+    for (const value of ['soon', '-5', '1.5', '']) {
+      expect(evaluateResponse(policy, res(429, { 'retry-after': value }), now), value).toEqual({
+        outcome: 'deferred',
+        reason: 'provider_rate',
+        retryAfterMs: 60_000,
+      });
+    }
+    expect(evaluateResponse(policy, res(429, { 'retry-after': '7' }), now)).toMatchObject({ retryAfterMs: 7000 });
+    expect(evaluateResponse({ retry_statuses: [503] }, res(429), now)).toMatchObject({ outcome: 'dead' });
+    expect(evaluateResponse(undefined, res(429), now)).toMatchObject({ outcome: 'retry' });
+    expect(evaluateResponse(undefined, res(302), now)).toMatchObject({ outcome: 'retry' });
+  });
+
+  it('createEventSink 400 for a non-2xx success status or a 2xx retry status', async () => {
+    for (const response of [{ success_statuses: [404] }, { retry_statuses: [200] }, { success_statuses: [199] }]) {
+      const r = await t.request('POST', '/api/v1/event-sinks', { body: { name: uniq('sink'), kind: 'webhook', config: { response } } });
+      expect(r.status, JSON.stringify(response)).toBe(400);
+    }
   });
 });
