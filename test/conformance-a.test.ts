@@ -306,6 +306,8 @@ describe('principals and authorization', () => {
       body: { version: 2, graph: { ...base, collections: [col], classes: [{ name: uniq('k'), collection_ref: 'c' }] } },
     });
     expect(allowed.status, allowed.text).toBe(202);
+    const cancelled = await t.request('POST', `/api/v1/tasks/${(allowed.body as { id: number }).id}/cancel`, { token: h.token });
+    expect(cancelled.status, cancelled.text).toBe(200);
   });
 });
 
@@ -358,6 +360,54 @@ describe('tokens and login', () => {
     // the raw value is never shown again
     const listed = await t.request('GET', `/api/v1/iam/principals/${h.id}/tokens/${id}`, { token: h.token });
     expect(listed.text).not.toContain(token);
+  });
+
+  it('token created, renewed and revoked events never hold the raw token or its hash (purged: see the private database)', async () => {
+    const h = await createHuman(t);
+    const raw = await t.login(h.name, h.password);
+    const id = await tokenIdOf(raw);
+    const approval = await approve(t, { kind: 'renew_token', principal_id: h.id, token_id: id, token: {} }, h.token, h.password);
+    const renewed = await t.request('POST', `/api/v1/iam/principals/${h.id}/tokens/${id}/renew`, {
+      token: h.token,
+      body: {},
+      headers: { 'x-svc-credential-approval': approval },
+    });
+    expect(renewed.status, renewed.text).toBe(201);
+    const renewedRaw = (renewed.body as { token: string }).token;
+    const renewedId = await tokenIdOf(renewedRaw);
+    expect((await t.request('POST', '/api/v0/auth/logout', { token: raw })).status).toBe(200);
+    expect((await t.request('POST', `/api/v1/iam/principals/${h.id}/tokens/${renewedId}/revoke`, { token: h.token })).status).toBe(204);
+    const events = await t.deps.sql<{ action: string; text: string }[]>`
+      select action, to_jsonb(e)::text as text from events e
+      where entity_type = 'token' and entity_id = any(${[id, renewedId]}::int[]) order by id`;
+    expect(events.map((e) => e.action)).toEqual(['created', 'renewed', 'revoked', 'revoked']);
+    for (const r of [raw, renewedRaw]) {
+      const hash = hashToken(t.deps.tokenKey, r);
+      for (const e of events) {
+        expect(e.text, e.action).not.toContain(r);
+        expect(e.text, e.action).not.toContain(hash.toString('hex'));
+        expect(e.text, e.action).not.toContain(hash.toString('base64'));
+        expect(e.text, e.action).not.toContain(hash.toString('base64url'));
+      }
+    }
+  });
+
+  it('createCredentialApproval 400 for a renewal expiry in the past or beyond SVC_MAX_TOKEN_LIFETIME_HOURS', async () => {
+    const h = await createHuman(t);
+    const id = await tokenIdOf(h.token);
+    for (const expires_at of [new Date(Date.now() - 60_000).toISOString(), new Date(Date.now() + 8761 * 3600_000).toISOString()]) {
+      const res = await t.request('POST', '/api/v1/iam/credential-approvals', {
+        token: h.token,
+        body: { password: h.password, operation: { kind: 'renew_token', principal_id: h.id, token_id: id, token: { expires_at } } },
+      });
+      expect(res.status, expires_at).toBe(400);
+    }
+    const inRange = new Date(Date.now() + 8759 * 3600_000).toISOString();
+    const res = await t.request('POST', '/api/v1/iam/credential-approvals', {
+      token: h.token,
+      body: { password: h.password, operation: { kind: 'renew_token', principal_id: h.id, token_id: id, token: { expires_at: inRange } } },
+    });
+    expect(res.status, res.text).toBe(201);
   });
 
   it('login 400 for an identity_scope over 255 characters (255 is a normal 401)', async () => {
@@ -451,14 +501,16 @@ describe('token purge in a database of its own', () => {
     await admin.end();
   });
 
-  it('purgeTokens: when the token.purged event cannot be written, the deletion rolls back', async () => {
+  it('purgeTokens: when the token.purged event cannot be written, the deletion rolls back; the event holds the exact scope and no secret', async () => {
     const sql = deps.sql;
     const [p] = await sql<{ id: number }[]>`insert into principals (kind, name) values ('human', ${uniq('u')}) returning id`;
     await sql`insert into users (principal_id) values (${p!.id})`;
     const scope = { permissions: ['ReadClass'] };
+    const raw = newRawToken();
+    const hash = hashToken(deps.tokenKey, raw);
     const tok = await insertToken(sql, {
       principalId: p!.id,
-      hash: hashToken(deps.tokenKey, newRawToken()),
+      hash,
       expiresAt: new Date(Date.now() + 3600_000),
       scope,
     });
@@ -475,10 +527,14 @@ describe('token purge in a database of its own', () => {
     await sql.unsafe('drop trigger refuse_purged on events; drop function refuse_purged();');
     expect(await purgeTokens(deps)).toBe(1);
     expect(await sql`select 1 from tokens where id = ${tok.id}`).toHaveLength(0);
-    const events = await sql<{ actor_kind: string; before: { scope: unknown } }[]>`
-      select actor_kind, before from events where entity_type = 'token' and entity_id = ${tok.id} and action = 'purged'`;
+    const events = await sql<{ actor_kind: string; before: { scope: unknown }; text: string }[]>`
+      select actor_kind, before, to_jsonb(e)::text as text from events e
+      where entity_type = 'token' and entity_id = ${tok.id} and action = 'purged'`;
     expect(events).toHaveLength(1);
     expect(events[0]).toMatchObject({ actor_kind: 'system', before: { scope } });
+    for (const secret of [raw, hash.toString('hex'), hash.toString('base64'), hash.toString('base64url')]) {
+      expect(events[0]!.text).not.toContain(secret);
+    }
   });
 });
 
@@ -745,6 +801,24 @@ describe('search', () => {
     expect(res.headers.get('x-total-count')).toBeNull();
     expect((res.body as SearchBody).total).toBeNull();
     expect((res.body as SearchBody).results.map((r) => r.resource.id)).toEqual([ids.ann, ids.bob, ids.cid]);
+  });
+
+  it('searchStructured 400: a cursor is bound to the resolved class, so a class selector by name that now names another class refuses it', async () => {
+    const [a] = await t.deps.sql<{ id: number }[]>`
+      insert into classes (name, collection_id) values (${`${S}-Swap`}, ${ids.col}) returning id`;
+    for (const n of ['x1', 'x2']) {
+      await t.deps.sql`insert into objects (name, collection_id, class_id, json_data) values (${`${S}-${n}`}, ${ids.col}, ${a!.id}, '{}')`;
+    }
+    const body = { version: 1, target: { kind: 'object', class: { name: `${S}-Swap` } }, limit: 1 };
+    const first = await search(body);
+    const next = (first.body as SearchBody).next;
+    expect(next).toBeTruthy();
+    expect((await search({ ...body, cursor: next })).status).toBe(200);
+    await t.deps.sql`update classes set name = ${`${S}-Swapped`} where id = ${a!.id}`;
+    await t.deps.sql`insert into classes (name, collection_id) values (${`${S}-Swap`}, ${ids.col})`;
+    const reused = await search({ ...body, cursor: next });
+    expect(reused.status, reused.text).toBe(400);
+    expect((reused.body as { message: string }).message).toMatch(/cursor/);
   });
 
   it('searchPlainText 200 clamps limit_per_kind to 250', async () => {
