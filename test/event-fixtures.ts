@@ -1,16 +1,11 @@
 // Fixtures for the event sink, subscription and delivery tests: sinks and subscriptions through the
-// API, fan-out runs, and a local HTTPS peer whose self-signed certificate (made with the openssl
-// command line) is trusted through SVC_OUTBOUND_CA_FILE.
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// API, fan-out runs, and the local HTTPS peer of tls-fixtures.ts (trusted through
+// SVC_OUTBOUND_CA_FILE).
 import { expect } from 'vitest';
 import { uniq, type TestApp } from './helpers.ts';
 import { runEventFanoutOnce } from '../src/workers/event-fanout.ts';
+
+export { startPeer, type Peer, type Seen } from './tls-fixtures.ts';
 
 export async function createSink(t: TestApp, body: Record<string, unknown> = {}): Promise<{ id: number; etag: string }> {
   const res = await t.request('POST', '/api/v1/event-sinks', { body: { name: uniq('sink'), kind: 'webhook', ...body } });
@@ -89,75 +84,4 @@ export async function latestEventId(t: TestApp, entityType: string, entityId: nu
   const [row] = await t.deps.sql<{ event_id: string }[]>`
     select event_id::text as event_id from events where entity_type = ${entityType} and entity_id = ${entityId} order by id desc limit 1`;
   return row!.event_id;
-}
-
-export interface Seen {
-  method: string;
-  url: string;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-export interface Peer {
-  port: number;
-  caFile: string;
-  seen: Seen[];
-  respond: (req: IncomingMessage, res: ServerResponse) => void;
-  url(path?: string): string;
-  close(): Promise<void>;
-}
-
-/** A local HTTPS server with a fresh self-signed certificate for localhost and 127.0.0.1. */
-export async function startPeer(): Promise<Peer> {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-sink-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      join(dir, 'cert.pem'),
-      '-days',
-      '1',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  const caFile = join(dir, 'cert.pem');
-  const peer: Peer = {
-    port: 0,
-    caFile,
-    seen: [],
-    respond: (_req, res) => {
-      res.statusCode = 200;
-      res.end('ok');
-    },
-    url: (path = '/hook') => `https://127.0.0.1:${peer.port}${path}`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise<void>((ok) => server.close(() => ok()));
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
-  const server: Server = createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(caFile) }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      peer.seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      peer.respond(req, res);
-    });
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
-  peer.port = (server.address() as AddressInfo).port;
-  return peer;
 }

@@ -1,15 +1,13 @@
 // The outbound HTTP client against real local HTTPS peers. The peer's certificate is generated
 // at test time with the openssl command line and trusted through caFile (SVC_OUTBOUND_CA_FILE).
 import { execFileSync, execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
+import { createServer } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startPeer, type Peer, type Seen } from './tls-fixtures.ts';
 import {
   classifyAddress,
   isAddressAllowed,
@@ -20,69 +18,21 @@ import {
   type OutboundRequest,
 } from '../src/outbound/http.ts';
 
-interface Seen {
-  method: string;
-  url: string;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-  servername: string | false | null | undefined;
-}
-
+let peer: Peer;
 let dir: string;
 let caFile: string;
-let server: Server;
 let port: number;
-const seen: Seen[] = [];
+let seen: Seen[];
 let respond: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.end('ok');
 
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-outbound-'));
-  caFile = join(dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      caFile,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,DNS:peer.test,IP:127.0.0.1,IP:::1',
-    ],
-    { stdio: 'ignore' },
-  );
-  server = createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(caFile) }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      seen.push({
-        method: req.method ?? '',
-        url: req.url ?? '',
-        headers: req.headers,
-        body: Buffer.concat(chunks).toString('utf8'),
-        servername: (req.socket as TLSSocket).servername,
-      });
-      respond(req, res);
-    });
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
-  port = (server.address() as AddressInfo).port;
+  peer = await startPeer({ prefix: 'svc-outbound-', altNames: ['DNS:localhost', 'DNS:peer.test', 'IP:127.0.0.1', 'IP:::1'] });
+  ({ dir, caFile, port, seen } = peer);
+  peer.respond = (req, res) => respond(req, res);
 });
 
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((ok) => server.close(() => ok()));
-  rmSync(dir, { recursive: true, force: true });
+  await peer.close();
 });
 
 beforeEach(() => {

@@ -2,30 +2,20 @@
 // local HTTPS peer received and what the task, its events and the result row say. The peer's
 // certificate is made with the openssl command line at test time and trusted through
 // SVC_OUTBOUND_CA_FILE; loopback is admitted only through SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS.
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:https';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { addMember, createGroup, createHuman, createServiceAccount, tokenFor } from './iam-fixtures.ts';
 import { runTaskOnce } from '../src/workers/tasks.ts';
-
-interface Seen {
-  method: string;
-  url: string;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
+import { startPeer, type Peer, type Seen } from './tls-fixtures.ts';
 
 let dir: string;
 let caFile: string;
-let server: Server;
+let peer: Peer;
 let port: number;
-let seen: Seen[] = [];
+let seen: Seen[];
 let respond: (req: IncomingMessage, res: ServerResponse) => void;
 
 let t: TestApp; // private targets allowed, CA trusted, env secrets
@@ -39,46 +29,10 @@ const SECRET = `s3cr3t-${uniq()}`;
 const FILE_ALIAS = 'file_alias_1';
 const FILE_SECRET = `file-secret-${uniq()}`;
 
-function makeCert(into: string) {
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      join(into, 'key.pem'),
-      '-out',
-      join(into, 'cert.pem'),
-      '-days',
-      '1',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-}
-
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-rt-'));
-  makeCert(dir);
-  caFile = join(dir, 'cert.pem');
-  server = createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(caFile) }, (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      seen.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-      respond(req, res);
-    });
-  });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
-  port = (server.address() as AddressInfo).port;
+  peer = await startPeer({ prefix: 'svc-rt-' });
+  ({ dir, caFile, port, seen } = peer);
+  peer.respond = (req, res) => respond(req, res);
 
   process.env[`SVC_REMOTE_TARGET_SECRET_${ALIAS.toUpperCase()}`] = SECRET;
   mkdirSync(join(dir, 'secrets', 'remote-target'), { recursive: true });
@@ -106,14 +60,11 @@ beforeAll(async () => {
 
 afterAll(async () => {
   delete process.env[`SVC_REMOTE_TARGET_SECRET_${ALIAS.toUpperCase()}`];
-  server.closeAllConnections();
-  await new Promise<void>((ok) => server.close(() => ok()));
-  await Promise.all([t?.close(), strict?.close(), fileApp?.close()]);
-  rmSync(dir, { recursive: true, force: true });
+  await Promise.all([peer.close(), t?.close(), strict?.close(), fileApp?.close()]);
 });
 
 beforeEach(() => {
-  seen = [];
+  seen.length = 0;
   respond = (_req, res) => {
     res.setHeader('content-type', 'application/json');
     res.setHeader('set-cookie', 'session=abc');

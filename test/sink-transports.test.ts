@@ -1,13 +1,10 @@
 // The amqp, redis_stream and email sink transports against real peers: RabbitMQ and Redis on the
 // machine (plaintext, reached through a TLS-terminating proxy started here with a certificate
 // generated at test time) and an SMTP server with implicit TLS. Each test asserts what arrived.
-import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { createServer as createNetServer, connect as netConnect, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import amqplib, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { Redis } from 'ioredis';
 import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
@@ -19,6 +16,7 @@ import { emailTransport } from '../src/sinks/email.ts';
 import { redisStreamTransport } from '../src/sinks/redis-stream.ts';
 import type { EventEnvelope, SendInput, SendResult, SinkDefinition, SinkKind, SinkTransport } from '../src/sinks/types.ts';
 import { testConfig, uniq } from './helpers.ts';
+import { selfSignedCert } from './tls-fixtures.ts';
 
 const RABBIT_URL = 'amqp://guest:guest@127.0.0.1:5672';
 const REDIS = { host: '127.0.0.1', port: 6379 };
@@ -67,33 +65,7 @@ async function closedPort(): Promise<number> {
 }
 
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), 'svc-sinks-'));
-  caFile = join(dir, 'cert.pem');
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-keyout',
-      join(dir, 'key.pem'),
-      '-out',
-      caFile,
-      '-days',
-      '1',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=DNS:localhost,IP:127.0.0.1',
-    ],
-    { stdio: 'ignore' },
-  );
-  key = readFileSync(join(dir, 'key.pem'));
-  cert = readFileSync(caFile);
+  ({ dir, caFile, key, cert } = selfSignedCert('svc-sinks-'));
   config = testConfig({ SVC_OUTBOUND_CA_FILE: caFile, SVC_EVENT_SINK_ALLOW_PRIVATE_TARGETS: true });
 });
 
