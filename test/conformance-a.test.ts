@@ -464,6 +464,17 @@ describe('tokens and login', () => {
     expect(() => loadConfig({ SVC_TOKEN_RETENTION_PURGE_BATCH_SIZE: '9' })).toThrow(/SVC_TOKEN_RETENTION_PURGE_BATCH_SIZE/);
   });
 
+  it('database statements are bounded by SVC_DB_STATEMENT_TIMEOUT_MS', async () => {
+    const sql = createSql(inject('dbUrl'), { SVC_DB_POOL_MAX: 1, SVC_DB_STATEMENT_TIMEOUT_MS: 200, SVC_DB_POOL_ACQUIRE_TIMEOUT_MS: 1000 });
+    try {
+      const [row] = await sql<{ statement_timeout: string }[]>`show statement_timeout`;
+      expect(row!.statement_timeout).toBe('200ms');
+      await expect(sql`select pg_sleep(2)`).rejects.toMatchObject({ code: '57014' });
+    } finally {
+      await sql.end();
+    }
+  });
+
   it('getPublicConfig 200 reports the configured page limits', async () => {
     const res = await t.request('GET', '/api/v1/config', { token: null });
     expect(res.status).toBe(200);
@@ -819,6 +830,16 @@ describe('search', () => {
     const reused = await search({ ...body, cursor: next });
     expect(reused.status, reused.text).toBe(400);
     expect((reused.body as { message: string }).message).toMatch(/cursor/);
+  });
+
+  it('searchStructured: a body of exactly 64 KiB is accepted, one byte more is 413', async () => {
+    const base = JSON.stringify({ version: 1, target: { kind: 'collection' }, filter: field('name', 'equals', '') });
+    const sized = (n: number) => base.replace('"value":""', `"value":"${'x'.repeat(n - base.length)}"`);
+    expect(Buffer.byteLength(sized(65536))).toBe(65536);
+    const exact = await t.request('POST', '/api/v1/search', { rawBody: sized(65536) });
+    expect(exact.status, exact.text).toBe(200);
+    expect((await t.request('POST', '/api/v1/search', { rawBody: sized(65537) })).status).toBe(413);
+    expect((await t.request('POST', '/api/v1/search/stream', { rawBody: sized(65537) })).status).toBe(413);
   });
 
   it('searchPlainText 200 clamps limit_per_kind to 250', async () => {
