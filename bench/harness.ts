@@ -1,6 +1,6 @@
 // The benchmark harness: timing, the baseline, memory sampling and the report. Absolute times
 // depend on the machine and on whatever else runs on it, so every case is reported as a ratio to
-// a baseline (GET /healthz through the whole HTTP stack) measured right before that case; the
+// a baseline (GET /healthz through the whole HTTP stack) measured interleaved with that case; the
 // table also keeps the absolute numbers for reading alongside.
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -48,19 +48,44 @@ function percentile(sorted: number[], p: number): number {
 }
 
 async function sample(fn: (i: number) => Promise<void>, n: number, budgetMs = CASE_BUDGET_MS): Promise<number[]> {
-  for (let i = 0; i < Math.min(20, Math.ceil(n / 10)); i++) await fn(-1 - i);
-  const out: number[] = [];
-  const deadline = performance.now() + budgetMs;
-  for (let i = 0; i < n; i++) {
-    const start = process.hrtime.bigint();
-    await fn(i);
-    out.push(Number(process.hrtime.bigint() - start) / 1e3);
-    if (out.length >= 5 && performance.now() > deadline) break;
-  }
-  return out.sort((a, b) => a - b);
+  return (await samplePaired(fn, n, budgetMs, false)).samples;
 }
 
-/** The baseline request; measured once in full, and briefly again before every case. */
+const elapsedUs = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e3;
+
+/**
+ * Times n calls of fn (after a short warm-up). With `paired`, one baseline request runs right
+ * before every call, so the case and its baseline see the same machine load (other processes on
+ * a shared machine make a baseline measured minutes earlier useless).
+ */
+async function samplePaired(
+  fn: (i: number) => Promise<void>,
+  n: number,
+  budgetMs: number,
+  paired: boolean,
+): Promise<{ samples: number[]; base: number[] }> {
+  for (let i = 0; i < Math.min(20, Math.ceil(n / 10)); i++) {
+    if (paired) await baselineFn();
+    await fn(-1 - i);
+  }
+  const samples: number[] = [];
+  const base: number[] = [];
+  const deadline = performance.now() + budgetMs;
+  for (let i = 0; i < n; i++) {
+    if (paired) {
+      const b = process.hrtime.bigint();
+      await baselineFn();
+      base.push(elapsedUs(b));
+    }
+    const start = process.hrtime.bigint();
+    await fn(i);
+    samples.push(elapsedUs(start));
+    if (samples.length >= 5 && performance.now() > deadline) break;
+  }
+  return { samples: samples.sort((a, b) => a - b), base: base.sort((a, b) => a - b) };
+}
+
+/** The baseline request; measured once in full here, and again alongside every case. */
 export async function setBaseline(fn: () => Promise<void>): Promise<number> {
   baselineFn = fn;
   baselineSamples = await sample(() => fn(), ITER);
@@ -71,19 +96,36 @@ export function baselineSummary(): { n: number; median: number; p95: number } {
   return { n: baselineSamples.length, median: percentile(baselineSamples, 0.5), p95: percentile(baselineSamples, 0.95) };
 }
 
-async function localBaseline(): Promise<number> {
-  return percentile(await sample(() => baselineFn(), 100), 0.5);
+/** A burst of baseline requests (around long runs, where pairing per call is not possible). */
+async function baselineBurst(): Promise<number[]> {
+  return sample(() => baselineFn(), 200, 2_000);
 }
 
 /**
  * Times `fn` (one request per call, `i` counts from 0; warm-up calls get negative i) for
  * `weight` × BENCH_ITERATIONS iterations, at least 5, and records the row.
  */
-export async function timeCase(area: string, name: string, weight: number, fn: (i: number) => Promise<void>, note?: string): Promise<void> {
-  const base = await localBaseline();
-  const s = await sample(fn, Math.max(5, Math.round(ITER * weight)));
-  timed.push({ area, name, n: s.length, median: percentile(s, 0.5), p95: percentile(s, 0.95), unit: 'request', baseline: base, note });
+export async function timeCase(
+  area: string,
+  name: string,
+  weight: number,
+  fn: (i: number) => Promise<void>,
+  note?: string,
+): Promise<TimedRow> {
+  const { samples: s, base } = await samplePaired(fn, Math.max(5, Math.round(ITER * weight)), CASE_BUDGET_MS, true);
+  const row: TimedRow = {
+    area,
+    name,
+    n: s.length,
+    median: percentile(s, 0.5),
+    p95: percentile(s, 0.95),
+    unit: 'request',
+    baseline: percentile(base, 0.5),
+    note,
+  };
+  timed.push(row);
   progress(area, name);
+  return row;
 }
 
 /**
@@ -98,14 +140,16 @@ export async function throughputCase(
   fn: () => Promise<number | { items: number; us: number }>,
   note?: (itemsPerSecond: number) => string,
 ): Promise<void> {
-  const base = await localBaseline();
+  const base = await baselineBurst();
   const perItem: number[] = [];
   for (let r = 0; r < runs; r++) {
     const start = process.hrtime.bigint();
     const r = await fn();
     const us = typeof r === 'number' ? Number(process.hrtime.bigint() - start) / 1e3 : r.us;
     perItem.push(us / (typeof r === 'number' ? r : r.items));
+    base.push(...(await baselineBurst()));
   }
+  base.sort((x, y) => x - y);
   perItem.sort((a, b) => a - b);
   const median = percentile(perItem, 0.5);
   timed.push({
@@ -115,7 +159,7 @@ export async function throughputCase(
     median,
     p95: percentile(perItem, 0.95),
     unit: 'item',
-    baseline: base,
+    baseline: percentile(base, 0.5),
     note: note?.(1e6 / median) ?? `${fmtCount(1e6 / median)} items/s`,
   });
   progress(area, name);
@@ -189,7 +233,8 @@ export function report(): string {
   const out: string[] = [];
   out.push(
     `Baseline GET /healthz (whole HTTP stack, no database): median ${fmtUs(b.median)}, p95 ${fmtUs(b.p95)} over ${b.n} requests.`,
-    `ratio = median of the case / median of the baseline measured right before it (per request, or per item for "/item" rows).`,
+    `ratio = median of the case / median of the baseline requests interleaved with it (one before every request; for "/item" rows`,
+    `bursts around each run, and the ratio is per item).`,
     '',
   );
   out.push(
