@@ -1,16 +1,49 @@
-import type { Db, Sql, TransactionSql } from './sql.ts';
+import { acquireTimeoutOf, type Db, type Sql, type TransactionSql } from './sql.ts';
 import { translatePgError } from './pg-errors.ts';
+import { ApiError } from '../http/errors.ts';
+
+class AbandonedTransaction extends Error {}
 
 /**
  * Runs fn in one transaction (the only place that calls sql.begin). Nested calls reuse the
  * outer transaction. PostgreSQL errors leave here translated to ApiErrors where they mean one.
+ *
+ * Waiting for a pooled connection is bounded by SVC_DB_POOL_ACQUIRE_TIMEOUT_MS: past it the caller
+ * gets 503, and the abandoned transaction, should it get a connection later, rolls back before fn
+ * runs, so a request that was answered 503 never writes.
  */
 export async function withTx<T>(db: Db, fn: (tx: TransactionSql) => Promise<T>): Promise<T> {
   if (isTx(db)) return fn(db);
+  const timeoutMs = acquireTimeoutOf(db as Sql);
+  let started = false;
+  let abandoned = false;
+  let timer: NodeJS.Timeout | undefined;
+  const run = (db as Sql).begin((tx) => {
+    started = true;
+    clearTimeout(timer);
+    if (abandoned) throw new AbandonedTransaction();
+    return fn(tx);
+  }) as Promise<T>;
   try {
-    return (await (db as Sql).begin((tx) => fn(tx))) as T;
+    if (timeoutMs === undefined) return await run;
+    const waited = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        if (started) return;
+        abandoned = true;
+        run.catch(() => {});
+        reject(
+          new ApiError(503, 'the database is busy: no connection became free in time; retry shortly', {
+            reason: 'database_busy',
+            headers: { 'retry-after': '1' },
+          }),
+        );
+      }, timeoutMs);
+    });
+    return await Promise.race([run, waited]);
   } catch (err) {
     throw translatePgError(err);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
