@@ -98,18 +98,4 @@ export async function createObject(
   return res.body as Obj;
 }
 
-/** The events of one entity, oldest first. */
-export async function eventsOf(t: TestApp, entityType: string, entityId: number) {
-  return t.deps.sql<
-    {
-      action: string;
-      before: unknown;
-      after: unknown;
-      before_revision: number | null;
-      after_revision: number | null;
-      collection_id: number | null;
-      metadata: Record<string, unknown>;
-    }[]
-  >`select action, before, after, before_revision, after_revision, collection_id, metadata
-    from events where entity_type = ${entityType} and entity_id = ${entityId} order by id`;
-}
+export { eventsOf } from './helpers.ts';

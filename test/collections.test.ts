@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { eventsOf, startTestApp, uniq, type TestApp } from './helpers.ts';
 import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
 import { PERMISSIONS, type Permission } from '../src/domain/authz.ts';
@@ -61,11 +61,6 @@ async function create(body: Record<string, unknown> = {}, token?: string): Promi
   return res.body as Coll;
 }
 
-async function eventsOf(entityType: string, entityId: number) {
-  return t.deps.sql<{ action: string; before: unknown; after: unknown; collection_id: number | null; entity_name: string | null }[]>`
-    select action, before, after, collection_id, entity_name from events where entity_type = ${entityType} and entity_id = ${entityId} order by id`;
-}
-
 beforeAll(async () => {
   t = await startTestApp();
 });
@@ -82,7 +77,7 @@ describe('createCollection', () => {
     expect(c).toMatchObject({ name, description: 'd', parent_collection_id: null, revision: 1 });
     expect(res.headers.get('location')).toBe(`/api/v1/collections/${c.id}`);
     expect(res.headers.get('etag')).toBe(`"svc-v1.collection.${Buffer.from(String(c.id)).toString('base64url')}.1"`);
-    const ev = await eventsOf('collection', c.id);
+    const ev = await eventsOf(t, 'collection', c.id);
     expect(ev.map((e) => e.action)).toEqual(['created']);
     expect(ev[0]!.collection_id).toBe(c.id);
   });
@@ -254,7 +249,7 @@ describe('updateCollection', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: c.id, name, description: 'new', revision: 2 });
     expect(res.headers.get('etag')).toContain('.2"');
-    const ev = await eventsOf('collection', c.id);
+    const ev = await eventsOf(t, 'collection', c.id);
     expect(ev.map((e) => e.action)).toEqual(['created', 'updated']);
     expect(ev[1]!.before).toMatchObject({ name: c.name, revision: 1 });
     expect(ev[1]!.after).toMatchObject({ name, revision: 2 });
@@ -267,7 +262,7 @@ describe('updateCollection', () => {
       expect(res.status).toBe(200);
       expect(res.body).toEqual(c);
     }
-    expect((await eventsOf('collection', c.id)).map((e) => e.action)).toEqual(['created']);
+    expect((await eventsOf(t, 'collection', c.id)).map((e) => e.action)).toEqual(['created']);
   });
 
   it('updateCollection 412 for a stale If-Match with the current ETag; 200 with the current one; 400 for a weak one', async () => {
@@ -314,7 +309,7 @@ describe('deleteCollection', () => {
     const revoked = await t.deps
       .sql`select 1 from events where entity_type = 'permission' and action = 'revoked' and collection_id = ${c.id}`;
     expect(revoked.length).toBe(PERMISSIONS.length);
-    expect((await eventsOf('collection', c.id)).map((e) => e.action)).toEqual(['created', 'deleted']);
+    expect((await eventsOf(t, 'collection', c.id)).map((e) => e.action)).toEqual(['created', 'deleted']);
   });
 
   it('deleteCollection 409 while it has a child collection, a class or a remote target', async () => {
@@ -359,7 +354,7 @@ describe('updateCollectionParent', () => {
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ id: c.id, parent_collection_id: to.id, revision: 2 });
     expect((await t.request('GET', `/api/v1/collections/${c.id}`, { token: toReader.token })).status).toBe(200);
-    const ev = await eventsOf('collection', c.id);
+    const ev = await eventsOf(t, 'collection', c.id);
     expect(ev.map((e) => e.action)).toEqual(['created', 'updated']);
     expect(ev[1]!.after).toMatchObject({ parent_collection_id: to.id });
   });
@@ -370,7 +365,7 @@ describe('updateCollectionParent', () => {
     const res = await t.request('PUT', `/api/v1/collections/${c.id}/parent`, { body: { parent_collection_id: p.id } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual(c);
-    expect((await eventsOf('collection', c.id)).length).toBe(1);
+    expect((await eventsOf(t, 'collection', c.id)).length).toBe(1);
   });
 
   it('updateCollectionParent 200 to and from the top level for an admin', async () => {

@@ -94,3 +94,21 @@ export async function startTestApp(overrides: Partial<Config> = {}): Promise<Tes
   t.adminToken = await login('admin', ADMIN_PASSWORD);
   return t;
 }
+
+/** The audit events of one entity, oldest first. */
+export async function eventsOf(t: TestApp, entityType: string, entityId: number) {
+  return t.deps.sql<
+    {
+      action: string;
+      entity_name: string | null;
+      collection_id: number | null;
+      actor_user_id: number | null;
+      before: unknown;
+      after: unknown;
+      before_revision: number | null;
+      after_revision: number | null;
+      metadata: Record<string, unknown>;
+    }[]
+  >`select action, entity_name, collection_id, actor_user_id, before, after, before_revision, after_revision, metadata
+    from events where entity_type = ${entityType} and entity_id = ${entityId} order by id`;
+}

@@ -95,18 +95,4 @@ export async function createServiceAccount(
   return res.body as { id: number; name: string; revision: number };
 }
 
-/** The events of one entity, oldest first. */
-export async function eventsOf(t: TestApp, entityType: string, entityId: number) {
-  return t.deps.sql<
-    {
-      action: string;
-      before: unknown;
-      after: unknown;
-      before_revision: number | null;
-      after_revision: number | null;
-      actor_user_id: number | null;
-      metadata: Record<string, unknown>;
-    }[]
-  >`select action, before, after, before_revision, after_revision, actor_user_id, metadata
-    from events where entity_type = ${entityType} and entity_id = ${entityId} order by id`;
-}
+export { eventsOf } from './helpers.ts';

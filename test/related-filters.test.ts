@@ -3,8 +3,7 @@
 // the limit's SQLSTATE into the 400). Fixtures are written with SQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
-import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
+import { graphFixtures } from './graph-fixtures.ts';
 import { relatedObjectConditions } from '../src/db/related-filters.ts';
 import { withTx } from '../src/db/tx.ts';
 import { and } from '../src/db/list.ts';
@@ -19,42 +18,7 @@ afterAll(async () => {
   await t.close();
 });
 
-async function collection(): Promise<number> {
-  const [r] = await t.deps.sql<{ id: number }[]>`insert into collections (name) values (${uniq('col')}) returning id`;
-  return r!.id;
-}
-async function klass(collectionId: number): Promise<{ id: number; name: string }> {
-  const name = uniq('class');
-  const [r] = await t.deps.sql<{ id: number }[]>`insert into classes (name, collection_id) values (${name}, ${collectionId}) returning id`;
-  return { id: r!.id, name };
-}
-async function object(classId: number, collectionId: number, data: unknown = {}, name = uniq('obj')): Promise<number> {
-  const [r] = await t.deps.sql<{ id: number }[]>`
-    insert into objects (name, class_id, collection_id, json_data) values (${name}, ${classId}, ${collectionId}, ${t.deps.sql.json(data as never)}) returning id`;
-  return r!.id;
-}
-async function classRelation(from: number, to: number): Promise<number> {
-  const [r] = await t.deps.sql<
-    { id: number }[]
-  >`insert into class_relations (from_class_id, to_class_id) values (${from}, ${to}) returning id`;
-  return r!.id;
-}
-async function objectRelation(cr: number, from: number, to: number): Promise<void> {
-  await t.deps.sql`insert into object_relations (class_relation_id, from_object_id, to_object_id) values (${cr}, ${from}, ${to})`;
-}
-async function caller(grants: [number, string[]][], scope: TokenScopeValue | null = null): Promise<{ token: string; auth: Authority }> {
-  const sql = t.deps.sql;
-  const [p] = await sql<{ id: number }[]>`insert into principals (kind, name) values ('human', ${uniq('u')}) returning id`;
-  const [g] = await sql<{ id: number }[]>`insert into groups (name) values (${uniq('g')}) returning id`;
-  await sql`insert into group_members (group_id, principal_id) values (${g!.id}, ${p!.id})`;
-  for (const [cid, perms] of grants) {
-    for (const perm of perms)
-      await sql`insert into collection_permissions (collection_id, group_id, permission) values (${cid}, ${g!.id}, ${perm})`;
-  }
-  const raw = newRawToken();
-  await insertToken(sql, { principalId: p!.id, hash: hashToken(t.deps.tokenKey, raw), expiresAt: new Date(Date.now() + 3600_000), scope });
-  return { token: raw, auth: { principal: { id: p!.id }, isAdmin: false, token: { scope } } };
-}
+const { collection, klass, object, classRelation, objectRelation, caller } = graphFixtures(() => t);
 const ADMIN: Authority = { principal: { id: 1 }, isAdmin: true, token: { scope: null } };
 
 async function list(classId: number, query: Record<string, string | number>, token?: string) {

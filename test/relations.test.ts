@@ -3,9 +3,8 @@
 // Fixtures are written with SQL (collections, classes, objects, principals, grants, tokens) so
 // these tests depend only on the relation endpoints.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
-import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
+import { eventsOf, startTestApp, type TestApp } from './helpers.ts';
+import { graphFixtures } from './graph-fixtures.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -15,39 +14,7 @@ afterAll(async () => {
   await t.close();
 });
 
-async function collection(): Promise<number> {
-  const [r] = await t.deps.sql<{ id: number }[]>`insert into collections (name) values (${uniq('col')}) returning id`;
-  return r!.id;
-}
-async function klass(collectionId: number): Promise<{ id: number; name: string }> {
-  const name = uniq('class');
-  const [r] = await t.deps.sql<{ id: number }[]>`
-    insert into classes (name, collection_id) values (${name}, ${collectionId}) returning id`;
-  return { id: r!.id, name };
-}
-async function object(classId: number, collectionId: number, name = uniq('obj')): Promise<number> {
-  const [r] = await t.deps.sql<{ id: number }[]>`
-    insert into objects (name, class_id, collection_id, json_data) values (${name}, ${classId}, ${collectionId}, '{}'::jsonb) returning id`;
-  return r!.id;
-}
-/** A principal holding `grants` through its own group, and a token (optionally scoped). */
-async function caller(grants: [number, string[]][], scope: TokenScopeValue | null = null): Promise<{ id: number; token: string }> {
-  const sql = t.deps.sql;
-  const [p] = await sql<{ id: number }[]>`insert into principals (kind, name) values ('human', ${uniq('u')}) returning id`;
-  const [g] = await sql<{ id: number }[]>`insert into groups (name) values (${uniq('g')}) returning id`;
-  await sql`insert into group_members (group_id, principal_id) values (${g!.id}, ${p!.id})`;
-  for (const [cid, perms] of grants) {
-    for (const perm of perms)
-      await sql`insert into collection_permissions (collection_id, group_id, permission) values (${cid}, ${g!.id}, ${perm})`;
-  }
-  const raw = newRawToken();
-  await insertToken(sql, { principalId: p!.id, hash: hashToken(t.deps.tokenKey, raw), expiresAt: new Date(Date.now() + 3600_000), scope });
-  return { id: p!.id, token: raw };
-}
-async function eventsOf(entityType: string, entityId: number) {
-  return t.deps.sql<{ action: string; collection_id: number | null; metadata: Record<string, unknown>; before: unknown; after: unknown }[]>`
-    select action, collection_id, metadata, before, after from events where entity_type = ${entityType} and entity_id = ${entityId} order by id`;
-}
+const { collection, klass, object, caller } = graphFixtures(() => t);
 
 const ALL_CR = ['CreateClassRelation', 'ReadClassRelation', 'DeleteClassRelation'];
 const ALL_OR = ['CreateObjectRelation', 'ReadObjectRelation', 'DeleteObjectRelation'];
@@ -85,7 +52,7 @@ describe('class relations', () => {
     });
     expect(res.headers.get('location')).toBe(`/api/v1/relations/classes/${body.id}`);
     expect(res.headers.get('etag')).toMatch(/^"svc-v1\.class_relation\./);
-    const ev = await eventsOf('class_relation', body.id as number);
+    const ev = await eventsOf(t, 'class_relation', body.id as number);
     expect(ev).toHaveLength(1);
     expect(ev[0]).toMatchObject({ action: 'created', collection_id: c1 });
     expect(ev[0]!.metadata.related_collection_ids).toEqual([c2]);
@@ -96,7 +63,7 @@ describe('class relations', () => {
     expect(rev.status, rev.text).toBe(201);
     const self = await createCR({ from_class_id: a.id, to_class_id: a.id });
     expect(self.status, self.text).toBe(201);
-    expect((await eventsOf('class_relation', (self.body as { id: number }).id))[0]!.metadata.related_collection_ids).toBeUndefined();
+    expect((await eventsOf(t, 'class_relation', (self.body as { id: number }).id))[0]!.metadata.related_collection_ids).toBeUndefined();
   });
 
   it('createClassRelation 404 for a missing class, 400 for a bad body, 401 without a token', async () => {
@@ -266,12 +233,12 @@ describe('class relations', () => {
     expect((await t.request('GET', `/api/v1/relations/classes/${crId}`)).status).toBe(404);
     expect((await t.request('GET', `/api/v1/relations/objects/${or1}`)).status).toBe(404);
     for (const id of [or1, or2]) {
-      const ev = await eventsOf('object_relation', id);
+      const ev = await eventsOf(t, 'object_relation', id);
       expect(ev.map((e) => e.action)).toEqual(['created', 'deleted']);
       expect(ev[1]).toMatchObject({ collection_id: c1, after: null });
       expect(ev[1]!.metadata.related_collection_ids).toEqual([c2]);
     }
-    const crEv = await eventsOf('class_relation', crId);
+    const crEv = await eventsOf(t, 'class_relation', crId);
     expect(crEv.map((e) => e.action)).toEqual(['created', 'deleted']);
     expect(crEv[1]!.before).toMatchObject({ id: crId });
     expect((await t.request('DELETE', `/api/v1/relations/classes/${crId}`)).status).toBe(404);
@@ -299,7 +266,7 @@ describe('object relations', () => {
     expect(body).toMatchObject({ class_relation_id: s.crId, from_object_id: a1, to_object_id: b1, revision: 1 });
     expect(res.headers.get('location')).toBe(`/api/v1/relations/objects/${body.id}`);
     expect(res.headers.get('etag')).toMatch(/^"svc-v1\.object_relation\./);
-    const ev = await eventsOf('object_relation', body.id);
+    const ev = await eventsOf(t, 'object_relation', body.id);
     expect(ev).toHaveLength(1);
     expect(ev[0]).toMatchObject({ action: 'created', collection_id: s.c1 });
     expect(ev[0]!.metadata).toMatchObject({ related_collection_ids: [s.c2], class_relation_id: s.crId });
@@ -448,7 +415,7 @@ describe('object relations', () => {
     ).toBe(412);
     const del = await t.request('DELETE', `/api/v1/relations/objects/${id}`, { headers: { 'if-match': created.headers.get('etag')! } });
     expect(del.status).toBe(204);
-    const ev = await eventsOf('object_relation', id);
+    const ev = await eventsOf(t, 'object_relation', id);
     expect(ev.map((e) => e.action)).toEqual(['created', 'deleted']);
     expect(ev[1]!.metadata.related_collection_ids).toEqual([s.c2]);
     expect((await t.request('DELETE', `/api/v1/relations/objects/${id}`)).status).toBe(404);

@@ -3,8 +3,8 @@
 // Fixtures are written with SQL so these tests depend only on the traversal endpoints.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
-import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
+import type { TokenScopeValue } from '../src/db/tokens.ts';
+import { graphFixtures } from './graph-fixtures.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -14,43 +14,11 @@ afterAll(async () => {
   await t.close();
 });
 
-async function collection(): Promise<number> {
-  const [r] = await t.deps.sql<{ id: number }[]>`insert into collections (name) values (${uniq('col')}) returning id`;
-  return r!.id;
-}
-async function klass(collectionId: number, name = uniq('class')): Promise<number> {
-  const [r] = await t.deps.sql<{ id: number }[]>`insert into classes (name, collection_id) values (${name}, ${collectionId}) returning id`;
-  return r!.id;
-}
-async function object(classId: number, collectionId: number, name = uniq('obj')): Promise<number> {
-  const [r] = await t.deps.sql<{ id: number }[]>`
-    insert into objects (name, class_id, collection_id, json_data) values (${name}, ${classId}, ${collectionId}, '{"k": 1}'::jsonb) returning id`;
-  return r!.id;
-}
-async function classRelation(from: number, to: number): Promise<number> {
-  const [r] = await t.deps.sql<
-    { id: number }[]
-  >`insert into class_relations (from_class_id, to_class_id) values (${from}, ${to}) returning id`;
-  return r!.id;
-}
-async function objectRelation(cr: number, from: number, to: number): Promise<number> {
-  const [r] = await t.deps.sql<{ id: number }[]>`
-    insert into object_relations (class_relation_id, from_object_id, to_object_id) values (${cr}, ${from}, ${to}) returning id`;
-  return r!.id;
-}
-async function caller(grants: [number, string[]][], scope: TokenScopeValue | null = null): Promise<string> {
-  const sql = t.deps.sql;
-  const [p] = await sql<{ id: number }[]>`insert into principals (kind, name) values ('human', ${uniq('u')}) returning id`;
-  const [g] = await sql<{ id: number }[]>`insert into groups (name) values (${uniq('g')}) returning id`;
-  await sql`insert into group_members (group_id, principal_id) values (${g!.id}, ${p!.id})`;
-  for (const [cid, perms] of grants) {
-    for (const perm of perms)
-      await sql`insert into collection_permissions (collection_id, group_id, permission) values (${cid}, ${g!.id}, ${perm})`;
-  }
-  const raw = newRawToken();
-  await insertToken(sql, { principalId: p!.id, hash: hashToken(t.deps.tokenKey, raw), expiresAt: new Date(Date.now() + 3600_000), scope });
-  return raw;
-}
+const graph = graphFixtures(() => t);
+const { collection, classRelation, objectRelation } = graph;
+const klass = async (collectionId: number, name?: string) => (await graph.klass(collectionId, name)).id;
+const object = (classId: number, collectionId: number) => graph.object(classId, collectionId, { k: 1 });
+const caller = async (grants: [number, string[]][], scope: TokenScopeValue | null = null) => (await graph.caller(grants, scope)).token;
 
 interface Related {
   id: number;
