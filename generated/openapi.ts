@@ -5546,7 +5546,7 @@ export interface components {
             field: "id" | "name" | "description" | "collection_id" | "created_at" | "updated_at" | "revision" | "json_data" | "validate_schema" | "json_schema" | "identity_scope" | "proper_name" | "email" | "occurred_at" | "entity_type" | "entity_id" | "entity_name" | "action" | "actor_kind" | "actor_user_id" | "initiator_user_id" | "summary" | "metadata" | "managed_by" | "external_key" | "last_sync_attempted_at" | "last_sync_success_at" | "owner_group_id" | "created_by" | "disabled_at";
             /** @enum {string} */
             operator: "equals" | "iequals" | "contains" | "icontains" | "startswith" | "istartswith" | "endswith" | "iendswith" | "like" | "regex" | "in" | "is_null" | "gt" | "gte" | "lt" | "lte" | "between" | "within_network" | "contains_network" | "contains_ip" | "overlaps_network" | "inet_equals" | "all" | "array_length" | "has_key";
-            /** @description Dotted JSON path (e.g. `hardware.cpu.count`); required for the JSON fields `json_data`, `json_schema`, `metadata` and rejected for every other field. */
+            /** @description Dotted JSON path (e.g. `hardware.cpu.count`, `nics.mac-address`) of non-empty object keys separated by dots (a key cannot contain a dot or a control character); required for the JSON fields `json_data`, `json_schema`, `metadata` and rejected for every other field. */
             path?: string;
             /**
              * @description Required for every operator except `is_null`, which takes no value (wrap it in `not`

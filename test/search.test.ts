@@ -460,6 +460,22 @@ describe('searchStructured: classes and objects', () => {
     expect(await q(field('json_data', 'equals', 'x', 'missing.path'))).toEqual([]);
   });
 
+  it('searchStructured 200: JSON path segments may hold any characters but dots (hyphens, spaces); empty segments are 400', async () => {
+    const col = await collection(`${P}-keys`);
+    const k = await cls(`${P}-nic`, col);
+    await obj(`${P}-nic1`, k, col, { 'mac-address': '00:11:22:33:44:55', 'port name': { 'link-speed': 10 } });
+    await obj(`${P}-nic2`, k, col, { 'mac-address': '66:77:88:99:aa:bb' });
+    const q = async (filter: unknown) => names(objectsOf(k, filter));
+    expect(await q(field('json_data', 'equals', '00:11:22:33:44:55', 'mac-address'))).toEqual([`${P}-nic1`]);
+    expect(await q(field('json_data', 'gte', 10, 'port name.link-speed'))).toEqual([`${P}-nic1`]);
+    for (const path of ['a..b', '.a', 'a.', 'a\u0001b']) {
+      const res = await t.request('POST', '/api/v1/search', {
+        body: { version: 1, target: { kind: 'object', class: { id: k } }, filter: field('json_data', 'equals', 1, path) },
+      });
+      expect(res.status, path).toBe(400);
+    }
+  });
+
   it('searchStructured 200: object text and integer fields, sorted', async () => {
     expect(
       await names(

@@ -261,8 +261,8 @@ export function planPredicate(raw: unknown, kind: TargetKind, path: string): Pla
   if (def.type === 'json') {
     if (typeof p.path !== 'string' || p.path === '') throw invalid(`${path}.path`, `the JSON field ${p.field} needs a dotted path`);
     segments = p.path.split('.');
-    if (segments.length > LIMITS.pathSegments || segments.some((s) => s === '' || !/^[A-Za-z0-9_$]+$/.test(s)))
-      throw invalid(`${path}.path`, `a path has 1 to ${LIMITS.pathSegments} dot-separated segments of letters, digits, _ and $`);
+    if (segments.length > LIMITS.pathSegments || segments.some((s) => s === '' || /[\u0000-\u001f]/.test(s)))
+      throw invalid(`${path}.path`, `a path has 1 to ${LIMITS.pathSegments} non-empty dot-separated keys without control characters`);
   } else if (p.path !== undefined) {
     throw invalid(`${path}.path`, `field ${p.field} is not a JSON field and takes no path`);
   }
