@@ -3,7 +3,7 @@
 // templates is in test/exports.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { addMember, createGroup, createHuman, eventsOf, tokenFor, type Human } from './iam-fixtures.ts';
+import { eventsOf, tokenFor, grant, userWith } from './iam-fixtures.ts';
 
 let t: TestApp;
 let colA: number;
@@ -18,19 +18,6 @@ async function createCollection(name = uniq('col')): Promise<number> {
   const res = await post('/api/v1/collections', { name });
   expect(res.status, res.text).toBe(201);
   return (res.body as { id: number }).id;
-}
-
-async function grant(collectionId: number, groupId: number, perms: string[]) {
-  const res = await post(`/api/v1/collections/${collectionId}/permissions/group/${groupId}`, perms);
-  expect([200, 201, 204], res.text).toContain(res.status);
-}
-
-async function userWith(grants: [number, string[]][]): Promise<Human & { groupId: number }> {
-  const h = await createHuman(t);
-  const g = await createGroup(t);
-  await addMember(t, g.id, h.id);
-  for (const [cid, perms] of grants) await grant(cid, g.id, perms);
-  return { ...h, groupId: g.id };
 }
 
 type Tpl = Record<string, unknown> & { id: number; name: string; revision: number; collection_id: number };
@@ -135,9 +122,9 @@ describe('createExportTemplate', () => {
   });
 
   it('403 without CreateTemplate; 401 without a token', async () => {
-    const u = await userWith([[colA, ['ReadTemplate']]]);
+    const u = await userWith(t, [[colA, ['ReadTemplate']]]);
     expect((await post('/api/v1/export-templates', body(), u.token)).status).toBe(403);
-    const writer = await userWith([[colA, ['CreateTemplate']]]);
+    const writer = await userWith(t, [[colA, ['CreateTemplate']]]);
     await createTemplate({}, writer.token);
     expect((await t.request('POST', '/api/v1/export-templates', { token: null, body: body() })).status).toBe(401);
   });
@@ -152,13 +139,13 @@ describe('getExportTemplate', () => {
     expect(res.headers.get('etag')).toMatch(/\.1"$/);
     expect((await t.request('GET', '/api/v1/export-templates/2000000000')).status).toBe(404);
     expect((await t.request('GET', '/api/v1/export-templates/0')).status).toBe(400);
-    const u = await userWith([[colA, ['ReadCollection', 'ReadClass']]]);
+    const u = await userWith(t, [[colA, ['ReadCollection', 'ReadClass']]]);
     expect((await t.request('GET', `/api/v1/export-templates/${tpl.id}`, { token: u.token })).status).toBe(403);
   });
 
   it('a resource-scoped token needs an explicit collection entry (a class entry is not enough)', async () => {
     const tpl = await createTemplate();
-    const u = await userWith([[colA, ['ReadTemplate']]]);
+    const u = await userWith(t, [[colA, ['ReadTemplate']]]);
     const classScoped = await tokenFor(t, u.id, { resources: [{ kind: 'class', id: classA }] });
     expect((await t.request('GET', `/api/v1/export-templates/${tpl.id}`, { token: classScoped })).status).toBe(403);
     const colScoped = await tokenFor(t, u.id, { resources: [{ kind: 'collection', id: colA }] });
@@ -175,7 +162,7 @@ describe('listExportTemplates', () => {
     const a = await createTemplate({ collection_id: col, name: 'b-tpl' });
     const f = await createTemplate({ collection_id: col, name: 'a-frag', kind: 'fragment', template: 'x' });
     await createTemplate({ collection_id: hidden });
-    const u = await userWith([[col, ['ReadTemplate']]]);
+    const u = await userWith(t, [[col, ['ReadTemplate']]]);
     const res = await t.request('GET', '/api/v1/export-templates', { token: u.token });
     expect(res.status, res.text).toBe(200);
     expect((res.body as Tpl[]).map((r) => r.id)).toEqual([a.id, f.id]);
@@ -266,20 +253,20 @@ describe('updateExportTemplate', () => {
 
   it('moving needs UpdateTemplate here and CreateTemplate on the destination (403 otherwise)', async () => {
     const tpl = await createTemplate();
-    const u = await userWith([
+    const u = await userWith(t, [
       [colA, ['UpdateTemplate']],
       [colB, ['ReadTemplate']],
     ]);
     expect((await t.request('PATCH', `/api/v1/export-templates/${tpl.id}`, { token: u.token, body: { collection_id: colB } })).status).toBe(
       403,
     );
-    await grant(colB, u.groupId, ['CreateTemplate']);
+    await grant(t, colB, u.groupId, ['CreateTemplate']);
     const moved = await t.request('PATCH', `/api/v1/export-templates/${tpl.id}`, { token: u.token, body: { collection_id: colB } });
     expect(moved.status, moved.text).toBe(200);
     expect((moved.body as Tpl).collection_id).toBe(colB);
     const ev = await eventsOf(t, 'export_template', tpl.id);
     expect(ev.at(-1)!.metadata).toMatchObject({ from_collection_id: colA, to_collection_id: colB, related_collection_ids: [colA] });
-    const reader = await userWith([[colB, ['ReadTemplate']]]);
+    const reader = await userWith(t, [[colB, ['ReadTemplate']]]);
     expect(
       (await t.request('PATCH', `/api/v1/export-templates/${tpl.id}`, { token: reader.token, body: { description: 'z' } })).status,
     ).toBe(403);
@@ -305,7 +292,7 @@ describe('deleteExportTemplate', () => {
       headers: { 'if-match': '"svc-v1.export_template.x.9"' },
     });
     expect(stale.status).toBe(412);
-    const u = await userWith([[colA, ['ReadTemplate', 'UpdateTemplate']]]);
+    const u = await userWith(t, [[colA, ['ReadTemplate', 'UpdateTemplate']]]);
     expect((await t.request('DELETE', `/api/v1/export-templates/${tpl.id}`, { token: u.token })).status).toBe(403);
     expect((await t.request('GET', `/api/v1/export-templates/${tpl.id}`)).status).toBe(200);
   });
@@ -324,9 +311,9 @@ describe('listExportTemplateEvents', () => {
     ]);
     expect(res.headers.get('x-total-count')).toBe('2');
     expect((await t.request('GET', '/api/v1/export-templates/2000000000/events')).status).toBe(404);
-    const u = await userWith([[colA, ['ReadTemplate']]]);
+    const u = await userWith(t, [[colA, ['ReadTemplate']]]);
     expect((await t.request('GET', `/api/v1/export-templates/${tpl.id}/events`, { token: u.token })).status).toBe(403);
-    const auditor = await userWith([[colA, ['ReadAudit']]]);
+    const auditor = await userWith(t, [[colA, ['ReadAudit']]]);
     const seen = await t.request('GET', `/api/v1/export-templates/${tpl.id}/events`, { token: auditor.token });
     expect((seen.body as unknown[]).length).toBe(2);
   });

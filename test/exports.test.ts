@@ -2,7 +2,7 @@
 // runTaskOnce, output reads (getExportOutput) and the export task (getExport).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { addMember, createGroup, createHuman, tokenFor, type Human } from './iam-fixtures.ts';
+import { tokenFor, grant, userWith } from './iam-fixtures.ts';
 import { runTaskOnce, TaskCancelledError, type TaskRunContext } from '../src/workers/tasks.ts';
 import { executeExport } from '../src/workers/export.ts';
 import { withTx } from '../src/db/tx.ts';
@@ -35,19 +35,6 @@ async function post(path: string, body: unknown, token = t.adminToken, headers: 
 async function created(res: { status: number; text: string; body: unknown }): Promise<number> {
   expect(res.status, res.text).toBe(201);
   return (res.body as { id: number }).id;
-}
-
-async function grant(collectionId: number, groupId: number, perms: string[]) {
-  const res = await post(`/api/v1/collections/${collectionId}/permissions/group/${groupId}`, perms);
-  expect([200, 201, 204], res.text).toContain(res.status);
-}
-
-async function userWith(grants: [number, string[]][]): Promise<Human & { groupId: number }> {
-  const h = await createHuman(t);
-  const g = await createGroup(t);
-  await addMember(t, g.id, h.id);
-  for (const [cid, perms] of grants) await grant(cid, g.id, perms);
-  return { ...h, groupId: g.id };
 }
 
 /** Submits an export and returns the queued task. */
@@ -179,14 +166,14 @@ describe('createExport', () => {
 
   it('403 without ReadClass on the class, ReadObject on the start object or ReadTemplate on the template; 401 without a token', async () => {
     const tpl = await createTemplate({ template: 'x' });
-    const u = await userWith([[col, ['ReadCollection']]]);
+    const u = await userWith(t, [[col, ['ReadCollection']]]);
     expect((await post('/api/v1/exports', { scope: { kind: 'objects_in_class', class_id: klass } }, u.token)).status).toBe(403);
     expect(
       (await post('/api/v1/exports', { scope: { kind: 'related_objects', class_id: klass, object_id: objs[0] } }, u.token)).status,
     ).toBe(403);
     expect((await post('/api/v1/exports', { scope: { kind: 'classes' }, template_id: tpl.id }, u.token)).status).toBe(403);
     const scoped = await tokenFor(t, u.id, { resources: [{ kind: 'class', id: klass }] });
-    await grant(col, u.groupId, ['ReadTemplate']);
+    await grant(t, col, u.groupId, ['ReadTemplate']);
     expect((await post('/api/v1/exports', { scope: { kind: 'classes' }, template_id: tpl.id }, scoped)).status).toBe(403);
     expect((await post('/api/v1/exports', { scope: { kind: 'classes' }, template_id: tpl.id }, u.token)).status).toBe(202);
     expect((await t.request('POST', '/api/v1/exports', { token: null, body: { scope: { kind: 'classes' } } })).status).toBe(401);
@@ -265,7 +252,7 @@ describe('export executor', () => {
   });
 
   it('exports only what the submitter may read, within its token scope (the snapshot taken at submission)', async () => {
-    const u = await userWith([[col, ['ReadCollection', 'ReadClass', 'ReadObject']]]);
+    const u = await userWith(t, [[col, ['ReadCollection', 'ReadClass', 'ReadObject']]]);
     const classes = await exportJson({ scope: { kind: 'classes' } }, u.token);
     expect(classes.items.map((i) => i.id).sort()).toEqual([klass, otherClass].sort());
     const scoped = await tokenFor(t, u.id, { resources: [{ kind: 'class', id: klass }] });
@@ -281,7 +268,7 @@ describe('export executor', () => {
   });
 
   it('re-checks authority when it runs: a grant revoked after submission fails the task closed', async () => {
-    const u = await userWith([[col, ['ReadClass', 'ReadObject']]]);
+    const u = await userWith(t, [[col, ['ReadClass', 'ReadObject']]]);
     const task = await submit({ scope: { kind: 'objects_in_class', class_id: klass } }, u.token);
     const revoke = await t.request('DELETE', `/api/v1/collections/${col}/permissions/group/${u.groupId}/ReadClass`);
     expect(revoke.status, revoke.text).toBeLessThan(300);
@@ -441,7 +428,7 @@ describe('runExportTemplate', () => {
     expect((await post(`/api/v1/export-templates/${tpl.id}/exports`, { scope: { kind: 'classes' }, template_id: tpl.id })).status).toBe(
       400,
     );
-    const u = await userWith([[col, ['ReadClass']]]);
+    const u = await userWith(t, [[col, ['ReadClass']]]);
     expect((await post(`/api/v1/export-templates/${tpl.id}/exports`, { scope: { kind: 'classes' } }, u.token)).status).toBe(403);
     const key = uniq('key');
     const first = await post(`/api/v1/export-templates/${tpl.id}/exports`, { scope: { kind: 'classes' } }, t.adminToken, {
@@ -457,13 +444,13 @@ describe('runExportTemplate', () => {
 
 describe('getExport', () => {
   it('200 for the submitter and an unscoped admin; 404 for others, for other task kinds and missing tasks', async () => {
-    const u = await userWith([[col, ['ReadClass']]]);
+    const u = await userWith(t, [[col, ['ReadClass']]]);
     const task = await submit({ scope: { kind: 'classes' } }, u.token);
     const own = await t.request('GET', `/api/v1/exports/${task.id}`, { token: u.token });
     expect(own.status).toBe(200);
     expect(own.body).toMatchObject({ id: task.id, kind: 'export', status: 'queued' });
     expect((await t.request('GET', `/api/v1/exports/${task.id}`)).status).toBe(200);
-    const other = await userWith([[col, ['ReadClass']]]);
+    const other = await userWith(t, [[col, ['ReadClass']]]);
     expect((await t.request('GET', `/api/v1/exports/${task.id}`, { token: other.token })).status).toBe(404);
     const scopedAdmin = await tokenFor(t, 1, { permissions: ['ReadClass'] });
     expect((await t.request('GET', `/api/v1/exports/${task.id}`, { token: scopedAdmin })).status).toBe(404);
@@ -494,7 +481,7 @@ describe('getExportOutput', () => {
     expect(early.status).toBe(404);
     await run(task.id);
     expect((await output(task.id)).status).toBe(200);
-    const u = await userWith([[col, ['ReadClass']]]);
+    const u = await userWith(t, [[col, ['ReadClass']]]);
     expect((await output(task.id, u.token)).status).toBe(404);
     const [exp] = await t.deps.sql<{ expires: Date }[]>`select output_expires_at as expires from tasks where id = ${task.id}`;
     const hours = (exp!.expires.getTime() - Date.now()) / 3_600_000;

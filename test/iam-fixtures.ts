@@ -53,6 +53,21 @@ export async function addMember(t: TestApp, groupId: number, principalId: number
   expect(res.status, res.text).toBe(201);
 }
 
+/** Grants `perms` on a collection to a group through the permissions API. */
+export async function grant(t: TestApp, collectionId: number, groupId: number, perms: string[]): Promise<void> {
+  const res = await t.request('POST', `/api/v1/collections/${collectionId}/permissions/group/${groupId}`, { body: perms });
+  expect(res.status, res.text).toBe(200);
+}
+
+/** A human in a fresh group holding `perms` on each collection given. */
+export async function userWith(t: TestApp, grants: [number, string[]][]): Promise<Human & { groupId: number }> {
+  const h = await createHuman(t);
+  const g = await createGroup(t);
+  await addMember(t, g.id, h.id);
+  for (const [cid, perms] of grants) await grant(t, cid, g.id, perms);
+  return { ...h, groupId: g.id };
+}
+
 export async function adminGroupId(t: TestApp): Promise<number> {
   const [g] = await t.deps.sql<{ id: number }[]>`
     select id from groups where name = ${t.deps.config.SVC_ADMIN_GROUPNAME} and identity_scope = ${t.deps.config.SVC_ADMIN_IDENTITY_SCOPE}`;

@@ -3,7 +3,7 @@
 // per-item authorization, identities, remote targets, cancel), and the task and result reads.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { addMember, approve, createGroup, createHuman, tokenFor, type Human } from './iam-fixtures.ts';
+import { approve, createGroup, createHuman, tokenFor, userWith } from './iam-fixtures.ts';
 import { runTaskOnce, TaskCancelledError, type TaskRunContext } from '../src/workers/tasks.ts';
 import { executeImport } from '../src/workers/import.ts';
 import { withTx } from '../src/db/tx.ts';
@@ -75,19 +75,6 @@ async function createCollection(name = uniq('col')): Promise<number> {
   const res = await t.request('POST', '/api/v1/collections', { body: { name } });
   expect(res.status, res.text).toBe(201);
   return (res.body as { id: number }).id;
-}
-
-async function grant(collectionId: number, groupId: number, perms: string[]) {
-  const res = await t.request('POST', `/api/v1/collections/${collectionId}/permissions/group/${groupId}`, { body: perms });
-  expect(res.status, res.text).toBe(200);
-}
-
-async function userWith(grants: [number, string[]][]): Promise<Human & { groupId: number }> {
-  const h = await createHuman(t);
-  const g = await createGroup(t);
-  await addMember(t, g.id, h.id);
-  for (const [cid, perms] of grants) await grant(cid, g.id, perms);
-  return { ...h, groupId: g.id };
 }
 
 beforeAll(async () => {
@@ -482,7 +469,7 @@ describe('import executor', () => {
     const theirs = await createCollection();
     const [mineName] = await t.deps.sql<{ name: string }[]>`select name from collections where id = ${mine}`;
     const [theirsName] = await t.deps.sql<{ name: string }[]>`select name from collections where id = ${theirs}`;
-    const user = await userWith([[mine, ['CreateClass', 'CreateObject']]]);
+    const user = await userWith(t, [[mine, ['CreateClass', 'CreateObject']]]);
     const { task, results: rows } = await runImport(
       body(
         {
@@ -507,7 +494,7 @@ describe('import executor', () => {
   it('items are authorized with the token scope snapshot: a scoped token fails closed', async () => {
     const mine = await createCollection();
     const [c] = await t.deps.sql<{ name: string }[]>`select name from collections where id = ${mine}`;
-    const user = await userWith([[mine, ['CreateClass']]]);
+    const user = await userWith(t, [[mine, ['CreateClass']]]);
     const scoped = await tokenFor(t, user.id, { permissions: ['ReadCollection'] });
     const { task, results: rows } = await runImport(
       body({ classes: [{ name: uniq('k'), collection_key: { name: c!.name, path: [c!.name] } }] }),

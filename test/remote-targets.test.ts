@@ -2,7 +2,7 @@
 // executor runs in test/remote-targets-invoke.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { addMember, createGroup, createHuman, tokenFor, type Human } from './iam-fixtures.ts';
+import { tokenFor, grant, userWith } from './iam-fixtures.ts';
 import { compileTemplate, renderCall, renderTemplate, TemplateError } from '../src/domain/remote-targets.ts';
 
 let t: TestApp;
@@ -33,20 +33,6 @@ async function createObject(classId: number, data: unknown = { a: 1 }): Promise<
   const res = await post(`/api/v1/classes/${classId}/objects`, { name: uniq('obj'), json_data: data });
   expect(res.status, res.text).toBe(201);
   return (res.body as { id: number }).id;
-}
-
-async function grant(collectionId: number, groupId: number, perms: string[]) {
-  const res = await post(`/api/v1/collections/${collectionId}/permissions/group/${groupId}`, perms);
-  expect([200, 201, 204], res.text).toContain(res.status);
-}
-
-/** A human in a fresh group holding `perms` on each collection given. */
-async function userWith(grants: [number, string[]][]): Promise<Human & { groupId: number }> {
-  const h = await createHuman(t);
-  const g = await createGroup(t);
-  await addMember(t, g.id, h.id);
-  for (const [cid, perms] of grants) await grant(cid, g.id, perms);
-  return { ...h, groupId: g.id };
 }
 
 function target(overrides: Record<string, unknown> = {}) {
@@ -184,7 +170,7 @@ describe('createRemoteTarget', () => {
   });
 
   it('403 without CreateRemoteTarget on the collection', async () => {
-    const u = await userWith([[colA, ['ReadRemoteTarget']]]);
+    const u = await userWith(t, [[colA, ['ReadRemoteTarget']]]);
     const res = await post('/api/v1/remote-targets', target(), u.token);
     expect(res.status).toBe(403);
     const none = await post('/api/v1/remote-targets', target(), null as unknown as string);
@@ -200,15 +186,15 @@ describe('getRemoteTarget', () => {
     expect(res.body).toEqual(rt);
     expect(res.headers.get('etag')).toBeTruthy();
     expect((await t.request('GET', '/api/v1/remote-targets/2000000000')).status).toBe(404);
-    const u = await userWith([[colA, ['ReadCollection']]]);
+    const u = await userWith(t, [[colA, ['ReadCollection']]]);
     expect((await t.request('GET', `/api/v1/remote-targets/${rt.id}`, { token: u.token })).status).toBe(403);
-    const reader = await userWith([[colA, ['ReadRemoteTarget']]]);
+    const reader = await userWith(t, [[colA, ['ReadRemoteTarget']]]);
     expect((await t.request('GET', `/api/v1/remote-targets/${rt.id}`, { token: reader.token })).status).toBe(200);
   });
 
   it('scoped tokens need an explicit collection entry', async () => {
     const rt = await createTarget();
-    const reader = await userWith([[colA, ['ReadRemoteTarget', 'ReadClass']]]);
+    const reader = await userWith(t, [[colA, ['ReadRemoteTarget', 'ReadClass']]]);
     const colScoped = await tokenFor(t, reader.id, { resources: [{ kind: 'collection', id: colA }] });
     expect((await t.request('GET', `/api/v1/remote-targets/${rt.id}`, { token: colScoped })).status).toBe(200);
     const classScoped = await tokenFor(t, reader.id, { resources: [{ kind: 'class', id: classA }] });
@@ -266,18 +252,18 @@ describe('updateRemoteTarget', () => {
 
   it('moving needs UpdateRemoteTarget here and CreateRemoteTarget on the destination', async () => {
     const rt = await createTarget();
-    const u = await userWith([
+    const u = await userWith(t, [
       [colA, ['UpdateRemoteTarget']],
       [colB, ['ReadRemoteTarget']],
     ]);
     expect((await t.request('PATCH', `/api/v1/remote-targets/${rt.id}`, { token: u.token, body: { collection_id: colB } })).status).toBe(
       403,
     );
-    await grant(colB, u.groupId, ['CreateRemoteTarget']);
+    await grant(t, colB, u.groupId, ['CreateRemoteTarget']);
     const moved = await t.request('PATCH', `/api/v1/remote-targets/${rt.id}`, { token: u.token, body: { collection_id: colB } });
     expect(moved.status, moved.text).toBe(200);
     expect((moved.body as { collection_id: number }).collection_id).toBe(colB);
-    const reader = await userWith([[colA, ['ReadRemoteTarget']]]);
+    const reader = await userWith(t, [[colA, ['ReadRemoteTarget']]]);
     expect((await t.request('PATCH', `/api/v1/remote-targets/${rt.id}`, { token: reader.token, body: { description: 'x' } })).status).toBe(
       403,
     );
@@ -287,7 +273,7 @@ describe('updateRemoteTarget', () => {
 describe('deleteRemoteTarget', () => {
   it('204 then 404, with a deleted event; 403 without DeleteRemoteTarget', async () => {
     const rt = await createTarget();
-    const u = await userWith([[colA, ['ReadRemoteTarget', 'UpdateRemoteTarget']]]);
+    const u = await userWith(t, [[colA, ['ReadRemoteTarget', 'UpdateRemoteTarget']]]);
     expect((await t.request('DELETE', `/api/v1/remote-targets/${rt.id}`, { token: u.token })).status).toBe(403);
     expect((await t.request('DELETE', `/api/v1/remote-targets/${rt.id}`)).status).toBe(204);
     expect((await t.request('GET', `/api/v1/remote-targets/${rt.id}`)).status).toBe(404);
@@ -317,7 +303,7 @@ describe('listRemoteTargets', () => {
     const a = await createTarget({ collection_id: col1, name: uniq('alpha'), method: 'get', body_template: null, headers_template: {} });
     const b = await createTarget({ collection_id: col1, name: uniq('beta'), method: 'post' });
     const c = await createTarget({ collection_id: col2, name: uniq('gamma'), method: 'post' });
-    const u = await userWith([[col1, ['ReadRemoteTarget']]]);
+    const u = await userWith(t, [[col1, ['ReadRemoteTarget']]]);
     const mine = await t.request('GET', '/api/v1/remote-targets', { token: u.token });
     expect(mine.status).toBe(200);
     expect((mine.body as { id: number }[]).map((r) => r.id)).toEqual([a.id, b.id]);
@@ -347,7 +333,7 @@ describe('listRemoteTargets', () => {
     const col2 = await createCollection();
     const a = await createTarget({ collection_id: col1 });
     await createTarget({ collection_id: col2 });
-    const u = await userWith([
+    const u = await userWith(t, [
       [col1, ['ReadRemoteTarget']],
       [col2, ['ReadRemoteTarget']],
     ]);
@@ -452,9 +438,9 @@ describe('invokeRemoteTarget (queueing)', () => {
 
   it('403 without ExecuteRemoteTarget or without read permission on the subject; ReadRemoteTarget is not needed', async () => {
     const rt = await createTarget({ allowed_subject_types: ['object', 'collection'], class_id: classA });
-    const noExec = await userWith([[colA, ['ReadRemoteTarget', 'ReadCollection', 'ReadObject']]]);
+    const noExec = await userWith(t, [[colA, ['ReadRemoteTarget', 'ReadCollection', 'ReadObject']]]);
     expect((await invoke(rt.id, { subject: { type: 'collection', id: colA } }, { token: noExec.token })).status).toBe(403);
-    const noRead = await userWith([[colA, ['ExecuteRemoteTarget', 'ReadCollection']]]);
+    const noRead = await userWith(t, [[colA, ['ExecuteRemoteTarget', 'ReadCollection']]]);
     expect((await invoke(rt.id, { subject: { type: 'object', class_id: classA, object_id: objA } }, { token: noRead.token })).status).toBe(
       403,
     );
@@ -465,7 +451,7 @@ describe('invokeRemoteTarget (queueing)', () => {
 
   it('a scoped token records its scope snapshot on the task', async () => {
     const rt = await createTarget();
-    const u = await userWith([[colA, ['ExecuteRemoteTarget', 'ReadCollection']]]);
+    const u = await userWith(t, [[colA, ['ExecuteRemoteTarget', 'ReadCollection']]]);
     const scope = { permissions: ['ExecuteRemoteTarget', 'ReadCollection'], resources: [{ kind: 'collection' as const, id: colA }] };
     const token = await tokenFor(t, u.id, scope);
     const res = await invoke(rt.id, { subject: { type: 'collection', id: colA } }, { token });
@@ -482,7 +468,7 @@ describe('invokeRemoteTarget (queueing)', () => {
     const small = await startTestApp({ SVC_REMOTE_CALL_MAX_ACTIVE_TASKS_PER_USER: 2 });
     try {
       const rt = await createTarget();
-      const u = await userWith([[colA, ['ExecuteRemoteTarget', 'ReadCollection']]]);
+      const u = await userWith(t, [[colA, ['ExecuteRemoteTarget', 'ReadCollection']]]);
       const call = (key?: string) =>
         small.request('POST', `/api/v1/remote-targets/${rt.id}/invoke`, {
           token: u.token,
