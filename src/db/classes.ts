@@ -6,6 +6,7 @@ import type { ListSpec, ParsedList } from '../http/list-query.ts';
 import { appendEvent, type Actor, type NewEvent } from './events.ts';
 import { objectView, type ObjectRow } from './objects.ts';
 import { computedFieldView, lockClassFieldRows } from './computed-fields.ts';
+import type { ClassRelationRow, ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
 
 registerUniqueMessage('classes_name_key', 'a class with this name already exists');
 
@@ -253,19 +254,7 @@ export async function deleteClassCascade(tx: TransactionSql, actor: Actor, cls: 
   const objects = await tx<ObjectRow[]>`
     select o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision
     from objects o where o.class_id = ${cls.id}::int order by o.id for update`;
-  const objectRelations = await tx<
-    {
-      id: number;
-      class_relation_id: number;
-      from_object_id: number;
-      to_object_id: number;
-      created_at: Date;
-      updated_at: Date;
-      revision: number;
-      from_collection_id: number;
-      to_collection_id: number;
-    }[]
-  >`
+  const objectRelations = await tx<(ObjectRelationRow & RelationEnds)[]>`
     select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision,
       fo.collection_id as from_collection_id, t.collection_id as to_collection_id
     from object_relations r
@@ -274,22 +263,7 @@ export async function deleteClassCascade(tx: TransactionSql, actor: Actor, cls: 
     where fo.class_id = ${cls.id}::int or t.class_id = ${cls.id}::int
       or r.class_relation_id in (select cr.id from class_relations cr where cr.from_class_id = ${cls.id}::int or cr.to_class_id = ${cls.id}::int)
     order by r.id for update of r`;
-  const classRelations = await tx<
-    {
-      id: number;
-      from_class_id: number;
-      to_class_id: number;
-      forward_alias: string | null;
-      reverse_alias: string | null;
-      from_max_relations: number | null;
-      to_max_relations: number | null;
-      created_at: Date;
-      updated_at: Date;
-      revision: number;
-      from_collection_id: number;
-      to_collection_id: number;
-    }[]
-  >`
+  const classRelations = await tx<(ClassRelationRow & RelationEnds)[]>`
     select cr.id, cr.from_class_id, cr.to_class_id, cr.forward_alias, cr.reverse_alias, cr.from_max_relations, cr.to_max_relations,
       cr.created_at, cr.updated_at, cr.revision, fk.collection_id as from_collection_id, tk.collection_id as to_collection_id
     from class_relations cr

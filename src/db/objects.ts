@@ -9,6 +9,7 @@ import { appendEvent, type Actor, type NewEvent } from './events.ts';
 import type { AuthInfo } from '../http/auth.ts';
 import { evalExpr, evalSetExpr, type ActiveFields } from './computed-fields.ts';
 import { parseComputedName, type ComputedDef } from '../domain/computed.ts';
+import type { ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
 
 registerUniqueMessage('objects_class_name_key', 'an object with this name already exists in this class');
 
@@ -323,19 +324,7 @@ export async function updateObjectRow(
 
 /** Deletes an object (locked by the caller) and its relations, with a `deleted` event for each relation. */
 export async function deleteObjectWithRelations(tx: TransactionSql, actor: Actor, obj: ObjectRow): Promise<number> {
-  const rels = await tx<
-    {
-      id: number;
-      class_relation_id: number;
-      from_object_id: number;
-      to_object_id: number;
-      created_at: Date;
-      updated_at: Date;
-      revision: number;
-      from_collection_id: number;
-      to_collection_id: number;
-    }[]
-  >`
+  const rels = await tx<(ObjectRelationRow & RelationEnds)[]>`
     select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision,
       fo.collection_id as from_collection_id, t.collection_id as to_collection_id
     from object_relations r join objects fo on fo.id = r.from_object_id join objects t on t.id = r.to_object_id

@@ -9,7 +9,13 @@ import { classWhere, objectWhere } from './authz.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import type { ListSpec, ParsedList } from '../http/list-query.ts';
 import { conflict } from '../http/errors.ts';
-import { classRelationView, objectRelationView, type ClassRelationRow, type ObjectRelationRow } from '../domain/relations.ts';
+import {
+  classRelationView,
+  objectRelationView,
+  type ClassRelationRow,
+  type ObjectRelationRow,
+  type RelationEnds,
+} from '../domain/relations.ts';
 
 registerUniqueMessage('class_relations_pair_key', 'a class relation between these two classes (in this direction) already exists');
 registerUniqueMessage('object_relations_pair_key', 'this object relation already exists');
@@ -41,10 +47,7 @@ function classRelationCols(db: Db): Fragment {
 }
 
 /** A class relation with the collections of its two classes (for authorization and events). */
-export interface ClassRelationWithEnds extends ClassRelationRow {
-  from_collection_id: number;
-  to_collection_id: number;
-}
+export type ClassRelationWithEnds = ClassRelationRow & RelationEnds;
 
 /**
  * The class relation with its ends' collections; `lock` takes a row lock on the relation
@@ -186,11 +189,9 @@ function objectRelationCols(db: Db): Fragment {
 }
 
 /** An object relation with the classes and collections of its two objects. */
-export interface ObjectRelationWithEnds extends ObjectRelationRow {
+export interface ObjectRelationWithEnds extends ObjectRelationRow, RelationEnds {
   from_class_id: number;
   to_class_id: number;
-  from_collection_id: number;
-  to_collection_id: number;
 }
 
 function objectRelationEndCols(db: Db): Fragment {
@@ -304,11 +305,7 @@ export function listObjectRelationRows(db: Db, parsed: ParsedList, where: Fragme
   });
 }
 
-export function objectRelationEvent(
-  r: ObjectRelationRow,
-  ends: { from_collection_id: number; to_collection_id: number },
-  action: 'created' | 'deleted',
-): NewEvent {
+export function objectRelationEvent(r: ObjectRelationRow, ends: RelationEnds, action: 'created' | 'deleted'): NewEvent {
   const view = objectRelationView(r);
   return {
     entityType: OBJECT_RELATION_KIND,

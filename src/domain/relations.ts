@@ -43,6 +43,12 @@ export interface ObjectRelationRow {
   revision: number;
 }
 
+/** The collections of a relation's two ends. */
+export interface RelationEnds {
+  from_collection_id: number;
+  to_collection_id: number;
+}
+
 /** The public class relation (also its audit snapshot). */
 export function classRelationView(r: ClassRelationRow): Record<string, unknown> {
   return {
