@@ -12,7 +12,14 @@ import { ApiError } from '../http/errors.ts';
 import { compileTemplate, renderTemplate, SECRET_ALIAS, TemplateError } from '../domain/remote-targets.ts';
 import { templateLimits } from '../domain/templates.ts';
 import { jsonEqual, parsePointer } from '../domain/json-patch.ts';
-import { HEADER_NAME, OutboundError, outboundRequest, parseOutboundUrl, type OutboundResponse } from '../outbound/http.ts';
+import {
+  HEADER_NAME,
+  OutboundError,
+  outboundRequest,
+  parseOutboundUrl,
+  TRANSPORT_HEADERS,
+  type OutboundResponse,
+} from '../outbound/http.ts';
 import type { ConfigProblem, EventEnvelope, SendInput, SendResult, SinkDefinition, SinkTransport } from './types.ts';
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 65_536;
@@ -27,22 +34,7 @@ const MAX_BODY_TEMPLATE = 1_048_576;
 const SAVE_TIME_RECURSION_LIMIT = 64;
 
 /** Headers the transport or the delivery protocol owns (besides any X-Svc-* name). */
-const RESERVED_HEADERS = new Set([
-  'host',
-  'content-length',
-  'content-type',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'upgrade',
-  'http2-settings',
-  'authorization',
-  'idempotency-key',
-]);
+const RESERVED_HEADERS: ReadonlySet<string> = new Set([...TRANSPORT_HEADERS, 'content-type', 'authorization', 'idempotency-key']);
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 export const WEBHOOK_CONFIG_MEMBERS = [
