@@ -2,10 +2,10 @@
 // grants, principals and tokens straight in SQL (these tests exercise classes and objects, not
 // the collection or IAM endpoints).
 import { expect } from 'vitest';
-import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
-import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
+import type { TokenScopeValue } from '../src/db/tokens.ts';
 import type { Permission } from '../src/domain/authz.ts';
 import { uniq, type TestApp } from './helpers.ts';
+import { tokenFor } from './iam-fixtures.ts';
 
 export async function collection(t: TestApp, parent: number | null = null): Promise<number> {
   const [c] = await t.deps.sql<{ id: number }[]>`
@@ -33,17 +33,7 @@ export async function principalWith(
   return { id: p!.id, token, groupId: g!.id };
 }
 
-export async function tokenFor(t: TestApp, principalId: number, scope: TokenScopeValue | null = null): Promise<string> {
-  const raw = newRawToken();
-  await insertToken(t.deps.sql, {
-    principalId,
-    hash: hashToken(t.deps.tokenKey, raw),
-    expiresAt: new Date(Date.now() + 3600_000),
-    scope,
-    name: 'fixture',
-  });
-  return raw;
-}
+export { tokenFor };
 
 export const ALL_CLASS_OBJECT: Permission[] = [
   'ReadCollection',
