@@ -11,8 +11,8 @@ import type { Authority } from '../domain/authz.ts';
 /** The list fields of GET /api/v1/events and its wrappers (the Ev* parameters of the contract). */
 export const EVENT_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'e.id' },
-    occurred_at: { type: 'timestamp', column: 'e.occurred_at' },
+    id: { type: 'integer', column: 'e.id', notNull: true },
+    occurred_at: { type: 'timestamp', column: 'e.occurred_at', notNull: true },
     entity_type: { type: 'text', column: 'e.entity_type', sortable: false },
     entity_id: { type: 'integer', column: 'e.entity_id', sortable: false },
     entity_name: { type: 'text', column: 'e.entity_name', sortable: false },

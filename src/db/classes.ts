@@ -114,15 +114,15 @@ function expandedCols(db: Db): Fragment {
 
 export const CLASS_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'k.id' },
-    name: { type: 'text', column: 'k.name' },
-    description: { type: 'text', column: 'k.description' },
-    collection_id: { type: 'integer', column: 'k.collection_id' },
+    id: { type: 'integer', column: 'k.id', notNull: true },
+    name: { type: 'text', column: 'k.name', notNull: true },
+    description: { type: 'text', column: 'k.description', notNull: true },
+    collection_id: { type: 'integer', column: 'k.collection_id', notNull: true },
     validate_schema: { type: 'boolean', column: 'k.validate_schema', sortable: false },
     json_schema: { type: 'json', column: 'k.json_schema' },
-    created_at: { type: 'timestamp', column: 'k.created_at' },
-    updated_at: { type: 'timestamp', column: 'k.updated_at' },
-    revision: { type: 'integer', column: 'k.revision' },
+    created_at: { type: 'timestamp', column: 'k.created_at', notNull: true },
+    updated_at: { type: 'timestamp', column: 'k.updated_at', notNull: true },
+    revision: { type: 'integer', column: 'k.revision', notNull: true },
   },
   aliases: { collections: 'collection_id' },
   defaultSort: [{ field: 'id', desc: false }],

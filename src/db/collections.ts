@@ -23,13 +23,13 @@ const TREE_LOCK = 727010;
 
 export const COLLECTION_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'c.id' },
-    name: { type: 'text', column: 'c.name' },
-    description: { type: 'text', column: 'c.description' },
+    id: { type: 'integer', column: 'c.id', notNull: true },
+    name: { type: 'text', column: 'c.name', notNull: true },
+    description: { type: 'text', column: 'c.description', notNull: true },
     parent_collection_id: { type: 'integer', column: 'c.parent_collection_id' },
-    created_at: { type: 'timestamp', column: 'c.created_at' },
-    updated_at: { type: 'timestamp', column: 'c.updated_at' },
-    revision: { type: 'integer', column: 'c.revision' },
+    created_at: { type: 'timestamp', column: 'c.created_at', notNull: true },
+    updated_at: { type: 'timestamp', column: 'c.updated_at', notNull: true },
+    revision: { type: 'integer', column: 'c.revision', notNull: true },
   },
   defaultSort: [{ field: 'id', desc: false }],
   extraParams: ['permissions'],
@@ -38,8 +38,8 @@ export const COLLECTION_LIST_SPEC: ListSpec = {
 /** Ancestors are ordered nearest first; no filters, no client sort. */
 export const ANCESTOR_LIST_SPEC: ListSpec = {
   fields: {
-    depth: { type: 'integer', column: 'a.depth', filterable: false },
-    id: { type: 'integer', column: 'c.id', filterable: false },
+    depth: { type: 'integer', column: 'a.depth', filterable: false, notNull: true },
+    id: { type: 'integer', column: 'c.id', filterable: false, notNull: true },
   },
   defaultSort: [{ field: 'depth', desc: false }],
 };

@@ -53,9 +53,9 @@ function cols(db: Db): Fragment {
 }
 
 const COMMON_FIELDS: ListSpec['fields'] = {
-  id: { type: 'integer', column: 'f.id' },
-  key: { type: 'text', column: 'f.key' },
-  label: { type: 'text', column: 'f.label' },
+  id: { type: 'integer', column: 'f.id', notNull: true },
+  key: { type: 'text', column: 'f.key', notNull: true },
+  label: { type: 'text', column: 'f.label', notNull: true },
   description: { type: 'text', column: 'f.description', sortable: false },
   enabled: { type: 'boolean', column: 'f.enabled', sortable: false },
   result_type: {
@@ -64,14 +64,14 @@ const COMMON_FIELDS: ListSpec['fields'] = {
     sortable: false,
     values: ['string', 'number', 'integer', 'boolean', 'object', 'array'],
   },
-  created_at: { type: 'timestamp', column: 'f.created_at' },
-  updated_at: { type: 'timestamp', column: 'f.updated_at' },
-  revision: { type: 'integer', column: 'f.revision' },
+  created_at: { type: 'timestamp', column: 'f.created_at', notNull: true },
+  updated_at: { type: 'timestamp', column: 'f.updated_at', notNull: true },
+  revision: { type: 'integer', column: 'f.revision', notNull: true },
 };
 
 export const SHARED_FIELD_LIST_SPEC: ListSpec = { fields: COMMON_FIELDS, defaultSort: [{ field: 'id', desc: false }] };
 export const MY_FIELD_LIST_SPEC: ListSpec = {
-  fields: { ...COMMON_FIELDS, class_id: { type: 'integer', column: 'f.class_id' } },
+  fields: { ...COMMON_FIELDS, class_id: { type: 'integer', column: 'f.class_id', notNull: true } },
   defaultSort: [{ field: 'id', desc: false }],
 };
 

@@ -28,15 +28,15 @@ export interface EventDeliveryRow {
 
 export const EVENT_DELIVERY_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'd.id' },
-    status: { type: 'text', column: 'd.status', values: DELIVERY_STATUSES },
+    id: { type: 'integer', column: 'd.id', notNull: true },
+    status: { type: 'text', column: 'd.status', values: DELIVERY_STATUSES, notNull: true },
     purpose: { type: 'text', column: 'd.purpose', values: ['event', 'test'], sortable: false },
     sink_id: { type: 'integer', column: 'd.sink_id', sortable: false },
     subscription_id: { type: 'integer', column: 'd.subscription_id', sortable: false },
     event_id: { type: 'text', column: 'd.event_id', sortable: false, expr: (db: Db) => db`d.event_id::text` },
-    created_at: { type: 'timestamp', column: 'd.created_at' },
-    updated_at: { type: 'timestamp', column: 'd.updated_at' },
-    next_attempt_at: { type: 'timestamp', column: 'd.next_attempt_at' },
+    created_at: { type: 'timestamp', column: 'd.created_at', notNull: true },
+    updated_at: { type: 'timestamp', column: 'd.updated_at', notNull: true },
+    next_attempt_at: { type: 'timestamp', column: 'd.next_attempt_at', notNull: true },
   },
   defaultSort: [{ field: 'id', desc: false }],
 };

@@ -25,12 +25,12 @@ export interface EventSinkRow {
 
 export const EVENT_SINK_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'k.id' },
-    name: { type: 'text', column: 'k.name' },
-    kind: { type: 'text', column: 'k.kind', values: ['webhook', 'amqp', 'redis_stream', 'email'] },
+    id: { type: 'integer', column: 'k.id', notNull: true },
+    name: { type: 'text', column: 'k.name', notNull: true },
+    kind: { type: 'text', column: 'k.kind', values: ['webhook', 'amqp', 'redis_stream', 'email'], notNull: true },
     enabled: { type: 'boolean', column: 'k.enabled', sortable: false },
-    created_at: { type: 'timestamp', column: 'k.created_at' },
-    updated_at: { type: 'timestamp', column: 'k.updated_at' },
+    created_at: { type: 'timestamp', column: 'k.created_at', notNull: true },
+    updated_at: { type: 'timestamp', column: 'k.updated_at', notNull: true },
     revision: { type: 'integer', column: 'k.revision', sortable: false },
   },
   defaultSort: [{ field: 'id', desc: false }],

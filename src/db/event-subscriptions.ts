@@ -28,12 +28,12 @@ export interface EventSubscriptionRow {
 
 export const EVENT_SUBSCRIPTION_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 's.id' },
-    name: { type: 'text', column: 's.name' },
+    id: { type: 'integer', column: 's.id', notNull: true },
+    name: { type: 'text', column: 's.name', notNull: true },
     sink_id: { type: 'integer', column: 's.sink_id', sortable: false },
     enabled: { type: 'boolean', column: 's.enabled', sortable: false },
-    created_at: { type: 'timestamp', column: 's.created_at' },
-    updated_at: { type: 'timestamp', column: 's.updated_at' },
+    created_at: { type: 'timestamp', column: 's.created_at', notNull: true },
+    updated_at: { type: 'timestamp', column: 's.updated_at', notNull: true },
     revision: { type: 'integer', column: 's.revision', sortable: false },
   },
   defaultSort: [{ field: 'id', desc: false }],

@@ -49,15 +49,15 @@ export function groupEvent(action: 'created' | 'updated', after: GroupRow, befor
 }
 
 const GROUP_FIELDS = {
-  id: { type: 'integer', column: 'g.id' },
-  name: { type: 'text', column: 'g.name' },
-  description: { type: 'text', column: 'g.description' },
+  id: { type: 'integer', column: 'g.id', notNull: true },
+  name: { type: 'text', column: 'g.name', notNull: true },
+  description: { type: 'text', column: 'g.description', notNull: true },
   identity_scope: { type: 'text', column: 'g.identity_scope', sortable: false },
   managed_by: { type: 'text', column: 'g.managed_by', sortable: false },
   external_key: { type: 'text', column: 'g.external_key', sortable: false },
-  created_at: { type: 'timestamp', column: 'g.created_at' },
-  updated_at: { type: 'timestamp', column: 'g.updated_at' },
-  revision: { type: 'integer', column: 'g.revision' },
+  created_at: { type: 'timestamp', column: 'g.created_at', notNull: true },
+  updated_at: { type: 'timestamp', column: 'g.updated_at', notNull: true },
+  revision: { type: 'integer', column: 'g.revision', notNull: true },
 } as const satisfies ListSpec['fields'];
 
 export const GROUP_LIST: ListSpec = { fields: GROUP_FIELDS, defaultSort: [{ field: 'id', desc: false }] };
@@ -183,9 +183,9 @@ export function membershipEvent(action: 'added' | 'removed', g: GroupRow, p: Mem
 
 export const MEMBER_LIST: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'p.id', filterable: false },
-    name: { type: 'text', column: 'p.name', filterable: false },
-    created_at: { type: 'timestamp', column: 'p.created_at', filterable: false },
+    id: { type: 'integer', column: 'p.id', filterable: false, notNull: true },
+    name: { type: 'text', column: 'p.name', filterable: false, notNull: true },
+    created_at: { type: 'timestamp', column: 'p.created_at', filterable: false, notNull: true },
   },
   defaultSort: [{ field: 'id', desc: false }],
 };

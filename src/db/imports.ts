@@ -115,7 +115,7 @@ export function importResultWire(r: ImportResultRow): Record<string, unknown> {
 
 export const IMPORT_RESULT_LIST_SPEC: ListSpec = {
   fields: {
-    seq: { type: 'integer', column: 'r.seq', filterable: false },
+    seq: { type: 'integer', column: 'r.seq', filterable: false, notNull: true },
     outcome: { type: 'text', column: 'r.outcome', sortable: false, values: RESULT_OUTCOMES },
     entity_kind: { type: 'text', column: 'r.entity_kind', sortable: false, values: ENTITY_KINDS },
   },

@@ -224,29 +224,47 @@ function sortExpr(db: Db, spec: ListSpec, key: SortKey): { expr: Fragment; type:
   return { expr: fieldSql(db, def), type: def.type };
 }
 
-/** Keyset condition "row comes after the cursor" for mixed directions, nulls sorting last in ascending order. */
+/**
+ * Keyset condition "row comes after the cursor", nulls sorting last in ascending order.
+ * When every key is never null and all share one direction it is one row comparison, which
+ * PostgreSQL turns into an index range; otherwise the general OR form, led by a redundant bound on
+ * a never-null first key so that an index scan can still start at the cursor.
+ */
 function afterCursor(db: Db, spec: ListSpec, sort: SortKey[], values: unknown[]): Fragment {
+  const keys = sort.map((k, i) => ({
+    ...sortExpr(db, spec, k),
+    desc: k.desc,
+    notNull: spec.fields[k.field]!.notNull === true,
+    v: values[i],
+  }));
+  const known = keys.every((k) => k.notNull && k.v !== null && k.v !== undefined);
+  if (known && keys.every((k) => k.desc === keys[0]!.desc)) {
+    const exprs = keys.map((k) => k.expr).reduce((acc, p) => db`${acc}, ${p}` as Fragment);
+    const vals = keys.map((k) => typed(db, k.type, k.v)).reduce((acc, p) => db`${acc}, ${p}` as Fragment);
+    return (keys[0]!.desc ? db`(${exprs}) < (${vals})` : db`(${exprs}) > (${vals})`) as Fragment;
+  }
   const alternatives: Fragment[] = [];
-  for (let i = 0; i < sort.length; i++) {
-    const eqs: Fragment[] = [];
-    for (let j = 0; j < i; j++) {
-      const { expr, type } = sortExpr(db, spec, sort[j]!);
-      const v = values[j];
-      eqs.push((v === null ? db`${expr} is null` : db`${expr} = ${typed(db, type, v)}`) as Fragment);
-    }
-    const { expr, type } = sortExpr(db, spec, sort[i]!);
-    const v = values[i];
+  for (let i = 0; i < keys.length; i++) {
+    const eqs = keys.slice(0, i).map((k) => (k.v === null ? db`${k.expr} is null` : db`${k.expr} = ${typed(db, k.type, k.v)}`) as Fragment);
+    const { expr, type, v, desc, notNull } = keys[i]!;
     let step: Fragment;
-    if (!sort[i]!.desc) {
+    if (!desc) {
       // ascending, nulls last: after v come larger values, then nulls; nothing comes after null
-      step = (v === null ? db`false` : db`(${expr} > ${typed(db, type, v)} or ${expr} is null)`) as Fragment;
+      if (v === null) step = db`false` as Fragment;
+      else step = (notNull ? db`${expr} > ${typed(db, type, v)}` : db`(${expr} > ${typed(db, type, v)} or ${expr} is null)`) as Fragment;
     } else {
       // descending, nulls first: after null come all non-nulls; after v come smaller values
       step = (v === null ? db`${expr} is not null` : db`${expr} < ${typed(db, type, v)}`) as Fragment;
     }
     alternatives.push(and(db, [...eqs, step]));
   }
-  return or(db, alternatives);
+  const general = or(db, alternatives);
+  const lead = keys[0]!;
+  if (!lead.notNull || lead.v === null) return general;
+  const bound = (
+    lead.desc ? db`${lead.expr} <= ${typed(db, lead.type, lead.v)}` : db`${lead.expr} >= ${typed(db, lead.type, lead.v)}`
+  ) as Fragment;
+  return and(db, [bound, general]);
 }
 
 function typed(db: Db, type: string, v: unknown): Fragment {

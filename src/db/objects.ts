@@ -95,13 +95,13 @@ export type ObjectFilterHook = (
 export const objectFilterHooks: ObjectFilterHook[] = [];
 
 const BASE_FIELDS: Record<string, FieldDef> = {
-  id: { type: 'integer', column: 'o.id' },
-  name: { type: 'text', column: 'o.name' },
-  description: { type: 'text', column: 'o.description' },
-  collection_id: { type: 'integer', column: 'o.collection_id' },
-  created_at: { type: 'timestamp', column: 'o.created_at' },
-  updated_at: { type: 'timestamp', column: 'o.updated_at' },
-  revision: { type: 'integer', column: 'o.revision' },
+  id: { type: 'integer', column: 'o.id', notNull: true },
+  name: { type: 'text', column: 'o.name', notNull: true },
+  description: { type: 'text', column: 'o.description', notNull: true },
+  collection_id: { type: 'integer', column: 'o.collection_id', notNull: true },
+  created_at: { type: 'timestamp', column: 'o.created_at', notNull: true },
+  updated_at: { type: 'timestamp', column: 'o.updated_at', notNull: true },
+  revision: { type: 'integer', column: 'o.revision', notNull: true },
   json_data: { type: 'json', column: 'o.json_data' },
 };
 

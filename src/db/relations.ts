@@ -28,14 +28,14 @@ export const OBJECT_RELATION_KIND = 'object_relation';
 /** Rows of the class-relation list: `r` is the relation, `fc`/`tc` its from and to classes. */
 export const CLASS_RELATION_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'r.id' },
-    from_class_id: { type: 'integer', column: 'r.from_class_id' },
-    to_class_id: { type: 'integer', column: 'r.to_class_id' },
+    id: { type: 'integer', column: 'r.id', notNull: true },
+    from_class_id: { type: 'integer', column: 'r.from_class_id', notNull: true },
+    to_class_id: { type: 'integer', column: 'r.to_class_id', notNull: true },
     from_class_name: { type: 'text', column: 'fc.name', sortable: false },
     to_class_name: { type: 'text', column: 'tc.name', sortable: false },
-    created_at: { type: 'timestamp', column: 'r.created_at' },
-    updated_at: { type: 'timestamp', column: 'r.updated_at' },
-    revision: { type: 'integer', column: 'r.revision' },
+    created_at: { type: 'timestamp', column: 'r.created_at', notNull: true },
+    updated_at: { type: 'timestamp', column: 'r.updated_at', notNull: true },
+    revision: { type: 'integer', column: 'r.revision', notNull: true },
   },
   defaultSort: [{ field: 'id', desc: false }],
   extraParams: ['permissions'],
@@ -172,13 +172,13 @@ export async function deleteRelationsOfClass(tx: TransactionSql, actor: Actor, c
 /** Rows of the object-relation list: `r` is the relation, `fo`/`tob` its from and to objects. */
 export const OBJECT_RELATION_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'r.id' },
-    class_relation_id: { type: 'integer', column: 'r.class_relation_id' },
-    from_object_id: { type: 'integer', column: 'r.from_object_id' },
-    to_object_id: { type: 'integer', column: 'r.to_object_id' },
-    created_at: { type: 'timestamp', column: 'r.created_at' },
-    updated_at: { type: 'timestamp', column: 'r.updated_at' },
-    revision: { type: 'integer', column: 'r.revision' },
+    id: { type: 'integer', column: 'r.id', notNull: true },
+    class_relation_id: { type: 'integer', column: 'r.class_relation_id', notNull: true },
+    from_object_id: { type: 'integer', column: 'r.from_object_id', notNull: true },
+    to_object_id: { type: 'integer', column: 'r.to_object_id', notNull: true },
+    created_at: { type: 'timestamp', column: 'r.created_at', notNull: true },
+    updated_at: { type: 'timestamp', column: 'r.updated_at', notNull: true },
+    revision: { type: 'integer', column: 'r.revision', notNull: true },
   },
   defaultSort: [{ field: 'id', desc: false }],
   extraParams: ['permissions'],

@@ -21,14 +21,14 @@ export interface RemoteTargetRow extends TargetFields {
 
 export const REMOTE_TARGET_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'rt.id' },
-    name: { type: 'text', column: 'rt.name' },
-    description: { type: 'text', column: 'rt.description' },
-    collection_id: { type: 'integer', column: 'rt.collection_id' },
+    id: { type: 'integer', column: 'rt.id', notNull: true },
+    name: { type: 'text', column: 'rt.name', notNull: true },
+    description: { type: 'text', column: 'rt.description', notNull: true },
+    collection_id: { type: 'integer', column: 'rt.collection_id', notNull: true },
     kind: { type: 'text', column: 'rt.method', sortable: false, values: ['get', 'post', 'patch', 'delete'] },
-    created_at: { type: 'timestamp', column: 'rt.created_at' },
-    updated_at: { type: 'timestamp', column: 'rt.updated_at' },
-    revision: { type: 'integer', column: 'rt.revision' },
+    created_at: { type: 'timestamp', column: 'rt.created_at', notNull: true },
+    updated_at: { type: 'timestamp', column: 'rt.updated_at', notNull: true },
+    revision: { type: 'integer', column: 'rt.revision', notNull: true },
   },
   aliases: { collections: 'collection_id' },
   defaultSort: [{ field: 'id', desc: false }],

@@ -112,10 +112,22 @@ const COLUMNS: Record<TargetKind, Record<string, string>> = {
   },
 };
 
+/** Columns declared NOT NULL (migrations/) on tables every target query reaches by inner joins. */
+const NOT_NULL = new Set([
+  ...['c.id', 'c.name', 'c.description', 'c.created_at', 'c.updated_at', 'c.revision'],
+  ...['k.id', 'k.name', 'k.description', 'k.collection_id', 'k.created_at', 'k.updated_at', 'k.revision', 'k.validate_schema'],
+  ...['o.id', 'o.name', 'o.description', 'o.collection_id', 'o.created_at', 'o.updated_at', 'o.revision'],
+  ...['e.id', 'e.occurred_at', 'e.entity_type', 'e.action', 'e.actor_kind'],
+  ...['p.id', 'p.name', 'p.identity_scope', 'p.created_at', 'p.updated_at', 'p.revision'],
+  ...['g.id', 'g.name', 'g.description', 'g.identity_scope', 'g.created_at', 'g.updated_at', 'g.revision'],
+  ...['sa.description', 'sa.owner_group_id'],
+]);
+
 function specFor(kind: TargetKind): ListSpec {
   const fields: Record<string, FieldDef> = {};
   for (const [name, def] of Object.entries(TARGET_FIELDS[kind])) {
-    fields[name] = { type: def.type, column: COLUMNS[kind][name]!, sortable: def.sortable };
+    const column = COLUMNS[kind][name]!;
+    fields[name] = { type: def.type, column, sortable: def.sortable, notNull: NOT_NULL.has(column) };
   }
   return { fields, defaultSort: DEFAULT_SORT[kind] };
 }

@@ -51,16 +51,16 @@ export function serviceAccountEvent(action: 'created' | 'updated', after: Servic
 
 export const SERVICE_ACCOUNT_LIST: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'p.id' },
-    name: { type: 'text', column: 'p.name' },
+    id: { type: 'integer', column: 'p.id', notNull: true },
+    name: { type: 'text', column: 'p.name', notNull: true },
     description: { type: 'text', column: 'sa.description', sortable: false },
-    identity_scope: { type: 'text', column: 'p.identity_scope' },
+    identity_scope: { type: 'text', column: 'p.identity_scope', notNull: true },
     owner_group_id: { type: 'integer', column: 'sa.owner_group_id', sortable: false },
     created_by: { type: 'integer', column: 'sa.created_by', sortable: false },
     disabled_at: { type: 'timestamp', column: 'sa.disabled_at', sortable: false },
-    created_at: { type: 'timestamp', column: 'p.created_at' },
-    updated_at: { type: 'timestamp', column: 'p.updated_at' },
-    revision: { type: 'integer', column: 'p.revision' },
+    created_at: { type: 'timestamp', column: 'p.created_at', notNull: true },
+    updated_at: { type: 'timestamp', column: 'p.updated_at', notNull: true },
+    revision: { type: 'integer', column: 'p.revision', notNull: true },
   },
   defaultSort: [{ field: 'id', desc: false }],
 };

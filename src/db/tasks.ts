@@ -115,11 +115,11 @@ function taskColumns(db: Db): Fragment {
 
 export const TASK_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 't.id' },
+    id: { type: 'integer', column: 't.id', notNull: true },
     kind: { type: 'text', column: 't.kind', sortable: false, values: TASK_KINDS },
     status: { type: 'text', column: 't.status', sortable: false, values: TASK_STATUSES },
     submitted_by: { type: 'integer', column: 't.submitted_by', sortable: false },
-    created_at: { type: 'timestamp', column: 't.created_at' },
+    created_at: { type: 'timestamp', column: 't.created_at', notNull: true },
     started_at: { type: 'timestamp', column: 't.started_at' },
     finished_at: { type: 'timestamp', column: 't.finished_at' },
   },
@@ -128,8 +128,8 @@ export const TASK_LIST_SPEC: ListSpec = {
 
 export const TASK_EVENT_LIST_SPEC: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'te.id', filterable: false },
-    created_at: { type: 'timestamp', column: 'te.created_at', filterable: false },
+    id: { type: 'integer', column: 'te.id', filterable: false, notNull: true },
+    created_at: { type: 'timestamp', column: 'te.created_at', filterable: false, notNull: true },
   },
   defaultSort: [{ field: 'id', desc: false }],
 };

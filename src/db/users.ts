@@ -61,14 +61,14 @@ export function userUpdatedEvent(before: UserRow, after: UserRow, passwordChange
 
 export const USER_LIST: ListSpec = {
   fields: {
-    id: { type: 'integer', column: 'p.id' },
-    name: { type: 'text', column: 'p.name' },
-    identity_scope: { type: 'text', column: 'p.identity_scope' },
+    id: { type: 'integer', column: 'p.id', notNull: true },
+    name: { type: 'text', column: 'p.name', notNull: true },
+    identity_scope: { type: 'text', column: 'p.identity_scope', notNull: true },
     proper_name: { type: 'text', column: 'u.proper_name' },
     email: { type: 'text', column: 'u.email' },
-    created_at: { type: 'timestamp', column: 'p.created_at' },
-    updated_at: { type: 'timestamp', column: 'p.updated_at' },
-    revision: { type: 'integer', column: 'p.revision' },
+    created_at: { type: 'timestamp', column: 'p.created_at', notNull: true },
+    updated_at: { type: 'timestamp', column: 'p.updated_at', notNull: true },
+    revision: { type: 'integer', column: 'p.revision', notNull: true },
   },
   defaultSort: [{ field: 'id', desc: false }],
 };

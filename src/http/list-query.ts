@@ -72,6 +72,11 @@ export interface FieldDef {
   filterable?: boolean;
   /** For text fields with a fixed set of values (validated). */
   values?: readonly string[];
+  /**
+   * The value is never null (a NOT NULL column, reached through inner joins only). Keyset pages
+   * over such keys become index ranges instead of null-aware OR conditions (src/db/list.ts).
+   */
+  notNull?: boolean;
 }
 
 export interface ListSpec {
