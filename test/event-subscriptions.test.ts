@@ -348,7 +348,9 @@ describe('fan-out matching', () => {
   const actor: Actor = { kind: 'user', principalId: 1, principalName: 'admin', requestId: randomUUID(), correlationId: 'corr-1' };
 
   async function emit(e: Partial<NewEvent> & { entityType: string; action: string }, who: Actor = actor): Promise<string> {
-    const r = await appendEvent(t.deps.sql, who, { entityId: 1, entityName: 'thing', ...e });
+    // An id no real row has: the test database is shared, and a seeded `task` event for id 1 would
+    // show up among the audit events of the first real task.
+    const r = await appendEvent(t.deps.sql, who, { entityId: 2_000_000_000, entityName: 'thing', ...e });
     return r.event_id;
   }
 
