@@ -9,7 +9,8 @@ import type { Actor } from '../src/db/events.ts';
 import { insertTask, insertTaskEvent, toTaskWire, type NewTask, type TaskRow } from '../src/db/tasks.ts';
 import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
-import { canonicalJson, cancelOutcome, parseIdempotencyKey, submissionHash, taskLinks } from '../src/domain/tasks.ts';
+import { cancelOutcome, parseIdempotencyKey, submissionHash, taskLinks } from '../src/domain/tasks.ts';
+import { canonicalJson } from '../src/domain/canonical-json.ts';
 import type { TaskKind, TaskStatus } from '../src/domain/tasks.ts';
 
 let t: TestApp;

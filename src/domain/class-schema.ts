@@ -9,7 +9,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import { ApiError, badRequest, type ErrorDetail } from '../http/errors.ts';
 import { jsonEqual } from './json-patch.ts';
-import { canonicalJson } from './tasks.ts';
+import { canonicalJson } from './canonical-json.ts';
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => Ajv2020;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { canonicalJson } from './canonical-json.ts';
 
 /** Approval lifetime: one use within this many seconds of creation. */
 export const APPROVAL_TTL_SECONDS = 120;
@@ -38,17 +39,6 @@ export function approvalTargets(op: ApprovalOperation): {
     default:
       return { principalId: null, tokenId: null, restoreId: null };
   }
-}
-
-/** JSON with object keys sorted at every level, so equal documents give equal text. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null);
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
 }
 
 /** The binding between an approval and the later request: SHA-256 of the canonical operation. */

@@ -13,6 +13,7 @@
 import { badRequest, type ErrorDetail } from '../http/errors.ts';
 import { ACTIONS, ENTITY_TYPES, EVENT_CATALOG, isCatalogPair } from './event-catalog.ts';
 import type { SinkKind } from '../sinks/types.ts';
+import { canonicalJson } from './canonical-json.ts';
 
 export const MAX_NAME = 255;
 export const MAX_FILTER_VALUES = 1000;
@@ -106,19 +107,6 @@ export function applySubscriptionPatch(before: SubscriptionFields, patch: Subscr
     routing: has(patch, 'routing') ? normalizeRouting(patch.routing!) : before.routing,
     enabled: has(patch, 'enabled') ? patch.enabled! : before.enabled,
   };
-}
-
-/** JSON with object keys sorted, for change detection. */
-export function canonicalJson(v: unknown): string {
-  if (v === null || typeof v !== 'object') return JSON.stringify(v ?? null);
-  if (v instanceof Date) return JSON.stringify(v.toISOString());
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  const o = v as Record<string, unknown>;
-  return `{${Object.keys(o)
-    .filter((k) => o[k] !== undefined)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson(o[k])}`)
-    .join(',')}}`;
 }
 
 export function sameJson(a: unknown, b: unknown): boolean {

@@ -1,9 +1,10 @@
 // Export templates and exports: pure rules (no SQL, no HTTP). The template document and its
 // validation, list query strings (`query`, `default_query`), export scopes and limits, and the
 // shapes of an export's output (the JSON envelope and the template context).
+import { Buffer } from 'node:buffer';
 import { badRequest, type ErrorDetail } from '../http/errors.ts';
 import { compileExportTemplate, MAX_TEMPLATE_SOURCE, type CompiledExportTemplate, type TemplateLimits } from './templates.ts';
-import { canonicalJson } from './tasks.ts';
+import { canonicalJson } from './canonical-json.ts';
 
 export const TEMPLATE_KINDS = ['export', 'fragment'] as const;
 export type TemplateKind = (typeof TEMPLATE_KINDS)[number];
@@ -204,9 +205,39 @@ export interface ExportMeta {
   truncated: boolean;
 }
 
-/** The JSON output of an export without a template (components.schemas.ExportOutput). */
-export function jsonOutput(items: unknown[], meta: ExportMeta, warnings: string[]): string {
-  return JSON.stringify({ items, meta, warnings });
+/**
+ * The JSON output of an export without a template (components.schemas.ExportOutput), written page
+ * by page: each item is serialized once and only the UTF-8 chunks are kept, so an export holds
+ * about its output size instead of its rows. The bytes equal
+ * JSON.stringify({ items, meta, warnings }).
+ */
+export class JsonOutputWriter {
+  private readonly chunks: Buffer[] = [];
+  /** Items written so far. */
+  count = 0;
+  /** UTF-8 bytes of the items so far, counting one separator each (the early output-size check). */
+  itemBytes = 0;
+
+  add(items: readonly unknown[]): void {
+    if (items.length === 0) return;
+    const parts: string[] = [];
+    for (const item of items) {
+      const json = JSON.stringify(item);
+      this.itemBytes += Buffer.byteLength(json) + 1;
+      parts.push(json);
+    }
+    this.chunks.push(Buffer.from((this.count > 0 ? ',' : '') + parts.join(','), 'utf8'));
+    this.count += items.length;
+  }
+
+  /** The whole output; the writer is spent afterwards. */
+  finish(meta: ExportMeta, warnings: string[]): Buffer {
+    const head = Buffer.from('{"items":[', 'utf8');
+    const tail = Buffer.from(`],"meta":${JSON.stringify(meta)},"warnings":${JSON.stringify(warnings)}}`, 'utf8');
+    const out = Buffer.concat([head, ...this.chunks, tail]);
+    this.chunks.length = 0;
+    return out;
+  }
 }
 
 /** Object rows carry their data as `data` in the template context too (the contract's context name). */
@@ -214,15 +245,22 @@ export function templateItem(kind: ScopeKind, item: Record<string, unknown>): Re
   return kind === 'objects_in_class' || kind === 'related_objects' ? { ...item, data: item.json_data } : item;
 }
 
-/** The context of an export template: items, meta, warnings and the scope (plain JSON only). */
+/**
+ * One row as the template context holds it, converted when its page is read so the rows
+ * themselves need not be kept. JSON round trip: dates become RFC 3339 strings and nothing with a
+ * prototype reaches the template.
+ */
+export function templateContextItem(kind: ScopeKind, item: Record<string, unknown>): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(templateItem(kind, item))) as Record<string, unknown>;
+}
+
+/** The context of an export template: items (from templateContextItem), meta, warnings and the scope (plain JSON only). */
 export function exportTemplateScope(
   items: Record<string, unknown>[],
   meta: ExportMeta,
   warnings: string[],
   scope: ExportScope,
 ): Record<string, unknown> {
-  // JSON round trip: dates become RFC 3339 strings and nothing with a prototype reaches the template.
-  return JSON.parse(
-    JSON.stringify({ items: items.map((i) => templateItem(scope.kind, i)), meta, warnings, scope: { ...scope } }),
-  ) as Record<string, unknown>;
+  const rest = JSON.parse(JSON.stringify({ meta, warnings, scope: { ...scope } })) as Record<string, unknown>;
+  return { items, ...rest };
 }

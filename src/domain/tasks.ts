@@ -3,6 +3,7 @@
 import { createHash } from 'node:crypto';
 import { badRequest } from '../http/errors.ts';
 import { isUnscoped, type Authority } from './authz.ts';
+import { canonicalJson } from './canonical-json.ts';
 
 export const TASK_KINDS = ['import', 'export', 'remote_call', 'backup', 'restore'] as const;
 export type TaskKind = (typeof TASK_KINDS)[number];
@@ -86,17 +87,6 @@ export function parseIdempotencyKey(raw: string | undefined | null): string | nu
     ]);
   }
   return raw;
-}
-
-/** JSON with object keys sorted at every level, so equal submissions hash equally. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value ?? null);
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
 }
 
 /** What "the same submission" means: the same kind and the same canonical request document. */
