@@ -178,16 +178,32 @@ export async function setExportProgress(
     where id = ${taskId}::int and claim_token = ${claimToken}::uuid and status in ('validating', 'running')`;
 }
 
-/** Stores the output of a finished export (inside the finalizing transaction). */
+/** Bytes per statement when an output is stored: small enough that no full-size copy is ever built. */
+const OUTPUT_PIECE = 32 * 1024;
+
+/**
+ * Stores the output of a finished export, given as pieces in order (inside the finalizing
+ * transaction). postgres.js sends a bytea parameter as one hex string built in several full copies
+ * (about 7x the output in memory at once), so the output travels in small pieces through a
+ * transaction-local table and is joined in the database.
+ */
 export async function storeExportOutput(
   tx: TransactionSql,
   taskId: number,
-  output: Buffer,
+  output: readonly Buffer[],
   contentType: string,
   retentionHours: number,
 ): Promise<void> {
+  await tx`create temp table svc_export_output (seq integer not null, piece bytea not null) on commit drop`;
+  let seq = 0;
+  for (const buf of output) {
+    for (let at = 0; at < buf.length; at += OUTPUT_PIECE) {
+      await tx`insert into svc_export_output (seq, piece) values (${seq++}::int, ${buf.subarray(at, at + OUTPUT_PIECE)})`;
+    }
+  }
   await tx`
-    update tasks set output = ${output}, output_content_type = ${contentType},
+    update tasks set output = (select coalesce(string_agg(o.piece, ''::bytea order by o.seq), ''::bytea) from svc_export_output o),
+      output_content_type = ${contentType},
       output_expires_at = now() + make_interval(hours => ${retentionHours}::int)
     where id = ${taskId}::int`;
 }

@@ -207,8 +207,8 @@ export interface ExportMeta {
 
 /**
  * The JSON output of an export without a template (components.schemas.ExportOutput), written page
- * by page: each item is serialized once and only the UTF-8 chunks are kept, so an export holds
- * about its output size instead of its rows. The bytes equal
+ * by page: each page is serialized once and only its UTF-8 bytes are kept, so an export holds
+ * about its output size instead of its rows. The pieces joined are the bytes of
  * JSON.stringify({ items, meta, warnings }).
  */
 export class JsonOutputWriter {
@@ -220,23 +220,21 @@ export class JsonOutputWriter {
 
   add(items: readonly unknown[]): void {
     if (items.length === 0) return;
-    const parts: string[] = [];
-    for (const item of items) {
-      const json = JSON.stringify(item);
-      this.itemBytes += Buffer.byteLength(json) + 1;
-      parts.push(json);
-    }
-    this.chunks.push(Buffer.from((this.count > 0 ? ',' : '') + parts.join(','), 'utf8'));
+    // "[a,b]" without its brackets (after a comma when items precede): the items and their separators
+    const json = JSON.stringify(items);
+    const chunk = Buffer.from((this.count > 0 ? ',' : '') + json.slice(1, -1), 'utf8');
+    this.chunks.push(chunk);
+    this.itemBytes += chunk.length + (this.count > 0 ? 0 : 1);
     this.count += items.length;
   }
 
-  /** The whole output; the writer is spent afterwards. */
-  finish(meta: ExportMeta, warnings: string[]): Buffer {
+  /** The whole output as pieces in order (store or concatenate them); the writer is spent afterwards. */
+  finish(meta: ExportMeta, warnings: string[]): Buffer[] {
     const head = Buffer.from('{"items":[', 'utf8');
     const tail = Buffer.from(`],"meta":${JSON.stringify(meta)},"warnings":${JSON.stringify(warnings)}}`, 'utf8');
-    const out = Buffer.concat([head, ...this.chunks, tail]);
+    const pieces = [head, ...this.chunks, tail];
     this.chunks.length = 0;
-    return out;
+    return pieces;
   }
 }
 

@@ -2,8 +2,9 @@
 // template (ReadTemplate for the submitter, now: live grants ∩ the token scope snapshot, failing
 // closed) and the fragments it can reach, open the list of the scope (ReadClass / ReadObject on its
 // path resource) and read it page by page, filtered in SQL by what the submitter may read, with a
-// cancel checkpoint and a progress update per page; then build the output (the JSON envelope or
-// the rendered template), check its size and store it on the task with its expiry.
+// cancel checkpoint and a progress update per page, keeping each page only as encoded JSON output
+// (or template context items); then finish the output (the JSON envelope or the rendered
+// template), check its size and store it on the task with its expiry.
 //
 // Failures end the task `failed` with details {reason, message}: invalid_request, not_found,
 // permission_denied (403 of a re-check), render_failed, output_too_large, submitter_missing.
@@ -24,11 +25,12 @@ import {
   type Exporter,
 } from '../db/exports.ts';
 import {
+  JsonOutputWriter,
   exportTemplateScope,
-  jsonOutput,
   parseQueryString,
   parseScope,
   resolveLimits,
+  templateContextItem,
   type ExportScope,
   type ResolvedLimits,
 } from '../domain/exports.ts';
@@ -113,9 +115,10 @@ async function loadTemplate(tx: TransactionSql, who: Exporter, id: number, limit
 }
 
 interface ReadResult {
-  items: Record<string, unknown>[];
+  count: number;
   total: number;
-  template: LoadedTemplate | null;
+  /** Without a template the encoded JSON output; with one, the rows as its context holds them. */
+  out: { json: JsonOutputWriter } | { template: LoadedTemplate; items: Record<string, unknown>[] };
 }
 
 async function readExport(
@@ -132,38 +135,38 @@ async function readExport(
     const template = req.template_id === undefined ? null : await loadTemplate(tx, who, req.template_id, templateLimits);
     const query = req.query ?? template?.row.default_query ?? null;
     const source = await openExportSource(tx, who, scope, query === null ? {} : parseQueryString(query));
-    const items: Record<string, unknown>[] = [];
+    // Rows are not kept: each page is encoded (or converted to template context items) as it is read.
+    const out: ReadResult['out'] = template ? { template, items: [] } : { json: new JsonOutputWriter() };
+    let count = 0;
     let total = 0;
     let after: unknown[] | null = null;
-    let jsonBytes = 0;
     for (let first = true; ; first = false) {
       await ctx.checkpoint();
-      const page = await source.page(after, Math.min(MAX_LIMIT, limits.maxItems - items.length), first);
+      const page = await source.page(after, Math.min(MAX_LIMIT, limits.maxItems - count), first);
       if (first) total = page.total ?? 0;
-      for (const row of page.rows) {
-        items.push(row);
-        // Without a template the output is these rows as JSON: stop early once they cannot fit.
-        if (template === null) {
-          jsonBytes += Buffer.byteLength(JSON.stringify(row)) + 1;
-          if (jsonBytes > limits.maxOutputBytes) {
-            throw new ExportFailure(
-              'output_too_large',
-              `the output exceeds limits.max_output_bytes (${limits.maxOutputBytes} bytes); narrow the query or lower limits.max_items`,
-            );
-          }
+      count += page.rows.length;
+      if ('json' in out) {
+        out.json.add(page.rows);
+        // The output is these rows as JSON: stop early once they cannot fit.
+        if (out.json.itemBytes > limits.maxOutputBytes) {
+          throw new ExportFailure(
+            'output_too_large',
+            `the output exceeds limits.max_output_bytes (${limits.maxOutputBytes} bytes); narrow the query or lower limits.max_items`,
+          );
         }
+      } else {
+        for (const row of page.rows) out.items.push(templateContextItem(scope.kind, row));
       }
-      const processed = items.length;
       await setExportProgress(deps.sql, task.id, task.claim_token!, {
         total_items: Math.min(total, limits.maxItems),
-        processed_items: processed,
-        success_items: processed,
+        processed_items: count,
+        success_items: count,
         failed_items: 0,
       });
-      if (page.next === null || items.length >= limits.maxItems) break;
+      if (page.next === null || count >= limits.maxItems) break;
       after = page.next;
     }
-    return { items, total, template };
+    return { count, total, out };
   });
 }
 
@@ -192,22 +195,24 @@ export async function executeExport(ctx: TaskRunContext): Promise<TaskOutcome> {
     throw err;
   }
 
-  const { items, total, template } = read;
-  const truncated = total > items.length;
+  const { count, total, out } = read;
+  const template = 'template' in out ? out.template : null;
+  const truncated = total > count;
   const warnings = [...limits.warnings];
-  if (truncated) warnings.push(`the result was cut at limits.max_items: ${items.length} of ${total} rows exported`);
-  const meta = { count: items.length, truncated };
-  await ctx.event('progress', `read ${items.length} of ${total} rows`, { count: items.length, total });
+  if (truncated) warnings.push(`the result was cut at limits.max_items: ${count} of ${total} rows exported`);
+  const meta = { count, truncated };
+  await ctx.event('progress', `read ${count} of ${total} rows`, { count, total });
 
-  let output: string;
+  let pieces: Buffer[];
   let contentType: string;
-  if (template) {
-    contentType = template.row.content_type;
+  if ('template' in out) {
+    contentType = out.template.row.content_type;
+    let output: string;
     try {
       output = renderExportTemplate(
-        template.templates,
-        exportTemplateScope(items, meta, warnings, scope),
-        template.fragments,
+        out.template.templates,
+        exportTemplateScope(out.items, meta, warnings, scope),
+        out.template.fragments,
         templateLimits,
         Math.max(MAX_RENDERED_OUTPUT, 2 * limits.maxOutputBytes),
       );
@@ -222,31 +227,32 @@ export async function executeExport(ctx: TaskRunContext): Promise<TaskOutcome> {
         return failed('render_failed', 'the template has content_type application/json but its output is not valid JSON');
       }
     }
+    pieces = [Buffer.from(output, 'utf8')];
   } else {
     contentType = 'application/json';
-    output = jsonOutput(items, meta, warnings);
+    pieces = out.json.finish(meta, warnings);
   }
-  const bytes = Buffer.from(output, 'utf8');
-  if (bytes.length > limits.maxOutputBytes) {
-    return failed('output_too_large', `the output is ${bytes.length} bytes, more than limits.max_output_bytes (${limits.maxOutputBytes})`);
+  const outputBytes = pieces.reduce((n, p) => n + p.length, 0);
+  if (outputBytes > limits.maxOutputBytes) {
+    return failed('output_too_large', `the output is ${outputBytes} bytes, more than limits.max_output_bytes (${limits.maxOutputBytes})`);
   }
-  const progress = { total_items: items.length, processed_items: items.length, success_items: items.length, failed_items: 0 };
+  const progress = { total_items: count, processed_items: count, success_items: count, failed_items: 0 };
   return {
     status: 'succeeded',
     progress,
     summary: {
       scope_kind: scope.kind,
       template_id: template?.row.id ?? null,
-      count: items.length,
+      count,
       total_matches: total,
       truncated,
       warnings,
       content_type: contentType,
-      output_bytes: bytes.length,
+      output_bytes: outputBytes,
     },
-    message: `export task succeeded: ${items.length} rows, ${bytes.length} bytes`,
+    message: `export task succeeded: ${count} rows, ${outputBytes} bytes`,
     finalize: async (tx) => {
-      await storeExportOutput(tx, task.id, bytes, contentType, deps.config.SVC_EXPORT_OUTPUT_RETENTION_HOURS);
+      await storeExportOutput(tx, task.id, pieces, contentType, deps.config.SVC_EXPORT_OUTPUT_RETENTION_HOURS);
       await clearExpiredExportOutputs(tx);
     },
   };
