@@ -150,23 +150,6 @@ export async function deleteClassRelationCascade(tx: TransactionSql, actor: Acto
   await appendEvent(tx, actor, classRelationEvent(r, 'deleted'));
 }
 
-/**
- * For other features deleting a class: deletes the class relations that touch it (and their
- * object relations), each with its audit event. Call inside the deleting transaction, before the
- * class row goes (the database would cascade silently otherwise).
- */
-export async function deleteRelationsOfClass(tx: TransactionSql, actor: Actor, classId: number): Promise<void> {
-  const rows = await tx<ClassRelationWithEnds[]>`
-    select ${classRelationCols(tx)}, fc.collection_id as from_collection_id, tc.collection_id as to_collection_id
-    from class_relations r
-    join classes fc on fc.id = r.from_class_id
-    join classes tc on tc.id = r.to_class_id
-    where r.from_class_id = ${classId}::int or r.to_class_id = ${classId}::int
-    order by r.id
-    for update of r`;
-  for (const r of rows) await deleteClassRelationCascade(tx, actor, r);
-}
-
 // ---- object relations -------------------------------------------------------------------------
 
 /** Rows of the object-relation list: `r` is the relation, `fo`/`tob` its from and to objects. */
@@ -340,17 +323,4 @@ async function deleteObjectRelationsWhere(tx: TransactionSql, actor: Actor, cond
   if (rows.length === 0) return;
   for (const r of rows) await appendEvent(tx, actor, objectRelationEvent(r, r, 'deleted'));
   await tx`delete from object_relations where id = any(${rows.map((r) => r.id)}::int[])`;
-}
-
-/**
- * For other features deleting objects: deletes every object relation touching them, each with its
- * audit event. Call inside the deleting transaction, before the object rows go.
- */
-export async function deleteRelationsOfObjects(tx: TransactionSql, actor: Actor, objectIds: number[]): Promise<void> {
-  if (objectIds.length === 0) return;
-  await deleteObjectRelationsWhere(
-    tx,
-    actor,
-    tx`(r.from_object_id = any(${objectIds}::int[]) or r.to_object_id = any(${objectIds}::int[]))` as Fragment,
-  );
 }
