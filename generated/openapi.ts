@@ -1490,7 +1490,9 @@ export interface paths {
          * @description Requires an unscoped administrator; otherwise 403. Allowed from every status. An in-flight
          *     claim is revoked (`locked_until` cleared), so a late acknowledgement from its worker is
          *     ignored; a transport already started may still reach the destination. A row that is
-         *     already `dead` is returned unchanged. No request body.
+         *     already `dead` is returned unchanged (no event). Otherwise records an
+         *     `event_delivery.dead` audit event (collection-less, before/after delivery snapshots) in
+         *     the same transaction. No request body.
          */
         post: operations["markEventDeliveryDead"];
         delete?: never;
@@ -1516,7 +1518,9 @@ export interface paths {
          * @description Requires an unscoped administrator; otherwise 403. Only rows in status `failed` or `dead`
          *     can be released (409 otherwise). The row becomes `pending`, due immediately
          *     (`next_attempt_at` = now), with `attempts` reset to 0, `deferred_reason` and
-         *     `locked_until` cleared; `last_error` is kept until the next attempt. No request body.
+         *     `locked_until` cleared; `last_error` is kept until the next attempt. Records an
+         *     `event_delivery.retried` audit event (collection-less, before/after delivery snapshots) in
+         *     the same transaction. No request body.
          */
         post: operations["retryEventDelivery"];
         delete?: never;
@@ -5155,7 +5159,8 @@ export interface components {
              *     work_requested, cancelled, deleted; object_validation: succeeded, failed, updated
              *     (class_schema work_requested and cancelled and object_validation succeeded are
              *     accepted but never emitted: schema changes are synchronous, see the `Event` schema);
-             *     credential_approval: created, consumed; restore: succeeded, failed.
+             *     credential_approval: created, consumed; restore: succeeded, failed; event_delivery:
+             *     retried, dead (administrator actions on a delivery; collection-less).
              */
             entity_types: string[];
             filter?: components["schemas"]["SubscriptionFilter"];

@@ -1,7 +1,7 @@
 // Event deliveries API: list with filters and paging, point reads, retry (failed|dead → pending),
 // dead (any → dead, claim revoked), the health snapshot, and admin-only access.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { eventsOf, startTestApp, uniq, type TestApp } from './helpers.ts';
 import { createAdmin, createHuman, tokenFor, type Human } from './iam-fixtures.ts';
 import { createCollection, createSink, createSubscription, deliveriesOf, fanOutAll } from './event-fixtures.ts';
 import { claimDeliveries, recordDeliveryResult } from '../src/db/event-deliveries.ts';
@@ -193,5 +193,28 @@ describe('getEventDeliveryHealth', () => {
     expect((await t.request('GET', '/api/v1/event-deliveries/health', { token: null })).status).toBe(401);
     expect((await t.request('GET', '/api/v1/event-deliveries/health', { token: human.token })).status).toBe(403);
     expect((await t.request('GET', '/api/v1/event-deliveries/health', { token: scopedAdmin })).status).toBe(403);
+  });
+});
+
+describe('administrator delivery actions are audited', () => {
+  it('retryEventDelivery and markEventDeliveryDead 200 record event_delivery retried / dead with snapshots; a no-op dead records nothing', async () => {
+    const id = ids[1]!;
+    await setStatus(id, 'dead');
+    const adminId = (await t.deps.sql<{ id: number }[]>`select id from principals where name = 'admin' and identity_scope = 'local'`)[0]!
+      .id;
+    const before = (await eventsOf(t, 'event_delivery', id)).length;
+    expect((await t.request('POST', `/api/v1/event-deliveries/${id}/retry`)).status).toBe(200);
+    expect((await t.request('POST', `/api/v1/event-deliveries/${id}/dead`)).status).toBe(200);
+    expect((await t.request('POST', `/api/v1/event-deliveries/${id}/dead`)).status).toBe(200);
+    const events = (await eventsOf(t, 'event_delivery', id)).slice(before);
+    expect(events.map((e) => e.action)).toEqual(['retried', 'dead']);
+    expect(events[0]).toMatchObject({
+      collection_id: null,
+      actor_user_id: adminId,
+      before: { id, status: 'dead' },
+      after: { id, status: 'pending' },
+      metadata: { subscription_id: subId, sink_id: sinkId, purpose: 'event' },
+    });
+    expect(events[1]).toMatchObject({ before: { status: 'pending' }, after: { status: 'dead' } });
   });
 });

@@ -17,6 +17,8 @@ export const EVENT_CATALOG: Readonly<Record<string, readonly string[]>> = {
   service_account: [...CRUD, 'disabled'],
   event_sink: [...CRUD, 'invoked'],
   event_subscription: CRUD,
+  // Administrator actions on one delivery (retry releases a failed or dead row; dead dead-letters it).
+  event_delivery: ['retried', 'dead'],
   computed_field: CRUD,
   group_membership: ['added', 'removed'],
   permission: ['granted', 'revoked'],

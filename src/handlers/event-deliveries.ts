@@ -1,10 +1,12 @@
-import type { HandlerMap } from '../http/contract.ts';
+import { actorOf, type HandlerMap } from '../http/contract.ts';
+import { appendEvent } from '../db/events.ts';
 import { conflict, notFound } from '../http/errors.ts';
 import { requireUnscopedAdmin } from '../http/gates.ts';
 import { parseListQuery } from '../http/list-query.ts';
 import { listReply } from '../db/list.ts';
 import { withTx } from '../db/tx.ts';
 import {
+  type EventDeliveryRow,
   EVENT_DELIVERY_LIST_SPEC,
   deadLetterDelivery,
   deliveryFigures,
@@ -85,7 +87,9 @@ export const eventDeliveriesHandlers = {
       if (before.status !== 'failed' && before.status !== 'dead') {
         throw conflict(`only failed or dead deliveries can be released (this one is ${before.status})`, 'invalid_delivery_status');
       }
-      return releaseDelivery(tx, before.id);
+      const after = await releaseDelivery(tx, before.id);
+      await appendEvent(tx, actorOf(ctx), deliveryEvent('retried', before, after));
+      return after;
     });
     return { status: 200, body: eventDeliveryView(row) };
   },
@@ -96,8 +100,23 @@ export const eventDeliveriesHandlers = {
       const before = await lockEventDelivery(tx, input.params.delivery_id);
       if (!before) throw notFound('event delivery');
       if (before.status === 'dead') return before;
-      return deadLetterDelivery(tx, before.id);
+      const after = await deadLetterDelivery(tx, before.id);
+      await appendEvent(tx, actorOf(ctx), deliveryEvent('dead', before, after));
+      return after;
     });
     return { status: 200, body: eventDeliveryView(row) };
   },
 } satisfies Partial<HandlerMap>;
+
+/** The audit event of an administrator action on a delivery (collection-less: admins only read it). */
+function deliveryEvent(action: 'retried' | 'dead', before: EventDeliveryRow, after: EventDeliveryRow) {
+  return {
+    entityType: 'event_delivery',
+    entityId: after.id,
+    action,
+    summary: `event delivery ${after.id} ${action === 'retried' ? 'released for delivery' : 'marked dead'} by an administrator`,
+    before: eventDeliveryView(before),
+    after: eventDeliveryView(after),
+    metadata: { event_id: after.event_id, subscription_id: after.subscription_id, sink_id: after.sink_id, purpose: after.purpose },
+  };
+}
