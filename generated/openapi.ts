@@ -2921,8 +2921,9 @@ export interface paths {
          *     one-time `restore_capability` that is returned only here (the server keeps only a keyed hash
          *     of it); keep it, because confirming the restore removes every token, including the caller's.
          *     The stage can be confirmed for 60 minutes (`expires_at`); the staged document is discarded
-         *     when the stage finishes or expires. Staging writes no audit event (it changes no application
-         *     data); the confirmation's `restore.succeeded` / `restore.failed` event records the stage.
+         *     when the stage finishes or expires. Staging records a collection-less `restore.staged` audit
+         *     event (stage id, `sha256`, `backup_version`, `item_counts`; never the document); the
+         *     confirmation's `restore.succeeded` / `restore.failed` event records the outcome.
          *     400 for an unsupported `backup_version` or an invalid, incomplete or inconsistent document;
          *     409 while a restore is being applied; 413 when the upload exceeds `SVC_BODY_LIMIT_BYTES`.
          */
@@ -5159,7 +5160,7 @@ export interface components {
              *     work_requested, cancelled, deleted; object_validation: succeeded, failed, updated
              *     (class_schema work_requested and cancelled and object_validation succeeded are
              *     accepted but never emitted: schema changes are synchronous, see the `Event` schema);
-             *     credential_approval: created, consumed; restore: succeeded, failed; event_delivery:
+             *     credential_approval: created, consumed; restore: staged, succeeded, failed; event_delivery:
              *     retried, dead (administrator actions on a delivery; collection-less).
              */
             entity_types: string[];

@@ -423,10 +423,12 @@ describe('backups and restores', () => {
     expect((res.body as { error: string }).error).toMatch(/duplicate key/);
     expect(await t.deps.sql`select id from collections order by id`).toEqual(before);
     expect((await t.request('GET', '/api/v1/iam/me')).status).toBe(200); // tokens untouched
-    const [ev] = await t.deps.sql<
-      { action: string }[]
-    >`select action from events where entity_type = 'restore' and entity_id = ${staged.id}`;
-    expect(ev!.action).toBe('failed');
+    // Staging and the failed confirmation are both audited (the stage's event survives a failed apply).
+    const evs = await t.deps.sql<{ action: string; metadata: Record<string, unknown>; after: Record<string, unknown> }[]>`
+      select action, metadata, after from events where entity_type = 'restore' and entity_id = ${staged.id} order by id`;
+    expect(evs.map((e) => e.action)).toEqual(['staged', 'failed']);
+    expect(evs[0]).toMatchObject({ metadata: { sha256: staged.sha256 }, after: { status: 'validated' } });
+    expect(JSON.stringify(evs[0])).not.toContain('restore_capability');
     expect((await confirm(staged.id, body)).status).toBe(409);
   });
 

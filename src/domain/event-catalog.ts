@@ -29,7 +29,7 @@ export const EVENT_CATALOG: Readonly<Record<string, readonly string[]>> = {
   class_schema: ['staged', 'abandoned', 'activated', 'work_requested', 'cancelled', 'deleted'],
   object_validation: ['succeeded', 'failed', 'updated'],
   credential_approval: ['created', 'consumed'],
-  restore: ['succeeded', 'failed'],
+  restore: ['staged', 'succeeded', 'failed'],
 };
 
 export const ENTITY_TYPES: readonly string[] = Object.keys(EVENT_CATALOG);

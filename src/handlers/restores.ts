@@ -67,7 +67,7 @@ export const restoresHandlers = {
         throw conflict('a restore is being applied; stage the document after it finished', 'restore_running');
       const problems = await dryRunDocument(tx, document);
       if (problems.length) throw badRequest(`the backup document is invalid: ${problems[0]!.path} ${problems[0]!.message}`, problems);
-      return insertStage(tx, {
+      const staged = await insertStage(tx, {
         sha256,
         capabilityHash: hashToken(ctx.deps.tokenKey, capability),
         format,
@@ -75,6 +75,16 @@ export const restoresHandlers = {
         createdBy: auth.principal.id,
         ttlMinutes: STAGE_TTL_MINUTES,
       });
+      await appendEvent(tx, actorOf(ctx), {
+        entityType: 'restore',
+        entityId: staged.id,
+        entityName: null,
+        action: 'staged',
+        summary: `restore ${staged.id} staged (backup format ${staged.backup_version}); no data changed yet`,
+        after: statusWire(staged),
+        metadata: { restore_id: staged.id, sha256: staged.sha256, backup_version: staged.backup_version, item_counts: staged.item_counts },
+      });
+      return staged;
     });
     return {
       status: 201,
