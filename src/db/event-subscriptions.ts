@@ -119,23 +119,24 @@ export async function findEventSubscription(db: Db, id: number): Promise<EventSu
 }
 
 /** The subscription when it belongs to the scope (a collection, or null for system), locked. */
-export async function lockEventSubscription(
+export function lockEventSubscription(
   tx: TransactionSql,
   id: number,
   collectionId: number | null,
 ): Promise<EventSubscriptionRow | undefined> {
-  const [row] = await tx<EventSubscriptionRow[]>`
-    select ${cols(tx)} from event_subscriptions s where s.id = ${id}::int and ${scopeWhere(tx, collectionId)} for update`;
-  return row;
+  return findScopedEventSubscription(tx, id, collectionId, { lock: true });
 }
 
+/** The subscription when it belongs to the scope (a collection, or null for system). */
 export async function findScopedEventSubscription(
   db: Db,
   id: number,
   collectionId: number | null,
+  opts: { lock?: boolean } = {},
 ): Promise<EventSubscriptionRow | undefined> {
   const [row] = await db<EventSubscriptionRow[]>`
-    select ${cols(db)} from event_subscriptions s where s.id = ${id}::int and ${scopeWhere(db, collectionId)}`;
+    select ${cols(db)} from event_subscriptions s where s.id = ${id}::int and ${scopeWhere(db, collectionId)}
+    ${opts.lock ? db`for update` : db``}`;
   return row;
 }
 
