@@ -6,7 +6,9 @@
 // Uses SVC_DATABASE_URL when set (a fresh database is created and dropped), else an embedded
 // PostgreSQL in a temporary directory. BENCH_ITERATIONS (default 500) scales the iteration counts;
 // BENCH_OBJECTS (default 20000) the size of the large class, BENCH_EVENTS (default 50000) the
-// audit table, BENCH_FANOUT_EVENTS (default 5000) the fan-out batch.
+// audit table, BENCH_FANOUT_EVENTS (default 5000) the fan-out batch. The driver queue case
+// (bench/driver-queue.ts) runs last and prints its own table (BENCH_DRIVER_QUERIES and
+// BENCH_DRIVER_UPSTREAM_QUERIES size it).
 import { createCollection, startBench } from './setup.ts';
 import { ITER, report, setBaseline } from './harness.ts';
 import { benchObjects, seedLargeClass } from './objects.ts';
@@ -14,6 +16,7 @@ import { benchSearch } from './search.ts';
 import { benchAudit } from './audit.ts';
 import { benchIdentity } from './identity.ts';
 import { benchExport, benchFanout } from './tasks.ts';
+import { benchDriverQueue } from './driver-queue.ts';
 
 const int = (name: string, fallback: number) => {
   const v = Number(process.env[name] ?? fallback);
@@ -40,8 +43,10 @@ try {
   await benchAudit(b, EVENTS);
   await benchExport(b, big, RUNS);
   await benchFanout(b, collectionId, FANOUT_EVENTS, RUNS);
+  const driverQueue = await benchDriverQueue(b.deps.config.SVC_DATABASE_URL!);
 
   console.log(report());
+  console.log(`\n${driverQueue}`);
   console.log(`\n(BENCH_ITERATIONS=${ITER}; total run ${((performance.now() - started) / 1000).toFixed(0)} s)`);
 } finally {
   await b.close();

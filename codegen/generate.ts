@@ -5,6 +5,7 @@ import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
+import { syncSpecBlocks } from './spec-blocks.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const HEADER = '// DO NOT EDIT: written by codegen/generate.ts from openapi.yaml (make codegen).\n';
@@ -16,7 +17,8 @@ interface Op {
 }
 
 export async function generate(check = false): Promise<boolean> {
-  const text = readFileSync(join(root, 'openapi.yaml'), 'utf8');
+  // The generated blocks of openapi.yaml first (list filter parameters): the types follow from them.
+  const { text, changed: specStale } = syncSpecBlocks(join(root, 'openapi.yaml'), check);
   const doc = YAML.parse(text) as { paths: Record<string, Record<string, Op>> };
   const ast = await openapiTS(doc as never, { alphabetize: true });
   const types = HEADER + '/* eslint-disable */\n' + astToString(ast);
@@ -45,7 +47,7 @@ export async function generate(check = false): Promise<boolean> {
     [join(outDir, 'openapi.ts'), types],
     [join(outDir, 'operations.ts'), table],
   ];
-  let stale = false;
+  let stale = specStale;
   for (const [file, content] of files) {
     let current = '';
     try {

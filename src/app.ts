@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Deps } from './deps.ts';
-import { ApiError, reasonPhrase } from './http/errors.ts';
+import { ApiError, reasonPhrase } from './domain/errors.ts';
 import { ContractRouter, type RawRequest } from './http/adapter.ts';
 import { authenticate } from './http/auth.ts';
 import type { Ctx, Reply } from './http/contract.ts';
@@ -10,6 +10,7 @@ import { handlers } from './handlers/index.ts';
 import { serveDocsAsset } from './http/docs.ts';
 import { clientIp } from './http/client-ip.ts';
 import { translatePgError } from './db/pg-errors.ts';
+import { decodeUtf8Body, parseJsonBody } from './http/input.ts';
 
 const CORRELATION_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 const JSON_TYPES = /^application\/(.+\+)?json$/;
@@ -31,6 +32,8 @@ export async function createApp(deps: Deps): Promise<App> {
     const started = performance.now();
     await next();
     c.res.headers.set('x-request-id', requestId);
+    const correlationId = validCorrelationId(c.req.header('x-correlation-id'));
+    if (correlationId) c.res.headers.set('x-correlation-id', correlationId);
     deps.log.debug(
       { request_id: requestId, method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) },
       'request',
@@ -41,7 +44,7 @@ export async function createApp(deps: Deps): Promise<App> {
     '*',
     bodyLimit({
       maxSize: deps.config.SVC_BODY_LIMIT_BYTES,
-      onError: (c) => render(c, errorReply(new ApiError(413, 'the request body is too large'))),
+      onError: (c) => render(c, errorReply(new ApiError('payload_too_large', 'the request body is too large'))),
     }),
   );
 
@@ -66,7 +69,7 @@ export async function createApp(deps: Deps): Promise<App> {
     const query: Record<string, string | string[]> = {};
     let count = 0;
     for (const [k, v] of url.searchParams) {
-      if (++count > 128) throw new ApiError(400, 'too many query parameters (at most 128)');
+      if (++count > 128) throw new ApiError('bad_request', 'too many query parameters (at most 128)');
       const prev = query[k];
       query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
     }
@@ -76,7 +79,7 @@ export async function createApp(deps: Deps): Promise<App> {
       deps,
       auth: null,
       requestId,
-      correlationId: headers['x-correlation-id'] && CORRELATION_ID.test(headers['x-correlation-id']) ? headers['x-correlation-id'] : null,
+      correlationId: validCorrelationId(headers['x-correlation-id']),
       clientIp: clientIp(c, deps.config.SVC_TRUSTED_PROXIES),
       operationId: op.operationId as Ctx['operationId'],
       signal: c.req.raw.signal,
@@ -84,17 +87,15 @@ export async function createApp(deps: Deps): Promise<App> {
     if (router.needsAuth(op)) ctx.auth = await authenticate(deps, headers.authorization);
 
     if (op.requestBody && !['get', 'head', 'delete'].includes(raw.method)) {
-      const text = await c.req.text();
-      if (text.length > 0) {
-        if (contentType === '' || JSON_TYPES.test(contentType)) {
-          try {
-            raw.body = JSON.parse(text);
-          } catch {
-            throw new ApiError(400, 'the request body is not valid JSON', { reason: 'malformed_json' });
-          }
-        } else {
-          raw.body = text;
-        }
+      const bytes = await c.req.arrayBuffer().then(
+        (b) => new Uint8Array(b),
+        () => {
+          throw new ApiError('bad_request', 'the request body could not be read to its end');
+        },
+      );
+      if (bytes.length > 0) {
+        const text = decodeUtf8Body(bytes);
+        raw.body = contentType === '' || JSON_TYPES.test(contentType) ? parseJsonBody(text) : text;
       }
     }
     const routed = router.validate(op, raw);
@@ -102,12 +103,24 @@ export async function createApp(deps: Deps): Promise<App> {
     return handler({ params: routed.params, query: routed.query, body: raw.body, headers, contentType }, ctx);
   }
 
+  // Errors outside the catch-all route (middleware) get the same JSON error body.
+  hono.onError((err, c) => render(c, errorReply(err, deps, c.get('requestId' as never) as string | undefined)));
+
   return { fetch: (req, env) => hono.fetch(req, env as never), hono };
+}
+
+function validCorrelationId(value: string | undefined): string | null {
+  return value !== undefined && CORRELATION_ID.test(value) ? value : null;
 }
 
 function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {
   const err = translatePgError(thrown);
-  if (err instanceof ApiError) return { status: err.status, body: err.body(), headers: err.headers };
+  if (err instanceof ApiError) {
+    const headers: Record<string, string> = {};
+    if (err.retryAfterSeconds !== undefined) headers['retry-after'] = String(err.retryAfterSeconds);
+    if (err.etag !== undefined) headers.etag = err.etag;
+    return { status: err.status, body: err.body(), headers };
+  }
   deps?.log.error({ err, request_id: requestId }, 'unhandled error');
   return { status: 500, body: { error: reasonPhrase(500), message: 'internal server error' } };
 }

@@ -1,5 +1,6 @@
 // Every SVC_* setting, parsed and validated once. A bad value stops start-up naming the setting.
 // The README's configuration table lists the same settings (a test keeps the two in step).
+import { parseTrustedProxies } from './http/client-ip.ts';
 
 type Kind = 'string' | 'int' | 'bool' | 'enum' | 'optional';
 
@@ -22,6 +23,18 @@ export const SETTINGS = {
   },
   SVC_DATA_DIR: { kind: 'string', default: './data', doc: 'directory of the embedded PostgreSQL and local files' },
   SVC_RUNTIME_ROLE: { kind: 'enum', default: 'all', values: ['all', 'api', 'worker'], doc: 'all = API and workers; api; worker' },
+  SVC_MIGRATE: {
+    kind: 'enum',
+    default: 'auto',
+    values: ['auto', 'apply', 'wait'],
+    doc: 'migrations at start: apply them, or wait (readyz 503) until bin/svc migrate or another process has; auto = api waits, all and worker apply',
+  },
+  SVC_SHUTDOWN_DRAIN_MS: {
+    kind: 'int',
+    default: '10000',
+    min: 0,
+    doc: 'on SIGTERM, how long requests in flight may finish (readyz 503 meanwhile) before their connections are cut',
+  },
   SVC_LOG_LEVEL: {
     kind: 'enum',
     default: 'info',
@@ -29,7 +42,11 @@ export const SETTINGS = {
     doc: 'log level (JSON lines on stdout)',
   },
   SVC_BODY_LIMIT_BYTES: { kind: 'int', default: '16777216', min: 1024, doc: 'largest accepted request body' },
-  SVC_TRUSTED_PROXIES: { kind: 'string', default: '', doc: 'comma-separated proxy addresses whose X-Forwarded-For is trusted' },
+  SVC_TRUSTED_PROXIES: {
+    kind: 'string',
+    default: '',
+    doc: 'comma-separated proxy addresses and CIDR blocks (IPv4, IPv6) whose X-Forwarded-For is trusted',
+  },
   SVC_ADMIN_PASSWORD: {
     kind: 'optional',
     secret: true,
@@ -49,6 +66,19 @@ export const SETTINGS = {
     secret: true,
     doc: 'Redis URL sharing login rate limits across instances; unset = in memory',
   },
+  SVC_LOGIN_RATE_LIMIT_MAX_FAILURES_PER_USER: {
+    kind: 'int',
+    default: '20',
+    min: 1,
+    doc: 'failed logins of one name (from any address) in the 300 s window before its attempts are spaced out',
+  },
+  SVC_LOGIN_RATE_LIMIT_USER_INTERVAL_SECONDS: {
+    kind: 'int',
+    default: '5',
+    min: 1,
+    max: 60,
+    doc: 'spacing of the attempts on a name over that bound (429 with Retry-After; never a lockout)',
+  },
   SVC_DB_POOL_MAX: { kind: 'int', default: '10', min: 1, doc: 'database connections per process' },
   SVC_DB_STATEMENT_TIMEOUT_MS: { kind: 'int', default: '30000', min: 100, doc: 'statement timeout' },
   SVC_DB_POOL_ACQUIRE_TIMEOUT_MS: { kind: 'int', default: '10000', min: 100, doc: 'time to wait for a connection' },
@@ -63,6 +93,12 @@ export const SETTINGS = {
   SVC_BACKUP_MAX_ACTIVE_TASKS: { kind: 'int', default: '2', min: 1, doc: 'queued or running backup tasks at once (429 beyond)' },
   SVC_TASK_WORKERS: { kind: 'int', default: '2', min: 0, doc: 'task workers per worker process' },
   SVC_TASK_POLL_INTERVAL_MS: { kind: 'int', default: '2000', min: 10, doc: 'task queue poll fallback' },
+  SVC_TASK_LEASE_MS: {
+    kind: 'int',
+    default: '60000',
+    min: 1000,
+    doc: 'task claim lease, renewed every third of it while the task runs; a task whose lease ran out (its worker died) is failed (worker_lost)',
+  },
   SVC_EVENT_FANOUT_WORKERS: { kind: 'int', default: '1', min: 0, doc: 'event fan-out workers' },
   SVC_EVENT_FANOUT_BATCH_SIZE: { kind: 'int', default: '100', min: 1, doc: 'events per fan-out batch' },
   SVC_EVENT_FANOUT_POLL_INTERVAL_MS: { kind: 'int', default: '5000', min: 10, doc: 'fan-out poll fallback' },
@@ -145,6 +181,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   if (cfg.SVC_TOKEN_LIFETIME_HOURS > cfg.SVC_MAX_TOKEN_LIFETIME_HOURS) {
     throw new ConfigError('SVC_TOKEN_LIFETIME_HOURS must not exceed SVC_MAX_TOKEN_LIFETIME_HOURS');
+  }
+  try {
+    parseTrustedProxies(cfg.SVC_TRUSTED_PROXIES);
+  } catch (err) {
+    throw new ConfigError(`SVC_TRUSTED_PROXIES: ${(err as Error).message}`);
   }
   if (cfg.SVC_SECRET_SOURCE === 'file' && !cfg.SVC_SECRET_FILE_ROOT) {
     throw new ConfigError('SVC_SECRET_FILE_ROOT is required when SVC_SECRET_SOURCE=file');

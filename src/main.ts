@@ -1,19 +1,30 @@
-import { serve, type ServerType } from '@hono/node-server';
+import type { Server } from 'node:http';
 import { bind, ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger } from './log.ts';
 import { startEmbeddedPostgres, type EmbeddedDb } from './db/embedded.ts';
 import { createSql, type Sql } from './db/sql.ts';
-import { migrate } from './db/migrate.ts';
+import { migrate, migrationStatus } from './db/migrate.ts';
 import { bootstrap } from './db/bootstrap.ts';
 import { tokenHashKey } from './db/meta.ts';
 import { createApp } from './app.ts';
+import { serveApp } from './http/server.ts';
+import { Lifecycle } from './http/lifecycle.ts';
 import type { Deps } from './deps.ts';
-import { startWorkers, type Workers } from './workers/index.ts';
-import { closeLoginLimiter } from './services/login-limiter.ts';
+import { sleep, startWorkers, type Workers } from './workers/index.ts';
+import { closeLoginLimiter, loginLimiter } from './services/login-limiter.ts';
+import { RedisLoginLimiter } from './services/login-limiter-redis.ts';
 import { closeTransports } from './sinks/index.ts';
 
 // The embedded server, once started: stopped on shutdown and when start-up fails after it started.
 let embedded: EmbeddedDb | undefined;
+// Set by the first stop signal; start-up steps still under way then end quietly.
+let stopping = false;
+
+/** What this process does about migrations at start (SVC_MIGRATE; auto: only api processes wait). */
+function migrationMode(cfg: Pick<Config, 'SVC_MIGRATE' | 'SVC_RUNTIME_ROLE'>): 'apply' | 'wait' {
+  if (cfg.SVC_MIGRATE !== 'auto') return cfg.SVC_MIGRATE;
+  return cfg.SVC_RUNTIME_ROLE === 'api' ? 'wait' : 'apply';
+}
 
 async function main(): Promise<void> {
   let cfg: Config;
@@ -27,28 +38,109 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(cfg.SVC_LOG_LEVEL);
+  // A stop requested while the embedded PostgreSQL starts ends the process at once; the server,
+  // started or starting, is told to stop as the process exits (src/db/embedded.ts).
+  let shutdown = async (signal: string): Promise<void> => {
+    stopping = true;
+    log.info({ signal }, 'stopped during start-up');
+    process.exit(0);
+  };
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
   let url = cfg.SVC_DATABASE_URL;
   if (!url) {
     log.info({ data_dir: cfg.SVC_DATA_DIR }, 'SVC_DATABASE_URL is not set: starting the embedded PostgreSQL');
     embedded = await startEmbeddedPostgres(cfg.SVC_DATA_DIR, (m) => log.debug({ component: 'embedded-postgres' }, m));
+    if (embedded.notice) log.warn({ cluster_dir: embedded.clusterDir }, embedded.notice);
     url = embedded.url;
   }
   const sql: Sql = createSql(url, cfg);
-  const applied = await migrate(sql);
-  if (applied.length) log.info({ migrations: applied }, 'migrations applied');
+  const life = new Lifecycle();
+  const startup = new AbortController();
+  const { host, port } = bind(cfg.SVC_BIND);
+  const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  let server: Server | undefined;
+  let workers: Workers | undefined;
+  // the services the app and the workers registered (the login limiter), once built
+  const built: { deps?: Deps } = {};
+
+  // From here on a stop drains what runs, whatever start-up reached. Every step runs even when one
+  // before it fails, so the embedded PostgreSQL is always stopped, and stopped last.
+  shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    life.stop();
+    startup.abort();
+    log.info({ signal, drain_ms: cfg.SVC_SHUTDOWN_DRAIN_MS }, 'shutting down');
+    const deadline = setTimeout(
+      () => {
+        log.error('shutdown did not finish in time');
+        process.exit(1);
+      },
+      Math.max(cfg.SVC_SHUTDOWN_DRAIN_MS, 10_000) + 20_000,
+    );
+    deadline.unref();
+    let code = 0;
+    const run = async (name: string, step: () => Promise<unknown>) => {
+      try {
+        await step();
+      } catch (err) {
+        code = 1;
+        log.error({ err, step: name }, 'shutdown step failed');
+      }
+    };
+    // HTTP and the workers wind down side by side: requests drain within SVC_SHUTDOWN_DRAIN_MS, the
+    // workers stop claiming at once, running tasks get their grace period, deliveries in flight are
+    // released; both still need the pool.
+    await Promise.all([
+      run('http server', async () => {
+        if (!server) return;
+        const cut = await life.drain(server, cfg.SVC_SHUTDOWN_DRAIN_MS);
+        if (cut > 0)
+          log.warn({ requests: cut, drain_ms: cfg.SVC_SHUTDOWN_DRAIN_MS }, 'requests still in flight were cut at the drain bound');
+      }),
+      run('workers', async () => workers?.stop()),
+    ]);
+    await run('transports', () => closeTransports());
+    if (built.deps) await run('login limiter', () => closeLoginLimiter(built.deps!));
+    await run('database pool', () => sql.end({ timeout: 5 }));
+    await run('embedded PostgreSQL', async () => embedded?.stop());
+    process.exit(code);
+  };
+
+  if (cfg.SVC_RUNTIME_ROLE !== 'worker') {
+    // Listening before the schema is ready: /healthz answers, /readyz says 503 until it is.
+    server = serveApp(life.front(), host, port) as Server;
+    life.track(server);
+    await new Promise<void>((ok, fail) => {
+      server!.once('listening', () => ok());
+      server!.once('error', fail);
+    });
+  }
+
+  const mode = migrationMode(cfg);
+  if (mode === 'apply') {
+    const applied = await migrate(sql);
+    if (applied.length) log.info({ migrations: applied }, 'migrations applied');
+  } else {
+    await waitForMigrations(sql, life, log, startup.signal, server ? base : undefined);
+  }
+  if (stopping) return;
   const boot = await bootstrap(sql, cfg);
   const deps: Deps = { config: cfg, sql, log, tokenKey: await tokenHashKey(sql, cfg.SVC_TOKEN_HASH_KEY), services: {} };
-
-  let server: ServerType | undefined;
-  const { host, port } = bind(cfg.SVC_BIND);
-  if (cfg.SVC_RUNTIME_ROLE !== 'worker') {
+  built.deps = deps;
+  if (server) {
     const app = await createApp(deps);
-    server = serve({ fetch: app.fetch, hostname: host, port });
-    await new Promise<void>((ok) => server!.once('listening', () => ok()));
+    // Shared login limits from the first login on: a limiter still connecting to Redis would admit
+    // logins under this process's own counts (its fallback for an unreachable Redis).
+    const limiter = loginLimiter(deps);
+    if (limiter instanceof RedisLoginLimiter && !(await limiter.ready())) {
+      log.warn("Redis (SVC_LOGIN_RATE_LIMIT_REDIS_URL) is not reachable: login limits are this process's own until it is");
+    }
+    life.serve(app);
   }
-  const workers: Workers = cfg.SVC_RUNTIME_ROLE !== 'api' ? startWorkers(deps) : { stop: async () => {} };
+  if (stopping) return;
+  if (cfg.SVC_RUNTIME_ROLE !== 'api') workers = startWorkers(deps);
 
-  const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   const lines = [`Inventory Data Service (role ${cfg.SVC_RUNTIME_ROLE})`];
   if (server) {
     lines.push(`  listening on  ${base}`, `  API reference ${base}/docs`);
@@ -60,28 +152,44 @@ async function main(): Promise<void> {
       `                  -d '{"name":"admin","password":"<admin password>"}'`,
     );
   }
+  if (embedded) lines.push(`  database      embedded PostgreSQL, data in ${embedded.clusterDir}`);
+  lines.push(`  stop with     Ctrl-C or SIGTERM to process ${process.pid}`);
   process.stdout.write(lines.join('\n') + '\n');
+}
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'shutting down');
-    const deadline = setTimeout(() => process.exit(1), 15_000);
-    deadline.unref();
-    await new Promise<void>((ok) => (server ? server.close(() => ok()) : ok()));
-    await workers.stop();
-    await closeTransports();
-    await closeLoginLimiter(deps);
-    await sql.end({ timeout: 5 });
-    await embedded?.stop();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void shutdown('SIGINT'));
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+/**
+ * Waits until every migration is applied (by `bin/svc migrate` or a process that applies them),
+ * retrying while the database is unreachable; each change of the reason is logged once.
+ */
+async function waitForMigrations(
+  sql: Sql,
+  life: Lifecycle,
+  log: Deps['log'],
+  signal: AbortSignal,
+  listening: string | undefined,
+): Promise<void> {
+  let said = '';
+  while (!signal.aborted) {
+    let reason: string;
+    try {
+      const { pending } = await migrationStatus(sql);
+      if (pending.length === 0) return;
+      reason = `waiting for the database migrations (${pending.length} pending): run bin/svc migrate, or start a worker process`;
+    } catch (err) {
+      reason = `waiting for the database: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    life.startingMessage = reason;
+    if (reason !== said) {
+      log.warn({ listening }, reason);
+      said = reason;
+    }
+    await sleep(1000, signal);
+  }
 }
 
 main().catch(async (err: unknown) => {
+  // a stop during start-up ends its steps with errors of their own (the pool closes under them)
+  if (stopping) return;
   console.error('start-up failed:', err instanceof Error ? err.message : err);
   await embedded?.stop().catch(() => {});
   process.exit(1);

@@ -14,7 +14,7 @@ import {
   requireObjectPermission,
   visibleCollectionIds,
 } from '../src/db/authz.ts';
-import { ApiError } from '../src/http/errors.ts';
+import { ApiError } from '../src/domain/errors.ts';
 import { PERMISSIONS, decide, parsePermissionList, requireRootAuthority, type Authority, type Permission } from '../src/domain/authz.ts';
 
 // Fixtures straight in SQL: this file tests the authorization module, not the IAM endpoints.

@@ -849,7 +849,18 @@ describe('search', () => {
   });
 
   it('searchPlainTextStream 200: an error event replaces done when a batch fails', async () => {
-    const res = await t.request('GET', '/api/v1/search/stream', { query: { q: `${S}\u0000` } });
+    // The objects batch cannot read its table (locked for the whole request) and times out. (A NUL
+    // in q used to fail it in PostgreSQL; the HTTP boundary now refuses that with 400 up front.)
+    const bounded = await startTestApp({ SVC_DB_STATEMENT_TIMEOUT_MS: 200 });
+    let res!: Awaited<ReturnType<TestApp['request']>>;
+    try {
+      await t.deps.sql.begin(async (tx) => {
+        await tx`lock table objects in access exclusive mode`;
+        res = await bounded.request('GET', '/api/v1/search/stream', { query: { q: S, kinds: 'object' } });
+      });
+    } finally {
+      await bounded.close();
+    }
     expect(res.status, res.text).toBe(200);
     const events = parseSse(res.text);
     expect(events[0]!.event).toBe('started');

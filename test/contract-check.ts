@@ -2,7 +2,7 @@
 // (or covered by `default`), the body must match the schema of its media type, and every
 // declared required header must be present and valid.
 import { OpenAPIRouter } from 'openapi-backend';
-import { openapiDocument } from '../src/http/adapter.ts';
+import { openapiDocument } from '../src/http/openapi.ts';
 import { SchemaRegistry, escapePointer } from '../src/http/schemas.ts';
 
 const registry = new SchemaRegistry();

@@ -3,7 +3,7 @@
 import { inject, it, expect, describe } from 'vitest';
 import { createSql } from '../src/db/sql.ts';
 import { withTx } from '../src/db/tx.ts';
-import { ApiError } from '../src/http/errors.ts';
+import { ApiError } from '../src/domain/errors.ts';
 import { uniq } from './helpers.ts';
 
 describe('withTx and the pool acquisition timeout', () => {

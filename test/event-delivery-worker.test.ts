@@ -344,13 +344,16 @@ describe('webhook delivery', () => {
     expect(r.next_attempt_at.getTime()).toBeLessThanOrEqual(Date.now() + 1000);
   });
 
-  it('private destinations are refused unless SVC_EVENT_SINK_ALLOW_PRIVATE_TARGETS', async () => {
+  it('private destinations are refused unless SVC_EVENT_SINK_ALLOW_PRIVATE_TARGETS: dead at once (a refused address stays refused)', async () => {
     const s = await setup(strict);
     await runDeliveryOnce(strict.deps, { sinkIds: [s.sinkId] });
     expect(peer.seen.length).toBe(0);
     const r = await row(strict, s.delivery.id);
-    expect(r).toMatchObject({ status: 'failed', attempts: 1 });
+    expect(r).toMatchObject({ status: 'dead', attempts: 1 });
     expect(r.last_error).toContain('refused address');
+    await makeDue(strict, s.delivery.id);
+    expect(await runDeliveryOnce(strict.deps, { sinkIds: [s.sinkId] })).toBe(0);
+    expect(peer.seen.length).toBe(0);
   });
 
   it('rows of a disabled sink wait; test rows of a disabled sink are still sent', async () => {

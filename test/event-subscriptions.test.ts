@@ -119,7 +119,9 @@ describe('createCollectionEventSubscription', () => {
   it('ManageEventSubscription is needed on the collection; permission-scoped tokens are denied; resource scopes need the collection', async () => {
     const col = await createCollection(t);
     const child = await createCollection(t, col);
-    const body = { sink_id: sink, entity_types: ['collection'], actions: ['updated'], routing: { url: 'https://h.example/' } };
+    // a sink that allows this destination to everyone who may subscribe (test/secret-destinations.test.ts covers the rest)
+    const open = (await createSink(t, { config: { allowed_routing: { urls: ['https://h.example/'] } } })).id;
+    const body = { sink_id: open, entity_types: ['collection'], actions: ['updated'], routing: { url: 'https://h.example/' } };
     const manager = await principalWith(t, [[col, ['ManageEventSubscription']]]);
     const reader = await principalWith(t, [[col, ['ReadCollection', 'ReadAudit']]]);
     expect((await t.request('POST', collPath(col), { token: reader.token, body: { ...body, name: uniq('s') } })).status).toBe(403);

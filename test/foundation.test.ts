@@ -7,7 +7,7 @@ import { checkResponse, ContractViolation } from './contract-check.ts';
 import { handlers } from '../src/handlers/index.ts';
 import { PENDING } from '../src/handlers/not-implemented.ts';
 import { operations } from '../generated/operations.ts';
-import { ApiError } from '../src/http/errors.ts';
+import { ApiError } from '../src/domain/errors.ts';
 import { loadConfig, ConfigError, SETTINGS } from '../src/config.ts';
 
 let t: TestApp;

@@ -1,5 +1,6 @@
 // One unique database per test run: on SVC_DATABASE_URL / DATABASE_URL when set, else on an
-// embedded PostgreSQL in a temporary directory. Migrated once here; test files share it and
+// embedded PostgreSQL in a temporary directory (as root, wherever src/db/embedded.ts finds a place
+// the postgres user can reach). Migrated once here; test files share it and
 // isolate by unique names.
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -43,6 +44,8 @@ export async function teardown(): Promise<void> {
   }
   await embedded?.stop();
   if (tmp) await rm(tmp, { recursive: true, force: true });
+  // As root the cluster may live outside the temporary directory (src/db/embedded.ts).
+  if (embedded && tmp && !embedded.clusterDir.startsWith(tmp + '/')) await rm(embedded.clusterDir, { recursive: true, force: true });
 }
 
 declare module 'vitest' {

@@ -120,7 +120,8 @@ describe('createImport', () => {
   it('createImport 400: version other than 2 and unknown members', async () => {
     expect((await submit({ version: 1, graph: graph() })).status).toBe(400);
     expect((await submit({ ...body(), extra: true })).status).toBe(400);
-    expect((await submit({ version: 2, graph: { collections: [] } })).status).toBe(400);
+    expect((await submit({ version: 2 })).status).toBe(400);
+    expect((await submit({ version: 2, graph: { collections: [], widgets: [] } })).status).toBe(400);
   });
 
   it('createImport 400: duplicate refs, unknown refs, refs to another section or a later item', async () => {
@@ -255,6 +256,34 @@ describe('createImport', () => {
 });
 
 describe('import executor', () => {
+  it('omitted sections are empty: a graph of collections only, of objects only, and an empty graph succeed', async () => {
+    const name = uniq('only');
+    const cols = await runImport({ version: 2, graph: { collections: [{ ref: 'c', name }] } });
+    expect(cols.task.status).toBe('succeeded');
+    expect(cols.results.map((r) => [r.item_ref, r.entity_kind, r.action, r.outcome])).toEqual([['c', 'collection', 'create', 'succeeded']]);
+    expect(await collectionByName(name)).toBeDefined();
+
+    const col = await createCollection();
+    const klass = uniq('class');
+    const cls = await t.request('POST', '/api/v1/classes', { body: { name: klass, collection_id: col } });
+    expect(cls.status, cls.text).toBe(201);
+    const objs = await runImport({
+      version: 2,
+      mode: { atomicity: 'strict' },
+      graph: { objects: [{ ref: 'o', name: 'o-1', class_key: { name: klass }, json_data: { a: 1 } }] },
+    });
+    expect(objs.task.status).toBe('succeeded');
+    expect(objs.results.map((r) => [r.item_ref, r.entity_kind, r.outcome])).toEqual([['o', 'object', 'succeeded']]);
+    const [row] = await t.deps.sql<{ n: number }[]>`
+      select count(*)::int as n from objects o join classes c on c.id = o.class_id where c.name = ${klass} and o.name = 'o-1'`;
+    expect(row!.n).toBe(1);
+
+    const empty = await runImport({ version: 2, graph: {} });
+    expect(empty.task.status).toBe('succeeded');
+    expect(empty.task.progress).toMatchObject({ total_items: 0, processed_items: 0 });
+    expect(empty.results).toEqual([]);
+  });
+
   it('strict import succeeds: tree, class with schema, objects, relations and a grant, with worker events', async () => {
     const top = uniq('top');
     const k1 = uniq('server');
@@ -671,6 +700,68 @@ describe('import executor', () => {
       ['succeeded', 'unchanged'],
     ]);
     expect(again.results[0]!.error).toMatch(/no fragment of this collection/);
+  });
+
+  it("an unscoped administrator's imported subscriptions carry the routing approval, as the API's do", async () => {
+    // a sink whose config.allowed_routing does not list the routing the subscriptions name
+    const sink = await t.request('POST', '/api/v1/event-sinks', {
+      body: { name: uniq('sink'), kind: 'webhook', config: { allowed_routing: { urls: ['https://allowed.example/'] } } },
+    });
+    expect(sink.status, sink.text).toBe(201);
+    const sinkKey = { name: (sink.body as { name: string }).name };
+    const col = await createCollection();
+    const manager = await userWith(t, [[col, ['ReadCollection', 'ManageEventSubscription']]]);
+    // a manager's subscription inside the allowed list: stored without the administrator's approval
+    const listed = await t.request('POST', `/api/v1/collections/${col}/event-subscriptions`, {
+      token: manager.token,
+      body: {
+        sink_id: (sink.body as { id: number }).id,
+        name: uniq('listed'),
+        entity_types: ['object'],
+        actions: ['created'],
+        routing: { url: 'https://allowed.example/in' },
+      },
+    });
+    expect(listed.status, listed.text).toBe(201);
+    expect(listed.body).toMatchObject({ routing_admin_approved: false });
+    const [c] = await t.deps.sql<{ name: string }[]>`select name from collections where id = ${col}`;
+    const colKey = { name: c!.name, path: [c!.name] };
+    const outside = uniq('outside');
+    const { task, results: rows } = await runImport(
+      body(
+        {
+          event_subscriptions: [
+            // new, routed outside the list
+            {
+              collection_key: colKey,
+              sink_key: sinkKey,
+              name: outside,
+              entity_types: ['object'],
+              actions: ['created'],
+              routing: { url: 'https://elsewhere.example/x' },
+            },
+            // the manager's, overwritten with the same members: the administrator naming the sink approves it
+            {
+              collection_key: colKey,
+              sink_key: sinkKey,
+              name: (listed.body as { name: string }).name,
+              entity_types: ['object'],
+              actions: ['created'],
+              routing: { url: 'https://allowed.example/in' },
+            },
+          ],
+        },
+        { mode: { atomicity: 'strict', collision_policy: 'overwrite' } },
+      ),
+    );
+    expect(task.status, JSON.stringify(rows)).toBe('succeeded');
+    expect(rows.map((r) => r.action)).toEqual(['create', 'update']);
+    const subs = await t.deps.sql<{ name: string; routing_admin_approved: boolean }[]>`
+      select name, routing_admin_approved from event_subscriptions where collection_id = ${col} order by id`;
+    expect(subs).toEqual([
+      { name: (listed.body as { name: string }).name, routing_admin_approved: true },
+      { name: outside, routing_admin_approved: true },
+    ]);
   });
 
   it('a cancel request stops a running import at its next checkpoint; what was not attempted is skipped', async () => {

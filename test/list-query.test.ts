@@ -2,9 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { createSql, type Sql, type TransactionSql } from '../src/db/sql.ts';
 import { testConfig } from './helpers.ts';
-import { parseListQuery, type ListSpec } from '../src/http/list-query.ts';
-import { runList, pageHeaders } from '../src/db/list.ts';
-import { ApiError } from '../src/http/errors.ts';
+import { parseListQuery, type ListSpec } from '../src/domain/list-query.ts';
+import { runList } from '../src/db/list.ts';
+import { pageHeaders } from '../src/http/paging.ts';
+import { ApiError } from '../src/domain/errors.ts';
 
 const spec: ListSpec = {
   fields: {
@@ -59,6 +60,19 @@ describe('parseListQuery', () => {
     expect(parseListQuery({ json_data__gte: 'metrics,cpu=4' }, spec).filters[0]).toMatchObject({ path: ['metrics', 'cpu'], values: ['4'] });
   });
 
+  it('a repeated filter is one more condition (AND); repeats count toward the 64 filters', () => {
+    const p = parseListQuery({ name__not_equals: ['a', 'b'], size__gt: '1' }, spec);
+    expect(p.filters.map((f) => [f.field, f.op, f.negate, f.values])).toEqual([
+      ['name', 'equals', true, ['a']],
+      ['name', 'equals', true, ['b']],
+      ['size', 'gt', false, [1]],
+    ]);
+    expect(status(() => parseListQuery({ size: ['1', 'x'] }, spec))).toBe(400);
+    expect(status(() => parseListQuery({ id__not_equals: Array.from({ length: 64 }, (_, i) => String(i)) }, spec))).toBe(200);
+    expect(status(() => parseListQuery({ id__not_equals: Array.from({ length: 65 }, (_, i) => String(i)) }, spec))).toBe(400);
+    expect(parseListQuery({ name: ['a', 'b'] }, spec).signature).not.toBe(parseListQuery({ name: 'a' }, spec).signature);
+  });
+
   it('a cursor is bound to its filters and sort', () => {
     const a = parseListQuery({ name: 'x' }, spec);
     const cursor = Buffer.from(JSON.stringify({ v: [1], s: a.signature })).toString('base64url');
@@ -110,7 +124,7 @@ describe('runList against PostgreSQL', () => {
         ('alpha', 1, '2026-01-01T00:00:00Z', true, '{"metrics":{"cpu":8},"ip":"10.1.2.3","tags":["a","b"],"owner":null}'),
         ('Beta', 2, '2026-02-01T00:00:00Z', false, '{"metrics":{"cpu":2},"ip":"not-an-ip","tags":["a"]}'),
         ('gamma_x', 3, '2026-03-01T00:00:00Z', null, '{"metrics":{"cpu":"high"},"ip":"192.168.1.9","interfaces":{"eth0":{}}}')`;
-      const names = async (query: Record<string, string>) => {
+      const names = async (query: Record<string, string | string[]>) => {
         const parsed = parseListQuery(query, spec);
         const page = await runList<{ name: string }>(tx, { from: tx`i`, select: tx`i.name`, parsed, spec });
         return page.rows.map((r) => r.name);
@@ -131,6 +145,8 @@ describe('runList against PostgreSQL', () => {
       expect(await names({ json_data__is_null: 'owner' })).toEqual(['alpha', 'Beta', 'gamma_x']);
       expect(await names({ json_data__equals: 'metrics,cpu=high' })).toEqual(['gamma_x']);
       expect(await names({ json_data__equals: 'missing,path=1' })).toEqual([]);
+      expect(await names({ name__not_equals: ['alpha', 'Beta'] })).toEqual(['gamma_x']);
+      expect(await names({ size__gte: ['2', '3'] })).toEqual(['gamma_x']);
     });
   });
 

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, ADMIN_PASSWORD, type TestApp } from './helpers.ts';
 import { createHuman, scopedTokenFor } from './iam-fixtures.ts';
 import { DEFAULT_LIMITER_CONFIG, keysFor, subnetOf, normalizeIp, type LimiterConfig } from '../src/domain/rate-limit.ts';
-import { MemoryLoginLimiter, closeLoginLimiter, type AttemptTicket, type LoginLimiter } from '../src/services/login-limiter.ts';
+import { closeLoginLimiter, limiterConfig } from '../src/services/login-limiter.ts';
+import { MemoryLoginLimiter, type AttemptTicket, type LoginLimiter } from '../src/services/login-limiter-memory.ts';
 import { RedisLoginLimiter } from '../src/services/login-limiter-redis.ts';
 
 const REDIS_URL = process.env.SVC_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -40,7 +41,9 @@ describe('rate-limit domain rules', () => {
       ['user_ip', 'alice@10.0.0.9', 5],
       ['ip', '10.0.0.9', 20],
       ['subnet', '10.0.0.0/24', 100],
+      ['user', 'alice', 20],
     ]);
+    expect(keysFor(cfg, 'alice', '10.9.9.9')[3]!.id).toBe(keys[3]!.id);
     expect(keys.every((k) => /^[A-Za-z0-9_-]{43}$/.test(k.id))).toBe(true);
   });
 });
@@ -149,6 +152,37 @@ describe.each(backends)('%s limiter', (_name, make) => {
     await l.abandon(await admitted(l, name, ip));
   });
 
+  it('bounds one name across addresses: over 20 failures its attempts are spaced 5 s apart, never locked', async () => {
+    const name = uniq('victim');
+    // One failure from each of 20 addresses in 20 networks: no (name, IP), IP or subnet key is near its threshold.
+    for (let i = 0; i < 20; i++) await failTimes(l, name, randomIp(), 1);
+    expect(await l.admit(name, randomIp())).toEqual({ ok: false, retryAfter: 5 });
+    // Other names, from the same and other addresses, are unaffected.
+    await l.abandon(await admitted(l, uniq('other'), randomIp()));
+    now += 4_000;
+    expect(await l.admit(name, randomIp())).toEqual({ ok: false, retryAfter: 1 });
+    now += 1_000;
+    // The interval is over: one attempt (from a fresh address) is admitted, and only one at a time.
+    const owner = await admitted(l, name, randomIp());
+    expect(await l.admit(name, randomIp())).toEqual({ ok: false, retryAfter: 1 });
+    await l.succeeded(owner);
+    // A failed attempt starts the next interval; the wait never grows beyond it, however long the guessing goes on.
+    for (let i = 0; i < 30; i++) {
+      await l.failed(await admitted(l, name, randomIp()));
+      expect(await l.admit(name, randomIp())).toEqual({ ok: false, retryAfter: 5 });
+      now += 5_000;
+    }
+    const entry = (await l.snapshot({ include: 'all', scope: 'user', q: name })).entries;
+    expect(entry).toHaveLength(1);
+    expect(entry[0]).toMatchObject({ scope: 'user', identifier: name, name, ip: null, subnet: null, threshold: 20, locked: false });
+    expect(entry[0]!.failures).toBe(50);
+    expect(entry[0]!.lockout_count).toBe(0);
+    // Once the failures leave the window the name is at full speed again.
+    now += 301_000;
+    for (let i = 0; i < 19; i++) await failTimes(l, name, randomIp(), 1);
+    await l.abandon(await admitted(l, name, randomIp()));
+  });
+
   it('snapshot lists tracked keys, locked first; release and clear remove them', async () => {
     const ip = randomIp();
     const name = uniq('snap');
@@ -242,6 +276,8 @@ describe('login rate limiting over HTTP', () => {
       max_failures_per_user_ip: 5,
       max_failures_per_ip: 20,
       max_failures_per_subnet: 100,
+      max_failures_per_user: 20,
+      user_interval_seconds: 5,
       subnet_prefix_v4: 24,
       subnet_prefix_v6: 64,
       window_seconds: 300,
@@ -360,6 +396,60 @@ describe('Redis-backed login limits', () => {
   });
 });
 
+// Guessing one account's password from many addresses (each address trusted-proxy forwarded),
+// through the login endpoint, with each backend; the limiter's clock is the test's.
+describe.each(['memory', 'redis'] as const)('login account bound over HTTP (%s)', (backend) => {
+  let t: TestApp;
+  let now = Date.now();
+  beforeAll(async () => {
+    t = await startTestApp({ SVC_TRUSTED_PROXIES: '127.0.0.1' });
+    const config = limiterConfig(t.deps.config);
+    if (backend === 'memory') t.deps.services.loginLimiter = new MemoryLoginLimiter(config, () => now);
+    else {
+      const l = new RedisLoginLimiter({ url: REDIS_URL, prefix: `svc-test:${uniq('acct')}:`, config, now: () => now });
+      expect(await l.ready()).toBe(true);
+      t.deps.services.loginLimiter = l;
+    }
+  });
+  afterAll(async () => {
+    await (t.deps.services.loginLimiter as LoginLimiter).clear();
+    await (t.deps.services.loginLimiter as LoginLimiter).close();
+    await t.close();
+  });
+  const login = (name: string, password: string, ip: string) =>
+    t.request('POST', '/api/v0/auth/login', { token: null, body: { name, password }, headers: { 'x-forwarded-for': ip } });
+
+  it('login 429 with a Retry-After of a few seconds once one name failed 20 times from 20 addresses; the owner logs in after it', async () => {
+    const victim = await createHuman(t);
+    const bystander = await createHuman(t);
+    for (let i = 0; i < 20; i++) expect((await login(victim.name, `guess-${i}`, randomIp())).status).toBe(401);
+    const slowed = await login(victim.name, 'guess-20', randomIp());
+    expect(slowed.status).toBe(429);
+    expect(slowed.headers.get('retry-after')).toBe('5');
+    expect(slowed.body).toMatchObject({ error: 'Too Many Requests', reason: 'login_rate_limited' });
+    // Within the interval even the right password waits (it never reaches the password check)...
+    const early = await login(victim.name, victim.password, randomIp());
+    expect(early.status).toBe(429);
+    expect(Number(early.headers.get('retry-after'))).toBeLessThanOrEqual(5);
+    // ...other accounts do not.
+    expect((await login(bystander.name, bystander.password, randomIp())).status).toBe(200);
+    now += 5_000;
+    expect((await login(victim.name, victim.password, randomIp())).status).toBe(200);
+    // The guessing goes on at one try per interval, never locked for longer.
+    expect((await login(victim.name, 'guess-21', randomIp())).status).toBe(401);
+    const next = await login(victim.name, 'guess-22', randomIp());
+    expect(next.status).toBe(429);
+    expect(next.headers.get('retry-after')).toBe('5');
+    now += 5_000;
+    expect((await login(victim.name, victim.password, randomIp())).status).toBe(200);
+    const state = await t.request('GET', '/api/v0/meta/login-rate-limit', { query: { include: 'all', scope: 'user', q: victim.name } });
+    expect(state.status).toBe(200);
+    expect((state.body as { entries: unknown[] }).entries).toEqual([
+      expect.objectContaining({ scope: 'user', identifier: victim.name, failures: 21, threshold: 20, locked: false, locked_until: null }),
+    ]);
+  });
+});
+
 describe('Redis limiter unavailable', () => {
   let t: TestApp;
   beforeAll(async () => {
@@ -393,6 +483,33 @@ describe('Redis limiter unavailable', () => {
     const res = await login(ADMIN_PASSWORD);
     expect(res.status).toBe(429);
     expect(res.headers.get('retry-after')).toBe('300');
+  });
+});
+
+describe('SVC_LOGIN_RATE_LIMIT_MAX_FAILURES_PER_USER and SVC_LOGIN_RATE_LIMIT_USER_INTERVAL_SECONDS', () => {
+  it('set the account bound: getLoginRateLimitState shows them and login follows them', async () => {
+    const t = await startTestApp({
+      SVC_TRUSTED_PROXIES: '127.0.0.1',
+      SVC_LOGIN_RATE_LIMIT_MAX_FAILURES_PER_USER: 3,
+      SVC_LOGIN_RATE_LIMIT_USER_INTERVAL_SECONDS: 60,
+    });
+    try {
+      const state = await t.request('GET', '/api/v0/meta/login-rate-limit');
+      expect(state.status).toBe(200);
+      expect((state.body as { config: unknown }).config).toMatchObject({ max_failures_per_user: 3, user_interval_seconds: 60 });
+      const name = uniq('victim');
+      const login = (ip: string) =>
+        t.request('POST', '/api/v0/auth/login', { token: null, body: { name, password: 'guess' }, headers: { 'x-forwarded-for': ip } });
+      for (let i = 0; i < 3; i++) expect((await login(randomIp())).status).toBe(401);
+      const res = await login(randomIp());
+      expect(res.status).toBe(429);
+      // Seconds left of the 60 s interval since the latest failure, whatever time this test took.
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      expect(Number(res.headers.get('retry-after'))).toBeLessThanOrEqual(60);
+    } finally {
+      await closeLoginLimiter(t.deps);
+      await t.close();
+    }
   });
 });
 

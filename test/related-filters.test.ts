@@ -7,7 +7,7 @@ import { graphFixtures } from './graph-fixtures.ts';
 import { relatedObjectConditions } from '../src/db/related-filters.ts';
 import { withTx } from '../src/db/tx.ts';
 import { and } from '../src/db/list.ts';
-import { ApiError } from '../src/http/errors.ts';
+import { ApiError } from '../src/domain/errors.ts';
 import type { Authority } from '../src/domain/authz.ts';
 
 let t: TestApp;

@@ -2,6 +2,8 @@
 // local HTTPS peer received and what the task, its events and the result row say. The peer's
 // certificate is made with the openssl command line at test time and trusted through
 // SVC_OUTBOUND_CA_FILE; loopback is admitted only through SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS.
+// The peer's origin is approved for every secret alias used here (SVC_REMOTE_TARGET_ORIGINS_<ALIAS>
+// or remote-target/<alias>.origins); test/secret-destinations.test.ts covers unapproved origins.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { join } from 'node:path';
@@ -28,6 +30,8 @@ const ALIAS = `RT_${Date.now()}_${process.pid}`;
 const SECRET = `s3cr3t-${uniq()}`;
 const FILE_ALIAS = 'file_alias_1';
 const FILE_SECRET = `file-secret-${uniq()}`;
+/** Aliases whose origins this file approves (the missing-secret and loopback cases use the last two). */
+const APPROVED_ALIASES = [ALIAS, 'NOT_SET_ANYWHERE', 'NO_SUCH_ALIAS_X'];
 
 beforeAll(async () => {
   peer = await startPeer({ prefix: 'svc-rt-' });
@@ -35,8 +39,10 @@ beforeAll(async () => {
   peer.respond = (req, res) => respond(req, res);
 
   process.env[`SVC_REMOTE_TARGET_SECRET_${ALIAS.toUpperCase()}`] = SECRET;
+  for (const a of APPROVED_ALIASES) process.env[`SVC_REMOTE_TARGET_ORIGINS_${a.toUpperCase()}`] = `https://localhost:${port}`;
   mkdirSync(join(dir, 'secrets', 'remote-target'), { recursive: true });
   writeFileSync(join(dir, 'secrets', 'remote-target', FILE_ALIAS), `${FILE_SECRET}\n`);
+  writeFileSync(join(dir, 'secrets', 'remote-target', `${FILE_ALIAS}.origins`), `https://localhost:${port}\n`);
 
   t = await startTestApp({ SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS: true, SVC_OUTBOUND_CA_FILE: caFile });
   strict = await startTestApp({ SVC_OUTBOUND_CA_FILE: caFile });
@@ -60,6 +66,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   delete process.env[`SVC_REMOTE_TARGET_SECRET_${ALIAS.toUpperCase()}`];
+  for (const a of APPROVED_ALIASES) delete process.env[`SVC_REMOTE_TARGET_ORIGINS_${a.toUpperCase()}`];
   await Promise.all([peer.close(), t?.close(), strict?.close(), fileApp?.close()]);
 });
 

@@ -408,15 +408,28 @@ describe('invokeRemoteTarget (queueing)', () => {
     expect((disabled.body as { message: string }).message).toMatch(/disabled/);
   });
 
-  it('404: missing target or subject, object not in class_id, class_id not the target class, subject outside the target collection', async () => {
+  it('404: missing target or subject, subject outside the target collection', async () => {
     const rt = await createTarget({ allowed_subject_types: ['object', 'collection', 'class'], class_id: classA });
     expect((await invoke(2_000_000_000, { subject: { type: 'collection', id: colA } })).status).toBe(404);
     expect((await invoke(rt.id, { subject: { type: 'collection', id: 2_000_000_000 } })).status).toBe(404);
-    expect((await invoke(rt.id, { subject: { type: 'object', class_id: classA, object_id: objB } })).status).toBe(404);
-    expect((await invoke(rt.id, { subject: { type: 'object', class_id: classB, object_id: objB } })).status).toBe(404);
+    expect((await invoke(rt.id, { subject: { type: 'object', class_id: classA, object_id: 2_000_000_000 } })).status).toBe(404);
     expect((await invoke(rt.id, { subject: { type: 'collection', id: colB } })).status).toBe(404);
     expect((await invoke(rt.id, { subject: { type: 'class', id: classB } })).status).toBe(404);
     expect((await invoke(rt.id, { subject: { type: 'class', id: classA } })).status).toBe(202);
+  });
+
+  it('400 unsupported subject combination: an object of another class than class_id, or class_id not the target class', async () => {
+    const rt = await createTarget({ allowed_subject_types: ['object', 'collection', 'class'], class_id: classA });
+    for (const subject of [
+      { type: 'object', class_id: classA, object_id: objB },
+      { type: 'object', class_id: classB, object_id: objB },
+      { type: 'object', class_id: classB, object_id: objA },
+    ]) {
+      const res = await invoke(rt.id, { subject });
+      expect(res.status, `${JSON.stringify(subject)} ${res.text}`).toBe(400);
+      expect((res.body as { details: { message: string }[] }).details[0]!.message).toMatch(/^unsupported subject combination/);
+    }
+    expect((await invoke(rt.id, { subject: { type: 'object', class_id: classA, object_id: objA } })).status).toBe(202);
   });
 
   it('relation subjects: the target collection must hold one of the endpoints', async () => {

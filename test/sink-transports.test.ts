@@ -10,7 +10,7 @@ import { Redis } from 'ioredis';
 import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Config } from '../src/config.ts';
-import { ApiError } from '../src/http/errors.ts';
+import { ApiError } from '../src/domain/errors.ts';
 import { amqpTransport } from '../src/sinks/amqp.ts';
 import { emailTransport } from '../src/sinks/email.ts';
 import { redisStreamTransport } from '../src/sinks/redis-stream.ts';

@@ -3,7 +3,7 @@
 // the way a worker would.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { ApiError } from '../src/http/errors.ts';
+import { ApiError } from '../src/domain/errors.ts';
 import { withTx } from '../src/db/tx.ts';
 import type { Actor } from '../src/db/events.ts';
 import { insertTask, insertTaskEvent, toTaskWire, type NewTask, type TaskRow } from '../src/db/tasks.ts';

@@ -1,19 +1,30 @@
 import type { Db, TransactionSql } from './sql.ts';
-import { appendEvent } from './events.ts';
+import { appendEvent, type Actor } from './events.ts';
 import { withTx } from './tx.ts';
-import { actorOf, authOf, type Ctx } from '../http/contract.ts';
-import { ApiError } from '../http/errors.ts';
 import { hashToken } from '../domain/token-secret.ts';
 import {
   APPROVAL_ID,
   APPROVAL_TTL_SECONDS,
   approvalTargets,
   operationHash,
+  reauthenticationRequired,
   type ApprovalKind,
   type ApprovalOperation,
 } from '../domain/credential-approval.ts';
 
-export const APPROVAL_HEADER = 'x-svc-credential-approval';
+/** Who asks for an approval or presents one: the caller's principal and bearer token, and its audit actor. */
+export interface Approver {
+  principalId: number;
+  tokenId: number;
+  actor: Actor;
+  /** HMAC key of stored approval hashes (the token key). */
+  tokenKey: Buffer;
+}
+
+/** An approval as a request presents it: the approver and the approval id it names (undefined: none). */
+export interface PresentedApproval extends Approver {
+  approvalId: string | undefined;
+}
 
 export interface ApprovalRow {
   id: number;
@@ -29,24 +40,16 @@ export interface ApprovalRow {
   consumed_at: Date | null;
 }
 
-export const reauthenticationRequired = (detail = 'a fresh credential approval for exactly this request is required') =>
-  new ApiError(403, detail, {
-    reason: 'reauthentication_required',
-    guidance:
-      'POST /api/v1/iam/credential-approvals with your password and this operation, then repeat this request ' +
-      'with the same bearer token, the same body and header X-Svc-Credential-Approval within 120 seconds',
-  });
-
 /**
  * Consumes the credential approval that authorizes this request, or throws 403 with
  * `reason: "reauthentication_required"`.
  *
- *   consumeApproval(tx, ctx, input.headers, expected): Promise<ApprovalRow>
+ *   consumeApproval(tx, presentedApproval(ctx, input.headers), expected): Promise<ApprovalRow>
  *
  * - `tx`: the transaction of the approved mutation (call it inside your withTx, before the
  *   write): if the mutation fails and rolls back, the approval stays unused.
- * - `input.headers`: the request headers (lowercased names, as in Input); the approval id is read
- *   from `X-Svc-Credential-Approval`.
+ * - `presented`: the caller and the approval id of header `X-Svc-Credential-Approval`
+ *   (src/handlers/gates.ts presentedApproval reads them from the request).
  * - `expected`: the operation exactly as a client names it in `CredentialApprovalRequest.operation`,
  *   built from the later request: path ids from input.params and the body exactly as received
  *   (input.body, not a normalized copy). For example
@@ -60,37 +63,31 @@ export const reauthenticationRequired = (detail = 'a fresh credential approval f
  * as canonical JSON). On success it is marked consumed and a `credential_approval.consumed` event is
  * appended in the same transaction. The returned row carries `token_expires_at` for token kinds.
  */
-export async function consumeApproval(
-  tx: TransactionSql,
-  ctx: Ctx,
-  headers: Record<string, string | undefined>,
-  expected: ApprovalOperation,
-): Promise<ApprovalRow> {
-  const auth = authOf(ctx);
-  const raw = headers[APPROVAL_HEADER]?.trim();
+export async function consumeApproval(tx: TransactionSql, presented: PresentedApproval, expected: ApprovalOperation): Promise<ApprovalRow> {
+  const raw = presented.approvalId?.trim();
   if (!raw) throw reauthenticationRequired('this request needs header X-Svc-Credential-Approval naming a fresh credential approval');
   if (!APPROVAL_ID.test(raw))
     throw reauthenticationRequired('the credential approval is missing, expired, used or does not match this request');
   const [row] = await tx<ApprovalRow[]>`
     update credential_approvals set consumed_at = now()
-    where approval_hash = ${hashToken(ctx.deps.tokenKey, raw)}
+    where approval_hash = ${hashToken(presented.tokenKey, raw)}
       and consumed_at is null
       and expires_at > now()
-      and approved_by = ${auth.principal.id}
-      and token_id = ${auth.token.id}
+      and approved_by = ${presented.principalId}
+      and token_id = ${presented.tokenId}
       and kind = ${expected.kind}
       and operation_hash = ${operationHash(expected)}
     returning id, kind, approved_by, token_id, target_principal_id, target_token_id, target_restore_id,
       token_expires_at, created_at, expires_at, consumed_at`;
   if (!row) throw reauthenticationRequired('the credential approval is missing, expired, used or does not match this request');
-  await appendEvent(tx, actorOf(ctx), {
+  await appendEvent(tx, presented.actor, {
     entityType: 'credential_approval',
     entityId: row.id,
     entityName: row.kind,
     action: 'consumed',
     summary: `credential approval for ${row.kind} used`,
     after: approvalSnapshot(row),
-    metadata: { approval_kind: row.kind, principal_id: auth.principal.id },
+    metadata: { approval_kind: row.kind, principal_id: presented.principalId },
   });
   return row;
 }
@@ -98,28 +95,27 @@ export async function consumeApproval(
 /** Stores a new approval and its `credential_approval.created` event; returns the row. */
 export async function insertApproval(
   db: Db,
-  ctx: Ctx,
+  approver: Approver,
   a: { raw: string; operation: ApprovalOperation; tokenExpiresAt: Date | null },
 ): Promise<ApprovalRow> {
-  const auth = authOf(ctx);
   const targets = approvalTargets(a.operation);
   return withTx(db, async (tx) => {
     const [row] = await tx<ApprovalRow[]>`
       insert into credential_approvals (approval_hash, kind, approved_by, token_id, target_principal_id, target_token_id,
         target_restore_id, operation_hash, token_expires_at, expires_at)
-      values (${hashToken(ctx.deps.tokenKey, a.raw)}, ${a.operation.kind}, ${auth.principal.id}, ${auth.token.id},
+      values (${hashToken(approver.tokenKey, a.raw)}, ${a.operation.kind}, ${approver.principalId}, ${approver.tokenId},
         ${targets.principalId}, ${targets.tokenId}, ${targets.restoreId}, ${operationHash(a.operation)}, ${a.tokenExpiresAt},
         now() + make_interval(secs => ${APPROVAL_TTL_SECONDS}))
       returning id, kind, approved_by, token_id, target_principal_id, target_token_id, target_restore_id,
         token_expires_at, created_at, expires_at, consumed_at`;
-    await appendEvent(tx, actorOf(ctx), {
+    await appendEvent(tx, approver.actor, {
       entityType: 'credential_approval',
       entityId: row!.id,
       entityName: row!.kind,
       action: 'created',
       summary: `credential approval for ${row!.kind} granted after password re-authentication`,
       after: approvalSnapshot(row!),
-      metadata: { approval_kind: row!.kind, principal_id: auth.principal.id },
+      metadata: { approval_kind: row!.kind, principal_id: approver.principalId },
     });
     return row!;
   });

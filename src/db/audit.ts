@@ -4,7 +4,7 @@
 import type { Db } from './sql.ts';
 import { and, or, runList, type Fragment, type ListPage } from './list.ts';
 import { collectionWhere, visibleCollectionIds } from './authz.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { readsCollectionlessEvents } from '../domain/audit.ts';
 import type { Authority } from '../domain/authz.ts';
 

@@ -3,7 +3,7 @@
 // postgres.js fragments so that lists, totals and searches filter in SQL.
 import type { Db } from './sql.ts';
 import type { Fragment } from './list.ts';
-import { notFound } from '../http/errors.ts';
+import { notFound } from '../domain/errors.ts';
 import {
   PERMISSIONS,
   decide,

@@ -23,7 +23,7 @@ import {
   type ObjectCompliance,
   type SchemaImpact,
 } from '../domain/class-schema.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../domain/errors.ts';
 
 interface SchemaConfig {
   json_schema: unknown;
@@ -37,7 +37,7 @@ export class SchemaChangeRefused extends ApiError {
     readonly next: SchemaConfig,
     readonly refusal: ExistingObjectsInvalid,
   ) {
-    super(refusal.status, refusal.message, { reason: refusal.reason, guidance: refusal.guidance, details: refusal.details });
+    super(refusal.kind, refusal.message, { reason: refusal.reason, guidance: refusal.guidance, details: refusal.details });
   }
 }
 

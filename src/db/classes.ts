@@ -1,14 +1,11 @@
 // Classes: SQL only. Authorization is src/db/authz.ts; schema rules are src/domain/class-schema.ts.
 import type { Db, TransactionSql } from './sql.ts';
-import { registerUniqueMessage } from './pg-errors.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { appendEvent, type Actor, type NewEvent } from './events.ts';
 import { objectView, type ObjectRow } from './objects.ts';
 import { computedFieldView, lockClassFieldRows } from './computed-fields.ts';
 import type { ClassRelationRow, ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
-
-registerUniqueMessage('classes_name_key', 'a class with this name already exists');
 
 export interface ClassRow {
   [key: string]: unknown;

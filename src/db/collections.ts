@@ -1,11 +1,8 @@
 // Collections: SQL only. Authorization is src/db/authz.ts; rules for moves are in the handler.
 import type { Db, TransactionSql } from './sql.ts';
-import { registerUniqueMessage } from './pg-errors.ts';
 import type { NewEvent } from './events.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
-
-registerUniqueMessage('collections_sibling_name_key', 'a collection with this name already exists under the same parent');
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 
 export interface CollectionRow {
   [key: string]: unknown;

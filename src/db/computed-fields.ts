@@ -1,15 +1,11 @@
 // Computed-field definitions (SQL only) and the SQL expressions that evaluate them
 // (svc_computed_eval of migration 0030). Rules are in src/domain/computed.ts.
 import type { Db, TransactionSql } from './sql.ts';
-import { registerUniqueMessage } from './pg-errors.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { classWhere } from './authz.ts';
 import type { Authority } from '../domain/authz.ts';
 import { sqlDefs, sqlPaths, type ComputedDef, type ComputedOperation, type ResultType } from '../domain/computed.ts';
-
-registerUniqueMessage('computed_fields_shared_key', 'the class already has a shared computed field with this key');
-registerUniqueMessage('computed_fields_personal_key', 'you already have a personal computed field with this key on this class');
 
 export interface ComputedFieldRow {
   [key: string]: unknown;

@@ -3,7 +3,7 @@
 // are in src/workers/event-delivery.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { EventRow } from './audit.ts';
 
 export type DeliveryStatus = 'pending' | 'in_flight' | 'succeeded' | 'failed' | 'dead';

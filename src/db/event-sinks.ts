@@ -1,13 +1,10 @@
 // Event sinks: SQL only. Rules are in src/domain/event-subscriptions.ts and src/sinks/.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import { registerUniqueMessage } from './pg-errors.ts';
 import type { NewEvent } from './events.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { SinkFields } from '../domain/event-subscriptions.ts';
-import type { SinkDefinition, SinkKind } from '../sinks/types.ts';
-
-registerUniqueMessage('event_sinks_name_key', 'an event sink with this name already exists');
+import type { SinkDefinition, SinkKind } from '../domain/event-subscriptions.ts';
 
 export interface EventSinkRow {
   [key: string]: unknown;

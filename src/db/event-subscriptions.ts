@@ -1,13 +1,9 @@
 // Event subscriptions (collection and system): SQL only. Rules are in src/domain/event-subscriptions.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import { registerUniqueMessage } from './pg-errors.ts';
 import type { NewEvent } from './events.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { SubscriptionFields, SubscriptionFilter } from '../domain/event-subscriptions.ts';
-
-registerUniqueMessage('event_subscriptions_collection_name_key', 'an event subscription with this name already exists in this collection');
-registerUniqueMessage('event_subscriptions_system_name_key', 'a system event subscription with this name already exists');
 
 export interface EventSubscriptionRow {
   [key: string]: unknown;
@@ -21,6 +17,8 @@ export interface EventSubscriptionRow {
   filter: SubscriptionFilter;
   routing: Record<string, unknown>;
   enabled: boolean;
+  /** An unscoped administrator set this routing for this sink (see src/sinks/allowed-routing.ts). */
+  routing_admin_approved: boolean;
   created_at: Date;
   updated_at: Date;
   revision: number;
@@ -41,7 +39,7 @@ export const EVENT_SUBSCRIPTION_LIST_SPEC: ListSpec = {
 
 function cols(db: Db): Fragment {
   return db`s.id, s.collection_id, s.sink_id, s.name, s.description, s.entity_types, s.actions, s.filter, s.routing, s.enabled,
-    s.created_at, s.updated_at, s.revision` as Fragment;
+    s.routing_admin_approved, s.created_at, s.updated_at, s.revision` as Fragment;
 }
 
 /** Where the subscriptions of one scope live: a collection, or the system scope (null). */
@@ -62,6 +60,7 @@ export function eventSubscriptionView(r: EventSubscriptionRow): Record<string, u
     filter: r.filter,
     routing: r.routing,
     enabled: r.enabled,
+    routing_admin_approved: r.routing_admin_approved,
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
@@ -140,20 +139,40 @@ export async function findScopedEventSubscription(
   return row;
 }
 
-export async function insertEventSubscription(tx: TransactionSql, f: SubscriptionFields): Promise<EventSubscriptionRow> {
+/** Inserts a subscription; `routingApproved` only when an unscoped administrator wrote it. */
+export async function insertEventSubscription(
+  tx: TransactionSql,
+  f: SubscriptionFields,
+  routingApproved = false,
+): Promise<EventSubscriptionRow> {
   const [row] = await tx<EventSubscriptionRow[]>`
-    insert into event_subscriptions as s (collection_id, sink_id, name, description, entity_types, actions, filter, routing, enabled)
+    insert into event_subscriptions as s (collection_id, sink_id, name, description, entity_types, actions, filter, routing, enabled,
+      routing_admin_approved)
     values (${f.collection_id}::int, ${f.sink_id}::int, ${f.name}, ${f.description}, ${f.entity_types}::text[], ${f.actions}::text[],
-      ${tx.json(f.filter as never)}, ${tx.json(f.routing as never)}, ${f.enabled}::boolean)
+      ${tx.json(f.filter as never)}, ${tx.json(f.routing as never)}, ${f.enabled}::boolean, ${routingApproved}::boolean)
     returning ${cols(tx)}`;
   return row!;
 }
 
-export async function updateEventSubscriptionRow(tx: TransactionSql, id: number, f: SubscriptionFields): Promise<EventSubscriptionRow> {
+/**
+ * Updates a subscription. `approveRouting` true records an unscoped administrator's approval of
+ * the routing for the sink; otherwise an existing approval survives only while routing and sink
+ * stay the same.
+ */
+export async function updateEventSubscriptionRow(
+  tx: TransactionSql,
+  id: number,
+  f: SubscriptionFields,
+  approveRouting = false,
+): Promise<EventSubscriptionRow> {
+  const routing = tx.json(f.routing as never);
   const [row] = await tx<EventSubscriptionRow[]>`
     update event_subscriptions s set sink_id = ${f.sink_id}::int, name = ${f.name}, description = ${f.description},
       entity_types = ${f.entity_types}::text[], actions = ${f.actions}::text[], filter = ${tx.json(f.filter as never)},
-      routing = ${tx.json(f.routing as never)}, enabled = ${f.enabled}::boolean, updated_at = now(), revision = s.revision + 1
+      routing = ${routing}, enabled = ${f.enabled}::boolean,
+      routing_admin_approved = ${approveRouting}::boolean
+        or (s.routing_admin_approved and s.sink_id = ${f.sink_id}::int and s.routing = ${routing}::jsonb),
+      updated_at = now(), revision = s.revision + 1
     where s.id = ${id}::int
     returning ${cols(tx)}`;
   return row!;

@@ -2,14 +2,11 @@
 // src/domain/templates.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import { registerUniqueMessage } from './pg-errors.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { NewEvent } from './events.ts';
-import { badRequest, type ErrorDetail } from '../http/errors.ts';
+import { badRequest, type ErrorDetail } from '../domain/errors.ts';
 import { CONTENT_TYPES, TEMPLATE_KINDS, validateTemplateFields, type TemplateFields } from '../domain/exports.ts';
 import type { TemplateLimits } from '../domain/templates.ts';
-
-registerUniqueMessage('export_templates_collection_name_key', 'an export template with this name already exists in this collection');
 
 export interface ExportTemplateRow extends TemplateFields {
   [key: string]: unknown;

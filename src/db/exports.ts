@@ -4,9 +4,8 @@
 // pages and wire representations. Rules are in src/domain/exports.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import type { Fragment, ListPage } from './list.ts';
-import { parseListQuery, type ParsedList } from '../http/list-query.ts';
-import { badRequest } from '../http/errors.ts';
-import type { AuthInfo } from '../http/auth.ts';
+import { parseListQuery, type ParsedList } from '../domain/list-query.ts';
+import { badRequest } from '../domain/errors.ts';
 import type { Authority } from '../domain/authz.ts';
 import type { ExportScope } from '../domain/exports.ts';
 import { classRelationView, objectRelationView, parseDepth } from '../domain/relations.ts';
@@ -25,7 +24,6 @@ import {
 } from './relations.ts';
 import { RELATED_OBJECT_LIST_SPEC, listRelatedObjectRows, traverseObjects } from './traversal.ts';
 // Registers the related.<alias>.* object filters, as the object list does.
-import './related-filters.ts';
 
 /** Who exports: an authority (live grants ∩ token scope) and the principal's kind (personal computed fields). */
 export type Exporter = Authority & { principal: { id: number; kind: 'human' | 'service_account' } };
@@ -45,7 +43,7 @@ export interface ExportSource {
   page(after: unknown[] | null, limit: number, includeTotal: boolean): Promise<ExportPage>;
 }
 
-/** The sort values inside a list cursor (src/http/list-query.ts encodeCursor). */
+/** The sort values inside a list cursor (src/domain/list-query.ts encodeCursor). */
 function cursorValues(cursor: string | null): unknown[] | null {
   if (cursor === null) return null;
   return (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { v: unknown[] }).v;
@@ -105,8 +103,7 @@ export async function openExportSource(db: Db, who: Exporter, scope: ExportScope
       const classId = scope.class_id;
       const cls = await requireClassPermission(db, who, classId, 'ReadClass');
       const active = await activeFields(db, classId, who.principal);
-      // The related.* hooks read only the Authority members of AuthInfo.
-      const q = parseObjectQuery(db, query, active, who as unknown as AuthInfo, classId);
+      const q = parseObjectQuery(db, query, active, who, classId);
       const where: Fragment[] = [
         db`o.class_id = ${classId}::int` as Fragment,
         objectWhere(db, who, 'ReadObject'),

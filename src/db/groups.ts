@@ -1,5 +1,6 @@
 import type { Db, TransactionSql } from './sql.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { Principal } from '../domain/principals.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { runList, type ListPage } from './list.ts';
 import type { NewEvent } from './events.ts';
 
@@ -138,6 +139,14 @@ export async function ownedServiceAccounts(db: Db, groupId: number): Promise<{ i
     where sa.owner_group_id = ${groupId} order by p.id`;
 }
 
+/** Ids of a group's direct members (recorded when the group is deleted). */
+export async function groupMemberIds(db: Db, groupId: number): Promise<number[]> {
+  const rows = await db<
+    { principal_id: number }[]
+  >`select principal_id from group_members where group_id = ${groupId} order by principal_id`;
+  return rows.map((r) => r.principal_id);
+}
+
 export async function isMember(db: Db, groupId: number, principalId: number): Promise<boolean> {
   const rows = await db`select 1 from group_members where group_id = ${groupId} and principal_id = ${principalId}`;
   return rows.length > 0;
@@ -145,15 +154,8 @@ export async function isMember(db: Db, groupId: number, principalId: number): Pr
 
 // ---- memberships ----
 
-export interface MemberRow {
-  id: number;
-  kind: 'human' | 'service_account';
-  name: string;
-  identity_scope: string;
-  created_at: Date;
-  updated_at: Date;
-  revision: number;
-}
+/** A member of a group: a principal. */
+export type MemberRow = Principal;
 
 export function memberView(r: MemberRow) {
   return {

@@ -3,7 +3,7 @@
 // import. Rules are in src/domain/imports.ts; the executor is src/workers/import.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { ENTITY_KINDS, RESULT_OUTCOMES, type EntityKind, type ResultAction, type ResultOutcome } from '../domain/imports.ts';
 import type { TaskProgress } from './tasks.ts';
 

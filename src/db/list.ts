@@ -1,4 +1,4 @@
-// Turns a ParsedList (src/http/list-query.ts) into SQL: filters, keyset pagination over the sort
+// Turns a ParsedList (src/domain/list-query.ts) into SQL: filters, keyset pagination over the sort
 // keys plus the id tie-breaker (so pages survive concurrent inserts), and the exact total.
 // Visibility is the caller's `where` fragments, so totals are computed after authorization.
 //
@@ -8,13 +8,12 @@
 //   const parsed = parseListQuery(input.query, spec);            // 400 on bad input
 //   const page = await runList<Row>(db, { from: db`collections c`, select: db`c.id, c.name, ...`,
 //                                         where: [visibilityFragment], parsed, spec });
-//   return listReply(page, page.rows.map(toWire));              // X-Page-Limit, X-Next-Cursor, X-Total-Count
+//   return listReply(page, page.rows.map(toWire));              // src/http/paging.ts: X-Page-Limit, X-Next-Cursor, X-Total-Count
 // Bind timestamps as text and cast in SQL (${iso}::text::timestamptz): postgres.js serializes
 // timestamptz parameters through JS Date and drops microseconds.
 import type postgres from 'postgres';
 import type { Db } from './sql.ts';
-import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../http/list-query.ts';
-import type { Reply } from '../http/contract.ts';
+import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
 
 export type Fragment = postgres.PendingQuery<postgres.Row[]>;
 
@@ -319,17 +318,4 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
     total = Number(c?.n ?? 0);
   }
   return { rows: rows as T[], nextCursor, total, limit: parsed.limit };
-}
-
-/** The paging headers of a list reply: X-Page-Limit, X-Next-Cursor (when more), X-Total-Count (when asked). */
-export function pageHeaders(page: { nextCursor: string | null; total: number | null; limit: number }): Record<string, string> {
-  const h: Record<string, string> = { 'x-page-limit': String(page.limit) };
-  if (page.nextCursor) h['x-next-cursor'] = page.nextCursor;
-  if (page.total !== null) h['x-total-count'] = String(page.total);
-  return h;
-}
-
-/** A 200 list reply with a bare JSON array body and the paging headers. */
-export function listReply<T>(page: ListPage<unknown>, body: T[]): Reply {
-  return { status: 200, body, headers: pageHeaders(page) };
 }

@@ -33,3 +33,11 @@ export async function isMigrated(sql: Sql, dir = MIGRATIONS_DIR): Promise<boolea
   const names = new Set(done.map((r) => r.name));
   return files.every((f) => names.has(f));
 }
+
+/** Migration files applied and pending, read without changing anything (no table is created). */
+export async function migrationStatus(sql: Sql, dir = MIGRATIONS_DIR): Promise<{ applied: string[]; pending: string[] }> {
+  const files = (await readdir(dir)).filter((f) => /^\d{4}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const [row] = await sql<{ t: string | null }[]>`select to_regclass('schema_migrations')::text as t`;
+  const done = row?.t ? new Set((await sql<{ name: string }[]>`select name from schema_migrations`).map((r) => r.name)) : new Set<string>();
+  return { applied: files.filter((f) => done.has(f)), pending: files.filter((f) => !done.has(f)) };
+}

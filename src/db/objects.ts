@@ -1,17 +1,15 @@
 // Objects: SQL only. Authorization is src/db/authz.ts; computed-field expressions come from
 // src/db/computed-fields.ts. Object queries use the alias `o` for the objects table.
 import type { Db, TransactionSql } from './sql.ts';
-import { registerUniqueMessage } from './pg-errors.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
-import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../http/list-query.ts';
-import { badRequest } from '../http/errors.ts';
+import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
+import { badRequest } from '../domain/errors.ts';
 import { appendEvent, type Actor, type NewEvent } from './events.ts';
-import type { AuthInfo } from '../http/auth.ts';
+import type { Authority } from '../domain/authz.ts';
 import { evalExpr, evalSetExpr, type ActiveFields } from './computed-fields.ts';
 import { parseComputedName, type ComputedDef } from '../domain/computed.ts';
+import { relatedParamCondition } from './related-filters.ts';
 import type { ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
-
-registerUniqueMessage('objects_class_name_key', 'an object with this name already exists in this class');
 
 export interface ObjectRow {
   [key: string]: unknown;
@@ -75,24 +73,6 @@ export function objectUpdatedEvent(before: ObjectRow, after: ObjectRow, classId:
 export function objectCols(db: Db): Fragment {
   return db`o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision` as Fragment;
 }
-
-/**
- * Filter hooks for `related.*` object-list parameters (built by the relations feature). Every
- * hook is called for every `related.*` query parameter with its key and value; the first hook
- * that returns a fragment claims the parameter (return db`true` for a parameter that another
- * parameter of the same group already expresses). `group` holds every `related.*` parameter of
- * the request and the class being listed, so a hook can build a whole related group at once.
- * Fragments may reference o.id, o.class_id and o.collection_id. A parameter no hook claims is 400.
- * Hooks may throw ApiError (400) for malformed groups.
- */
-export type ObjectFilterHook = (
-  db: Db,
-  key: string,
-  value: string,
-  auth: AuthInfo,
-  group: { params: Record<string, string>; classId: number },
-) => Fragment | undefined;
-export const objectFilterHooks: ObjectFilterHook[] = [];
 
 const BASE_FIELDS: Record<string, FieldDef> = {
   id: { type: 'integer', column: 'o.id', notNull: true },
@@ -179,7 +159,7 @@ export function parseObjectQuery(
   db: Db,
   query: Record<string, unknown>,
   active: ActiveFields,
-  auth: AuthInfo,
+  auth: Authority,
   classId: number,
   opts: { reserved?: string[]; allowSort?: boolean } = {},
 ): ObjectQuery {
@@ -195,7 +175,6 @@ export function parseObjectQuery(
       extra.add(key);
       rewritten[key] = raw;
     } else if (key.startsWith('computed.')) {
-      if (Array.isArray(raw)) throw badRequest(`query parameter ${key} may be given only once`);
       const idx = key.indexOf('__');
       const name = idx < 0 ? key : key.slice(0, idx);
       const def = computedDef(active, name);
@@ -211,7 +190,7 @@ export function parseObjectQuery(
           : (d: Db) => d`jsonb_build_object('v', ${computedValue(d, def)})`) as FieldDef['expr'],
       };
       computedFilterFields.set(name, def);
-      rewritten[key] = `v=${String(raw)}`;
+      rewritten[key] = Array.isArray(raw) ? raw.map((v) => `v=${String(v)}`) : `v=${String(raw)}`;
     } else {
       rewritten[key] = raw;
     }
@@ -250,12 +229,8 @@ export function parseObjectQuery(
     }
   }
   parsed.filters = plain;
-  for (const [key, value] of Object.entries(related)) {
-    let claimed: Fragment | undefined;
-    for (const hook of objectFilterHooks) {
-      claimed = hook(db, key, value, auth, { params: related, classId });
-      if (claimed) break;
-    }
+  for (const key of Object.keys(related)) {
+    const claimed = relatedParamCondition(db, auth, key, related);
     if (!claimed) throw badRequest(`unknown filter "${key}"`, [{ path: `query.${key}`, message: 'unknown related filter' }]);
     where.push(claimed);
   }

@@ -3,7 +3,7 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { appendEvent, type Actor } from './events.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { PERMISSIONS, sortPermissions, type Permission } from '../domain/authz.ts';
 
 export interface PermissionRow {

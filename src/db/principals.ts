@@ -1,8 +1,9 @@
 import type { Db } from './sql.ts';
+import type { PrincipalKind } from '../domain/principals.ts';
 
 export interface LoginCandidate {
   id: number;
-  kind: 'human' | 'service_account';
+  kind: PrincipalKind;
   name: string;
   password_hash: string | null;
 }
@@ -18,7 +19,7 @@ export async function findLoginCandidate(db: Db, identityScope: string, name: st
 
 export interface PrincipalAccess {
   id: number;
-  kind: 'human' | 'service_account';
+  kind: PrincipalKind;
   name: string;
   /** For service accounts: whether the caller is a member of the owner group. */
   caller_in_owner_group: boolean;

@@ -17,9 +17,8 @@ import type { Db } from './sql.ts';
 import { and, filterSql, type Fragment } from './list.ts';
 import { classWhere, objectWhere } from './authz.ts';
 import { objectRelationWhere } from './relations.ts';
-import { objectFilterHooks, type ObjectFilterHook } from './objects.ts';
 import type { Authority } from '../domain/authz.ts';
-import type { ListSpec } from '../http/list-query.ts';
+import type { ListSpec } from '../domain/list-query.ts';
 import { LIMITS, isRelatedKey, parseRelatedGroups, relatedAlias, type RelatedGroup } from '../domain/relations.ts';
 
 /** Target-object fields of `related.<alias>.object.<field>` (alias `svc_t` is the target row). */
@@ -128,22 +127,22 @@ export function relatedObjectConditions(db: Db, auth: Authority, query: Record<s
 const parsedGroups = new WeakMap<object, Map<string, RelatedGroup>>();
 
 /**
- * The object list's hook (src/db/objects.ts calls it for every `related.*` parameter): the first
- * parameter of each group carries the group's whole condition, the group's other parameters
- * answer `true`. Groups are parsed once per request.
+ * The condition of one `related.*` parameter of the object list (src/db/objects.ts asks for each;
+ * `params` holds all of the request's): the first parameter of each group carries the group's
+ * whole condition, the group's other parameters answer `true`; undefined for a key that names no
+ * group (the caller's 400). Fragments reference o.id. Groups are parsed once per request; a
+ * malformed group is 400.
  */
-export const relatedFilterHook: ObjectFilterHook = (db, key, _value, auth, group) => {
+export function relatedParamCondition(db: Db, auth: Authority, key: string, params: Record<string, string>): Fragment | undefined {
   if (!isRelatedKey(key)) return undefined;
-  let groups = parsedGroups.get(group.params);
+  let groups = parsedGroups.get(params);
   if (!groups) {
-    groups = new Map(parseRelatedGroups(group.params, RELATED_TARGET_SPEC).map((g) => [g.alias, g]));
-    parsedGroups.set(group.params, groups);
+    groups = new Map(parseRelatedGroups(params, RELATED_TARGET_SPEC).map((g) => [g.alias, g]));
+    parsedGroups.set(params, groups);
   }
   const alias = relatedAlias(key);
   const g = alias === null ? undefined : groups.get(alias);
   if (!g) return undefined;
-  const first = Object.keys(group.params).find((k) => relatedAlias(k) === alias);
+  const first = Object.keys(params).find((k) => relatedAlias(k) === alias);
   return first === key ? relatedGroupCondition(db, auth, g, 'o.id') : (db`true` as Fragment);
-};
-
-if (!objectFilterHooks.includes(relatedFilterHook)) objectFilterHooks.push(relatedFilterHook);
+}

@@ -3,12 +3,11 @@
 // wire views are in src/domain/relations.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, type Fragment, type ListPage } from './list.ts';
-import { registerUniqueMessage } from './pg-errors.ts';
 import { appendEvent, type Actor, type NewEvent } from './events.ts';
 import { classWhere, objectWhere } from './authz.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
-import { conflict } from '../http/errors.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
+import { conflict } from '../domain/errors.ts';
 import {
   classRelationView,
   objectRelationView,
@@ -16,9 +15,6 @@ import {
   type ObjectRelationRow,
   type RelationEnds,
 } from '../domain/relations.ts';
-
-registerUniqueMessage('class_relations_pair_key', 'a class relation between these two classes (in this direction) already exists');
-registerUniqueMessage('object_relations_pair_key', 'this object relation already exists');
 
 export const CLASS_RELATION_KIND = 'class_relation';
 export const OBJECT_RELATION_KIND = 'object_relation';

@@ -1,15 +1,12 @@
 // Remote targets and remote-call results: SQL only. Rules are in src/domain/remote-targets.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import { registerUniqueMessage } from './pg-errors.ts';
 import type { NewEvent } from './events.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { Method, Subject, SubjectContext, SubjectType, TargetFields } from '../domain/remote-targets.ts';
 import type { Authority } from '../domain/authz.ts';
-import { notFound } from '../http/errors.ts';
+import { badRequest, notFound } from '../domain/errors.ts';
 import { requireClassPermission, requireCollectionPermission, requireObjectPermission } from './authz.ts';
-
-registerUniqueMessage('remote_targets_collection_name_key', 'a remote target with this name already exists in this collection');
 
 export interface RemoteTargetRow extends TargetFields {
   [key: string]: unknown;
@@ -296,8 +293,9 @@ export async function loadSubjectContext(db: Db, s: Subject): Promise<SubjectCon
 
 /**
  * Read permission on a subject (404 missing, 403 denied or scoped out): ReadCollection, ReadClass,
- * ReadObject (the object must be in class_id), or ReadClassRelation / ReadObjectRelation on both
- * endpoints (both inside the token's resource scope).
+ * ReadObject (an object of another class than class_id is 400, unsupported subject combination),
+ * or ReadClassRelation / ReadObjectRelation on both endpoints (both inside the token's resource
+ * scope).
  */
 export async function requireSubjectRead(db: Db, auth: Authority, s: Subject): Promise<void> {
   switch (s.type) {
@@ -307,9 +305,15 @@ export async function requireSubjectRead(db: Db, auth: Authority, s: Subject): P
     case 'class':
       await requireClassPermission(db, auth, s.id, 'ReadClass');
       return;
-    case 'object':
-      await requireObjectPermission(db, auth, s.object_id, 'ReadObject', { classId: s.class_id });
+    case 'object': {
+      const object = await requireObjectPermission(db, auth, s.object_id, 'ReadObject');
+      if (object.class_id !== s.class_id) {
+        throw badRequest('unsupported subject combination: the object is not of class_id', [
+          { path: 'body.subject.object_id', message: 'unsupported subject combination: the object belongs to another class' },
+        ]);
+      }
       return;
+    }
     case 'class_relation': {
       const [rel] = await db<{ from_class_id: number; to_class_id: number }[]>`
         select from_class_id, to_class_id from class_relations where id = ${s.id}::int`;

@@ -6,7 +6,7 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { appendEvent, type Actor } from './events.ts';
 import type { Fragment } from './list.ts';
-import type { ErrorDetail } from '../http/errors.ts';
+import type { ErrorDetail } from '../domain/errors.ts';
 import { EXCLUDED_TABLES, SECTIONS, type BackupDocument, type BackupFormat } from '../domain/backup-format.ts';
 
 export interface StageRow {

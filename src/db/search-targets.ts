@@ -13,7 +13,7 @@ import { listEventRows, eventWire, type EventRow } from './audit.ts';
 import { userView, type UserRow } from './users.ts';
 import { groupView, type GroupRow } from './groups.ts';
 import { serviceAccountView, type ServiceAccountRow } from './service-accounts.ts';
-import type { FieldDef, ListSpec, ParsedList } from '../http/list-query.ts';
+import type { FieldDef, ListSpec, ParsedList } from '../domain/list-query.ts';
 import { DEFAULT_SORT, TARGET_FIELDS, type TargetKind } from '../domain/search.ts';
 import type { Authority } from '../domain/authz.ts';
 

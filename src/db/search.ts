@@ -8,8 +8,8 @@ import { and, filterSql, or, type Fragment } from './list.ts';
 import { translatePgError } from './pg-errors.ts';
 import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
 import { targetSql } from './search-targets.ts';
-import { ApiError } from '../http/errors.ts';
-import type { Filter, ListSpec, ParsedList, SortKey } from '../http/list-query.ts';
+import { ApiError } from '../domain/errors.ts';
+import type { Filter, ListSpec, ParsedList, SortKey } from '../domain/list-query.ts';
 import type { Authority } from '../domain/authz.ts';
 import type { ClassSelector, PlainKind, PlanNode, PlannedPredicate, SearchPlan } from '../domain/search.ts';
 
@@ -80,8 +80,10 @@ function listCursorValues(cursor: string | null): unknown[] | null {
 export function searchError(err: unknown): unknown {
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code === 'string') {
-    if (code === '2201B') return new ApiError(400, 'invalid regular expression in a regex predicate', { reason: 'invalid_search' });
-    if (code.startsWith('22')) return new ApiError(400, 'a value of the search is malformed or out of range', { reason: 'invalid_search' });
+    if (code === '2201B')
+      return new ApiError('bad_request', 'invalid regular expression in a regex predicate', { reason: 'invalid_search' });
+    if (code.startsWith('22'))
+      return new ApiError('bad_request', 'a value of the search is malformed or out of range', { reason: 'invalid_search' });
     if (code === '57014' || code.startsWith('53') || code.startsWith('54')) {
       // svc_work_limit() (related predicates) names the bound it hit; other cancellations stay generic
       const message = (err as { message?: unknown }).message;
@@ -89,7 +91,7 @@ export function searchError(err: unknown): unknown {
         typeof message === 'string' && message.startsWith('the query exceeds the work limit')
           ? message
           : 'the search needs too much work; narrow the query';
-      return new ApiError(400, text, { reason: 'search_work_limit' });
+      return new ApiError('bad_request', text, { reason: 'search_work_limit' });
     }
   }
   return translatePgError(err);

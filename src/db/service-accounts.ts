@@ -1,5 +1,5 @@
 import type { Db, TransactionSql } from './sql.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { tokenSnapshot, type TokenRow } from './tokens.ts';
 import { appendEvent, type Actor, type NewEvent } from './events.ts';

@@ -6,6 +6,7 @@ import type { Db, TransactionSql } from './sql.ts';
 import { appendEvent, type Actor } from './events.ts';
 import { insertTaskEvent, taskSnapshot, type TaskRow } from './tasks.ts';
 import type { ScopeValue } from '../domain/authz.ts';
+import type { PrincipalKind } from '../domain/principals.ts';
 
 export interface ClaimedTask extends TaskRow {
   submitted_token_id: number | null;
@@ -19,7 +20,7 @@ export interface ClaimedTask extends TaskRow {
 
 export interface Submitter {
   id: number;
-  kind: 'human' | 'service_account';
+  kind: PrincipalKind;
   name: string;
   disabled: boolean;
   is_admin: boolean;

@@ -12,8 +12,8 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { appendEvent, type Actor } from './events.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
-import { conflict } from '../http/errors.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
+import { conflict } from '../domain/errors.ts';
 import {
   TASK_KINDS,
   TASK_STATUSES,

@@ -1,11 +1,11 @@
 import type { Db } from './sql.ts';
+import type { Principal, PrincipalKind } from '../domain/principals.ts';
+import type { TokenScopeValue } from '../domain/scope.ts';
 
-export interface TokenScopeValue {
-  permissions?: string[];
-  resources?: { kind: 'collection' | 'class' | 'object'; id: number }[];
-}
+export type { TokenScopeValue } from '../domain/scope.ts';
 
-export interface ValidatedTokenRow {
+/** A valid token and its principal (the principal's members, with its id as principal_id). */
+export interface ValidatedTokenRow extends Omit<Principal, 'id'> {
   token_id: number;
   token_name: string | null;
   token_description: string | null;
@@ -15,12 +15,6 @@ export interface ValidatedTokenRow {
   token_revision: number;
   scope: TokenScopeValue | null;
   principal_id: number;
-  kind: 'human' | 'service_account';
-  name: string;
-  identity_scope: string;
-  created_at: Date;
-  updated_at: Date;
-  revision: number;
   is_admin: boolean;
 }
 
@@ -190,7 +184,7 @@ export async function lockUnrevokedTokens(db: Db, principalId: number): Promise<
 /** Who owns tokens: the principal, its kind, and for a service account its owner group and state. */
 export interface TokenOwner {
   id: number;
-  kind: 'human' | 'service_account';
+  kind: PrincipalKind;
   name: string;
   owner_group_id: number | null;
   disabled_at: Date | null;

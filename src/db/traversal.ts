@@ -11,7 +11,7 @@ import { runList, type Fragment, type ListPage } from './list.ts';
 import { classWhere, objectWhere } from './authz.ts';
 import { classRelationWhere, objectRelationWhere } from './relations.ts';
 import type { Authority } from '../domain/authz.ts';
-import type { ListSpec, ParsedList } from '../http/list-query.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { LIMITS, ShortestPaths, type Edge } from '../domain/relations.ts';
 
 /** Makes the current transaction a read-only snapshot (call first in the transaction). */

@@ -1,6 +1,6 @@
 import { acquireTimeoutOf, type Db, type Sql, type TransactionSql } from './sql.ts';
 import { translatePgError } from './pg-errors.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../domain/errors.ts';
 
 class AbandonedTransaction extends Error {}
 
@@ -32,9 +32,9 @@ export async function withTx<T>(db: Db, fn: (tx: TransactionSql) => Promise<T>):
         abandoned = true;
         run.catch(() => {});
         reject(
-          new ApiError(503, 'the database is busy: no connection became free in time; retry shortly', {
+          new ApiError('unavailable', 'the database is busy: no connection became free in time; retry shortly', {
             reason: 'database_busy',
-            headers: { 'retry-after': '1' },
+            retryAfterSeconds: 1,
           }),
         );
       }, timeoutMs);

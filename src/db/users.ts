@@ -1,8 +1,8 @@
 import type { Db, TransactionSql } from './sql.ts';
-import type { ListSpec } from '../http/list-query.ts';
+import type { ListSpec } from '../domain/list-query.ts';
 import { runList, type ListPage } from './list.ts';
 import type { NewEvent } from './events.ts';
-import type { ParsedList } from '../http/list-query.ts';
+import type { ParsedList } from '../domain/list-query.ts';
 
 /** A human user as stored: the principal joined with its profile (never the password hash). */
 export interface UserRow {

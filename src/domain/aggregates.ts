@@ -9,7 +9,7 @@
  * values and is bound to the exact request (class, dimensions, measures, sort, filters).
  */
 import { createHash } from 'node:crypto';
-import { ApiError, badRequest } from '../http/errors.ts';
+import { ApiError, badRequest } from './errors.ts';
 
 export const MAX_GROUP_BY = 3;
 export const MAX_MEASURES = 4;
@@ -105,9 +105,13 @@ export function aggregateSignature(classId: number, req: AggregateRequest, filte
 export function encodeAggregateCursor(values: unknown[], signature: string): string {
   const cursor = Buffer.from(JSON.stringify({ v: values, s: signature })).toString('base64url');
   if (cursor.length > MAX_CURSOR_CHARS) {
-    throw new ApiError(413, 'a grouped value is too large for a replay-safe cursor; group by smaller values or lower the limit', {
-      reason: 'aggregate_cursor_too_large',
-    });
+    throw new ApiError(
+      'payload_too_large',
+      'a grouped value is too large for a replay-safe cursor; group by smaller values or lower the limit',
+      {
+        reason: 'aggregate_cursor_too_large',
+      },
+    );
   }
   return cursor;
 }

@@ -12,8 +12,8 @@
 // scope holds no ReadAudit anywhere and sees no collection events; a resource-scoped token needs an
 // explicit {kind: collection} entry for the collection (audit is a collection-level feature).
 // Collection-less events need an unscoped administrator, so no scoped token ever sees them.
-import { badRequest } from '../http/errors.ts';
-import type { Filter, ParsedList } from '../http/list-query.ts';
+import { badRequest } from './errors.ts';
+import type { Filter, ParsedList } from './list-query.ts';
 import { isUnscoped, type Authority } from './authz.ts';
 
 /** Collection-less events are for unscoped administrators only. */

@@ -1,7 +1,11 @@
 /**
- * Authorization: the one place that decides what a caller may do with inventory resources.
- * Pure rules live here; the SQL half (point checks and list-visibility fragments) is
- * src/db/authz.ts. Every part of the service calls these two modules; nobody re-implements them.
+ * Authorization: the one place that decides what a caller may do. Three rooms:
+ *   src/domain/authz.ts (this file)  the pure rules: permissions, scopes, decisions, the
+ *                                    administrator and identity-management rules;
+ *   src/db/authz.ts                  the SQL lookups: point checks and list-visibility fragments;
+ *   src/handlers/gates.ts            the request-level gates handlers open with (they read the
+ *                                    request's caller and call the two modules above).
+ * Every part of the service calls these modules; nobody re-implements them.
  *
  * MODEL
  *   Effective authority = group grants (on the collection or any ancestor: grants inherit down the
@@ -30,7 +34,7 @@
  *     and the collection operations themselves) need an explicit collection entry: that is
  *     exactly resourceInScope({kind: 'collection', id}).
  *     Runtime-wide operations are unavailable to resource-scoped tokens: use
- *     requireUnscopedAdmin (src/http/gates.ts) for system operations, and
+ *     requireUnscopedAdmin (src/handlers/gates.ts) for system operations, and
  *     requireRootAuthority() below for "admin at the top of the tree" (top-level collections).
  *   Permission scope (token.scope.permissions): the permission must be listed.
  *   A dimension that is present but empty denies everything.
@@ -66,9 +70,11 @@
  *     resource's where-fragment, e.g. (p) => classWhere(db, auth, p).
  *   Pure helpers (this file): PERMISSIONS, isPermission, sortPermissions, parsePermissionList,
  *     permissionInScope, resourceInScope, relationInScope, isResourceScoped, decide,
- *     requireRootAuthority.
+ *     requireRootAuthority; identity management: isUnscopedAdmin, assertHumanUnscoped,
+ *     assertUnscopedAdmin, mayManageTokens.
  */
-import { ApiError, badRequest, forbidden } from '../http/errors.ts';
+import { ApiError, badRequest, forbidden } from './errors.ts';
+import type { PrincipalKind } from './principals.ts';
 
 /** Every collection permission, in the contract's PermissionName enum order. */
 export const PERMISSIONS = [
@@ -228,6 +234,56 @@ export function enforce(decision: Decision, perm: Permission, what: string): voi
 export function requireRootAuthority(auth: Authority, perm: Permission = 'DelegateCollection'): void {
   if (!auth.isAdmin) throw forbidden('only an administrator can create or move collections at the top level');
   if (isResourceScoped(auth) || !permissionInScope(auth, perm)) {
-    throw new ApiError(403, `the token's scope does not allow ${perm} at the top level`);
+    throw new ApiError('forbidden', `the token's scope does not allow ${perm} at the top level`);
   }
+}
+
+// ---- identity management (users, groups, service accounts, tokens, system operations) ----
+
+/** An admin whose token is unscoped (admin fast paths never apply to scoped tokens). */
+export function isUnscopedAdmin(auth: Authority): boolean {
+  return auth.isAdmin && isUnscoped(auth);
+}
+
+/** A caller whose principal kind is known (the Human/IAM rules depend on it). */
+export interface IamAuthority extends Authority {
+  principal: { id: number; kind: PrincipalKind };
+}
+
+/**
+ * The Human/IAM family's two gates, in order, before any admin or self check:
+ * (1) the principal must be a human; (2) the token must be unscoped.
+ */
+export function assertHumanUnscoped(auth: IamAuthority): void {
+  if (auth.principal.kind !== 'human') throw forbidden('service accounts cannot use identity management operations');
+  if (!isUnscoped(auth)) throw forbidden('scoped tokens cannot use identity management operations');
+}
+
+/** Unscoped administrator required (backups, admin config, meta, sinks, …). */
+export function assertUnscopedAdmin(auth: Authority): void {
+  if (!isUnscopedAdmin(auth)) throw forbidden('an unscoped administrator is required');
+}
+
+/** A principal whose tokens someone wants to manage. */
+export interface TokenOwnerRef {
+  id: number;
+  kind: PrincipalKind;
+  /** For a service account: whether the caller is a member of its owner group. */
+  caller_in_owner_group: boolean;
+}
+
+/** Who may manage a principal's tokens: an unscoped admin; a human for itself; for a service account a human member of its owner group. */
+export function mayManageTokens(auth: IamAuthority, owner: TokenOwnerRef): boolean {
+  if (isUnscopedAdmin(auth)) return true;
+  if (auth.principal.kind !== 'human') return false;
+  return owner.kind === 'human' ? owner.id === auth.principal.id : owner.caller_in_owner_group;
+}
+
+/** The 403 of mayManageTokens() saying no. */
+export function tokenManagementDenied(owner: TokenOwnerRef): ApiError {
+  return forbidden(
+    owner.kind === 'human'
+      ? "only the user itself or an administrator may manage a user's tokens"
+      : "only an administrator or a member of the service account's owner group may manage its tokens",
+  );
 }

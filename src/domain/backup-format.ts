@@ -10,7 +10,7 @@
 // that are not backed up and what a restore does with them. test/backups.test.ts fails when a
 // table or column in the database is neither listed here nor excluded, so adding a table is one
 // entry here plus its section in openapi.yaml (BackupDocument).
-import { badRequest, type ErrorDetail } from '../http/errors.ts';
+import { badRequest, type ErrorDetail } from './errors.ts';
 
 export const BACKUP_FORMAT = 7;
 export const SUPPORTED_FORMATS = [6, 7] as const;
@@ -263,7 +263,10 @@ export const SECTIONS: readonly SectionSpec[] = [
     table: 'event_subscriptions',
     key: ['id'],
     fields: ['id', 'collection_id', 'sink_id', 'name', 'description', 'entity_types', 'actions', 'filter', 'routing', 'enabled', ...TS],
-    omitted: {},
+    omitted: {
+      routing_admin_approved:
+        "an administrator's routing approval is not carried by documents: restored collection subscriptions deliver within their sink's allowed_routing until an administrator saves their routing again",
+    },
     refs: [
       { field: 'collection_id', section: 'collections' },
       { field: 'sink_id', section: 'event_sinks' },

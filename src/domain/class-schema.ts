@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { ApiError, badRequest, type ErrorDetail } from '../http/errors.ts';
+import { ApiError, badRequest, type ErrorDetail } from './errors.ts';
 import { jsonEqual } from './json-patch.ts';
 import { canonicalJson } from './canonical-json.ts';
 
@@ -84,7 +84,7 @@ export function compileClassSchema(schema: unknown): ValidateFunction {
     validate = ajv.compile(schema as object);
   } catch (err) {
     const message = err instanceof Error ? err.message : 'invalid schema';
-    throw new ApiError(400, `json_schema is not a valid JSON Schema 2020-12 document: ${message.slice(0, 300)}`, {
+    throw new ApiError('bad_request', `json_schema is not a valid JSON Schema 2020-12 document: ${message.slice(0, 300)}`, {
       reason: 'invalid_json_schema',
       details: [{ path: 'json_schema', message: message.slice(0, 300) }],
     });
@@ -108,7 +108,7 @@ export function schemaErrors(validate: ValidateFunction, data: unknown): ErrorDe
 
 /** The 400 for object data failing its class schema. */
 export function schemaValidationFailed(details: ErrorDetail[]): ApiError {
-  return new ApiError(400, 'json_data does not match the class JSON schema', { reason: 'schema_validation_failed', details });
+  return new ApiError('bad_request', 'json_data does not match the class JSON schema', { reason: 'schema_validation_failed', details });
 }
 
 /** Throws schemaValidationFailed when `data` does not match. */
@@ -193,7 +193,7 @@ export class ExistingObjectsInvalid extends ApiError {
     readonly sample: ObjectCompliance[],
     details: ErrorDetail[],
   ) {
-    super(409, `${failing} existing object(s) of the class do not match the new schema; fix them or leave validation off`, {
+    super('conflict', `${failing} existing object(s) of the class do not match the new schema; fix them or leave validation off`, {
       reason: 'existing_objects_invalid',
       guidance: `update or delete the listed objects (details hold at most ${INVALID_SAMPLE}), then retry`,
       details,

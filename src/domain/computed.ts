@@ -14,7 +14,7 @@
  * else the object gets an evaluation error for that key. Errors are per object and never fail
  * a request.
  */
-import { badRequest } from '../http/errors.ts';
+import { badRequest } from './errors.ts';
 import { parsePointer, JsonPatchError } from './json-patch.ts';
 
 export const COMPUTED_OPERATIONS = [

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { canonicalJson } from './canonical-json.ts';
+import { ApiError } from './errors.ts';
 
 /** Approval lifetime: one use within this many seconds of creation. */
 export const APPROVAL_TTL_SECONDS = 120;
@@ -48,3 +49,12 @@ export function operationHash(op: ApprovalOperation): Buffer {
 
 /** Approval ids: 256 random bits, base64url (the header value is checked against this shape). */
 export const APPROVAL_ID = /^[A-Za-z0-9_-]{43}$/;
+
+/** The 403 of a request that needs a fresh credential approval and did not present a usable one. */
+export const reauthenticationRequired = (detail = 'a fresh credential approval for exactly this request is required') =>
+  new ApiError('forbidden', detail, {
+    reason: 'reauthentication_required',
+    guidance:
+      'POST /api/v1/iam/credential-approvals with your password and this operation, then repeat this request ' +
+      'with the same bearer token, the same body and header X-Svc-Credential-Approval within 120 seconds',
+  });

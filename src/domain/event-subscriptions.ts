@@ -10,10 +10,20 @@
 //   filter  each populated member must match (AND); values inside a member are alternatives (OR);
 //           an omitted or empty member matches everything.
 //   time    the event occurred at or after the subscription was created (no replay of history).
-import { badRequest, type ErrorDetail } from '../http/errors.ts';
+import { badRequest, type ErrorDetail } from './errors.ts';
 import { ACTIONS, ENTITY_TYPES, EVENT_CATALOG, isCatalogPair } from './event-catalog.ts';
-import type { SinkKind } from '../sinks/types.ts';
 import { canonicalJson } from './canonical-json.ts';
+
+export type SinkKind = 'webhook' | 'amqp' | 'redis_stream' | 'email';
+
+/** An event sink as its transport sees it (src/sinks). */
+export interface SinkDefinition {
+  id: number;
+  name: string;
+  kind: SinkKind;
+  config: Record<string, unknown>;
+  secret_ref: string | null;
+}
 
 export const MAX_NAME = 255;
 export const MAX_FILTER_VALUES = 1000;

@@ -2,7 +2,7 @@
 // validation, list query strings (`query`, `default_query`), export scopes and limits, and the
 // shapes of an export's output (the JSON envelope and the template context).
 import { Buffer } from 'node:buffer';
-import { badRequest, type ErrorDetail } from '../http/errors.ts';
+import { badRequest, type ErrorDetail } from './errors.ts';
 import { compileExportTemplate, MAX_TEMPLATE_SOURCE, type CompiledExportTemplate, type TemplateLimits } from './templates.ts';
 import { canonicalJson } from './canonical-json.ts';
 
@@ -106,7 +106,7 @@ const PAGING_PARAMS = ['limit', 'cursor', 'include_total'];
 
 /**
  * A list query string (`name__contains=web&sort=name`) as the query object the list parsers take.
- * A repeated key becomes an array (the list parser then says it may be given only once). Paging
+ * A repeated key becomes an array (a repeated filter is one more AND condition). Paging
  * parameters are not allowed: the export pages itself.
  */
 export function parseQueryString(raw: string, path = 'body.query'): Record<string, string | string[]> {
@@ -123,6 +123,10 @@ export function parseQueryString(raw: string, path = 'body.query'): Record<strin
     }
     if (++count > MAX_QUERY_PARAMS)
       throw badRequest(`the query has more than ${MAX_QUERY_PARAMS} parameters`, [{ path, message: 'too many' }]);
+    // Percent-decoding can produce what the request boundary refused in the body itself.
+    if (k.includes('\u0000') || v.includes('\u0000')) {
+      throw badRequest('the query must not contain the NUL character (%00)', [{ path, message: 'must not contain %00' }]);
+    }
     const prev = out[k];
     out[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
   }

@@ -8,7 +8,7 @@
 // `groups` come before `collection_permissions`, whose `group_ref` names a group of the same
 // import. A `*_ref` must name an item processed earlier (within `collections`, an earlier item).
 import { createHmac } from 'node:crypto';
-import { ApiError, badRequest, type ErrorDetail } from '../http/errors.ts';
+import { ApiError, badRequest, type ErrorDetail } from './errors.ts';
 import { compileClassSchema, schemaErrors } from './class-schema.ts';
 import { validateTarget, fieldsFromNew, type TemplateLimits } from './remote-targets.ts';
 import { templateFieldsFromNew, validateTemplateFields } from './exports.ts';
@@ -246,6 +246,7 @@ export interface ImportEventSubscription {
   enabled?: boolean;
 }
 
+/** Every section is optional: an omitted section is the same as an empty one. */
 export type ImportGraph = { [S in Section]?: Record<string, unknown>[] };
 
 export interface ImportRequest {
@@ -423,6 +424,9 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
     const key = b[keyMember] as IdentityKey | undefined;
     return key ? JSON.stringify([key.identity_scope, key.name]) : undefined;
   };
+  /** The identity of an item named by two others; undefined when either is unknown. */
+  const pairOf = (a: string | undefined, b: string | undefined): string | undefined =>
+    a !== undefined && b !== undefined ? JSON.stringify([a, b]) : undefined;
   for (const item of items) {
     const b = item.body;
     let id: string | undefined;
@@ -443,12 +447,9 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
         if (cls !== undefined) id = JSON.stringify([cls, b.name]);
         break;
       }
-      case 'class_relations': {
-        const from = classIdentity(b, 'from_class_ref', 'from_class_key');
-        const to = classIdentity(b, 'to_class_ref', 'to_class_key');
-        if (from !== undefined && to !== undefined) id = JSON.stringify([from, to]);
+      case 'class_relations':
+        id = pairOf(classIdentity(b, 'from_class_ref', 'from_class_key'), classIdentity(b, 'to_class_ref', 'to_class_key'));
         break;
-      }
       case 'object_relations': {
         const from = objectIdentity(b, 'from_object_ref', 'from_object_key');
         const to = objectIdentity(b, 'to_object_ref', 'to_object_key');
@@ -458,22 +459,16 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
         }
         break;
       }
-      case 'collection_permissions': {
-        const col = collectionIdentity(b, 'collection_ref', 'collection_key');
-        const group = identityKey(b, 'group_ref', 'group_key');
-        if (col !== undefined && group !== undefined) id = JSON.stringify([col, group]);
+      case 'collection_permissions':
+        id = pairOf(collectionIdentity(b, 'collection_ref', 'collection_key'), identityKey(b, 'group_ref', 'group_key'));
         break;
-      }
       case 'groups':
       case 'principals':
         id = JSON.stringify([(b.identity_scope as string | undefined) ?? DEFAULT_SCOPE, b.name]);
         break;
-      case 'group_memberships': {
-        const p = identityKey(b, 'principal_ref', 'principal_key');
-        const g = identityKey(b, 'group_ref', 'group_key');
-        if (p !== undefined && g !== undefined) id = JSON.stringify([p, g]);
+      case 'group_memberships':
+        id = pairOf(identityKey(b, 'principal_ref', 'principal_key'), identityKey(b, 'group_ref', 'group_key'));
         break;
-      }
       case 'remote_targets':
       case 'export_templates': {
         const col = collectionIdentity(b, 'collection_ref', 'collection_key');

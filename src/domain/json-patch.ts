@@ -9,6 +9,7 @@
  *   kind 'invalid_result'   result root not an object (when required) → 400
  *   kind 'operation_failed' an operation cannot apply or `test` fails → 409
  */
+import { ERROR_STATUS } from './errors.ts';
 
 export interface JsonPatchLimits {
   /** Largest document before and after the patch, in UTF-8 JSON bytes. */
@@ -22,22 +23,28 @@ export interface JsonPatchLimits {
   maxWorkBytes: number;
 }
 
+/**
+ * Nested containers of one stored JSON value (settings documents, object data); the root container
+ * is depth 1. Request bodies are bounded by it too (src/http/input.ts MAX_BODY_DEPTH).
+ */
+export const MAX_JSON_DEPTH = 64;
+
 export const JSON_PATCH_LIMITS: Readonly<JsonPatchLimits> = Object.freeze({
   maxDocumentBytes: 2 * 1024 * 1024,
   maxOperations: 1000,
   maxPointerSegments: 128,
-  maxDepth: 64,
+  maxDepth: MAX_JSON_DEPTH,
   maxWorkBytes: 32 * 1024 * 1024,
 });
 
 export type JsonPatchErrorKind = 'invalid_patch' | 'limit_exceeded' | 'invalid_result' | 'operation_failed';
 
-/** The HTTP status each kind maps to (the handler builds the ApiError). */
-export const JSON_PATCH_ERROR_STATUS: Readonly<Record<JsonPatchErrorKind, 400 | 409>> = Object.freeze({
-  invalid_patch: 400,
-  limit_exceeded: 400,
-  invalid_result: 400,
-  operation_failed: 409,
+/** The error kind each failure maps to (the caller builds the ApiError). */
+export const JSON_PATCH_ERROR_KIND: Readonly<Record<JsonPatchErrorKind, 'bad_request' | 'conflict'>> = Object.freeze({
+  invalid_patch: 'bad_request',
+  limit_exceeded: 'bad_request',
+  invalid_result: 'bad_request',
+  operation_failed: 'conflict',
 });
 
 export class JsonPatchError extends Error {
@@ -51,8 +58,12 @@ export class JsonPatchError extends Error {
     this.operationIndex = operationIndex;
   }
 
-  get status(): 400 | 409 {
-    return JSON_PATCH_ERROR_STATUS[this.kind];
+  get errorKind(): 'bad_request' | 'conflict' {
+    return JSON_PATCH_ERROR_KIND[this.kind];
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.errorKind];
   }
 }
 

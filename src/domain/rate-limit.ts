@@ -11,11 +11,21 @@ import { isIP } from 'node:net';
  * the previous lockout do not count again. An attempt in flight (admitted, password not yet
  * checked) holds a reservation on every key and counts as a possible failure, so however many
  * attempts arrive at once no more than the threshold can ever reach the password check.
+ *
+ * One more key bounds an account whatever the addresses: per login name (`user`). It never locks:
+ * once its failures in the window reach `maxFailuresPerUser`, the name's attempts are spaced
+ * `userIntervalSeconds` apart (one at a time, each at least that long after the name's latest
+ * failure), so guessing one password from many addresses slows to one try per interval while the
+ * owner waits a few seconds at most, and only while the guessing goes on.
  */
 export interface LimiterConfig {
   maxFailuresPerUserIp: number;
   maxFailuresPerIp: number;
   maxFailuresPerSubnet: number;
+  /** Failures of one login name (any address) in the window before its attempts are spaced out. */
+  maxFailuresPerUser: number;
+  /** Spacing of a name's attempts once it is over maxFailuresPerUser (never a lockout). */
+  userIntervalSeconds: number;
   subnetPrefixV4: number;
   subnetPrefixV6: number;
   windowSeconds: number;
@@ -29,6 +39,8 @@ export const DEFAULT_LIMITER_CONFIG: LimiterConfig = {
   maxFailuresPerUserIp: 5,
   maxFailuresPerIp: 20,
   maxFailuresPerSubnet: 100,
+  maxFailuresPerUser: 20,
+  userIntervalSeconds: 5,
   subnetPrefixV4: 24,
   subnetPrefixV6: 64,
   windowSeconds: 300,
@@ -37,8 +49,8 @@ export const DEFAULT_LIMITER_CONFIG: LimiterConfig = {
   reservationSeconds: 30,
 };
 
-export type LimitScope = 'user_ip' | 'ip' | 'subnet';
-export const LIMIT_SCOPES: readonly LimitScope[] = ['user_ip', 'ip', 'subnet'];
+export type LimitScope = 'user_ip' | 'ip' | 'subnet' | 'user';
+export const LIMIT_SCOPES: readonly LimitScope[] = ['user_ip', 'ip', 'subnet', 'user'];
 
 /** One rate-limit key of an attempt. `id` is opaque: base64url SHA-256 of scope and identity. */
 export interface LimitKey {
@@ -55,10 +67,11 @@ export interface LimitKey {
 export const ENTRY_ID = /^[A-Za-z0-9_-]{43}$/;
 
 export function thresholdOf(cfg: LimiterConfig, scope: LimitScope): number {
+  if (scope === 'user') return cfg.maxFailuresPerUser;
   return scope === 'user_ip' ? cfg.maxFailuresPerUserIp : scope === 'ip' ? cfg.maxFailuresPerIp : cfg.maxFailuresPerSubnet;
 }
 
-/** The three keys of a login attempt by `name` from `ip`. */
+/** The four keys of a login attempt by `name` from `ip` (the Redis script relies on this order). */
 export function keysFor(cfg: LimiterConfig, name: string, ip: string): LimitKey[] {
   const addr = normalizeIp(ip);
   const net = subnetOf(addr, cfg);
@@ -75,6 +88,7 @@ export function keysFor(cfg: LimiterConfig, name: string, ip: string): LimitKey[
     },
     { id: id('ip', addr), scope: 'ip', name: null, ip: addr, subnet: null, identifier: addr, threshold: cfg.maxFailuresPerIp },
     { id: id('subnet', net), scope: 'subnet', name: null, ip: null, subnet: net, identifier: net, threshold: cfg.maxFailuresPerSubnet },
+    { id: id('user', name), scope: 'user', name, ip: null, subnet: null, identifier: name, threshold: cfg.maxFailuresPerUser },
   ];
 }
 
@@ -186,9 +200,14 @@ export function prune(st: KeyState, now: number, cfg: LimiterConfig): void {
 /** Seconds until this key admits attempts again, or null when it admits one now. */
 export function denial(st: KeyState, now: number, threshold: number, cfg: LimiterConfig): number | null {
   if (st.lu > now) return Math.max(1, Math.ceil((st.lu - now) / 1000));
-  const counted = countedFailures(st, now, cfg) + Object.keys(st.p).length;
-  // Attempts in flight could still fill the window: ask the client to come back shortly.
-  return counted >= threshold ? 1 : null;
+  const pending = Object.keys(st.p).length;
+  const counted = countedFailures(st, now, cfg) + pending;
+  if (counted < threshold) return null;
+  if (st.s !== 'user') return 1; // attempts in flight could still fill the window: come back shortly
+  // Over the account bound: one attempt at a time, each userIntervalSeconds after the latest failure.
+  if (pending > 0) return 1;
+  const next = st.lf + cfg.userIntervalSeconds * 1000;
+  return next > now ? Math.max(1, Math.ceil((next - now) / 1000)) : null;
 }
 
 /** Failures inside the window that happened at or after the end of the latest lockout. */
@@ -207,7 +226,7 @@ export function fail(st: KeyState, rid: string, now: number, threshold: number, 
   st.f.push(now);
   if (st.f.length > 1000) st.f = st.f.slice(-1000);
   st.lf = now;
-  if (st.lu > now) return;
+  if (st.lu > now || st.s === 'user') return;
   if (countedFailures(st, now, cfg) >= threshold) {
     st.lc += 1;
     const ms = Math.min(cfg.lockoutBaseSeconds * 1000 * 2 ** (st.lc - 1), cfg.lockoutMaxSeconds * 1000);
@@ -243,13 +262,14 @@ export interface LimitEntry {
 export function entryOf(id: string, st: KeyState, now: number, cfg: LimiterConfig): LimitEntry | null {
   if (!st.lf) return null;
   const inWindow = (Array.isArray(st.f) ? st.f : []).filter((t) => t > now - cfg.windowSeconds * 1000);
-  const identifier = st.s === 'user_ip' ? `${st.n ?? ''}@${st.ip ?? ''}` : st.s === 'ip' ? (st.ip ?? '') : (st.net ?? '');
+  const identifier =
+    st.s === 'user_ip' ? `${st.n ?? ''}@${st.ip ?? ''}` : st.s === 'user' ? (st.n ?? '') : st.s === 'ip' ? (st.ip ?? '') : (st.net ?? '');
   return {
     id,
     scope: st.s,
     identifier,
-    name: st.s === 'user_ip' ? st.n : null,
-    ip: st.s === 'subnet' ? null : st.ip,
+    name: st.s === 'user_ip' || st.s === 'user' ? st.n : null,
+    ip: st.s === 'user_ip' || st.s === 'ip' ? st.ip : null,
     subnet: st.s === 'subnet' ? st.net : null,
     failures: inWindow.length,
     threshold: thresholdOf(cfg, st.s),

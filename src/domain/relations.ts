@@ -1,8 +1,8 @@
 // Pure rules of relations and traversal: the wire views, the work limits, breadth-first search
 // state (single start with shortest paths; many starts with "nearest other start" labels) and the
 // parser of the `related.<alias>.*` object-list filters. No SQL, no HTTP.
-import { badRequest } from '../http/errors.ts';
-import { parseFilter, type Filter, type ListSpec } from '../http/list-query.ts';
+import { badRequest } from './errors.ts';
+import { parseFilter, type Filter, type ListSpec } from './list-query.ts';
 
 /** Traversal depth bounds (spec: related depth 1..10, default 1). */
 export const MIN_DEPTH = 1;

@@ -1,7 +1,7 @@
 // Remote targets: pure rules (no SQL, no HTTP). The target document and its validation, the
 // invoke subject, the template context and the rendering of one call (engine: ./templates.ts).
-import { badRequest, type ErrorDetail } from '../http/errors.ts';
-import { HEADER_NAME, isTransportHeader, OutboundError, parseOutboundUrl } from '../outbound/http.ts';
+import { badRequest, type ErrorDetail } from './errors.ts';
+import { HEADER_NAME, isTransportHeader, OutboundError, parseOutboundUrl } from './outbound.ts';
 import { compileTemplate, renderTemplate, TemplateError, type TemplateLimits } from './templates.ts';
 
 // The engine lives in ./templates.ts; these names stay importable from here.
@@ -34,6 +34,8 @@ export interface TargetFields {
 
 export const DEFAULT_TIMEOUT_MS = 10_000;
 export const SECRET_ALIAS = /^[A-Za-z0-9_]+$/;
+/** Where a template tag opens (output or statement). */
+const TEMPLATE_TAG = /\{\{|\{%/;
 
 // Size bounds of the stored templates (ours): they keep rows and rendering work small.
 export const MAX_URL_TEMPLATE = 8192;
@@ -173,17 +175,29 @@ export function validateTarget(t: TargetFields, limits: TemplateLimits): void {
   // URL
   if (t.url_template.length > MAX_URL_TEMPLATE) bad('url_template', `must be at most ${MAX_URL_TEMPLATE} characters`);
   else if (!templateProblem(t.url_template, limits, 'url_template', bad)) {
-    const tag = t.url_template.search(/\{\{|\{%/);
+    const tag = t.url_template.search(TEMPLATE_TAG);
     const literal = tag < 0 ? t.url_template : t.url_template.slice(0, tag);
+    let urlOk = true;
     if (tag < 0) {
       try {
         parseOutboundUrl(literal.trim());
       } catch (err) {
+        urlOk = false;
         bad('url_template', err instanceof OutboundError ? err.message.replace('the destination URL', 'the URL') : 'is not a valid URL');
       }
     } else {
       const scheme = /^\s*([A-Za-z][A-Za-z0-9+.-]*):/.exec(literal);
-      if (scheme && scheme[1]!.toLowerCase() !== 'https') bad('url_template', 'the URL must use https');
+      if (scheme && scheme[1]!.toLowerCase() !== 'https') {
+        urlOk = false;
+        bad('url_template', 'the URL must use https');
+      }
+    }
+    if (urlOk && auth.type !== 'none' && literalOrigin(t.url_template) === null) {
+      bad(
+        'url_template',
+        'must start with a literal https origin (scheme, host and port with no template tag before the first /, ? or #) ' +
+          'when auth_config names a secret: a secret is sent only to the origins approved for it',
+      );
     }
   }
 
@@ -205,6 +219,56 @@ function templateProblem(source: string, limits: TemplateLimits, path: string, b
     bad(path, (err as Error).message);
     return true;
   }
+}
+
+// ---- approved origins of secret aliases ----------------------------------------------------
+//
+// A secret alias is sent only to the origins an operator approved for it beside its value
+// (src/sinks/secrets.ts reads them). A target that names a secret must therefore have a URL whose
+// origin is literal (no template tag before the authority ends), checked when the target is
+// written; the worker checks the rendered URL again right before it resolves the secret.
+
+/** The normalized origin (`https://host[:port]`) of an absolute https URL, or null. */
+export function originOf(url: string): string | null {
+  try {
+    return parseOutboundUrl(url).origin;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The origin a URL template always renders to: its scheme, host and port must come before any
+ * template tag and be followed by a literal `/`, `?`, `#` or backslash (or the template must have no tag
+ * at all). null when a tag can change the origin or the literal part is not an https URL.
+ */
+export function literalOrigin(urlTemplate: string): string | null {
+  const tag = urlTemplate.search(TEMPLATE_TAG);
+  if (tag < 0) return originOf(urlTemplate.trim());
+  const authority = /^\s*(https:\/\/[^/?#\\]*)[/?#\\]/i.exec(urlTemplate.slice(0, tag));
+  return authority ? originOf(`${authority[1]!}/`) : null;
+}
+
+/**
+ * The origins of an approval list (entries separated by commas or new lines; blank entries and
+ * lines starting with # are ignored). Each entry is an https origin (`https://host[:port]`, a
+ * trailing `/` allowed); entries with a path, query, fragment or user information never match.
+ */
+export function parseApprovedOrigins(text: string): string[] {
+  const out = new Set<string>();
+  for (const raw of text.split(/[,\r\n]+/)) {
+    const entry = raw.trim();
+    if (entry === '' || entry.startsWith('#')) continue;
+    let url: URL;
+    try {
+      url = parseOutboundUrl(entry);
+    } catch {
+      continue;
+    }
+    if (url.pathname !== '/' || url.search !== '' || url.hash !== '' || /[?#]/.test(entry)) continue;
+    out.add(url.origin);
+  }
+  return [...out];
 }
 
 // ---- the invoke subject ---------------------------------------------------------------------

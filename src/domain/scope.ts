@@ -1,5 +1,4 @@
-import { badRequest, type ErrorDetail } from '../http/errors.ts';
-import type { TokenScopeValue } from '../db/tokens.ts';
+import { badRequest, type ErrorDetail } from './errors.ts';
 import type { components } from '../../generated/openapi.ts';
 import { PERMISSIONS, type Permission } from './authz.ts';
 
@@ -12,6 +11,12 @@ const UNSCOPABLE: ReadonlySet<Permission> = new Set<Permission>(['ReadAudit', 'M
 export const SCOPE_PERMISSIONS: ReadonlySet<string> = new Set<ScopePermissionName>(
   PERMISSIONS.filter((p): p is ScopePermissionName => !UNSCOPABLE.has(p)),
 );
+
+/** A token's scope as stored (tokens.scope) and as the contract's TokenScope carries it. */
+export interface TokenScopeValue {
+  permissions?: string[];
+  resources?: { kind: 'collection' | 'class' | 'object'; id: number }[];
+}
 
 export const MAX_SCOPE_RESOURCES = 1000;
 const RESOURCE_KINDS = new Set(['collection', 'class', 'object']);

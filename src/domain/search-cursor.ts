@@ -4,7 +4,7 @@
 // expression, sort, limit, target, class or token fails verification (400).
 //   cursor = base64url(JSON [values]) "." base64url(HMAC-SHA-256(key, payload "\n" binding))
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { badRequest } from '../http/errors.ts';
+import { badRequest } from './errors.ts';
 
 /** Longest cursor handed out; a sort value that does not fit is a 400 (spec: too large for a reusable cursor). */
 export const MAX_CURSOR_LENGTH = 4096;

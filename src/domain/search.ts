@@ -8,8 +8,8 @@
 // filterSql, so structured search and list filters share one meaning.
 import { isIP } from 'node:net';
 import type { components } from '../../generated/openapi.ts';
-import { ApiError, badRequest, type ErrorDetail } from '../http/errors.ts';
-import { OPERATORS, parseLimit, parseTimestamp, type FieldType, type Scalar, type SortKey } from '../http/list-query.ts';
+import { ApiError, badRequest, type ErrorDetail } from './errors.ts';
+import { OPERATORS, parseLimit, parseTimestamp, type FieldType, type Scalar, type SortKey } from './list-query.ts';
 
 export type StructuredSearchRequest = components['schemas']['StructuredSearchRequest'];
 export type SearchExpression = components['schemas']['SearchExpression'];

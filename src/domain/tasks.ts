@@ -1,7 +1,7 @@
 // Tasks: pure rules (no SQL, no HTTP). Who may see a task, what a cancel does in each status, the
 // wire links per kind, and the Idempotency-Key rules of task submission.
 import { createHash } from 'node:crypto';
-import { badRequest } from '../http/errors.ts';
+import { badRequest } from './errors.ts';
 import { isUnscoped, type Authority } from './authz.ts';
 import { canonicalJson } from './canonical-json.ts';
 

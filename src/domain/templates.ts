@@ -8,7 +8,23 @@
 // (isolated scope: only the arguments), whose names are static strings resolved from fragments
 // the caller loaded from the database beforehand (renderExportTemplate's `fragments`). Nothing
 // reads the filesystem.
-import { Context, Hash, Liquid, Tag, type Emitter, type TagToken, type Template, type TopLevelToken } from 'liquidjs';
+//
+// Filters: Liquid's own plus the Jinja names users write (tojson, default/d, length/count, lower,
+// upper, join, replace, trim) with Jinja's semantics, in either call form: `x | join(", ")` (Jinja,
+// keyword arguments as `name=value`) or `x | join: ", "` (Liquid, `name: value`).
+import {
+  Context,
+  Hash,
+  Liquid,
+  Tag,
+  Tokenizer,
+  toValue,
+  type Emitter,
+  type FilterImplOptions,
+  type TagToken,
+  type Template,
+  type TopLevelToken,
+} from 'liquidjs';
 
 export interface TemplateLimits {
   /** Template nodes rendered per render (SVC_EXPORT_TEMPLATE_FUEL). */
@@ -38,6 +54,262 @@ export class TemplateError extends Error {
 const REMOVED_TAGS = ['include', 'render', 'layout', 'block'];
 const BLOCK_OPEN = new Set(['if', 'unless', 'for', 'case', 'capture', 'tablerow', 'comment', 'raw']);
 
+// Jinja's call form of filter arguments. liquidjs reads arguments only as `name: a, b`; Jinja
+// writes `name(a, b)` and `name(key=value)`. Every liquidjs parse (output, tag arguments, assign)
+// reads a filter through Tokenizer.prototype.readFilter, so the call form is added there, once.
+// `(` after a filter name is a syntax error in Liquid, so no template that parsed before changes.
+type FilterToken = NonNullable<ReturnType<Tokenizer['readFilter']>>;
+type FilterArgs = FilterToken['args'];
+type FilterThis = ThisParameterType<Extract<FilterImplOptions, (...args: never[]) => unknown>>;
+
+const FilterTokenClass = new Tokenizer('x | f').readFilteredValue().filters[0]!.constructor as new (
+  name: string,
+  args: FilterArgs,
+  input: string,
+  begin: number,
+  end: number,
+  file?: string,
+) => FilterToken;
+const JINJA_CALL = Symbol.for('svc.templates.jinjaFilterCall');
+const KEYWORD = /([A-Za-z_][A-Za-z0-9_]*)\s*=(?!=)/y;
+
+/** The Jinja filters: parameter names (after the value) and how many are required. */
+const JINJA_PARAMS: Record<string, { params: readonly string[]; required: number }> = {
+  tojson: { params: ['indent'], required: 0 },
+  default: { params: ['default_value', 'boolean'], required: 0 },
+  d: { params: ['default_value', 'boolean'], required: 0 },
+  length: { params: [], required: 0 },
+  count: { params: [], required: 0 },
+  lower: { params: [], required: 0 },
+  upper: { params: [], required: 0 },
+  join: { params: ['d', 'attribute'], required: 0 },
+  replace: { params: ['old', 'new', 'count'], required: 2 },
+  trim: { params: ['chars'], required: 0 },
+};
+
+/** Checks a call of one of the Jinja filters against its parameters (at parse time). */
+function checkFilterCall(token: FilterToken): void {
+  const spec = JINJA_PARAMS[token.name];
+  if (!spec) return;
+  const given = new Set<string>();
+  let keywords = false;
+  for (const arg of token.args) {
+    let name: string | undefined;
+    if (Array.isArray(arg)) {
+      keywords = true;
+      name = arg[0] ?? '';
+      if (!spec.params.includes(name)) throw new TemplateError(`filter ${token.name} has no argument ${name}`);
+    } else {
+      if (keywords) throw new TemplateError(`filter ${token.name}: a positional argument follows a keyword argument`);
+      name = spec.params[given.size];
+      if (name === undefined) {
+        throw new TemplateError(`filter ${token.name} takes at most ${spec.params.length} argument${spec.params.length === 1 ? '' : 's'}`);
+      }
+    }
+    if (given.has(name)) throw new TemplateError(`filter ${token.name} got argument ${name} twice`);
+    given.add(name);
+  }
+  for (const name of spec.params.slice(0, spec.required)) {
+    if (!given.has(name)) throw new TemplateError(`filter ${token.name} needs the argument ${name}`);
+  }
+}
+
+function readFilterJinjaOrLiquid(this: Tokenizer, readLiquid: () => FilterToken | null): FilterToken | null {
+  const start = this.p;
+  this.skipBlank();
+  if (this.peek() === '|') {
+    this.p++;
+    const name = this.readIdentifier();
+    this.skipBlank();
+    if (name.size() > 0 && this.peek() === '(') {
+      this.p++;
+      const args: FilterArgs = [];
+      for (;;) {
+        this.skipBlank();
+        if (this.end()) throw this.error(`expected ")" after the arguments of filter ${name.getText()}`);
+        if (this.peek() === ')') break;
+        KEYWORD.lastIndex = this.p;
+        const kw = KEYWORD.exec(this.input);
+        let key: string | undefined;
+        if (kw && KEYWORD.lastIndex <= this.N) {
+          key = kw[1];
+          this.p = KEYWORD.lastIndex;
+        }
+        const value = this.readValue();
+        if (!value) throw this.error(`expected an argument of filter ${name.getText()}`);
+        args.push(key === undefined ? value : [key, value]);
+        this.skipBlank();
+        if (this.peek() === ',') this.p++;
+        else if (this.peek() !== ')') throw this.error(`expected "," or ")" in the arguments of filter ${name.getText()}`);
+      }
+      this.p++;
+      const token = new FilterTokenClass(name.getText(), args, this.input, name.begin, this.p, this.file);
+      checkFilterCall(token);
+      return token;
+    }
+  }
+  this.p = start;
+  const token = readLiquid.call(this);
+  if (token) checkFilterCall(token);
+  return token;
+}
+
+{
+  const proto = Tokenizer.prototype as Tokenizer & { [JINJA_CALL]?: true };
+  if (!proto[JINJA_CALL]) {
+    const readLiquid = proto.readFilter;
+    proto.readFilter = function (this: Tokenizer) {
+      return readFilterJinjaOrLiquid.call(this, readLiquid);
+    };
+    proto[JINJA_CALL] = true;
+  }
+}
+
+/** Binds a filter's evaluated arguments to its parameter names (keyword arguments come as [key, value]). */
+function bindArgs(self: FilterThis, argv: unknown[]): Map<string, unknown> {
+  const params = JINJA_PARAMS[self.token.name]?.params ?? [];
+  const bound = new Map<string, unknown>();
+  argv.forEach((value, i) => {
+    if (Array.isArray(self.token.args[i])) {
+      const [key, v] = value as [string, unknown];
+      bound.set(key, v);
+    } else {
+      bound.set(params[i] ?? '', value);
+    }
+  });
+  return bound;
+}
+
+/** Text of a value as the Jinja filters see it: nothing for null and missing, JSON for lists and objects. */
+function text(value: unknown): string {
+  const v = toValue(value) as unknown;
+  if (v === undefined || v === null) return '';
+  if (typeof v === 'string') return v;
+  if (typeof v === 'object') return JSON.stringify(v) ?? '';
+  return String(v as number | boolean | bigint);
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Jinja (Python) truth: none, false, 0, '' and empty lists and objects are false. */
+function jinjaTruthy(value: unknown): boolean {
+  const v = toValue(value) as unknown;
+  if (v === undefined || v === null || v === false || v === 0 || v === '' || Number.isNaN(v)) return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (isPlainObject(v)) return Object.keys(v).length > 0;
+  return true;
+}
+
+/** The items Jinja iterates: a list's items, a string's characters, an object's keys; none for null. */
+function iterableItems(filter: string, value: unknown): unknown[] {
+  const v = toValue(value) as unknown;
+  if (v === undefined || v === null) return [];
+  if (Array.isArray(v)) return v;
+  if (typeof v === 'string') return Array.from(v);
+  if (isPlainObject(v)) return Object.keys(v);
+  throw new TemplateError(`filter ${filter} needs a list, string or object, not ${typeof v}`);
+}
+
+/** An item's attribute by a dotted path (`a.b`, list indexes as numbers), own members only. */
+function attribute(item: unknown, path: string): unknown {
+  let v = item;
+  for (const part of path.split('.')) {
+    if (Array.isArray(v) && /^\d+$/.test(part)) v = v[Number(part)];
+    else if (isPlainObject(v) && Object.prototype.hasOwnProperty.call(v, part)) v = v[part];
+    else return undefined;
+  }
+  return v;
+}
+
+function integerArg(filter: string, name: string, value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw new TemplateError(`filter ${filter}: ${name} must be an integer`);
+  return value;
+}
+
+// Jinja's tojson escapes <, >, & and ' so the JSON can sit inside HTML; it stays valid JSON.
+const HTML_UNSAFE_IN_JSON: Record<string, string> = { '<': '\\u003c', '>': '\\u003e', '&': '\\u0026', "'": '\\u0027' };
+
+const JINJA_FILTERS: Record<string, FilterImplOptions> = {
+  tojson(this: FilterThis, value: unknown, ...argv: unknown[]) {
+    const indent = integerArg('tojson', 'indent', bindArgs(this, argv).get('indent'));
+    if (indent !== undefined && indent < 0) throw new TemplateError('filter tojson: indent must not be negative');
+    const v = toValue(value) as unknown;
+    const json = JSON.stringify(v === undefined ? null : v, null, indent) ?? 'null';
+    this.context.memoryLimit.use(json.length);
+    return json.replace(/[<>&']/g, (c) => HTML_UNSAFE_IN_JSON[c]!);
+  },
+  default: jinjaDefault,
+  d: jinjaDefault,
+  length: jinjaLength,
+  count: jinjaLength,
+  lower(this: FilterThis, value: unknown) {
+    const s = text(value);
+    this.context.memoryLimit.use(s.length);
+    return s.toLowerCase();
+  },
+  upper(this: FilterThis, value: unknown) {
+    const s = text(value);
+    this.context.memoryLimit.use(s.length);
+    return s.toUpperCase();
+  },
+  join(this: FilterThis, value: unknown, ...argv: unknown[]) {
+    const args = bindArgs(this, argv);
+    const sep = text(args.get('d'));
+    const attr = args.get('attribute');
+    let items = iterableItems('join', value);
+    if (attr !== undefined && attr !== null) items = items.map((item) => attribute(item, text(attr)));
+    const parts = items.map(text);
+    this.context.memoryLimit.use(parts.reduce((n, p) => n + p.length, sep.length * Math.max(parts.length - 1, 0)));
+    return parts.join(sep);
+  },
+  replace(this: FilterThis, value: unknown, ...argv: unknown[]) {
+    const args = bindArgs(this, argv);
+    const s = text(value);
+    const old = text(args.get('old'));
+    const by = text(args.get('new'));
+    const count = integerArg('replace', 'count', args.get('count'));
+    // Python's str.replace: an empty `old` matches before every character and at the end.
+    const parts = old === '' ? ['', ...Array.from(s), ''] : s.split(old);
+    const n = count === undefined || count < 0 ? parts.length - 1 : Math.min(count, parts.length - 1);
+    this.context.memoryLimit.use(s.length + n * Math.max(by.length - old.length, 0));
+    const rest = parts.slice(n + 1);
+    return parts.slice(0, n + 1).join(by) + (rest.length > 0 ? old + rest.join(old) : '');
+  },
+  trim(this: FilterThis, value: unknown, ...argv: unknown[]) {
+    const s = text(value);
+    this.context.memoryLimit.use(s.length);
+    const chars = bindArgs(this, argv).get('chars');
+    if (chars === undefined || chars === null) return s.trim();
+    const set = new Set(Array.from(text(chars)));
+    const cs = Array.from(s);
+    let a = 0;
+    let b = cs.length;
+    while (a < b && set.has(cs[a]!)) a++;
+    while (b > a && set.has(cs[b - 1]!)) b--;
+    return cs.slice(a, b).join('');
+  },
+};
+
+function jinjaDefault(this: FilterThis, value: unknown, ...argv: unknown[]): unknown {
+  const args = bindArgs(this, argv);
+  const fallback = args.get('default_value') ?? '';
+  if (value === undefined) return fallback;
+  if (jinjaTruthy(args.get('boolean')) && !jinjaTruthy(value)) return fallback;
+  return value;
+}
+
+function jinjaLength(this: FilterThis, value: unknown): number {
+  const v = toValue(value) as unknown;
+  if (v === undefined || v === null) return 0;
+  if (typeof v === 'string') return Array.from(v).length;
+  if (Array.isArray(v)) return v.length;
+  if (isPlainObject(v)) return Object.keys(v).length;
+  throw new TemplateError(`filter ${this.token.name} needs a list, string or object, not ${typeof v}`);
+}
+
 function makeEngine(): Liquid {
   const engine = new Liquid({
     strictVariables: false,
@@ -54,6 +326,7 @@ function makeEngine(): Liquid {
   const tags = engine.tags as Record<string, unknown>;
   for (const t of REMOVED_TAGS) delete tags[t];
   delete tags.liquid; // the multi-statement form would hide tags from the nesting check
+  for (const [name, impl] of Object.entries(JINJA_FILTERS)) engine.registerFilter(name, impl);
   return engine;
 }
 

@@ -1,4 +1,4 @@
-import { badRequest } from '../http/errors.ts';
+import { badRequest } from './errors.ts';
 
 const HOUR_MS = 3600_000;
 

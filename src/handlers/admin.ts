@@ -1,6 +1,6 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { requireUnscopedAdmin } from '../http/gates.ts';
-import { openapiDocument } from '../http/adapter.ts';
+import { requireUnscopedAdmin } from './gates.ts';
+import { openapiDocument } from '../http/openapi.ts';
 import { redactedConfig } from '../config.ts';
 
 export const adminHandlers = {

@@ -1,7 +1,8 @@
 import type { HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
-import { ApiError, badRequest, notFound } from '../http/errors.ts';
-import { isUnscopedAdmin, requireHumanUnscoped } from '../http/gates.ts';
+import { ApiError, badRequest, notFound } from '../domain/errors.ts';
+import { isUnscopedAdmin } from '../domain/authz.ts';
+import { requireHumanUnscoped, authorizeTokenOwner } from './gates.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import { findLoginCandidate } from '../db/principals.ts';
@@ -9,9 +10,9 @@ import { insertToken, lockToken, lockTokenByHash, lockUnrevokedTokens, tokenSnap
 import { verifyPassword } from '../domain/passwords.ts';
 import { hashToken, newRawToken } from '../domain/token-secret.ts';
 import { loginLimiter, underLoginLimit } from '../services/login-limiter.ts';
-import { authorizeTokenOwner, revokeWithEvent } from './token-access.ts';
+import { revokeWithEvent } from './token-access.ts';
 
-const loginFailed = () => new ApiError(401, 'login failed: invalid credentials');
+const loginFailed = () => new ApiError('unauthorized', 'login failed: invalid credentials');
 
 export const authHandlers = {
   login: async (input, ctx) => {

@@ -1,10 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { HandlerMap } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
-import { ApiError, conflict, notFound } from '../http/errors.ts';
-import { requireUnscopedAdmin } from '../http/gates.ts';
+import { ApiError, conflict, notFound } from '../domain/errors.ts';
+import { requireUnscopedAdmin } from './gates.ts';
 import { withTx } from '../db/tx.ts';
-import { findTask, insertTask, toTaskWire } from '../db/tasks.ts';
+import { findTask, insertTask, toTaskWire, type NewTask, type TaskRow } from '../db/tasks.ts';
+import type { Actor } from '../db/events.ts';
+import type { Deps } from '../deps.ts';
 import {
   dropExpiredBackupOutputs,
   findBackupOutput,
@@ -14,31 +16,52 @@ import {
 } from '../db/backups.ts';
 import { parseIdempotencyKey } from '../domain/tasks.ts';
 
+/**
+ * Queues a backup task for `submitter` (refused while a restore is applied, and 429 beyond
+ * SVC_BACKUP_MAX_ACTIVE_TASKS unless it replays an Idempotency-Key). Shared by createBackup and
+ * the admin command line.
+ */
+export async function submitBackup(
+  deps: Deps,
+  actor: Actor,
+  submitter: NewTask['auth'],
+  includeHistory: boolean,
+  idempotencyKey: string | null,
+): Promise<TaskRow> {
+  await dropExpiredBackupOutputs(deps.sql);
+  const { task } = await withTx(deps.sql, async (tx) => {
+    if (!(await noRestoreRunning(tx))) throw conflict('a restore is being applied; submit the backup after it finished', 'restore_running');
+    const active = await lockAndCountActiveBackups(tx);
+    const cap = deps.config.SVC_BACKUP_MAX_ACTIVE_TASKS;
+    if (active >= cap && !(idempotencyKey !== null && (await hasIdempotentBackup(tx, submitter.principal.id, idempotencyKey)))) {
+      throw new ApiError('too_many_requests', `too many active backup tasks (at most ${cap} queued or running at once)`, {
+        reason: 'too_many_active_tasks',
+      });
+    }
+    return insertTask(tx, actor, {
+      kind: 'backup',
+      auth: submitter,
+      request: { include_history: includeHistory },
+      idempotencyKey,
+      metadata: { include_history: includeHistory },
+    });
+  });
+  return task;
+}
+
 export const backupsHandlers = {
   createBackup: async (input, ctx) => {
     const auth = requireUnscopedAdmin(ctx);
     const body = (input.body ?? {}) as { include_history?: boolean };
     const includeHistory = body.include_history ?? true;
     const idempotencyKey = parseIdempotencyKey(input.headers['idempotency-key']);
-    await dropExpiredBackupOutputs(ctx.deps.sql);
-    const { task } = await withTx(ctx.deps.sql, async (tx) => {
-      if (!(await noRestoreRunning(tx)))
-        throw conflict('a restore is being applied; submit the backup after it finished', 'restore_running');
-      const active = await lockAndCountActiveBackups(tx);
-      const cap = ctx.deps.config.SVC_BACKUP_MAX_ACTIVE_TASKS;
-      if (active >= cap && !(idempotencyKey !== null && (await hasIdempotentBackup(tx, auth.principal.id, idempotencyKey)))) {
-        throw new ApiError(429, `too many active backup tasks (at most ${cap} queued or running at once)`, {
-          reason: 'too_many_active_tasks',
-        });
-      }
-      return insertTask(tx, actorOf(ctx), {
-        kind: 'backup',
-        auth: { principal: auth.principal, token: { id: auth.token.id, scope: auth.token.scope } },
-        request: { include_history: includeHistory },
-        idempotencyKey,
-        metadata: { include_history: includeHistory },
-      });
-    });
+    const task = await submitBackup(
+      ctx.deps,
+      actorOf(ctx),
+      { principal: auth.principal, token: { id: auth.token.id, scope: auth.token.scope } },
+      includeHistory,
+      idempotencyKey,
+    );
     return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
   },
 
@@ -54,7 +77,7 @@ export const backupsHandlers = {
     const id = input.params.task_id;
     const row = await findBackupOutput(ctx.deps.sql, id);
     if (!row || row.kind !== 'backup') throw notFound('backup task');
-    if (row.expired) throw new ApiError(410, 'the backup output has expired; submit a new backup', { reason: 'output_expired' });
+    if (row.expired) throw new ApiError('gone', 'the backup output has expired; submit a new backup', { reason: 'output_expired' });
     if (row.status !== 'succeeded' || !row.output) throw notFound('backup output (the task has not succeeded)');
     const bytes = new Uint8Array(row.output);
     const digest = createHash('sha256').update(bytes);

@@ -1,34 +1,24 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { actorOf, authOf } from '../http/contract.ts';
-import { badRequest, conflict, notFound } from '../http/errors.ts';
-import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply, type Fragment } from '../db/list.ts';
-import { withTx } from '../db/tx.ts';
-import { appendEvent } from '../db/events.ts';
+import { authOf, callerOf } from '../http/contract.ts';
+import { notFound } from '../domain/errors.ts';
+import { etagHeader } from '../http/preconditions.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import type { Fragment } from '../db/list.ts';
+import { listReply } from '../http/paging.ts';
 import { collectionWhere, permissionsFilter, requireCollectionPermission } from '../db/authz.ts';
 import {
   ANCESTOR_LIST_SPEC,
   COLLECTION_LIST_SPEC,
-  collectionDependents,
-  collectionEvent,
   collectionView,
-  deleteCollectionRow,
   findCollection,
-  insertCollection,
-  isSelfOrDescendant,
   listAncestorRows,
   listCollectionRows,
-  lockCollection,
-  lockCollectionTree,
-  setCollectionParent,
-  updateCollectionRow,
   type CollectionRow,
 } from '../db/collections.ts';
-import { findGroup, grantPermissions, groupsWithGrants, revokePermissions } from '../db/permissions.ts';
-import { PERMISSIONS, requireRootAuthority } from '../domain/authz.ts';
 import type { Db } from '../db/sql.ts';
 import type { AuthInfo } from '../http/auth.ts';
+import { inTx } from '../mutations/context.ts';
+import { createCollection, deleteCollection, moveCollection, updateCollection } from '../mutations/collections.ts';
 
 const KIND = 'collection';
 
@@ -41,12 +31,6 @@ function visibility(db: Db, auth: AuthInfo, permissionsRaw: string | undefined):
   return [collectionWhere(db, auth, 'ReadCollection'), ...permissionsFilter(permissionsRaw, (p) => collectionWhere(db, auth, p))];
 }
 
-/** DelegateCollection on a parent, or administrator authority for the top level (null). */
-async function requireDelegation(db: Db, auth: AuthInfo, parentId: number | null): Promise<void> {
-  if (parentId === null) requireRootAuthority(auth);
-  else await requireCollectionPermission(db, auth, parentId, 'DelegateCollection');
-}
-
 export const collectionsHandlers = {
   listCollections: async (input, ctx) => {
     const auth = authOf(ctx);
@@ -57,19 +41,7 @@ export const collectionsHandlers = {
   },
 
   createCollection: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const { name, description = '', parent_collection_id: parentId = null, group_id: groupId = null } = input.body;
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      await requireDelegation(tx, auth, parentId);
-      const group = groupId === null ? null : await findGroup(tx, groupId);
-      if (groupId !== null && !group) throw notFound('group');
-      const created = await insertCollection(tx, { name, description, parentId });
-      await appendEvent(tx, actorOf(ctx), collectionEvent(created, 'created', null, [parentId]));
-      if (group) {
-        await grantPermissions(tx, actorOf(ctx), { collectionId: created.id, collectionName: created.name, group }, PERMISSIONS);
-      }
-      return created;
-    });
+    const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createCollection(m, input.body));
     return ok(201, row, { location: `/api/v1/collections/${row.id}` });
   },
 
@@ -82,76 +54,21 @@ export const collectionsHandlers = {
   },
 
   updateCollection: async (input, ctx) => {
-    const auth = authOf(ctx);
     const id = input.params.collection_id;
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      await requireCollectionPermission(tx, auth, id, 'UpdateCollection');
-      const before = await lockCollection(tx, id);
-      if (!before) throw notFound('collection');
-      checkIfMatch(input.headers, KIND, before.id, before.revision);
-      const next = { name: input.body.name ?? before.name, description: input.body.description ?? before.description };
-      if (next.name === before.name && next.description === before.description) return before;
-      const after = await updateCollectionRow(tx, id, next);
-      await appendEvent(tx, actorOf(ctx), collectionEvent(after, 'updated', before));
-      return after;
-    });
+    const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) => updateCollection(m, id, input.body, input.headers['if-match']));
     return ok(200, row);
   },
 
   deleteCollection: async (input, ctx) => {
-    const auth = authOf(ctx);
     const id = input.params.collection_id;
-    await withTx(ctx.deps.sql, async (tx) => {
-      await requireCollectionPermission(tx, auth, id, 'DeleteCollection');
-      const before = await lockCollection(tx, id);
-      if (!before) throw notFound('collection');
-      checkIfMatch(input.headers, KIND, before.id, before.revision);
-      const dep = await collectionDependents(tx, id);
-      const blocking = [
-        dep.children && `${dep.children} child collection(s)`,
-        dep.classes && `${dep.classes} class(es)`,
-        dep.objects && `${dep.objects} object(s)`,
-        dep.remote_targets && `${dep.remote_targets} remote target(s)`,
-        dep.export_templates && `${dep.export_templates} export template(s)`,
-      ].filter(Boolean);
-      if (blocking.length)
-        throw conflict(`the collection still has ${blocking.join(', ')}; delete or move them first`, 'collection_not_empty');
-      // Its grants go with it; each is recorded as revoked, like any other revocation.
-      for (const group of await groupsWithGrants(tx, id)) {
-        await revokePermissions(tx, actorOf(ctx), { collectionId: id, collectionName: before.name, group }, null);
-      }
-      await deleteCollectionRow(tx, id);
-      await appendEvent(tx, actorOf(ctx), collectionEvent(before, 'deleted', before, [before.parent_collection_id]));
-    });
+    await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteCollection(m, id, input.headers['if-match']));
     return { status: 204 };
   },
 
   updateCollectionParent: async (input, ctx) => {
-    const auth = authOf(ctx);
     const id = input.params.collection_id;
-    const newParent = input.body.parent_collection_id ?? null;
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      await requireCollectionPermission(tx, auth, id, 'UpdateCollection');
-      await lockCollectionTree(tx);
-      const before = await lockCollection(tx, id);
-      if (!before) throw notFound('collection');
-      checkIfMatch(input.headers, KIND, before.id, before.revision);
-      if (before.parent_collection_id === newParent) return before;
-      await requireDelegation(tx, auth, before.parent_collection_id);
-      await requireDelegation(tx, auth, newParent);
-      if (newParent !== null && (await isSelfOrDescendant(tx, id, newParent))) {
-        throw badRequest('a collection cannot be moved below itself or one of its descendants', [
-          { path: 'body.parent_collection_id', message: 'would create a cycle' },
-        ]);
-      }
-      const after = await setCollectionParent(tx, id, newParent);
-      await appendEvent(tx, actorOf(ctx), {
-        ...collectionEvent(after, 'updated', before, [before.parent_collection_id, newParent]),
-        summary: `collection ${after.name} moved`,
-        metadata: { from_parent_collection_id: before.parent_collection_id, to_parent_collection_id: newParent },
-      });
-      return after;
-    });
+    const parentId = input.body.parent_collection_id ?? null;
+    const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) => moveCollection(m, id, parentId, input.headers['if-match']));
     return ok(200, row);
   },
 

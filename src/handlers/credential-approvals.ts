@@ -1,6 +1,6 @@
 import type { HandlerMap, Ctx } from '../http/contract.ts';
-import { ApiError, conflict, notFound } from '../http/errors.ts';
-import { requireHumanUnscoped } from '../http/gates.ts';
+import { ApiError, conflict, notFound } from '../domain/errors.ts';
+import { requireHumanUnscoped, authorizeTokenOwner, approverOf } from './gates.ts';
 import { findApproval, findUserPasswordHash, insertApproval, userExists, type ApprovalRow } from '../db/approvals.ts';
 import { getTokenOfPrincipal } from '../db/tokens.ts';
 import { APPROVAL_ID, type ApprovalOperation } from '../domain/credential-approval.ts';
@@ -8,7 +8,7 @@ import { resolveExpiry } from '../domain/token-lifetime.ts';
 import { verifyPassword } from '../domain/passwords.ts';
 import { newRawToken } from '../domain/token-secret.ts';
 import { loginLimiter, underLoginLimit } from '../services/login-limiter.ts';
-import { assertMintable, authorizeTokenOwner, validateScope } from './token-access.ts';
+import { assertMintable, validateScope } from './token-access.ts';
 
 /**
  * Checks that the approved operation can run (ids exist, the caller may do it, its body is valid)
@@ -70,10 +70,10 @@ export const credentialApprovalsHandlers = {
       verifyPassword(await findUserPasswordHash(ctx.deps.sql, auth.principal.id), input.body.password),
     );
     if (!ok) {
-      throw new ApiError(403, 'the password is not correct; the approval was not granted', { reason: 'reauthentication_failed' });
+      throw new ApiError('forbidden', 'the password is not correct; the approval was not granted', { reason: 'reauthentication_failed' });
     }
     const raw = newRawToken();
-    const row = await insertApproval(ctx.deps.sql, ctx, { raw, operation: op, tokenExpiresAt });
+    const row = await insertApproval(ctx.deps.sql, approverOf(ctx), { raw, operation: op, tokenExpiresAt });
     return {
       status: 201,
       body: { approval: raw, record: recordWire(raw, row), token_expires_at: row.token_expires_at },

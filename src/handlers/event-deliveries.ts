@@ -1,9 +1,9 @@
 import { actorOf, type HandlerMap } from '../http/contract.ts';
 import { appendEvent } from '../db/events.ts';
-import { conflict, notFound } from '../http/errors.ts';
-import { requireUnscopedAdmin } from '../http/gates.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply } from '../db/list.ts';
+import { conflict, notFound } from '../domain/errors.ts';
+import { requireUnscopedAdmin } from './gates.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import {
   type EventDeliveryRow,

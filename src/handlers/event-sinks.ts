@@ -1,32 +1,27 @@
 import type { Ctx, HandlerMap } from '../http/contract.ts';
-import { actorOf } from '../http/contract.ts';
-import { badRequest, conflict, notFound } from '../http/errors.ts';
-import { requireUnscopedAdmin } from '../http/gates.ts';
-import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply } from '../db/list.ts';
+import { actorOf, callerOf } from '../http/contract.ts';
+import { badRequest, notFound } from '../domain/errors.ts';
+import { requireUnscopedAdmin } from './gates.ts';
+import { etagHeader } from '../http/preconditions.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import type { Db } from '../db/sql.ts';
 import {
   EVENT_SINK_LIST_SPEC,
-  deleteEventSinkRow,
-  eventSinkEvent,
   eventSinkView,
   findEventSink,
-  insertEventSink,
   listEventSinkRows,
-  lockEventSink,
   sinkDefinition,
-  sinkFields,
-  subscriptionRoutingsOfSink,
-  updateEventSinkRow,
   type EventSinkRow,
 } from '../db/event-sinks.ts';
-import { countSubscriptionsOfSink, findEventSubscription, type EventSubscriptionRow } from '../db/event-subscriptions.ts';
+import { findEventSubscription, type EventSubscriptionRow } from '../db/event-subscriptions.ts';
 import { eventDeliveryView, findEventByUuid, insertTestDelivery, type StoredEvent } from '../db/event-deliveries.ts';
-import { applySinkPatch, inSubscriptionScope, sameJson, sinkFromNew, type SinkPatch } from '../domain/event-subscriptions.ts';
-import { transportFor, validateSink, validateSinkChange } from '../sinks/index.ts';
+import { inSubscriptionScope, sinkFromNew, type SinkPatch } from '../domain/event-subscriptions.ts';
+import { transportFor } from '../sinks/index.ts';
+import { inTx } from '../mutations/context.ts';
+import { createEventSink, deleteEventSink, updateEventSink } from '../mutations/event-sinks.ts';
 import { deliveryEnvelope } from '../workers/event-delivery.ts';
 
 const KIND = 'event_sink';
@@ -89,12 +84,7 @@ export const eventSinksHandlers = {
   createEventSink: async (input, ctx) => {
     requireUnscopedAdmin(ctx);
     const fields = sinkFromNew(input.body as Parameters<typeof sinkFromNew>[0]);
-    validateSink(fields, 'body.name');
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      const created = await insertEventSink(tx, fields);
-      await appendEvent(tx, actorOf(ctx), eventSinkEvent(created, 'created', null));
-      return created;
-    });
+    const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createEventSink(m, fields));
     return ok(201, row, { location: `/api/v1/event-sinks/${row.id}` });
   },
 
@@ -107,36 +97,16 @@ export const eventSinksHandlers = {
 
   updateEventSink: async (input, ctx) => {
     requireUnscopedAdmin(ctx);
-    const id = input.params.sink_id;
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      const before = await lockEventSink(tx, id);
-      if (!before) throw notFound('event sink');
-      checkIfMatch(input.headers, KIND, before.id, before.revision);
-      const prev = sinkFields(before);
-      const next = applySinkPatch(prev, input.body as SinkPatch);
-      if (sameJson(next, prev)) return before;
-      validateSinkChange(prev, next, await subscriptionRoutingsOfSink(tx, id), 'body.name');
-      const after = await updateEventSinkRow(tx, id, next);
-      await appendEvent(tx, actorOf(ctx), eventSinkEvent(after, 'updated', before));
-      return after;
-    });
+    const patch = input.body as SinkPatch;
+    const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) =>
+      updateEventSink(m, input.params.sink_id, patch, input.headers['if-match']),
+    );
     return ok(200, row);
   },
 
   deleteEventSink: async (input, ctx) => {
     requireUnscopedAdmin(ctx);
-    const id = input.params.sink_id;
-    await withTx(ctx.deps.sql, async (tx) => {
-      const before = await lockEventSink(tx, id);
-      if (!before) throw notFound('event sink');
-      checkIfMatch(input.headers, KIND, before.id, before.revision);
-      const used = await countSubscriptionsOfSink(tx, id);
-      if (used > 0) {
-        throw conflict(`the sink is used by ${used} subscription(s); delete or re-point them first (or disable the sink)`, 'sink_in_use');
-      }
-      await deleteEventSinkRow(tx, id);
-      await appendEvent(tx, actorOf(ctx), eventSinkEvent(before, 'deleted', before));
-    });
+    await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteEventSink(m, input.params.sink_id, input.headers['if-match']));
     return { status: 204 };
   },
 

@@ -1,9 +1,10 @@
 import type { Ctx, HandlerMap, Reply } from '../http/contract.ts';
 import { authOf } from '../http/contract.ts';
-import { notFound } from '../http/errors.ts';
-import { requireUnscopedAdmin } from '../http/gates.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply, type Fragment } from '../db/list.ts';
+import { notFound } from '../domain/errors.ts';
+import { requireUnscopedAdmin } from './gates.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import type { Fragment } from '../db/list.ts';
+import { listReply } from '../http/paging.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import {
   EVENT_LIST_SPEC,
@@ -60,14 +61,14 @@ export const eventsHandlers = {
 
   listUserEvents: async (input, ctx) => {
     requireUnscopedAdmin(ctx);
-    const id = input.params.id;
+    const id = input.params.user_id;
     if (!(await humanUserExists(ctx.deps.sql, id))) throw notFound('user');
     return eventPage(input.query, ctx, (db) => [entityIs(db, WRAPPER_ENTITY_TYPES.user, id)]);
   },
 
   listGroupEvents: async (input, ctx) => {
     requireUnscopedAdmin(ctx);
-    const id = input.params.id;
+    const id = input.params.group_id;
     if (!(await groupExists(ctx.deps.sql, id))) throw notFound('group');
     return eventPage(input.query, ctx, (db) => [entityIs(db, WRAPPER_ENTITY_TYPES.group, id)]);
   },

@@ -1,51 +1,28 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { authOf } from '../http/contract.ts';
-import { notFound } from '../http/errors.ts';
+import { authOf, callerOf } from '../http/contract.ts';
+import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply } from '../db/list.ts';
-import { withTx } from '../db/tx.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import { listReply } from '../http/paging.ts';
 import { collectionWhere, requireCollectionPermission } from '../db/authz.ts';
 import {
   EXPORT_TEMPLATE_LIST_SPEC,
-  deleteExportTemplateRow,
   exportTemplateView,
   findExportTemplate,
-  insertExportTemplate,
   listExportTemplateRows,
-  lockExportTemplate,
-  validateTemplateWithIncludes,
-  exportTemplateEvent,
-  templateRowFields,
-  updateExportTemplateRow,
   type ExportTemplateRow,
 } from '../db/export-templates.ts';
-import { applyTemplatePatch, sameTemplateFields, templateFieldsFromNew, type PatchBody, type TemplateFields } from '../domain/exports.ts';
+import { templateFieldsFromNew, type PatchBody } from '../domain/exports.ts';
 import { templateLimits } from '../domain/templates.ts';
 import { submitExport } from './exports.ts';
-import { createInCollection, deleteInCollection, updateInCollection, type CollectionResource } from './collection-resources.ts';
+import { inTx } from '../mutations/context.ts';
+import { createExportTemplate, deleteExportTemplate, updateExportTemplate } from '../mutations/export-templates.ts';
 
 const KIND = 'export_template';
 
 function ok(status: number, row: ExportTemplateRow, extra: Record<string, string> = {}) {
   return { status, body: exportTemplateView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
 }
-
-const EXPORT_TEMPLATE: CollectionResource<ExportTemplateRow, TemplateFields> = {
-  kind: KIND,
-  label: 'export template',
-  perms: { create: 'CreateTemplate', update: 'UpdateTemplate', delete: 'DeleteTemplate' },
-  find: findExportTemplate,
-  lock: lockExportTemplate,
-  fields: templateRowFields,
-  applyPatch: (f, body) => applyTemplatePatch(f, body as PatchBody),
-  same: sameTemplateFields,
-  validate: (tx, f, ctx) => validateTemplateWithIncludes(tx, f, templateLimits(ctx.deps.config), 'body.template'),
-  insert: insertExportTemplate,
-  update: updateExportTemplateRow,
-  remove: deleteExportTemplateRow,
-  event: exportTemplateEvent,
-};
 
 export const exportTemplatesHandlers = {
   listExportTemplates: async (input, ctx) => {
@@ -58,7 +35,8 @@ export const exportTemplatesHandlers = {
 
   createExportTemplate: async (input, ctx) => {
     const fields = templateFieldsFromNew(input.body as Parameters<typeof templateFieldsFromNew>[0]);
-    const row = await withTx(ctx.deps.sql, (tx) => createInCollection(tx, ctx, EXPORT_TEMPLATE, fields));
+    const rules = { limits: templateLimits(ctx.deps.config) };
+    const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createExportTemplate(m, fields, rules));
     return ok(201, row, { location: `/api/v1/export-templates/${row.id}` });
   },
 
@@ -71,14 +49,15 @@ export const exportTemplatesHandlers = {
   },
 
   updateExportTemplate: async (input, ctx) => {
-    const row = await withTx(ctx.deps.sql, (tx) =>
-      updateInCollection(tx, ctx, EXPORT_TEMPLATE, input.params.template_id, input.headers, input.body),
+    const rules = { limits: templateLimits(ctx.deps.config) };
+    const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) =>
+      updateExportTemplate(m, input.params.template_id, input.body as PatchBody, rules, input.headers['if-match']),
     );
     return ok(200, row);
   },
 
   deleteExportTemplate: async (input, ctx) => {
-    await withTx(ctx.deps.sql, (tx) => deleteInCollection(tx, ctx, EXPORT_TEMPLATE, input.params.template_id, input.headers));
+    await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteExportTemplate(m, input.params.template_id, input.headers['if-match']));
     return { status: 204 };
   },
 

@@ -1,6 +1,6 @@
 import type { Ctx, HandlerMap, Reply } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
-import { ApiError, badRequest, notFound } from '../http/errors.ts';
+import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { withTx } from '../db/tx.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import { findTask, insertTask, toTaskWire } from '../db/tasks.ts';
@@ -84,10 +84,10 @@ export const exportsHandlers = {
     const row = await findExportOutput(ctx.deps.sql, input.params.export_id);
     if (!row || row.kind !== 'export' || !canSeeTask(authOf(ctx), row.submitted_by)) throw notFound('export');
     if (row.expired) {
-      throw new ApiError(410, 'the export output has expired; submit the export again', { reason: 'export_output_expired' });
+      throw new ApiError('gone', 'the export output has expired; submit the export again', { reason: 'export_output_expired' });
     }
     if (row.status !== 'succeeded' || row.output === null) {
-      throw new ApiError(404, 'the export has no output (it has not finished, or it did not succeed)', {
+      throw new ApiError('not_found', 'the export has no output (it has not finished, or it did not succeed)', {
         reason: 'export_output_unavailable',
       });
     }

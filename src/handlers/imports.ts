@@ -1,12 +1,13 @@
 import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
-import { ApiError, badRequest, forbidden, notFound, type ErrorDetail } from '../http/errors.ts';
-import { isUnscopedAdmin } from '../http/gates.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply } from '../db/list.ts';
+import { ApiError, badRequest, forbidden, notFound, type ErrorDetail } from '../domain/errors.ts';
+import { isUnscopedAdmin } from '../domain/authz.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { consumeApproval } from '../db/approvals.ts';
-import { findTask, insertTask, toTaskWire, type TaskRow } from '../db/tasks.ts';
+import { findTask, insertTask, toTaskWire, type NewTask, type TaskRow } from '../db/tasks.ts';
+import type { Deps } from '../deps.ts';
 import { IMPORT_RESULT_LIST_SPEC, importResultWire, listImportResultRows } from '../db/imports.ts';
 import { canSeeTask } from '../domain/tasks.ts';
 import { hashPassword } from '../domain/passwords.ts';
@@ -25,6 +26,7 @@ import {
 import { templateLimits } from '../domain/templates.ts';
 import { validateSinkConfig } from '../sinks/index.ts';
 import { sinkFromNew } from '../domain/event-subscriptions.ts';
+import { presentedApproval } from './gates.ts';
 
 /**
  * The request as the task stores it: passwords replaced by their Argon2id hashes (with a salt
@@ -60,6 +62,41 @@ function validateSinkItems(plan: ImportPlan): void {
   if (details.length) throw badRequest(`the import is invalid: ${details[0]!.path} ${details[0]!.message}`, details);
 }
 
+export interface PreparedImport {
+  plan: ImportPlan;
+  /** The request as the task stores it (see storedRequest). */
+  request: Record<string, unknown>;
+  credentials: boolean;
+}
+
+/**
+ * The submission checks that need no caller (the plan, sink items; 400) and the request as
+ * stored. Shared by createImport and the admin command line.
+ */
+export async function prepareImport(body: ImportRequest, deps: Deps): Promise<PreparedImport> {
+  const plan = planImport(body, templateLimits(deps.config));
+  validateSinkItems(plan);
+  return { plan, request: await storedRequest(body, deps.tokenKey), credentials: isCredentialBearing(body.graph) };
+}
+
+/** The import task row for insertTask. */
+export function importTask(submitter: NewTask['auth'], p: PreparedImport, idempotencyKey: string | undefined): NewTask {
+  return {
+    kind: 'import',
+    auth: submitter,
+    request: p.request,
+    idempotencyKey,
+    progress: { total_items: p.plan.items.length },
+    metadata: {
+      dry_run: p.plan.dryRun,
+      atomicity: p.plan.atomicity,
+      collision_policy: p.plan.collisionPolicy,
+      items: p.plan.items.length,
+      credential_bearing: p.credentials,
+    },
+  };
+}
+
 /** The import task the caller may see (its submitter, or an unscoped admin); 404 otherwise. */
 async function visibleImport(ctx: Ctx, id: number): Promise<TaskRow> {
   const row = await findTask(ctx.deps.sql, id);
@@ -75,25 +112,18 @@ export const importsHandlers = {
     if (admin.length && !isUnscopedAdmin(auth)) throw forbidden(`importing ${admin.join(', ')} needs an unscoped administrator`);
     const credentials = isCredentialBearing(body.graph);
     if (credentials && auth.principal.kind !== 'human') throw forbidden('imports carrying passwords need an unscoped human administrator');
-    const plan = planImport(body, templateLimits(ctx.deps.config));
-    validateSinkItems(plan);
-    const request = await storedRequest(body, ctx.deps.tokenKey);
+    const prepared = await prepareImport(body, ctx.deps);
     const { task } = await withTx(ctx.deps.sql, async (tx) => {
-      if (credentials) await consumeApproval(tx, ctx, input.headers, { kind: 'import_credentials', import: input.body });
-      return insertTask(tx, actorOf(ctx), {
-        kind: 'import',
-        auth: { principal: auth.principal, token: { id: auth.token.id, scope: auth.token.scope } },
-        request,
-        idempotencyKey: input.headers['idempotency-key'],
-        progress: { total_items: plan.items.length },
-        metadata: {
-          dry_run: plan.dryRun,
-          atomicity: plan.atomicity,
-          collision_policy: plan.collisionPolicy,
-          items: plan.items.length,
-          credential_bearing: credentials,
-        },
-      });
+      if (credentials) await consumeApproval(tx, presentedApproval(ctx, input.headers), { kind: 'import_credentials', import: input.body });
+      return insertTask(
+        tx,
+        actorOf(ctx),
+        importTask(
+          { principal: auth.principal, token: { id: auth.token.id, scope: auth.token.scope } },
+          prepared,
+          input.headers['idempotency-key'],
+        ),
+      );
     });
     return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
   },

@@ -1,7 +1,7 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { badRequest, notFound } from '../http/errors.ts';
-import { requireUnscopedAdmin } from '../http/gates.ts';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../http/list-query.ts';
+import { badRequest, notFound } from '../domain/errors.ts';
+import { requireUnscopedAdmin } from './gates.ts';
+import { DEFAULT_LIMIT, MAX_LIMIT } from '../domain/list-query.ts';
 import { dbDiagnostics, taskQueueFigures } from '../db/meta.ts';
 import { ENTRY_ID, type LimitScope } from '../domain/rate-limit.ts';
 import { loginLimiter } from '../services/login-limiter.ts';
@@ -44,6 +44,8 @@ export const metaHandlers = {
           max_failures_per_user_ip: c.maxFailuresPerUserIp,
           max_failures_per_ip: c.maxFailuresPerIp,
           max_failures_per_subnet: c.maxFailuresPerSubnet,
+          max_failures_per_user: c.maxFailuresPerUser,
+          user_interval_seconds: c.userIntervalSeconds,
           subnet_prefix_v4: c.subnetPrefixV4,
           subnet_prefix_v6: c.subnetPrefixV6,
           window_seconds: c.windowSeconds,

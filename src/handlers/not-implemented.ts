@@ -1,6 +1,6 @@
 import type { OperationId } from '../../generated/operations.ts';
 import type { Reply } from '../http/contract.ts';
-import { notImplemented } from '../http/errors.ts';
+import { notImplemented } from '../domain/errors.ts';
 
 /** The handler of an operation not built yet: 501 with the error body. */
 export function pending(operationId: OperationId): () => Promise<Reply> {

@@ -1,37 +1,18 @@
 import type { Ctx, HandlerMap, Reply, RequestBody } from '../http/contract.ts';
-import { actorOf, authOf } from '../http/contract.ts';
-import { ApiError, badRequest, notFound } from '../http/errors.ts';
-import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
-import { filterSql, listReply, type Fragment } from '../db/list.ts';
-import { withTx } from '../db/tx.ts';
-import { appendEvent } from '../db/events.ts';
-import type { TransactionSql } from '../db/sql.ts';
+import { authOf, callerOf } from '../http/contract.ts';
+import { badRequest, notFound } from '../domain/errors.ts';
+import { etagHeader } from '../http/preconditions.ts';
+import { filterSql, type Fragment } from '../db/list.ts';
+import { listReply } from '../http/paging.ts';
 import { objectWhere, permissionsFilter, requireClassPermission, requireObjectPermission } from '../db/authz.ts';
-import { classIdByName, shareLockClass, type ClassRow } from '../db/classes.ts';
-import {
-  deleteObjectWithRelations,
-  findObject,
-  insertObject,
-  listObjects,
-  lockObject,
-  objectIdByName,
-  objectCreatedEvent,
-  objectUpdatedEvent,
-  objectView,
-  parseObjectQuery,
-  updateObjectRow,
-  computedDef,
-  type ObjectRow,
-} from '../db/objects.ts';
+import { classIdByName } from '../db/classes.ts';
+import { findObject, listObjects, objectIdByName, objectView, parseObjectQuery, computedDef, type ObjectRow } from '../db/objects.ts';
 import { runAggregate } from '../db/aggregates.ts';
 import { STATES, aggregateSignature, decodeAggregateCursor, encodeAggregateCursor, parseAggregateRequest } from '../domain/aggregates.ts';
 import { activeFields, type ActiveFields } from '../db/computed-fields.ts';
-// Registers the related.<alias>.* filter hook of the relations feature (objectFilterHooks).
-import '../db/related-filters.ts';
 import { valueSet, type ComputedDef } from '../domain/computed.ts';
-import { assertFitsClass } from '../domain/class-schema.ts';
-import { recordObjectCompliance } from '../db/class-schema-events.ts';
-import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
+import { inTx } from '../mutations/context.ts';
+import { createObject, deleteObject, patchObjectData, updateObject, type ObjectTarget } from '../mutations/objects.ts';
 
 /** Query parameters of the aggregate operations that are not object filters. */
 const AGGREGATE_PARAMS = new Set(['group_by', 'aggregate', 'sort', 'cursor', 'include_total']);
@@ -144,112 +125,22 @@ async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>)
   );
 }
 
-/** Share-locks the class of an object write and checks it still carries the name the route used. */
-async function lockClassFor(tx: TransactionSql, classId: number, expectedName: string | null): Promise<ClassRow> {
-  const cls = await shareLockClass(tx, classId);
-  if (!cls || (expectedName !== null && cls.name !== expectedName)) throw notFound('class');
-  return cls;
+function objectWritten(row: ObjectRow, status = 200, extra: Record<string, string> = {}): Reply {
+  return { status, body: objectView(row), headers: { ...extra, ...etagHeader('object', row.id, row.revision) } };
 }
 
 async function createIn(ctx: Ctx, classId: number, className: string | null, body: RequestBody<'createObject'>): Promise<Reply> {
-  const auth = authOf(ctx);
-  const row = await withTx(ctx.deps.sql, async (tx) => {
-    await requireClassPermission(tx, auth, classId, 'CreateObject');
-    const cls = await lockClassFor(tx, classId, className);
-    assertFitsClass(cls, body.json_data);
-    const created = await insertObject(tx, {
-      name: body.name,
-      description: body.description ?? '',
-      collection_id: cls.collection_id,
-      class_id: cls.id,
-      json_data: body.json_data,
-    });
-    await appendEvent(tx, actorOf(ctx), objectCreatedEvent(created, cls));
-    await recordObjectCompliance(tx, actorOf(ctx), cls, null, created);
-    return created;
-  });
-  return {
-    status: 201,
-    body: objectView(row),
-    headers: { location: `/api/v1/classes/${row.class_id}/${row.id}`, ...etagHeader('object', row.id, row.revision) },
-  };
+  const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createObject(m, classId, className, body));
+  return objectWritten(row, 201, { location: `/api/v1/classes/${row.class_id}/${row.id}` });
 }
 
-interface Target {
-  classId: number;
-  className: string | null;
-  objectId: number | null;
-  objectName: string | null;
+async function updateIn(ctx: Ctx, t: ObjectTarget, body: RequestBody<'updateObject'>, headers: Record<string, string>): Promise<Reply> {
+  const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) => updateObject(m, t, body, headers['if-match']));
+  return objectWritten(row);
 }
 
-/** Locks the class (share) and the object (update) named by the route; 404 on any mismatch. */
-async function lockTarget(tx: TransactionSql, t: Target): Promise<{ cls: ClassRow; obj: ObjectRow }> {
-  const cls = await lockClassFor(tx, t.classId, t.className);
-  const id = t.objectId ?? (await objectIdByName(tx, t.classId, t.objectName!));
-  const obj = id === undefined ? undefined : await lockObject(tx, id);
-  if (!obj || obj.class_id !== t.classId || (t.objectName !== null && obj.name !== t.objectName)) throw notFound('object');
-  return { cls, obj };
-}
-
-/** Writes a changed object with its event; returns `before` untouched when nothing changes. */
-async function writeObject(
-  tx: TransactionSql,
-  ctx: Ctx,
-  cls: ClassRow,
-  before: ObjectRow,
-  next: { name: string; description: string; json_data: unknown },
-  how: string,
-): Promise<ObjectRow> {
-  const dataChanged = !jsonEqual(next.json_data, before.json_data);
-  if (!dataChanged && next.name === before.name && next.description === before.description) return before;
-  if (dataChanged) assertFitsClass(cls, next.json_data);
-  const after = await updateObjectRow(tx, before.id, next);
-  await appendEvent(tx, actorOf(ctx), objectUpdatedEvent(before, after, cls.id, dataChanged, how));
-  if (dataChanged) await recordObjectCompliance(tx, actorOf(ctx), cls, before, after);
-  return after;
-}
-
-async function updateIn(ctx: Ctx, t: Target, body: RequestBody<'updateObject'>, headers: Record<string, string>): Promise<Reply> {
-  const auth = authOf(ctx);
-  const row = await withTx(ctx.deps.sql, async (tx) => {
-    const { cls, obj } = await lockTarget(tx, t);
-    await requireObjectPermission(tx, auth, obj.id, 'UpdateObject', { classId: t.classId });
-    checkIfMatch(headers, 'object', obj.id, obj.revision);
-    return writeObject(
-      tx,
-      ctx,
-      cls,
-      obj,
-      {
-        name: body.name ?? obj.name,
-        description: body.description ?? obj.description,
-        json_data: body.json_data === undefined ? obj.json_data : body.json_data,
-      },
-      '',
-    );
-  });
-  return { status: 200, body: objectView(row), headers: etagHeader('object', row.id, row.revision) };
-}
-
-async function deleteIn(ctx: Ctx, t: Target, headers: Record<string, string>): Promise<Reply> {
-  const auth = authOf(ctx);
-  await withTx(ctx.deps.sql, async (tx) => {
-    const { cls, obj } = await lockTarget(tx, t);
-    await requireObjectPermission(tx, auth, obj.id, 'DeleteObject', { classId: t.classId });
-    checkIfMatch(headers, 'object', obj.id, obj.revision);
-    const relations = await deleteObjectWithRelations(tx, actorOf(ctx), obj);
-    await appendEvent(tx, actorOf(ctx), {
-      entityType: 'object',
-      entityId: obj.id,
-      entityName: obj.name,
-      collectionId: obj.collection_id,
-      action: 'deleted',
-      summary: `object ${obj.name} deleted from class ${cls.name}`,
-      before: objectView(obj),
-      beforeRevision: obj.revision,
-      metadata: { class_id: cls.id, deleted_object_relations: relations },
-    });
-  });
+async function deleteIn(ctx: Ctx, t: ObjectTarget, headers: Record<string, string>): Promise<Reply> {
+  await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteObject(m, t, headers['if-match']));
   return { status: 204 };
 }
 
@@ -279,13 +170,13 @@ export const objectsHandlers = {
   updateObjectByName: async (input, ctx) => {
     const { class_name, object_name } = input.params;
     const classId = await classIdOf(ctx, class_name);
-    return updateIn(ctx, { classId, className: class_name, objectId: null, objectName: object_name }, input.body, input.headers);
+    return updateIn(ctx, { classId, className: class_name, objectName: object_name }, input.body, input.headers);
   },
 
   deleteObjectByName: async (input, ctx) => {
     const { class_name, object_name } = input.params;
     const classId = await classIdOf(ctx, class_name);
-    return deleteIn(ctx, { classId, className: class_name, objectId: null, objectName: object_name }, input.headers);
+    return deleteIn(ctx, { classId, className: class_name, objectName: object_name }, input.headers);
   },
 
   aggregateObjects: async (input, ctx) => aggregateHandler(ctx, input.params.class_id, input.query as Record<string, unknown>),
@@ -301,33 +192,13 @@ export const objectsHandlers = {
   },
 
   updateObject: async (input, ctx) =>
-    updateIn(
-      ctx,
-      { classId: input.params.class_id, className: null, objectId: input.params.object_id, objectName: null },
-      input.body,
-      input.headers,
-    ),
+    updateIn(ctx, { classId: input.params.class_id, objectId: input.params.object_id }, input.body, input.headers),
 
-  deleteObject: async (input, ctx) =>
-    deleteIn(ctx, { classId: input.params.class_id, className: null, objectId: input.params.object_id, objectName: null }, input.headers),
+  deleteObject: async (input, ctx) => deleteIn(ctx, { classId: input.params.class_id, objectId: input.params.object_id }, input.headers),
 
   patchObjectData: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const t: Target = { classId: input.params.class_id, className: null, objectId: input.params.object_id, objectName: null };
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      const { cls, obj } = await lockTarget(tx, t);
-      await requireObjectPermission(tx, auth, obj.id, 'UpdateObject', { classId: t.classId });
-      checkIfMatch(input.headers, 'object', obj.id, obj.revision);
-      let data: unknown;
-      try {
-        data = applyJsonPatch(obj.json_data, input.body, { requireObjectRoot: true });
-      } catch (err) {
-        if (err instanceof JsonPatchError)
-          throw new ApiError(err.status, `the JSON Patch cannot be applied: ${err.message}`, { reason: err.kind });
-        throw err;
-      }
-      return writeObject(tx, ctx, cls, obj, { name: obj.name, description: obj.description, json_data: data }, ' (JSON Patch)');
-    });
-    return { status: 200, body: objectView(row), headers: etagHeader('object', row.id, row.revision) };
+    const t = { classId: input.params.class_id, objectId: input.params.object_id };
+    const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) => patchObjectData(m, t, input.body, input.headers['if-match']));
+    return objectWritten(row);
   },
 } satisfies Partial<HandlerMap>;

@@ -1,8 +1,8 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { openapiDocument } from '../http/adapter.ts';
+import { openapiDocument } from '../http/openapi.ts';
 import { DOCS_HTML } from '../http/docs.ts';
 import { isMigrated } from '../db/migrate.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../domain/errors.ts';
 import { renderMetrics } from '../metrics.ts';
 
 export const opsHandlers = {
@@ -10,7 +10,7 @@ export const opsHandlers = {
 
   getReadiness: async (_input, ctx) => {
     const ready = await isMigrated(ctx.deps.sql).catch(() => false);
-    if (!ready) throw new ApiError(503, 'the database is not reachable or not migrated');
+    if (!ready) throw new ApiError('unavailable', 'the database is not reachable or not migrated');
     return { status: 200, body: { status: 'ready' } };
   },
 

@@ -1,50 +1,25 @@
 import type { Ctx, HandlerMap } from '../http/contract.ts';
-import { actorOf, authOf } from '../http/contract.ts';
-import { notFound } from '../http/errors.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply } from '../db/list.ts';
-import { withTx } from '../db/tx.ts';
-import type { TransactionSql } from '../db/sql.ts';
+import { authOf, callerOf } from '../http/contract.ts';
+import { notFound } from '../domain/errors.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import { listReply } from '../http/paging.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
-import { findCollection } from '../db/collections.ts';
 import {
   EFFECTIVE_ROW_LIST_SPEC,
   PERMISSION_ROW_LIST_SPEC,
   findGroup,
-  grantPermissions,
   groupPermissions,
   listEffectivePermissionRows,
   listPermissionRows,
-  lockGrants,
   principalExists,
-  revokePermissions,
 } from '../db/permissions.ts';
-import { sortPermissions, type Permission } from '../domain/authz.ts';
+import { sortPermissions } from '../domain/authz.ts';
+import { inTx, type MutationContext } from '../mutations/context.ts';
+import { grantCollectionPermissions, revokeCollectionPermissions, type GrantChange } from '../mutations/permissions.ts';
 
-/**
- * One grant change of a group on a collection: DelegateCollection on the collection (404 when it
- * or the group is missing), then `change` in one transaction; returns the resulting set.
- */
-async function changeGrants(
-  ctx: Ctx,
-  collectionId: number,
-  groupId: number,
-  change: (
-    tx: TransactionSql,
-    target: { collectionId: number; collectionName: string; group: { id: number; name: string } },
-  ) => Promise<void>,
-): Promise<Permission[]> {
-  const auth = authOf(ctx);
-  return withTx(ctx.deps.sql, async (tx) => {
-    await requireCollectionPermission(tx, auth, collectionId, 'DelegateCollection');
-    const group = await findGroup(tx, groupId);
-    if (!group) throw notFound('group');
-    const collection = await findCollection(tx, collectionId);
-    if (!collection) throw notFound('collection');
-    await lockGrants(tx, collectionId, groupId);
-    await change(tx, { collectionId, collectionName: collection.name, group });
-    return groupPermissions(tx, collectionId, groupId);
-  });
+/** Runs one grant change of the request in its own transaction. */
+function changeGrants(ctx: Ctx, change: (m: MutationContext) => Promise<GrantChange>): Promise<GrantChange> {
+  return inTx(ctx.deps.sql, callerOf(ctx), change);
 }
 
 export const permissionsHandlers = {
@@ -64,48 +39,34 @@ export const permissionsHandlers = {
   },
 
   replaceCollectionGroupPermissions: async (input, ctx) => {
+    const { collection_id: collectionId, group_id: groupId } = input.params;
     const wanted = sortPermissions(input.body);
-    const result = await changeGrants(ctx, input.params.collection_id, input.params.group_id, async (tx, target) => {
-      const current = await groupPermissions(tx, target.collectionId, target.group.id);
-      await revokePermissions(
-        tx,
-        actorOf(ctx),
-        target,
-        current.filter((p) => !wanted.includes(p)),
-      );
-      await grantPermissions(tx, actorOf(ctx), target, wanted);
-    });
-    return { status: 200, body: result };
+    const { after } = await changeGrants(ctx, (m) => grantCollectionPermissions(m, collectionId, groupId, wanted, { replace: true }));
+    return { status: 200, body: after };
   },
 
   addCollectionGroupPermissions: async (input, ctx) => {
+    const { collection_id: collectionId, group_id: groupId } = input.params;
     const wanted = sortPermissions(input.body);
-    const result = await changeGrants(ctx, input.params.collection_id, input.params.group_id, async (tx, target) => {
-      await grantPermissions(tx, actorOf(ctx), target, wanted);
-    });
-    return { status: 200, body: result };
+    const { after } = await changeGrants(ctx, (m) => grantCollectionPermissions(m, collectionId, groupId, wanted));
+    return { status: 200, body: after };
   },
 
   revokeAllCollectionGroupPermissions: async (input, ctx) => {
-    await changeGrants(ctx, input.params.collection_id, input.params.group_id, async (tx, target) => {
-      await revokePermissions(tx, actorOf(ctx), target, null);
-    });
+    const { collection_id: collectionId, group_id: groupId } = input.params;
+    await changeGrants(ctx, (m) => revokeCollectionPermissions(m, collectionId, groupId, null));
     return { status: 204 };
   },
 
   grantCollectionGroupPermission: async (input, ctx) => {
-    const perm = input.params.permission;
-    const result = await changeGrants(ctx, input.params.collection_id, input.params.group_id, async (tx, target) => {
-      await grantPermissions(tx, actorOf(ctx), target, [perm]);
-    });
-    return { status: 200, body: result };
+    const { collection_id: collectionId, group_id: groupId, permission } = input.params;
+    const { after } = await changeGrants(ctx, (m) => grantCollectionPermissions(m, collectionId, groupId, [permission]));
+    return { status: 200, body: after };
   },
 
   revokeCollectionGroupPermission: async (input, ctx) => {
-    const perm = input.params.permission;
-    await changeGrants(ctx, input.params.collection_id, input.params.group_id, async (tx, target) => {
-      await revokePermissions(tx, actorOf(ctx), target, [perm]);
-    });
+    const { collection_id: collectionId, group_id: groupId, permission } = input.params;
+    await changeGrants(ctx, (m) => revokeCollectionPermissions(m, collectionId, groupId, [permission]));
     return { status: 204 };
   },
 

@@ -1,9 +1,9 @@
 import type { HandlerMap } from '../http/contract.ts';
 import type { Ctx } from '../http/contract.ts';
-import { requireHumanUnscoped } from '../http/gates.ts';
-import { forbidden, notFound } from '../http/errors.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply } from '../db/list.ts';
+import { requireHumanUnscoped } from './gates.ts';
+import { forbidden, notFound } from '../domain/errors.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import { listReply } from '../http/paging.ts';
 import { findPrincipalAccess, principalPermissionRows, type PrincipalAccess } from '../db/principals.ts';
 import { groupView, listPrincipalGroups, PRINCIPAL_GROUP_LIST } from '../db/groups.ts';
 

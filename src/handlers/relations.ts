@@ -1,36 +1,23 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { actorOf, authOf } from '../http/contract.ts';
-import { badRequest, conflict, notFound } from '../http/errors.ts';
-import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply, type Fragment } from '../db/list.ts';
+import { authOf, callerOf } from '../http/contract.ts';
+import { badRequest, notFound } from '../domain/errors.ts';
+import { etagHeader } from '../http/preconditions.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import type { Fragment } from '../db/list.ts';
+import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
-import { appendEvent } from '../db/events.ts';
 import { permissionsFilter, requireClassPermission, requireObjectPermission } from '../db/authz.ts';
 import {
   CLASS_RELATION_KIND,
   CLASS_RELATION_LIST_SPEC,
   OBJECT_RELATION_KIND,
   OBJECT_RELATION_LIST_SPEC,
-  classRelationEvent,
   classRelationWhere,
-  assertRoomForRelation,
-  deleteClassRelationCascade,
-  deleteObjectRelationRow,
-  existingClassIds,
   findClassRelation,
-  findObjectEnds,
   findObjectRelation,
-  insertClassRelation,
-  insertObjectRelation,
   listClassRelationRows,
   listObjectRelationRows,
-  lockRelationEnds,
-  objectRelationEvent,
-  objectRelationExists,
   objectRelationWhere,
-  type ClassRelationWithEnds,
-  type ObjectRelationWithEnds,
 } from '../db/relations.ts';
 import {
   RELATED_CLASS_LIST_SPEC,
@@ -42,23 +29,15 @@ import {
   traverseObjects,
 } from '../db/traversal.ts';
 import { classRelationView, objectRelationView, parseDepth, type ClassRelationRow, type ObjectRelationRow } from '../domain/relations.ts';
-import type { Permission } from '../domain/authz.ts';
-import type { AuthInfo } from '../http/auth.ts';
-import type { Db } from '../db/sql.ts';
-// Registers the related.<alias>.* object-list filters in the object list's filter hooks.
-import '../db/related-filters.ts';
-
-/** `perm` on both classes of a class relation (grants and token scope): 403 otherwise. */
-async function requireClassRelationPermission(db: Db, auth: AuthInfo, r: ClassRelationWithEnds, perm: Permission): Promise<void> {
-  await requireClassPermission(db, auth, r.from_class_id, perm);
-  if (r.to_class_id !== r.from_class_id) await requireClassPermission(db, auth, r.to_class_id, perm);
-}
-
-/** `perm` on both objects of an object relation (grants and token scope): 403 otherwise. */
-async function requireObjectRelationPermission(db: Db, auth: AuthInfo, r: ObjectRelationWithEnds, perm: Permission): Promise<void> {
-  await requireObjectPermission(db, auth, r.from_object_id, perm);
-  await requireObjectPermission(db, auth, r.to_object_id, perm);
-}
+import { inTx } from '../mutations/context.ts';
+import {
+  createClassRelation,
+  createObjectRelation,
+  deleteClassRelation,
+  deleteObjectRelation,
+  requireClassRelationPermission,
+  requireObjectRelationPermission,
+} from '../mutations/relations.ts';
 
 function classRelationReply(status: number, row: ClassRelationRow, extra: Record<string, string> = {}) {
   return { status, body: classRelationView(row), headers: { ...etagHeader(CLASS_RELATION_KIND, row.id, row.revision), ...extra } };
@@ -100,7 +79,7 @@ export const relationsHandlers = {
     const parsed = parseListQuery(query, RELATED_OBJECT_LIST_SPEC);
     const page = await withTx(ctx.deps.sql, async (tx) => {
       await readSnapshot(tx);
-      await requireObjectPermission(tx, auth, input.params.object_id, 'ReadObject', { classId: input.params.class_id });
+      await requireObjectPermission(tx, auth, input.params.object_id, 'ReadObject', { classId: input.params.object_class_id });
       const bfs = await traverseObjects(tx, auth, input.params.object_id, depth);
       return listRelatedObjectRows(tx, bfs, parsed, classFilter);
     });
@@ -120,29 +99,7 @@ export const relationsHandlers = {
   },
 
   createClassRelation: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const b = input.body;
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      const found = await existingClassIds(tx, [b.from_class_id, b.to_class_id]);
-      if (!found.has(b.from_class_id)) throw notFound('class (from_class_id)');
-      if (!found.has(b.to_class_id)) throw notFound('class (to_class_id)');
-      const from = await requireClassPermission(tx, auth, b.from_class_id, 'CreateClassRelation');
-      const to = await requireClassPermission(tx, auth, b.to_class_id, 'CreateClassRelation');
-      const created = await insertClassRelation(tx, {
-        from_class_id: b.from_class_id,
-        to_class_id: b.to_class_id,
-        forward_alias: b.forward_alias ?? null,
-        reverse_alias: b.reverse_alias ?? null,
-        from_max_relations: b.from_max_relations ?? null,
-        to_max_relations: b.to_max_relations ?? null,
-      });
-      await appendEvent(
-        tx,
-        actorOf(ctx),
-        classRelationEvent({ ...created, from_collection_id: from.collection_id, to_collection_id: to.collection_id }, 'created'),
-      );
-      return created;
-    });
+    const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createClassRelation(m, input.body));
     return classRelationReply(201, row, { location: `/api/v1/relations/classes/${row.id}` });
   },
 
@@ -156,14 +113,7 @@ export const relationsHandlers = {
   },
 
   deleteClassRelation: async (input, ctx) => {
-    const auth = authOf(ctx);
-    await withTx(ctx.deps.sql, async (tx) => {
-      const row = await findClassRelation(tx, input.params.relation_id, 'update');
-      if (!row) throw notFound('class relation');
-      await requireClassRelationPermission(tx, auth, row, 'DeleteClassRelation');
-      checkIfMatch(input.headers, CLASS_RELATION_KIND, row.id, row.revision);
-      await deleteClassRelationCascade(tx, actorOf(ctx), row);
-    });
+    await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteClassRelation(m, input.params.relation_id, input.headers['if-match']));
     return { status: 204 };
   },
 
@@ -180,52 +130,7 @@ export const relationsHandlers = {
   },
 
   createObjectRelation: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const b = input.body;
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      // The share lock keeps the class relation (and so its max counts) while we count and insert;
-      // deleting it waits for us and then also deletes what we created.
-      const cr = await findClassRelation(tx, b.class_relation_id, 'share');
-      if (!cr) throw notFound('class relation');
-      const ends = await findObjectEnds(tx, [b.from_object_id, b.to_object_id]);
-      if (!ends.has(b.from_object_id)) throw notFound('object (from_object_id)');
-      if (!ends.has(b.to_object_id)) throw notFound('object (to_object_id)');
-      const from = await requireObjectPermission(tx, auth, b.from_object_id, 'CreateObjectRelation');
-      const to = await requireObjectPermission(tx, auth, b.to_object_id, 'CreateObjectRelation');
-      if (from.id === to.id) {
-        throw badRequest('an object cannot be related to itself', [{ path: 'body.to_object_id', message: 'equals from_object_id' }]);
-      }
-      const details = [];
-      if (from.class_id !== cr.from_class_id) {
-        details.push({
-          path: 'body.from_object_id',
-          message: `must be an object of class ${cr.from_class_id} (it is of class ${from.class_id})`,
-        });
-      }
-      if (to.class_id !== cr.to_class_id) {
-        details.push({
-          path: 'body.to_object_id',
-          message: `must be an object of class ${cr.to_class_id} (it is of class ${to.class_id})`,
-        });
-      }
-      if (details.length) {
-        throw badRequest(
-          `the objects' classes do not match class relation ${cr.id} (class ${cr.from_class_id} to class ${cr.to_class_id})`,
-          details,
-        );
-      }
-      await lockRelationEnds(tx, [from.id, to.id]);
-      if (await objectRelationExists(tx, cr.id, from.id, to.id))
-        throw conflict('this object relation already exists', 'duplicate_relation');
-      await assertRoomForRelation(tx, cr, from.id, to.id);
-      const created = await insertObjectRelation(tx, { class_relation_id: cr.id, from_object_id: from.id, to_object_id: to.id });
-      await appendEvent(
-        tx,
-        actorOf(ctx),
-        objectRelationEvent(created, { from_collection_id: from.collection_id, to_collection_id: to.collection_id }, 'created'),
-      );
-      return created;
-    });
+    const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createObjectRelation(m, input.body));
     return objectRelationReply(201, row, { location: `/api/v1/relations/objects/${row.id}` });
   },
 
@@ -239,15 +144,7 @@ export const relationsHandlers = {
   },
 
   deleteObjectRelation: async (input, ctx) => {
-    const auth = authOf(ctx);
-    await withTx(ctx.deps.sql, async (tx) => {
-      const row = await findObjectRelation(tx, input.params.relation_id, true);
-      if (!row) throw notFound('object relation');
-      await requireObjectRelationPermission(tx, auth, row, 'DeleteObjectRelation');
-      checkIfMatch(input.headers, OBJECT_RELATION_KIND, row.id, row.revision);
-      await deleteObjectRelationRow(tx, row.id);
-      await appendEvent(tx, actorOf(ctx), objectRelationEvent(row, row, 'deleted'));
-    });
+    await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteObjectRelation(m, input.params.relation_id, input.headers['if-match']));
     return { status: 204 };
   },
 } satisfies Partial<HandlerMap>;

@@ -1,9 +1,9 @@
-import type { Ctx, HandlerMap } from '../http/contract.ts';
-import { actorOf, authOf } from '../http/contract.ts';
-import { ApiError, badRequest, notFound } from '../http/errors.ts';
+import type { HandlerMap } from '../http/contract.ts';
+import { actorOf, authOf, callerOf } from '../http/contract.ts';
+import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply } from '../db/list.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import { collectionWhere, requireCollectionPermission } from '../db/authz.ts';
@@ -11,68 +11,24 @@ import { insertTask, toTaskWire } from '../db/tasks.ts';
 import { parseIdempotencyKey } from '../domain/tasks.ts';
 import {
   REMOTE_TARGET_LIST_SPEC,
-  classCollectionId,
-  deleteRemoteTargetRow,
   findRemoteTarget,
   hasIdempotentRemoteCall,
-  insertRemoteTarget,
   listRemoteTargetRows,
   loadSubjectContext,
   lockAndCountActiveRemoteCalls,
-  lockRemoteTarget,
-  remoteTargetEvent,
   remoteTargetView,
   requireSubjectRead,
-  rowFields,
-  updateRemoteTargetRow,
   type RemoteTargetRow,
 } from '../db/remote-targets.ts';
-import {
-  applyPatch,
-  fieldsFromNew,
-  parseSubject,
-  sameFields,
-  subjectId,
-  validateTarget,
-  type TargetFields,
-} from '../domain/remote-targets.ts';
-import type { Db } from '../db/sql.ts';
-import { createInCollection, deleteInCollection, updateInCollection, type CollectionResource } from './collection-resources.ts';
-import { templateLimits } from '../domain/templates.ts';
+import { fieldsFromNew, parseSubject, subjectId } from '../domain/remote-targets.ts';
+import { inTx } from '../mutations/context.ts';
+import { createRemoteTarget, deleteRemoteTarget, updateRemoteTarget, type RemoteTargetPatch } from '../mutations/remote-targets.ts';
 
 const KIND = 'remote_target';
 
 function ok(status: number, row: RemoteTargetRow, extra: Record<string, string> = {}) {
   return { status, body: remoteTargetView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
 }
-
-/** Validation that needs the database: the class exists (404) and belongs to collection_id (400). */
-async function validateWithDb(db: Db, f: TargetFields, ctx: Ctx): Promise<void> {
-  validateTarget(f, templateLimits(ctx.deps.config));
-  if (f.class_id !== null) {
-    const cid = await classCollectionId(db, f.class_id);
-    if (cid === undefined) throw notFound('class');
-    if (cid !== f.collection_id) {
-      throw badRequest('the remote target is invalid', [{ path: 'body.class_id', message: 'must name a class of collection_id' }]);
-    }
-  }
-}
-
-const REMOTE_TARGET: CollectionResource<RemoteTargetRow, TargetFields> = {
-  kind: KIND,
-  label: 'remote target',
-  perms: { create: 'CreateRemoteTarget', update: 'UpdateRemoteTarget', delete: 'DeleteRemoteTarget' },
-  find: findRemoteTarget,
-  lock: lockRemoteTarget,
-  fields: rowFields,
-  applyPatch: (f, body) => applyPatch(f, body as Parameters<typeof applyPatch>[1]),
-  same: sameFields,
-  validate: validateWithDb,
-  insert: insertRemoteTarget,
-  update: updateRemoteTargetRow,
-  remove: deleteRemoteTargetRow,
-  event: remoteTargetEvent,
-};
 
 export const remoteTargetsHandlers = {
   listRemoteTargets: async (input, ctx) => {
@@ -85,7 +41,7 @@ export const remoteTargetsHandlers = {
 
   createRemoteTarget: async (input, ctx) => {
     const fields = fieldsFromNew(input.body as Parameters<typeof fieldsFromNew>[0]);
-    const row = await withTx(ctx.deps.sql, (tx) => createInCollection(tx, ctx, REMOTE_TARGET, fields));
+    const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createRemoteTarget(m, fields, ctx.deps.config));
     return ok(201, row, { location: `/api/v1/remote-targets/${row.id}` });
   },
 
@@ -98,14 +54,15 @@ export const remoteTargetsHandlers = {
   },
 
   updateRemoteTarget: async (input, ctx) => {
-    const row = await withTx(ctx.deps.sql, (tx) =>
-      updateInCollection(tx, ctx, REMOTE_TARGET, input.params.target_id, input.headers, input.body),
+    const patch = input.body as RemoteTargetPatch;
+    const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) =>
+      updateRemoteTarget(m, input.params.target_id, patch, ctx.deps.config, input.headers['if-match']),
     );
     return ok(200, row);
   },
 
   deleteRemoteTarget: async (input, ctx) => {
-    await withTx(ctx.deps.sql, (tx) => deleteInCollection(tx, ctx, REMOTE_TARGET, input.params.target_id, input.headers));
+    await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteRemoteTarget(m, input.params.target_id, input.headers['if-match']));
     return { status: 204 };
   },
 
@@ -127,7 +84,11 @@ export const remoteTargetsHandlers = {
           { path: 'body.subject.type', message: `must be one of ${target.allowed_subject_types.join(', ')}` },
         ]);
       }
-      if (subject.type === 'object' && subject.class_id !== target.class_id) throw notFound('object of the target class');
+      if (subject.type === 'object' && subject.class_id !== target.class_id) {
+        throw badRequest('unsupported subject combination: class_id is not the class of the remote target', [
+          { path: 'body.subject.class_id', message: 'unsupported subject combination: must be the class_id of the remote target' },
+        ]);
+      }
       await requireSubjectRead(tx, auth, subject);
       const sc = await loadSubjectContext(tx, subject);
       if (!sc) throw notFound('subject');
@@ -136,7 +97,7 @@ export const remoteTargetsHandlers = {
       const active = await lockAndCountActiveRemoteCalls(tx, auth.principal.id);
       const cap = ctx.deps.config.SVC_REMOTE_CALL_MAX_ACTIVE_TASKS_PER_USER;
       if (active >= cap && !(idempotencyKey !== null && (await hasIdempotentRemoteCall(tx, auth.principal.id, idempotencyKey)))) {
-        throw new ApiError(429, `too many active remote-call tasks (at most ${cap} queued or running per user)`, {
+        throw new ApiError('too_many_requests', `too many active remote-call tasks (at most ${cap} queued or running per user)`, {
           reason: 'too_many_active_tasks',
         });
       }

@@ -1,7 +1,7 @@
 import type { Ctx, HandlerMap, Input, Reply } from '../http/contract.ts';
 import { authOf } from '../http/contract.ts';
-import { ApiError, forbidden, notFound } from '../http/errors.ts';
-import { requireHumanUnscoped } from '../http/gates.ts';
+import { ApiError, forbidden, isClientError, notFound } from '../domain/errors.ts';
+import { requireHumanUnscoped } from './gates.ts';
 import { sseReply } from '../http/sse.ts';
 import type { AuthInfo } from '../http/auth.ts';
 import { requireClassPermission } from '../db/authz.ts';
@@ -47,10 +47,11 @@ function bindingOf(auth: AuthInfo, canonical: string): CursorBinding {
 
 /** 415 / 413 checks the router cannot make for this operation (it accepts a missing content type). */
 function checkBodyEnvelope(input: Input<'searchStructured'>): void {
-  if (input.contentType !== 'application/json') throw new ApiError(415, 'the search body must be sent as application/json');
+  if (input.contentType !== 'application/json')
+    throw new ApiError('unsupported_media_type', 'the search body must be sent as application/json');
   const declared = Number(input.headers['content-length']);
   const size = Number.isFinite(declared) && declared > 0 ? declared : Buffer.byteLength(JSON.stringify(input.body ?? null));
-  if (size > LIMITS.bodyBytes) throw new ApiError(413, `the search body is larger than ${LIMITS.bodyBytes / 1024} KiB`);
+  if (size > LIMITS.bodyBytes) throw new ApiError('payload_too_large', `the search body is larger than ${LIMITS.bodyBytes / 1024} KiB`);
 }
 
 /** Target gates: user needs an unscoped human administrator; group and service_account an unscoped human. */
@@ -107,7 +108,7 @@ function pageHeaders(limit: number, next: string | null, total: number | null): 
 
 /** The public text of a failure inside a stream (5xx details go to the log only). */
 function publicMessage(ctx: Ctx, err: unknown): string {
-  if (err instanceof ApiError && err.status < 500) return err.message;
+  if (isClientError(err)) return err.message;
   ctx.deps.log.error({ err, request_id: ctx.requestId }, 'search stream failed');
   return 'internal server error';
 }

@@ -1,8 +1,9 @@
 import type { HandlerMap, Reply } from '../http/contract.ts';
 import { actorOf, authOf, type Ctx } from '../http/contract.ts';
-import { isUnscopedAdmin } from '../http/gates.ts';
-import { ApiError, notFound } from '../http/errors.ts';
-import { checkIfMatch, etagHeader, parseIfMatch } from '../http/preconditions.ts';
+import { isUnscopedAdmin } from '../domain/authz.ts';
+import { ApiError, notFound } from '../domain/errors.ts';
+import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
+import { parseIfMatch } from '../domain/preconditions.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import { findSettings, lockSettings, writeSettings, type SettingsRow } from '../db/settings.ts';
@@ -36,7 +37,7 @@ function reply(row: SettingsRow): Reply {
 /** JsonPatchError → 400 (malformed, limits, non-object result) or 409 (an operation failed). */
 function toApiError(err: unknown): unknown {
   if (!(err instanceof JsonPatchError)) return err;
-  return new ApiError(err.status, err.message, { reason: err.kind });
+  return new ApiError(err.errorKind, err.message, { reason: err.kind });
 }
 
 async function getSettings(ctx: Ctx, pathId: number | null): Promise<Reply> {

@@ -1,8 +1,8 @@
 import type { HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
-import { ApiError, notFound } from '../http/errors.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply } from '../db/list.ts';
+import { ApiError, notFound } from '../domain/errors.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import {
@@ -52,7 +52,7 @@ export const tasksHandlers = {
       const outcome = cancelOutcome(before.status, before.cancel_requested);
       if (outcome === 'noop') return before;
       if (outcome === 'finished') {
-        throw new ApiError(409, `the task has already finished (status ${before.status}) and cannot be cancelled`, {
+        throw new ApiError('conflict', `the task has already finished (status ${before.status}) and cannot be cancelled`, {
           reason: 'task_finished',
         });
       }

@@ -1,14 +1,11 @@
-// Shared by the auth, tokens and credential-approvals handlers: who may manage a principal's
-// tokens, the token wire form, and minting/revoking with their audit events.
+// Shared by the auth, tokens and credential-approvals handlers: the token wire form, and
+// minting/revoking with their audit events (who may manage tokens: src/handlers/gates.ts).
 import type { Ctx } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
-import { conflict, forbidden, notFound } from '../http/errors.ts';
-import { requireHumanUnscoped } from '../http/gates.ts';
-import type { AuthInfo } from '../http/auth.ts';
+import { conflict } from '../domain/errors.ts';
 import type { Db, TransactionSql } from '../db/sql.ts';
-import { appendEvent } from '../db/events.ts';
+import { appendEvent, type Actor } from '../db/events.ts';
 import {
-  findTokenOwner,
   insertToken,
   missingScopeResources,
   revokeToken,
@@ -20,35 +17,6 @@ import {
 } from '../db/tokens.ts';
 import { hashToken, newRawToken } from '../domain/token-secret.ts';
 import { missingResourcesError, validateScopeShape } from '../domain/scope.ts';
-
-/**
- * The Human/IAM gates, then: the principal exists (404), and the caller may manage its tokens:
- * an admin; a human for itself; for a service account a human member of its owner group (403).
- */
-export async function authorizeTokenOwner(
-  ctx: Ctx,
-  db: Db,
-  principalId: number,
-  lock = false,
-): Promise<{ auth: AuthInfo; owner: TokenOwner }> {
-  const auth = requireHumanUnscoped(ctx);
-  const owner = await findTokenOwner(db, principalId, auth.principal.id, lock);
-  if (!owner) throw notFound('principal');
-  if (!mayManage(auth, owner)) {
-    throw forbidden(
-      owner.kind === 'human'
-        ? "only the user itself or an administrator may manage a user's tokens"
-        : "only an administrator or a member of the service account's owner group may manage its tokens",
-    );
-  }
-  return { auth, owner };
-}
-
-export function mayManage(auth: AuthInfo, owner: TokenOwner): boolean {
-  if (auth.isAdmin && auth.token.scope === null) return true;
-  if (auth.principal.kind !== 'human') return false;
-  return owner.kind === 'human' ? owner.id === auth.principal.id : owner.caller_in_owner_group;
-}
 
 /** 409 when tokens cannot be minted for this principal. */
 export function assertMintable(owner: TokenOwner): void {
@@ -83,17 +51,36 @@ export function tokenWire(t: TokenView): Record<string, unknown> {
   };
 }
 
+export interface TokenMint {
+  name: string | null;
+  description: string | null;
+  expiresAt: Date;
+  scope: TokenScopeValue | null;
+  renewedFrom?: number;
+}
+
 /** Stores a new token and its `token.created` (or `token.renewed`) event; returns the raw value once. */
 export async function mintToken(
   tx: TransactionSql,
   ctx: Ctx,
   owner: { id: number; name: string },
-  t: { name: string | null; description: string | null; expiresAt: Date; scope: TokenScopeValue | null; renewedFrom?: number },
+  t: TokenMint,
+): Promise<{ raw: string; row: TokenRow }> {
+  return mintTokenAs(tx, ctx.deps.tokenKey, actorOf(ctx), owner, t);
+}
+
+/** mintToken for a caller without a request (the admin command line): the actor is given. */
+export async function mintTokenAs(
+  tx: TransactionSql,
+  tokenKey: Buffer,
+  actor: Actor,
+  owner: { id: number; name: string },
+  t: TokenMint,
 ): Promise<{ raw: string; row: TokenRow }> {
   const raw = newRawToken();
   const row = await insertToken(tx, {
     principalId: owner.id,
-    hash: hashToken(ctx.deps.tokenKey, raw),
+    hash: hashToken(tokenKey, raw),
     name: t.name,
     description: t.description,
     expiresAt: t.expiresAt,
@@ -101,7 +88,7 @@ export async function mintToken(
     renewedFrom: t.renewedFrom ?? null,
   });
   const renewed = t.renewedFrom !== undefined;
-  await appendEvent(tx, actorOf(ctx), {
+  await appendEvent(tx, actor, {
     entityType: 'token',
     entityId: row.id,
     entityName: row.name,
@@ -116,10 +103,15 @@ export async function mintToken(
 
 /** Soft-revokes a (locked) token and appends `token.revoked`; false when it was revoked already. */
 export async function revokeWithEvent(tx: TransactionSql, ctx: Ctx, before: TokenRow, via: string): Promise<boolean> {
+  return revokeTokenAs(tx, actorOf(ctx), before, via);
+}
+
+/** revokeWithEvent for a caller without a request (the admin command line): the actor is given. */
+export async function revokeTokenAs(tx: TransactionSql, actor: Actor, before: TokenRow, via: string): Promise<boolean> {
   if (before.revoked_at) return false;
   const after = await revokeToken(tx, before.id);
   if (!after) return false;
-  await appendEvent(tx, actorOf(ctx), {
+  await appendEvent(tx, actor, {
     entityType: 'token',
     entityId: after.id,
     entityName: after.name,

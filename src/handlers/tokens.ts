@@ -1,13 +1,15 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { badRequest, conflict, notFound } from '../http/errors.ts';
+import { badRequest, conflict, notFound } from '../domain/errors.ts';
 import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
-import { parseListQuery, type ListSpec } from '../http/list-query.ts';
-import { listReply, runList } from '../db/list.ts';
+import { parseListQuery, type ListSpec } from '../domain/list-query.ts';
+import { runList } from '../db/list.ts';
+import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { consumeApproval } from '../db/approvals.ts';
-import { getTokenOfPrincipal, tokenStateWhere, tokenViewSelect, type TokenView } from '../db/tokens.ts';
+import { getTokenOfPrincipal, tokenStateWhere, tokenViewSelect, type TokenRow, type TokenView } from '../db/tokens.ts';
 import { checkExpiry, resolveExpiry } from '../domain/token-lifetime.ts';
-import { assertMintable, authorizeTokenOwner, mintToken, revokeWithEvent, tokenWire, validateScope } from './token-access.ts';
+import { assertMintable, mintToken, revokeWithEvent, tokenWire, validateScope } from './token-access.ts';
+import { authorizeTokenOwner, presentedApproval } from './gates.ts';
 
 const TOKEN_LIST: ListSpec = {
   fields: {
@@ -35,6 +37,19 @@ function approvedExpiry(
   return resolved;
 }
 
+/** The reply of a mint or renewal: the raw token, once, never cached. */
+function minted(raw: string, row: TokenRow) {
+  return {
+    status: 201,
+    body: { token: raw, expires_at: row.expires_at },
+    headers: {
+      location: `/api/v1/iam/principals/${row.principal_id}/tokens/${row.id}`,
+      'cache-control': 'no-store',
+      ...etagHeader('token', row.id, row.revision),
+    },
+  };
+}
+
 export const tokensHandlers = {
   listPrincipalTokens: async (input, ctx) => {
     const db = ctx.deps.sql;
@@ -58,7 +73,7 @@ export const tokensHandlers = {
     const body = input.body;
     const { raw, row } = await withTx(ctx.deps.sql, async (tx) => {
       const { owner } = await authorizeTokenOwner(ctx, tx, input.params.principal_id, true);
-      const approval = await consumeApproval(tx, ctx, input.headers, {
+      const approval = await consumeApproval(tx, presentedApproval(ctx, input.headers), {
         kind: 'create_token',
         principal_id: input.params.principal_id,
         token: body,
@@ -68,15 +83,7 @@ export const tokensHandlers = {
       const expiresAt = approvedExpiry(approval.token_expires_at, body.expires_at, cfg);
       return mintToken(tx, ctx, owner, { name: body.name ?? null, description: body.description ?? null, expiresAt, scope });
     });
-    return {
-      status: 201,
-      body: { token: raw, expires_at: row.expires_at },
-      headers: {
-        location: `/api/v1/iam/principals/${row.principal_id}/tokens/${row.id}`,
-        'cache-control': 'no-store',
-        ...etagHeader('token', row.id, row.revision),
-      },
-    };
+    return minted(raw, row);
   },
 
   getPrincipalToken: async (input, ctx) => {
@@ -94,7 +101,7 @@ export const tokensHandlers = {
       const { owner } = await authorizeTokenOwner(ctx, tx, input.params.principal_id, true);
       const original = await getTokenOfPrincipal(tx, owner.id, input.params.token_id, cfg.SVC_TOKEN_LIFETIME_HOURS, true);
       if (!original) throw notFound('token');
-      const approval = await consumeApproval(tx, ctx, input.headers, {
+      const approval = await consumeApproval(tx, presentedApproval(ctx, input.headers), {
         kind: 'renew_token',
         principal_id: input.params.principal_id,
         token_id: input.params.token_id,
@@ -111,15 +118,7 @@ export const tokensHandlers = {
         renewedFrom: original.id,
       });
     });
-    return {
-      status: 201,
-      body: { token: raw, expires_at: row.expires_at },
-      headers: {
-        location: `/api/v1/iam/principals/${row.principal_id}/tokens/${row.id}`,
-        'cache-control': 'no-store',
-        ...etagHeader('token', row.id, row.revision),
-      },
-    };
+    return minted(raw, row);
   },
 
   revokePrincipalToken: async (input, ctx) => {

@@ -1,30 +1,16 @@
 import type { HandlerMap } from '../http/contract.ts';
-import { actorOf } from '../http/contract.ts';
-import { requireHumanUnscoped } from '../http/gates.ts';
-import { forbidden, notFound } from '../http/errors.ts';
-import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
-import { parseListQuery } from '../http/list-query.ts';
-import { listReply } from '../db/list.ts';
-import { withTx } from '../db/tx.ts';
-import { appendEvent } from '../db/events.ts';
+import { callerOf } from '../http/contract.ts';
+import { requireHumanUnscoped, presentedApproval } from './gates.ts';
+import { forbidden, notFound } from '../domain/errors.ts';
+import { etagHeader } from '../http/preconditions.ts';
+import { parseListQuery } from '../domain/list-query.ts';
+import { listReply } from '../http/paging.ts';
 import { consumeApproval } from '../db/approvals.ts';
-import { hashPassword } from '../domain/passwords.ts';
-import {
-  deletePrincipal,
-  findUser,
-  principalGroupIds,
-  insertUser,
-  listUsers,
-  lockUser,
-  updateUserRow,
-  userCreatedEvent,
-  userUpdatedEvent,
-  userView,
-  USER_LIST,
-} from '../db/users.ts';
+import { findUser, listUsers, userView, USER_LIST } from '../db/users.ts';
+import { inTx } from '../mutations/context.ts';
+import { createUser, deleteUser, updateUser } from '../mutations/users.ts';
 
 const LOCAL_SCOPE = 'local';
-const providerManaged = () => forbidden('this user is managed by an identity provider and is read-only here');
 
 export const usersHandlers = {
   listUsers: async (input, ctx) => {
@@ -38,18 +24,21 @@ export const usersHandlers = {
     const auth = requireHumanUnscoped(ctx);
     if (!auth.isAdmin) throw forbidden('only administrators can create users');
     const body = input.body;
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      await consumeApproval(tx, ctx, input.headers, { kind: 'create_user', user: input.body });
-      const created = await insertUser(tx, {
-        name: body.name,
-        identityScope: LOCAL_SCOPE,
-        passwordHash: await hashPassword(body.password),
-        email: body.email ?? null,
-        properName: body.proper_name ?? null,
-      });
-      await appendEvent(tx, actorOf(ctx), userCreatedEvent(created));
-      return created;
-    });
+    const approve = (tx: Parameters<typeof consumeApproval>[0]) =>
+      consumeApproval(tx, presentedApproval(ctx, input.headers), { kind: 'create_user', user: input.body });
+    const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) =>
+      createUser(
+        m,
+        {
+          name: body.name,
+          identity_scope: LOCAL_SCOPE,
+          email: body.email,
+          proper_name: body.proper_name,
+          password: { plain: body.password },
+        },
+        approve,
+      ),
+    );
     return {
       status: 201,
       body: userView(row),
@@ -71,48 +60,21 @@ export const usersHandlers = {
     const id = input.params.id;
     if (!auth.isAdmin && auth.principal.id !== id) throw forbidden('only administrators can update other users');
     const body = input.body;
-    const row = await withTx(ctx.deps.sql, async (tx) => {
-      const before = await lockUser(tx, id);
-      if (!before) throw notFound('user');
-      if (before.provider_managed) throw providerManaged();
-      checkIfMatch(input.headers, 'user', id, before.revision);
-      let passwordHash: string | null = null;
-      if (body.password !== undefined) {
-        await consumeApproval(tx, ctx, input.headers, { kind: 'update_user', user_id: id, user: input.body });
-        passwordHash = await hashPassword(body.password);
-      }
-      const email = body.email === undefined ? before.email : body.email;
-      const properName = body.proper_name === undefined ? before.proper_name : body.proper_name;
-      if (passwordHash === null && email === before.email && properName === before.proper_name) return before;
-      const after = await updateUserRow(tx, id, { email, properName, passwordHash });
-      await appendEvent(tx, actorOf(ctx), userUpdatedEvent(before, after, passwordHash !== null));
-      return after;
-    });
+    const approve = (tx: Parameters<typeof consumeApproval>[0]) =>
+      consumeApproval(tx, presentedApproval(ctx, input.headers), { kind: 'update_user', user_id: id, user: input.body });
+    const changes = {
+      email: body.email,
+      proper_name: body.proper_name,
+      password: body.password === undefined ? undefined : { plain: body.password },
+    };
+    const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) => updateUser(m, id, changes, input.headers['if-match'], approve));
     return { status: 200, body: userView(row), headers: etagHeader('user', row.id, row.revision) };
   },
 
   deleteUser: async (input, ctx) => {
     const auth = requireHumanUnscoped(ctx);
     if (!auth.isAdmin) throw forbidden('only administrators can delete users');
-    const id = input.params.id;
-    await withTx(ctx.deps.sql, async (tx) => {
-      const before = await lockUser(tx, id);
-      if (!before) throw notFound('user');
-      if (before.provider_managed) throw providerManaged();
-      checkIfMatch(input.headers, 'user', id, before.revision);
-      const groupIds = await principalGroupIds(tx, id);
-      await deletePrincipal(tx, id);
-      await appendEvent(tx, actorOf(ctx), {
-        entityType: 'user',
-        entityId: id,
-        entityName: before.name,
-        action: 'deleted',
-        summary: `user ${before.name} deleted`,
-        before: userView(before),
-        beforeRevision: before.revision,
-        metadata: { removed_from_group_ids: groupIds },
-      });
-    });
+    await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteUser(m, input.params.id, input.headers['if-match']));
     return { status: 204 };
   },
 } satisfies Partial<HandlerMap>;

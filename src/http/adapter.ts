@@ -1,31 +1,10 @@
-import { readFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import YAML from 'yaml';
 import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
 import type { OperationId } from '../../generated/operations.ts';
-import { ApiError, type ErrorDetail } from './errors.ts';
+import { ApiError, type ErrorDetail } from '../domain/errors.ts';
+import { addFormats, openapiDocument } from './openapi.ts';
 import { SchemaRegistry, escapePointer } from './schemas.ts';
-
-// ajv-formats is CommonJS; its default export arrives wrapped under ESM.
-const addFormats = ((addFormatsModule as unknown as { default?: unknown }).default ?? addFormatsModule) as (a: Ajv2020) => Ajv2020;
-
-export const OPENAPI_PATH = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'openapi.yaml');
-
-let cachedDoc: Document | undefined;
-/** The contract, parsed once per process. Never mutate it. */
-export function openapiDocument(): Document {
-  cachedDoc ??= YAML.parse(readFileSync(OPENAPI_PATH, 'utf8')) as Document;
-  return cachedDoc;
-}
-
-export function newAjv(): Ajv2020 {
-  const ajv = new Ajv2020({ strict: false, allErrors: true, validateFormats: true, discriminator: false });
-  addFormats(ajv);
-  return ajv;
-}
+import { pathDetails, queryNulDetails, stringDetails } from './input.ts';
 
 export interface RawRequest {
   method: string;
@@ -55,7 +34,7 @@ export class ContractRouter {
 
   constructor() {
     this.api = new OpenAPIBackend({
-      definition: structuredClone(openapiDocument()),
+      definition: withoutListFilterParams(structuredClone(openapiDocument())),
       quick: true,
       strict: false,
       validate: true,
@@ -88,8 +67,8 @@ export class ContractRouter {
       if (op) return op;
       pathMatched = true;
     }
-    if (pathMatched) throw new ApiError(405, 'this method is not allowed on this path');
-    throw new ApiError(404, 'no route matches this request');
+    if (pathMatched) throw new ApiError('method_not_allowed', 'this method is not allowed on this path');
+    throw new ApiError('not_found', 'no route matches this request');
   }
 
   private routes?: { regex: RegExp; literal: number; methods: Map<string, Operation> }[];
@@ -127,6 +106,9 @@ export class ContractRouter {
 
   /** Validates parameters and body; returns coerced params and query, or throws 400. */
   validate(op: Operation, req: RawRequest): Routed {
+    // Before openapi-backend, whose path parameter parsing throws URIError on malformed encoding.
+    const hostile = [...pathDetails(op.path, req.path), ...queryNulDetails(req.query)];
+    if (hostile.length) throw invalidRequest(hostile);
     const result = this.api.validateRequest(
       { method: req.method, path: req.path, headers: req.headers, query: req.query, body: undefined },
       op,
@@ -138,12 +120,7 @@ export class ContractRouter {
     );
     const details: ErrorDetail[] = errors.map((e) => toDetail(e));
     details.push(...this.validateBody(op, req));
-    if (details.length) {
-      throw new ApiError(400, `invalid request: ${details[0]!.path ? details[0]!.path + ' ' : ''}${details[0]!.message}`, {
-        details,
-        reason: 'invalid_request',
-      });
-    }
+    if (details.length) throw invalidRequest(details);
     return {
       operationId: op.operationId as OperationId,
       operation: op,
@@ -160,15 +137,25 @@ export class ContractRouter {
     if (!hasBody) return rb.required ? [{ path: 'body', message: 'a request body is required' }] : [];
     const types = Object.keys(rb.content);
     const type = types.find((t) => t === req.contentType) ?? (req.contentType === '' && types.length === 1 ? types[0] : undefined);
-    if (!type) throw new ApiError(415, `unsupported content type; use ${types.join(' or ')}`);
+    if (!type) throw new ApiError('unsupported_media_type', `unsupported content type; use ${types.join(' or ')}`);
     const opPointer = `/paths/${escapePointer(op.path)}/${op.method}`;
     const [rawBody, rbPointer] = this.schemas.resolve(this.schemas.at(`${opPointer}/requestBody`), `${opPointer}/requestBody`);
     const content = rawBody.content as Record<string, { schema?: unknown }> | undefined;
+    const unstorable = stringDetails(req.body, 'body');
+    if (unstorable.length) return unstorable;
     if (!content?.[type]?.schema) return [];
     const validate = this.schemas.validatorAt(`${rbPointer}/content/${escapePointer(type)}/schema`);
     if (validate(req.body)) return [];
     return (validate.errors ?? []).slice(0, 20).map((e) => toDetail(e, 'body'));
   }
+}
+
+function invalidRequest(details: ErrorDetail[]): ApiError {
+  const first = details[0]!;
+  return new ApiError('bad_request', `invalid request: ${first.path ? first.path + ' ' : ''}${first.message}`, {
+    details,
+    reason: 'invalid_request',
+  });
 }
 
 function toDetail(e: ErrorObject, root?: string): ErrorDetail {
@@ -181,4 +168,22 @@ function toDetail(e: ErrorObject, root?: string): ErrorDetail {
   if (e.keyword === 'required') message = `missing required member "${String(p.missingProperty)}"`;
   if (e.keyword === 'enum') message = `must be one of ${(p.allowedValues as unknown[]).map(String).join(', ')}`;
   return { path: path || 'body', message };
+}
+
+/**
+ * The declared list filter parameters (`#/components/parameters/ListFilter.*`, generated from the
+ * list parser's own tables by codegen/list-filters.ts) are left to that parser, which checks them
+ * exactly as before they were declared: compiling some 250 of them per list operation into ajv
+ * costs seconds per operation. test/spec-generators.test.ts proves their schemas and the parser agree.
+ */
+function withoutListFilterParams(doc: Document): Document {
+  const paths = (doc.paths ?? {}) as Record<string, Record<string, { parameters?: { $ref?: string }[] } | undefined>>;
+  for (const item of Object.values(paths)) {
+    for (const op of Object.values(item)) {
+      if (op && Array.isArray(op.parameters)) {
+        op.parameters = op.parameters.filter((p) => !p.$ref?.startsWith('#/components/parameters/ListFilter.'));
+      }
+    }
+  }
+  return doc;
 }

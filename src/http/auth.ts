@@ -1,18 +1,13 @@
 import type { Deps } from '../deps.ts';
 import { hashToken } from '../domain/token-secret.ts';
-import { validateTokenHash, type TokenScopeValue } from '../db/tokens.ts';
-import { unauthorized } from './errors.ts';
+import { validateTokenHash } from '../db/tokens.ts';
+import { unauthorized } from '../domain/errors.ts';
+import type { Principal } from '../domain/principals.ts';
+import type { TokenScopeValue } from '../domain/scope.ts';
 
+/** The authenticated caller of a request: its principal and the bearer token it presented. */
 export interface AuthInfo {
-  principal: {
-    id: number;
-    kind: 'human' | 'service_account';
-    name: string;
-    identity_scope: string;
-    created_at: Date;
-    updated_at: Date;
-    revision: number;
-  };
+  principal: Principal;
   /** Member of the configured admin group in the configured identity scope. */
   isAdmin: boolean;
   token: {

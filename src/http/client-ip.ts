@@ -1,30 +1,82 @@
 import type { Context } from 'hono';
 import type { IncomingMessage } from 'node:http';
+import { BlockList, isIP } from 'node:net';
 
 /**
- * The client address: the socket peer, or, when the peer is a configured trusted proxy, the
- * right-most untrusted address of X-Forwarded-For.
+ * The trusted proxies of SVC_TRUSTED_PROXIES: comma-separated IPv4/IPv6 addresses and CIDR blocks
+ * (`10.0.0.0/8`, `2001:db8::/32`). Node's own BlockList does the matching; it also matches
+ * IPv4-mapped IPv6 peers (`::ffff:10.1.2.3`) against IPv4 blocks. Throws naming the first bad entry.
+ */
+export function parseTrustedProxies(value: string): BlockList {
+  const list = new BlockList();
+  for (const raw of value.split(',')) {
+    const entry = raw.trim();
+    if (!entry) continue;
+    const slash = entry.indexOf('/');
+    const address = slash < 0 ? entry : entry.slice(0, slash);
+    const family = isIP(address);
+    if (family === 0 || address.includes('%')) throw new Error(`"${entry}" is not an IP address or CIDR block`);
+    const type = family === 6 ? 'ipv6' : 'ipv4';
+    if (slash < 0) {
+      list.addAddress(address, type);
+      continue;
+    }
+    const bits = entry.slice(slash + 1);
+    const max = family === 6 ? 128 : 32;
+    if (!/^\d{1,3}$/.test(bits) || Number(bits) > max) throw new Error(`"${entry}": the prefix length must be 0 to ${max}`);
+    list.addSubnet(address, Number(bits), type);
+  }
+  return list;
+}
+
+let cached: { value: string; list: BlockList } | undefined;
+
+function trustedList(value: string): BlockList {
+  if (cached?.value !== value) cached = { value, list: parseTrustedProxies(value) };
+  return cached.list;
+}
+
+function isTrusted(list: BlockList, ip: string): boolean {
+  const family = isIP(ip);
+  if (family === 0) return false;
+  try {
+    return list.check(ip, family === 6 ? 'ipv6' : 'ipv4');
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The client address: the socket peer, or, when the peer is a trusted proxy, the right-most
+ * X-Forwarded-For entry that is not a trusted proxy. An entry that is not an IP address ends the
+ * walk at the trusted hop that passed it on (a malformed value must not become a fresh identity
+ * for the login limiter).
  */
 export function clientIp(c: Context, trustedProxies: string): string {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   const peer = normalize(incoming?.socket?.remoteAddress ?? '127.0.0.1');
-  const trusted = new Set(
-    trustedProxies
-      .split(',')
-      .map((s) => normalize(s.trim()))
-      .filter(Boolean),
-  );
-  if (!trusted.has(peer)) return peer;
+  if (!trustedProxies.trim()) return peer;
+  const list = trustedList(trustedProxies);
+  if (!isTrusted(list, peer)) return peer;
   const chain = (c.req.header('x-forwarded-for') ?? '')
     .split(',')
     .map((s) => normalize(s.trim()))
     .filter(Boolean);
+  let last = peer;
   for (let i = chain.length - 1; i >= 0; i--) {
-    if (!trusted.has(chain[i]!)) return chain[i]!;
+    const hop = chain[i]!;
+    if (isIP(hop) === 0) return last;
+    if (!isTrusted(list, hop)) return hop;
+    last = hop;
   }
-  return peer;
+  return last;
 }
 
+/** Plain IPv4 for IPv4-mapped IPv6; a bracketed IPv6 or an IPv4 with a port (as some proxies write them) without the port. */
 function normalize(ip: string): string {
-  return ip.startsWith('::ffff:') ? ip.slice(7) : ip;
+  let s = ip;
+  const bracketed = /^\[([^\]]+)\](?::\d+)?$/.exec(s);
+  if (bracketed) s = bracketed[1]!;
+  else if (/^\d{1,3}(\.\d{1,3}){3}:\d+$/.test(s)) s = s.slice(0, s.lastIndexOf(':'));
+  return s.toLowerCase().startsWith('::ffff:') && isIP(s.slice(7)) === 4 ? s.slice(7) : s;
 }

@@ -57,6 +57,11 @@ export function actorOf(ctx: Ctx): Actor {
   };
 }
 
+/** Who a request's mutations run as (src/mutations): its audit actor and its authority. */
+export function callerOf(ctx: Ctx): { actor: Actor; auth: AuthInfo } {
+  return { actor: actorOf(ctx), auth: authOf(ctx) };
+}
+
 /** ctx.auth for operations that require a bearer token. */
 export function authOf(ctx: Ctx): AuthInfo {
   if (!ctx.auth) throw new Error(`operation ${ctx.operationId} ran without authentication`);

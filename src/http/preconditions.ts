@@ -1,47 +1,11 @@
-import { ApiError, badRequest } from './errors.ts';
-
-/** Strong, opaque entity tag: "svc-v1.<kind>.<base64url(id)>.<revision>". */
-export function etag(kind: string, id: number | string, revision: number): string {
-  return `"svc-v1.${kind}.${Buffer.from(String(id)).toString('base64url')}.${revision}"`;
-}
+import { etag, requireIfMatch } from '../domain/preconditions.ts';
 
 /** `{ETag: ...}` header object for replies. */
 export function etagHeader(kind: string, id: number | string, revision: number): Record<string, string> {
   return { etag: etag(kind, id, revision) };
 }
 
-const STRONG = /^"[\x21\x23-\x7e]*"$/;
-
-/**
- * Parses If-Match: `*`, or a comma-separated list of up to 8 strong ETags. Weak or malformed
- * validators are 400. Returns null when the header is absent.
- */
-export function parseIfMatch(header: string | undefined): '*' | string[] | null {
-  if (header === undefined) return null;
-  const value = header.trim();
-  if (value === '*') return '*';
-  const tags = value.split(',').map((s) => s.trim());
-  if (tags.length === 0 || tags.length > 8) throw badRequest('If-Match takes *, or 1 to 8 strong entity tags');
-  for (const t of tags) {
-    if (t.startsWith('W/')) throw badRequest('If-Match takes strong entity tags only (weak validator given)');
-    if (!STRONG.test(t)) throw badRequest('If-Match has a malformed entity tag');
-  }
-  return tags;
-}
-
-/**
- * Checks If-Match against the current state of a resource (call it with the row locked).
- * A stale validator is 412 with reason stale_resource and the current ETag.
- */
+/** The request's If-Match header checked against the current state of a resource (row locked). */
 export function checkIfMatch(headers: Record<string, string>, kind: string, id: number | string, revision: number): void {
-  const parsed = parseIfMatch(headers['if-match']);
-  if (parsed === null || parsed === '*') return;
-  const current = etag(kind, id, revision);
-  if (!parsed.includes(current)) {
-    throw new ApiError(412, 'the resource has changed since the given entity tag', {
-      reason: 'stale_resource',
-      guidance: 'GET the resource again, reapply your change and retry with the new ETag',
-      headers: { etag: current },
-    });
-  }
+  requireIfMatch(headers['if-match'], kind, id, revision);
 }

@@ -1,5 +1,5 @@
 import type { ValidateFunction } from 'ajv/dist/2020.js';
-import { newAjv, openapiDocument } from './adapter.ts';
+import { newAjv, openapiDocument } from './openapi.ts';
 
 type Json = Record<string, unknown>;
 const DOC_ID = 'openapi.json';

@@ -17,18 +17,16 @@ import { readFileSync } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { Agent } from 'undici';
+import { HEADER_NAME, isTransportHeader, OutboundError, parseOutboundUrl } from '../domain/outbound.ts';
 
-export type OutboundErrorCode =
-  'invalid_url' | 'invalid_request' | 'blocked_destination' | 'dns_failure' | 'timeout' | 'tls_failure' | 'connection_failed' | 'aborted';
-
-export class OutboundError extends Error {
-  readonly code: OutboundErrorCode;
-  constructor(code: OutboundErrorCode, message: string) {
-    super(message);
-    this.code = code;
-    this.name = 'OutboundError';
-  }
-}
+export {
+  HEADER_NAME,
+  isTransportHeader,
+  OutboundError,
+  parseOutboundUrl,
+  TRANSPORT_HEADERS,
+  type OutboundErrorCode,
+} from '../domain/outbound.ts';
 
 export interface ResolvedAddress {
   address: string;
@@ -71,26 +69,6 @@ export interface OutboundResponse {
   address: string;
 }
 
-/** Headers the transport owns; callers may not set them. */
-export const TRANSPORT_HEADERS: ReadonlySet<string> = new Set([
-  'host',
-  'content-length',
-  'transfer-encoding',
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'upgrade',
-  'http2-settings',
-]);
-
-export function isTransportHeader(name: string): boolean {
-  return TRANSPORT_HEADERS.has(name.toLowerCase());
-}
-
-export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 const SENSITIVE_HEADERS = new Set([
@@ -131,22 +109,6 @@ export function redactHeaders(headers: Record<string, string | string[] | undefi
 }
 
 // ---- URL and address screening ----------------------------------------------------------------
-
-/** Parses and checks an outbound URL: absolute https, a host, no user info. */
-export function parseOutboundUrl(raw: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new OutboundError('invalid_url', 'the destination URL is not a valid absolute URL');
-  }
-  if (url.protocol !== 'https:') throw new OutboundError('invalid_url', 'the destination URL must use https');
-  if (url.username !== '' || url.password !== '') {
-    throw new OutboundError('invalid_url', 'the destination URL must not carry embedded credentials');
-  }
-  if (url.hostname === '') throw new OutboundError('invalid_url', 'the destination URL has no host');
-  return url;
-}
 
 /** Why an address is refused; `always` categories are refused even when private targets are allowed. */
 export interface AddressVerdict {

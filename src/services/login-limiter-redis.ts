@@ -21,14 +21,14 @@ import {
   type AttemptTicket,
   type LimiterSnapshot,
   type LoginLimiter,
-} from './login-limiter.ts';
+} from './login-limiter-memory.ts';
 
 /**
- * The rules of src/domain/rate-limit.ts as one atomic script over the three keys of an attempt
- * (KEYS = user_ip, ip, subnet state documents). Keep the two in step: the same tests run against
- * both backends.
+ * The rules of src/domain/rate-limit.ts as one atomic script over the four keys of an attempt
+ * (KEYS = user_ip, ip, subnet, user state documents). Keep the two in step: the same tests run
+ * against both backends.
  * ARGV: op (admit|fail|success|abandon), now ms, reservation id, window ms, lockout base ms,
- * lockout max ms, reservation ms, then per key: threshold, initial state JSON.
+ * lockout max ms, reservation ms, user interval ms, then per key: threshold, initial state JSON.
  * admit returns 0 when admitted, else the seconds to wait.
  */
 const SCRIPT = `
@@ -39,14 +39,15 @@ local window = tonumber(ARGV[4])
 local base = tonumber(ARGV[5])
 local maxl = tonumber(ARGV[6])
 local resv = tonumber(ARGV[7])
+local interval = tonumber(ARGV[8])
 
-local function threshold(i) return tonumber(ARGV[8 + (i - 1) * 2]) end
+local function threshold(i) return tonumber(ARGV[9 + (i - 1) * 2]) end
 
 local function load(i)
   local raw = redis.call('GET', KEYS[i])
   local st
   if raw then st = cjson.decode(raw) else
-    st = cjson.decode(ARGV[9 + (i - 1) * 2])
+    st = cjson.decode(ARGV[10 + (i - 1) * 2])
     st.lu = 0 st.lc = 0 st.le = 0 st.lf = 0
   end
   if type(st.f) ~= 'table' then st.f = {} end
@@ -91,7 +92,16 @@ if op == 'admit' then
       if w < 1 then w = 1 end
       if w > wait then wait = w end
     elseif counted(st) + npend(st) >= threshold(i) then
-      if wait < 1 then wait = 1 end
+      local w = 1
+      if st.s == 'user' and npend(st) == 0 then
+        -- over the account bound: one attempt per interval after the latest failure
+        w = 0
+        if st.lf + interval > now then
+          w = math.ceil((st.lf + interval - now) / 1000)
+          if w < 1 then w = 1 end
+        end
+      end
+      if w > wait then wait = w end
     end
   end
   if wait > 0 then return wait end
@@ -107,7 +117,7 @@ elseif op == 'fail' then
     st.f[#st.f + 1] = now
     if #st.f > 1000 then table.remove(st.f, 1) end
     st.lf = now
-    if st.lu <= now and counted(st) >= threshold(i) then
+    if st.s ~= 'user' and st.lu <= now and counted(st) >= threshold(i) then
       st.lc = st.lc + 1
       local ms = base * (2 ^ (st.lc - 1))
       if ms > maxl then ms = maxl end
@@ -131,7 +141,7 @@ else
 end
 `;
 
-type ScriptRedis = Redis & { svcLoginLimit(k1: string, k2: string, k3: string, ...argv: (string | number)[]): Promise<number> };
+type ScriptRedis = Redis & { svcLoginLimit(k1: string, k2: string, k3: string, k4: string, ...argv: (string | number)[]): Promise<number> };
 
 export interface RedisLimiterOptions {
   url: string;
@@ -170,7 +180,7 @@ export class RedisLoginLimiter implements LoginLimiter {
       retryStrategy: (times) => Math.min(times * 200, 5000),
     }) as ScriptRedis;
     this.redis.on('error', (err: Error) => this.warn(err));
-    this.redis.defineCommand('svcLoginLimit', { numberOfKeys: 3, lua: SCRIPT });
+    this.redis.defineCommand('svcLoginLimit', { numberOfKeys: 4, lua: SCRIPT });
   }
 
   /** Resolves once connected (or after timeoutMs); tests use it to avoid the start-up fallback. */
@@ -264,10 +274,11 @@ export class RedisLoginLimiter implements LoginLimiter {
       c.lockoutBaseSeconds * 1000,
       c.lockoutMaxSeconds * 1000,
       c.reservationSeconds * 1000,
+      c.userIntervalSeconds * 1000,
     ];
     for (const k of keys) argv.push(k.threshold, JSON.stringify({ s: k.scope, n: k.name, ip: k.ip, net: k.subnet, f: [], p: {} }));
-    const [a, b, d] = keys.map((k) => this.prefix + k.id) as [string, string, string];
-    return this.redis.svcLoginLimit(a, b, d, ...argv);
+    const [a, b, d, u] = keys.map((k) => this.prefix + k.id) as [string, string, string, string];
+    return this.redis.svcLoginLimit(a, b, d, u, ...argv);
   }
 
   private async scanKeys(): Promise<string[][]> {

@@ -4,7 +4,7 @@
 // subscription's routing. A 5xx reply is permanent; other failures are retried.
 import nodemailer from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
-import { badRequest } from '../http/errors.ts';
+import { badRequest } from '../domain/errors.ts';
 import type { Config } from '../config.ts';
 import { compileTemplate, MAX_BODY_TEMPLATE, renderTemplate, TemplateError } from '../domain/remote-targets.ts';
 import type { ConfigProblem, EventEnvelope, SendInput, SendResult, SinkDefinition, SinkTransport } from './types.ts';

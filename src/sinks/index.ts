@@ -1,22 +1,32 @@
 // The transport registry: which sink kinds this deployment can deliver to, and the checks every
 // sink and subscription write goes through (members of another kind, the transport's own config
 // and routing rules). A kind without a registered transport is "not available in this deployment".
-import { ApiError, badRequest, conflict, notFound, type ErrorDetail } from '../http/errors.ts';
+import { ApiError, badRequest, conflict, notFound, type ErrorDetail } from '../domain/errors.ts';
 import { validateSubscription, type SinkFields, type SubscriptionFields } from '../domain/event-subscriptions.ts';
 import type { ConfigProblem, SinkKind, SinkTransport } from './types.ts';
 import { webhookTransport } from './webhook.ts';
 import { amqpTransport } from './amqp.ts';
 import { redisStreamTransport } from './redis-stream.ts';
 import { emailTransport } from './email.ts';
+import { allowedRoutingProblems, unlistedRouting } from './allowed-routing.ts';
 
 export const SINK_KINDS: readonly SinkKind[] = ['webhook', 'amqp', 'redis_stream', 'email'];
 
 /** The config members each kind owns (openapi.yaml EventSinkConfig). */
 export const CONFIG_MEMBERS: Readonly<Record<SinkKind, readonly string[]>> = {
-  webhook: ['headers', 'timeout_ms', 'max_response_bytes', 'max_request_bytes', 'body_template', 'response', 'url_secret_ref'],
+  webhook: [
+    'headers',
+    'timeout_ms',
+    'max_response_bytes',
+    'max_request_bytes',
+    'body_template',
+    'response',
+    'url_secret_ref',
+    'allowed_routing',
+  ],
   amqp: ['uri', 'exchange', 'exchange_type', 'declare_exchange', 'durable', 'mandatory', 'max_payload_bytes'],
-  redis_stream: ['uri', 'max_len', 'approximate_trim', 'max_payload_bytes', 'io_timeout_ms'],
-  email: ['uri', 'from', 'reply_to', 'max_payload_bytes', 'subject_template', 'body_template'],
+  redis_stream: ['uri', 'max_len', 'approximate_trim', 'max_payload_bytes', 'io_timeout_ms', 'allowed_routing'],
+  email: ['uri', 'from', 'reply_to', 'max_payload_bytes', 'subject_template', 'body_template', 'allowed_routing'],
 };
 
 const transports = new Map<SinkKind, SinkTransport>();
@@ -56,7 +66,10 @@ export function validateSinkConfig(kind: SinkKind, config: Record<string, unknow
   for (const k of Object.keys(config)) {
     if (!own.includes(k)) details.push({ path: `body.config.${k}`, message: `is not a ${kind} config member` });
   }
-  if (details.length === 0) details.push(...t.validateConfig(config, secretRef).map(toDetail));
+  if (details.length === 0) {
+    details.push(...t.validateConfig(config, secretRef).map(toDetail));
+    details.push(...allowedRoutingProblems(kind, config.allowed_routing).map(toDetail));
+  }
   if (details.length) throw badRequest('the event sink configuration is invalid', details);
 }
 
@@ -94,7 +107,7 @@ export function validateSinkChange(
   for (const s of routings) {
     const problems = routingProblems(next.kind, s.routing, next.config);
     if (problems.length) {
-      throw new ApiError(409, `the new configuration does not fit the routing of subscription ${s.id}: ${problems[0]!.message}`, {
+      throw new ApiError('conflict', `the new configuration does not fit the routing of subscription ${s.id}: ${problems[0]!.message}`, {
         reason: 'sink_in_use',
         details: problems.map((p) => ({ path: `subscription.${s.id}.${p.path.replace(/^body\./, '')}`, message: p.message })),
       });
@@ -109,6 +122,27 @@ export function validateSubscriptionForSink(
 ): void {
   if (!sink) throw notFound('event sink');
   validateSubscription(f, routingProblems(sink.kind, f.routing, sink.config));
+}
+
+/**
+ * Write-time half of the destination rule (src/sinks/allowed-routing.ts) for a principal who is
+ * not an unscoped administrator: every destination the routing names must be listed in the
+ * sink's config.allowed_routing, else 403 naming the routing members.
+ */
+export function requireListedRouting(
+  sinkId: number,
+  kind: SinkKind,
+  routing: Record<string, unknown>,
+  sinkConfig: Record<string, unknown>,
+): void {
+  const problems = unlistedRouting(kind, routing, sinkConfig);
+  if (problems.length === 0) return;
+  throw new ApiError(
+    'forbidden',
+    `the routing names destinations that event sink ${sinkId} does not allow: only an unscoped administrator may route its events ` +
+      "outside the sink's config.allowed_routing",
+    { reason: 'destination_not_allowed', details: problems.map(toDetail) },
+  );
 }
 
 /** Releases pooled transport connections (shutdown). */

@@ -2,19 +2,12 @@
 // email). The delivery worker owns claiming, fencing, backoff and bookkeeping; a transport only
 // validates its own config/routing members, renders the payload, and performs one send attempt.
 import type { Config } from '../config.ts';
+import type { SinkDefinition, SinkKind } from '../domain/event-subscriptions.ts';
 
-export type SinkKind = 'webhook' | 'amqp' | 'redis_stream' | 'email';
+export type { SinkDefinition, SinkKind } from '../domain/event-subscriptions.ts';
 
 /** The audit event envelope as delivered (the public Event representation). */
 export type EventEnvelope = Record<string, unknown> & { event_id: string; entity_type: string; action: string };
-
-export interface SinkDefinition {
-  id: number;
-  name: string;
-  kind: SinkKind;
-  config: Record<string, unknown>;
-  secret_ref: string | null;
-}
 
 /** A problem with a config or routing member: becomes a 400 with details. */
 export interface ConfigProblem {

@@ -8,7 +8,7 @@
 // config.url_secret_ref. config.response decides success, retry, permanent failure and rate-limit
 // deferral. Error texts never contain response contents, destination URLs or secrets.
 import type { Config } from '../config.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../domain/errors.ts';
 import { compileTemplate, renderTemplate, SECRET_ALIAS, TemplateError } from '../domain/remote-targets.ts';
 import { templateLimits } from '../domain/templates.ts';
 import { jsonEqual, parsePointer } from '../domain/json-patch.ts';
@@ -45,6 +45,7 @@ export const WEBHOOK_CONFIG_MEMBERS = [
   'body_template',
   'response',
   'url_secret_ref',
+  'allowed_routing',
 ] as const;
 
 interface ResponsePolicy {
@@ -290,7 +291,11 @@ async function send(input: SendInput): Promise<SendResult> {
       signal: input.signal,
     });
   } catch (err) {
-    if (err instanceof OutboundError) return { outcome: 'retry', error: err.message };
+    // a refused or unusable destination stays refused: dead at once, as the broker transports do
+    if (err instanceof OutboundError) {
+      const permanent = err.code === 'blocked_destination' || err.code === 'invalid_url';
+      return { outcome: permanent ? 'dead' : 'retry', error: err.message };
+    }
     return { outcome: 'retry', error: 'the request failed' };
   }
   return evaluateResponse(c.response, res);
@@ -306,7 +311,7 @@ export const webhookTransport: SinkTransport = {
     } catch (err) {
       if (err instanceof RenderError) {
         return Promise.reject(
-          new ApiError(400, `the sink payload cannot be rendered: ${err.message}`, {
+          new ApiError('bad_request', `the sink payload cannot be rendered: ${err.message}`, {
             details: [{ path: 'payload', message: err.message }],
           }),
         );

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { readSnapshot, storeBackupOutput } from '../db/backups.ts';
 import { BACKUP_FORMAT, buildDocument } from '../domain/backup-format.ts';
 import { isUnscoped } from '../domain/authz.ts';
-import type { TaskOutcome, TaskRunContext } from './tasks.ts';
+import type { TaskOutcome, TaskRunContext } from './task-context.ts';
 
 export const SOURCE_VERSION: string = (
   JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }

@@ -2,7 +2,9 @@
 // woken by LISTEN svc_event_deliveries (new rows, released rows) with polling as the fallback.
 // Each cycle claims at most min(SVC_EVENT_DELIVERY_BATCH_SIZE, 8) due rows, each under its own claim
 // token locked for SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, and sends them concurrently:
-//   1. load sink, subscription and event; build the envelope (before/after are redacted when the
+//   1. load sink, subscription and event; refuse (dead, nothing sent, no secret resolved) a
+//      routing that is neither listed in the sink's config.allowed_routing nor set by an unscoped
+//      administrator for this sink; build the envelope (before/after are redacted when the
 //      subscription's collection is only a related collection of the event, as audit reads do);
 //   2. resolve secret_ref and config.url_secret_ref (missing secret: a failed attempt, nothing sent);
 //   3. right before transport, re-check the claim (token unchanged, lock unexpired) and take the
@@ -16,7 +18,7 @@
 //      for rate limits (no attempt consumed); released (pending, due now, no attempt consumed) when
 //      shutdown aborted the send. A replaced or revoked claim records nothing.
 import type { Deps } from '../deps.ts';
-import type { Loop } from './index.ts';
+import type { Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
 import { eventWire } from '../db/audit.ts';
 import { findEventSink, sinkDefinition } from '../db/event-sinks.ts';
@@ -35,6 +37,7 @@ import {
 } from '../db/event-deliveries.ts';
 import { backoffMs, relatedOnly } from '../domain/event-subscriptions.ts';
 import { transportFor } from '../sinks/index.ts';
+import { unlistedRouting } from '../sinks/allowed-routing.ts';
 import { resolveEventSinkSecret } from '../sinks/secrets.ts';
 import type { EventEnvelope, SendResult } from '../sinks/types.ts';
 import { runWokenWorkers, type WakeupStats } from './waker.ts';
@@ -105,6 +108,18 @@ export async function deliverClaimed(deps: Deps, c: ClaimedDelivery, signal: Abo
   }
   const transport = transportFor(sink.kind);
   if (!transport) return record(deps, c, afterFailure(deps, c, `the ${sink.kind} transport is not available in this deployment`));
+  // the destination rule, before any secret is resolved: routing outside the sink's
+  // allowed_routing needs an unscoped administrator's approval for this sink (a refusal is permanent)
+  const unlisted = sub.collection_id === null || sub.routing_admin_approved ? [] : unlistedRouting(sink.kind, sub.routing, sink.config);
+  if (unlisted.length > 0) {
+    return record(deps, c, {
+      status: 'dead',
+      error:
+        `the subscription's ${unlisted[0]!.path} is not an approved destination of this sink: it is not in the sink's ` +
+        'config.allowed_routing and no unscoped administrator set it; nothing was sent',
+      consumeAttempt: true,
+    });
+  }
 
   const envelope = deliveryEnvelope(event, sub);
   let secret: string | null = null;

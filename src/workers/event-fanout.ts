@@ -8,7 +8,7 @@
 // deliveries exactly once either way.
 import { randomUUID } from 'node:crypto';
 import type { Deps } from '../deps.ts';
-import type { Loop } from './index.ts';
+import type { Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
 import { candidateSubscriptions, claimFanoutBatch, finishFanout } from '../db/event-fanout.ts';
 import { findEventsByIds } from '../db/event-deliveries.ts';

@@ -8,7 +8,7 @@ import { constants, type Stats } from 'node:fs';
 import { chmod, lstat, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Deps } from '../deps.ts';
-import type { Loop } from './index.ts';
+import type { Loop } from './loop.ts';
 import {
   batchDocuments,
   claimNewBatch,

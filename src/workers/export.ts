@@ -10,7 +10,7 @@
 // permission_denied (403 of a re-check), render_failed, output_too_large, submitter_missing.
 import { Buffer } from 'node:buffer';
 import type { Template } from 'liquidjs';
-import { ApiError } from '../http/errors.ts';
+import { ApiError, isClientError } from '../domain/errors.ts';
 import { withTx } from '../db/tx.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
@@ -42,8 +42,8 @@ import {
   templateLimits as templateLimitsOf,
   type TemplateLimits,
 } from '../domain/templates.ts';
-import { MAX_LIMIT } from '../http/list-query.ts';
-import type { TaskOutcome, TaskRunContext } from './tasks.ts';
+import { MAX_LIMIT } from '../domain/list-query.ts';
+import type { TaskOutcome, TaskRunContext } from './task-context.ts';
 
 type Failure = 'invalid_request' | 'not_found' | 'permission_denied' | 'render_failed' | 'output_too_large' | 'submitter_missing';
 
@@ -62,7 +62,7 @@ function failed(reason: Failure, message: string): TaskOutcome {
 
 /** ApiErrors of the shared checks and list parsers, as task failures. */
 function asFailure(err: ApiError): ExportFailure {
-  const reason: Failure = err.status === 403 ? 'permission_denied' : err.status === 404 ? 'not_found' : 'invalid_request';
+  const reason: Failure = err.kind === 'forbidden' ? 'permission_denied' : err.kind === 'not_found' ? 'not_found' : 'invalid_request';
   return new ExportFailure(reason, err.message);
 }
 
@@ -188,7 +188,7 @@ export async function executeExport(ctx: TaskRunContext): Promise<TaskOutcome> {
     read = await readExport(ctx, who, req, scope, limits, templateLimits);
   } catch (err) {
     if (err instanceof ExportFailure) return failed(err.reason, err.message);
-    if (err instanceof ApiError && err.status < 500) {
+    if (isClientError(err)) {
       const f = asFailure(err);
       return failed(f.reason, f.message);
     }

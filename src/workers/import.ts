@@ -1,9 +1,11 @@
-// The `import` task executor. The stored request was checked when it was submitted
-// (src/domain/imports.ts); here the plan is run item by item in processing order through each
-// entity's own db functions, with the same rules and audit events as the API (actor_kind worker,
-// initiator = submitter, task_id set). Every item is authorized against the submitter's live
-// grants intersected with the token scope snapshot (TaskRunContext.authority, fail closed); the
-// identity and integration sections also need that authority to be an unscoped administrator.
+// The `import` task executor: a driver over the entities' write paths (src/mutations), which
+// hold every rule, lock and audit event, exactly as for the API. The stored request was checked
+// when it was submitted (src/domain/imports.ts); here the plan is run item by item in processing
+// order, each item one call of its entity's create or update (actor_kind worker, initiator =
+// submitter, task_id set). Every item is authorized against the submitter's live grants
+// intersected with the token scope snapshot (TaskRunContext.authority, fail closed); the identity
+// and integration sections also need that authority to be an unscoped administrator. The modes
+// only decide where transactions begin and end:
 //
 //   strict       one transaction: the first failure stops the import and rolls everything back
 //                (earlier items `rolled_back`, later ones `skipped`); status succeeded or failed.
@@ -14,74 +16,31 @@
 //                a savepoint per item), so results say what would happen and nothing is written.
 //
 // Natural keys are resolved here: a key that matches nothing fails its item. An existing row is
-// a collision: `abort` fails the item, `overwrite` updates it with the members the item supplies
-// (omitted members keep their values) and reports `unchanged` when nothing differs. Object
+// a collision: `abort` fails the item, `overwrite` runs the entity's update with the members the
+// item supplies (omitted members keep their values) and reports `unchanged` when nothing differs. Object
 // relations and group memberships that already exist are no-ops; collection permission items
 // merge into the group's grant (or replace it with replace_existing).
 import type { Deps } from '../deps.ts';
 import type { Actor } from '../db/events.ts';
-import { appendEvent } from '../db/events.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { withTx } from '../db/tx.ts';
 import { translatePgError } from '../db/pg-errors.ts';
-import { ApiError, badRequest, conflict, forbidden, notFound } from '../http/errors.ts';
-import { requireClassPermission, requireCollectionPermission, requireObjectPermission } from '../db/authz.ts';
-import { isUnscoped, requireRootAuthority, sortPermissions, type Authority } from '../domain/authz.ts';
-import { collectionEvent, findCollection, insertCollection, lockCollection, updateCollectionRow } from '../db/collections.ts';
-import {
-  classIdByName,
-  classCreatedEvent,
-  classUpdatedEvent,
-  insertClass,
-  lockClass,
-  moveClassObjects,
-  shareLockClass,
-  updateClassRow,
-  type ClassValues,
-} from '../db/classes.ts';
-import { insertObject, lockObject, objectCreatedEvent, objectIdByName, objectUpdatedEvent, updateObjectRow } from '../db/objects.ts';
-import {
-  classRelationEvent,
-  assertRoomForRelation,
-  findClassRelation,
-  findObjectEnds,
-  insertClassRelation,
-  insertObjectRelation,
-  lockRelationEnds,
-  objectRelationEvent,
-  objectRelationExists,
-  updateClassRelationRow,
-} from '../db/relations.ts';
-import { findGroup as findGrantGroup, grantPermissions, groupPermissions, lockGrants, revokePermissions } from '../db/permissions.ts';
-import {
-  findPrincipalForMembership,
-  groupEvent,
-  membershipEvent,
-  insertGroup,
-  insertMembership,
-  lockGroup,
-  shareLockGroup,
-  updateGroupRow,
-  type GroupRow,
-  type MemberRow,
-} from '../db/groups.ts';
-import { insertUser, lockUser, updateUserRow, userCreatedEvent, userUpdatedEvent } from '../db/users.ts';
-import { findUserPasswordHash } from '../db/approvals.ts';
-import {
-  disableServiceAccount,
-  serviceAccountEvent,
-  insertServiceAccount,
-  lockServiceAccount,
-  updateServiceAccountRow,
-} from '../db/service-accounts.ts';
-import {
-  classCollectionId,
-  insertRemoteTarget,
-  lockRemoteTarget,
-  remoteTargetEvent,
-  rowFields,
-  updateRemoteTargetRow,
-} from '../db/remote-targets.ts';
+import { ApiError, badRequest, conflict, forbidden, isClientError, notFound } from '../domain/errors.ts';
+import { isUnscoped, sortPermissions, type Authority } from '../domain/authz.ts';
+import { createCollection, updateCollection } from '../mutations/collections.ts';
+import { classIdByName } from '../db/classes.ts';
+import { createClass, recordingRefusal, updateClass } from '../mutations/classes.ts';
+import { objectIdByName } from '../db/objects.ts';
+import type { MutationContext, Written } from '../mutations/context.ts';
+import { createObject, updateObject } from '../mutations/objects.ts';
+import { findObjectEnds } from '../db/relations.ts';
+import { createClassRelation, ensureObjectRelation, updateClassRelation } from '../mutations/relations.ts';
+import { grantCollectionPermissions } from '../mutations/permissions.ts';
+import { addGroupMember, createGroup, updateGroup } from '../mutations/groups.ts';
+import { createUser, updateUser } from '../mutations/users.ts';
+import { createServiceAccount, updateServiceAccount } from '../mutations/service-accounts.ts';
+import { classCollectionId } from '../db/remote-targets.ts';
+import { createRemoteTarget, updateRemoteTarget, type RemoteTargetPatch } from '../mutations/remote-targets.ts';
 import {
   childCollectionId,
   classRelationIdBetween,
@@ -90,7 +49,6 @@ import {
   eventSubscriptionIdByName,
   exportTemplateIdByName,
   groupIdByKey,
-  maxRelationsInUse,
   principalByKey,
   remoteTargetIdByName,
   replaceImportRequest,
@@ -98,17 +56,7 @@ import {
   upsertImportResults,
   type NewImportResult,
 } from '../db/imports.ts';
-import { NO_IMPACT, assertFitsClass, compileClassSchema } from '../domain/class-schema.ts';
-import {
-  SchemaChangeRefused,
-  checkClassSchemaChange,
-  recordClassSchemaChange,
-  recordObjectCompliance,
-  recordRefusedSchemaChange,
-} from '../db/class-schema-events.ts';
-import { jsonEqual } from '../domain/json-patch.ts';
-import { classRelationView } from '../domain/relations.ts';
-import { applyPatch, fieldsFromNew, sameFields, validateTarget, type TemplateLimits } from '../domain/remote-targets.ts';
+import { fieldsFromNew, type TemplateLimits } from '../domain/remote-targets.ts';
 import { templateLimits } from '../domain/templates.ts';
 import {
   ADMIN_SECTIONS,
@@ -147,43 +95,12 @@ import {
   type ResultOutcome,
 } from '../domain/imports.ts';
 import type { TaskProgress } from '../db/tasks.ts';
-import {
-  insertExportTemplate,
-  lockExportTemplate,
-  validateTemplateWithIncludes,
-  exportTemplateEvent,
-  templateRowFields,
-  updateExportTemplateRow,
-} from '../db/export-templates.ts';
-import { applyTemplatePatch, sameTemplateFields, templateFieldsFromNew } from '../domain/exports.ts';
-import {
-  eventSinkEvent,
-  findEventSink,
-  insertEventSink,
-  lockEventSink,
-  sinkFields,
-  subscriptionRoutingsOfSink,
-  updateEventSinkRow,
-} from '../db/event-sinks.ts';
-import {
-  eventSubscriptionEvent,
-  insertEventSubscription,
-  lockEventSubscription,
-  subscriptionFields,
-  updateEventSubscriptionRow,
-} from '../db/event-subscriptions.ts';
-import { repointSubscriptionDeliveries } from '../db/event-deliveries.ts';
-import {
-  applySinkPatch,
-  applySubscriptionPatch,
-  sameJson,
-  sinkFromNew,
-  subscriptionFromNew,
-  type SinkPatch,
-  type SubscriptionPatch,
-} from '../domain/event-subscriptions.ts';
-import { validateSink, validateSinkChange, validateSubscriptionForSink } from '../sinks/index.ts';
-import { ClaimLostError, TaskCancelledError, type TaskOutcome, type TaskRunContext } from './tasks.ts';
+import { templateFieldsFromNew } from '../domain/exports.ts';
+import { createExportTemplate, updateExportTemplate } from '../mutations/export-templates.ts';
+import { sinkFromNew, subscriptionFromNew, type SinkPatch, type SubscriptionPatch } from '../domain/event-subscriptions.ts';
+import { createEventSink, updateEventSink } from '../mutations/event-sinks.ts';
+import { createEventSubscription, updateEventSubscription } from '../mutations/event-subscriptions.ts';
+import { ClaimLostError, TaskCancelledError, type TaskOutcome, type TaskRunContext } from './task-context.ts';
 
 /** Items between cancel checkpoints (and progress updates of transactional runs). */
 const CHECKPOINT_EVERY = 25;
@@ -201,12 +118,13 @@ interface ItemState {
   action: ResultAction;
 }
 
-const collide = (what: string) => new ApiError(409, `${what} already exists (collision_policy abort)`, { reason: 'import_collision' });
+const collide = (what: string) =>
+  new ApiError('conflict', `${what} already exists (collision_policy abort)`, { reason: 'import_collision' });
 
 /** The public text of an item failure; null for an internal error (logged, never shown). */
 function publicError(err: unknown): string | null {
   const e = translatePgError(err);
-  if (!(e instanceof ApiError) || e.status >= 500) return null;
+  if (!isClientError(e)) return null;
   const details = (e.details ?? []).slice(0, 3).map((d) => `${d.path} ${d.message}`);
   return details.length ? `${e.message} (${details.join('; ')})` : e.message;
 }
@@ -304,29 +222,17 @@ class ImportRun {
     if (transactional) await setImportProgress(this.deps.sql, this.ctx.task.id, this.claimToken, this.progress());
   }
 
-  /** One transaction; stop at the first failure; roll back on failure and for dry runs. */
+  /** Strict: one transaction; the first failure stops the run; rolled back on failure and for a dry run. */
   private async runStrict(): Promise<void> {
     let failedAt: PlanItem | undefined;
-    try {
-      await withTx(this.deps.sql, async (tx) => {
-        for (const [i, item] of this.plan.items.entries()) {
-          await this.checkpoint(i, true);
-          const state: ItemState = { action: 'create' };
-          try {
-            const r = await this.apply(tx, item, state);
-            this.record(item, r.action, 'succeeded', null, r.id);
-          } catch (err) {
-            if (cancelOrLost(err)) throw err;
-            this.fail(item, state, err);
-            failedAt = item;
-            throw new Rollback();
-          }
-        }
-        if (this.plan.dryRun) throw new Rollback();
+    await this.inOneTransaction(async (tx) => {
+      failedAt = await this.eachItem({
+        transactional: true,
+        stopAtFailure: true,
+        attempt: (item, state) => this.applyItem(tx, item, state),
       });
-    } catch (err) {
-      if (!(err instanceof Rollback)) throw err;
-    }
+      return failedAt !== undefined || this.plan.dryRun;
+    });
     if (failedAt) {
       for (const r of this.results) if (r?.outcome === 'succeeded') r.outcome = 'rolled_back';
       for (const item of this.plan.items) {
@@ -335,7 +241,7 @@ class ImportRun {
     }
   }
 
-  /** Each item in its own transaction with its result row and the progress (fenced). */
+  /** Best effort: each item in its own transaction with its result row and the progress (fenced). */
   private async runBestEffort(): Promise<void> {
     const db = this.deps.sql;
     const taskId = this.ctx.task.id;
@@ -343,53 +249,63 @@ class ImportRun {
       await upsertImportResults(tx, taskId, [r]);
       if (!(await setImportProgress(tx, taskId, this.claimToken, this.progress()))) throw new ClaimLostError();
     };
-    for (const [i, item] of this.plan.items.entries()) {
-      await this.checkpoint(i, false);
-      const dep = this.failedDependency(item);
-      if (dep !== undefined) {
-        const r = this.skip(item, `it depends on ${dep}, which did not succeed`);
-        await withTx(db, (tx) => fencedWrite(tx, r));
-        continue;
-      }
-      const state: ItemState = { action: 'create' };
-      try {
-        await withTx(db, async (tx) => {
-          const applied = await this.apply(tx, item, state);
-          await fencedWrite(tx, this.record(item, applied.action, 'succeeded', null, applied.id));
-        });
-      } catch (err) {
-        if (cancelOrLost(err)) throw err;
-        const r = this.fail(item, state, err);
-        await withTx(db, (tx) => fencedWrite(tx, r));
-      }
-    }
+    await this.eachItem({
+      transactional: false,
+      attempt: (item, state) => withTx(db, async (tx) => fencedWrite(tx, await this.applyItem(tx, item, state))),
+      keep: (r) => withTx(db, (tx) => fencedWrite(tx, r)),
+    });
   }
 
-  /** One transaction that is always rolled back; a savepoint per item. */
+  /** Best effort, dry run: one transaction that is always rolled back; a savepoint per item. */
   private async runBestEffortDry(): Promise<void> {
+    await this.inOneTransaction(async (tx) => {
+      await this.eachItem({ transactional: true, attempt: (item, state) => tx.savepoint((sp) => this.applyItem(sp, item, state)) });
+      return true;
+    });
+  }
+
+  /** Runs fn in one transaction, rolled back when fn returns true. */
+  private async inOneTransaction(fn: (tx: TransactionSql) => Promise<boolean>): Promise<void> {
     try {
       await withTx(this.deps.sql, async (tx) => {
-        for (const [i, item] of this.plan.items.entries()) {
-          await this.checkpoint(i, true);
-          const dep = this.failedDependency(item);
-          if (dep !== undefined) {
-            this.skip(item, `it depends on ${dep}, which did not succeed`);
-            continue;
-          }
-          const state: ItemState = { action: 'create' };
-          try {
-            const applied = await tx.savepoint((sp) => this.apply(sp, item, state));
-            this.record(item, applied.action, 'succeeded', null, applied.id);
-          } catch (err) {
-            if (cancelOrLost(err)) throw err;
-            this.fail(item, state, err);
-          }
-        }
-        throw new Rollback();
+        if (await fn(tx)) throw new Rollback();
       });
     } catch (err) {
       if (!(err instanceof Rollback)) throw err;
     }
+  }
+
+  /**
+   * The item loop of every mode: a cancel checkpoint every CHECKPOINT_EVERY items, `skipped` for
+   * an item whose ref dependency did not succeed, else one attempt (the mode's transaction,
+   * savepoint or own transaction) and `failed` when it throws. `keep` stores a result the attempt
+   * did not store itself; `stopAtFailure` ends the loop at the first failure, which it returns.
+   */
+  private async eachItem(mode: {
+    transactional: boolean;
+    attempt: (item: PlanItem, state: ItemState) => Promise<unknown>;
+    keep?: (r: NewImportResult) => Promise<void>;
+    stopAtFailure?: boolean;
+  }): Promise<PlanItem | undefined> {
+    for (const [i, item] of this.plan.items.entries()) {
+      await this.checkpoint(i, mode.transactional);
+      const dep = this.failedDependency(item);
+      if (dep !== undefined) {
+        const skipped = this.skip(item, `it depends on ${dep}, which did not succeed`);
+        await mode.keep?.(skipped);
+        continue;
+      }
+      const state: ItemState = { action: 'create' };
+      try {
+        await mode.attempt(item, state);
+      } catch (err) {
+        if (cancelOrLost(err)) throw err;
+        const failed = this.fail(item, state, err);
+        await mode.keep?.(failed);
+        if (mode.stopAtFailure) return item;
+      }
+    }
+    return undefined;
   }
 
   /** After a cancel: what was not attempted is skipped; a transactional run wrote nothing. */
@@ -442,6 +358,13 @@ class ImportRun {
 
   // ---- one item ---------------------------------------------------------------------------------
 
+  /** Applies one item in tx and records it as succeeded. */
+  private async applyItem(tx: TransactionSql, item: PlanItem, state: ItemState): Promise<NewImportResult> {
+    const applied = await this.apply(tx, item, state);
+    return this.record(item, applied.action, 'succeeded', null, applied.id);
+  }
+
+  /** The item's entity write path, behind the admin rule of the identity and integration sections. */
   private apply(tx: TransactionSql, item: PlanItem, state: ItemState): Promise<Applied> {
     if (ADMIN_SECTIONS.includes(item.section) && !this.adminOk) {
       throw forbidden(`importing ${item.section} needs an unscoped administrator`);
@@ -479,11 +402,45 @@ class ImportRun {
     }
   }
 
+  // ---- the write paths ----------------------------------------------------------------------------
+
+  /** The mutation context of an item: the run's actor and authority in the item's transaction. */
+  private as(tx: TransactionSql): MutationContext {
+    return { tx, actor: this.actor, auth: this.auth };
+  }
+
+  /**
+   * An item whose natural key matched an existing row: `abort` fails it, `overwrite` runs the
+   * entity's update path (omitted members keep their values), `unchanged` when nothing differed.
+   */
+  private async overwrite(state: ItemState, what: string, update: () => Promise<Written<{ id: number }>>): Promise<Applied> {
+    state.action = 'update';
+    if (this.plan.collisionPolicy === 'abort') throw collide(what);
+    const { row, changed } = await update();
+    state.action = changed ? 'update' : 'unchanged';
+    return { action: state.action, id: row.id };
+  }
+
+  /**
+   * An item keyed by a natural key: created when no row has the key (`existing` undefined),
+   * otherwise a collision that overwrite() resolves with the entity's update path.
+   */
+  private async upsert(
+    state: ItemState,
+    what: string,
+    existing: number | undefined,
+    create: () => Promise<{ id: number }>,
+    update: (id: number) => Promise<Written<{ id: number }>>,
+  ): Promise<Applied> {
+    if (existing === undefined) return { action: 'create', id: (await create()).id };
+    return this.overwrite(state, what, () => update(existing));
+  }
+
   // ---- references -------------------------------------------------------------------------------
 
   private refId(ref: string): number {
     const id = this.refs.get(ref);
-    if (id === undefined || id === null) throw new ApiError(409, `the item named by ref "${ref}" did not succeed`);
+    if (id === undefined || id === null) throw new ApiError('conflict', `the item named by ref "${ref}" did not succeed`);
     return id;
   }
 
@@ -535,124 +492,51 @@ class ImportRun {
   private async collection(tx: TransactionSql, b: ImportCollection, state: ItemState): Promise<Applied> {
     const hasParent = b.parent_collection_ref !== undefined || b.parent_collection_key !== undefined;
     const parentId = hasParent ? await this.collectionOf(tx, b.parent_collection_ref, b.parent_collection_key) : null;
-    const existing = await childCollectionId(tx, parentId, b.name);
-    if (existing === undefined) {
-      if (parentId === null) requireRootAuthority(this.auth);
-      else await requireCollectionPermission(tx, this.auth, parentId, 'DelegateCollection');
-      const created = await insertCollection(tx, { name: b.name, description: b.description ?? '', parentId });
-      await appendEvent(tx, this.actor, collectionEvent(created, 'created', null, [parentId]));
-      return { action: 'create', id: created.id };
-    }
-    state.action = 'update';
-    if (this.plan.collisionPolicy === 'abort') throw collide(`collection ${JSON.stringify(b.name)}`);
-    await requireCollectionPermission(tx, this.auth, existing, 'UpdateCollection');
-    const before = await lockCollection(tx, existing);
-    if (!before) throw notFound('collection');
-    const description = b.description ?? before.description;
-    if (description === before.description) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
-    }
-    const after = await updateCollectionRow(tx, before.id, { name: before.name, description });
-    await appendEvent(tx, this.actor, collectionEvent(after, 'updated', before));
-    return { action: 'update', id: after.id };
+    const m = this.as(tx);
+    return this.upsert(
+      state,
+      `collection ${JSON.stringify(b.name)}`,
+      await childCollectionId(tx, parentId, b.name),
+      () => createCollection(m, { name: b.name, description: b.description, parent_collection_id: parentId }),
+      (id) => updateCollection(m, id, { description: b.description }),
+    );
   }
 
   // ---- classes ----------------------------------------------------------------------------------
 
   private async klass(tx: TransactionSql, b: ImportClass, state: ItemState): Promise<Applied> {
     const collectionId = await this.collectionOf(tx, b.collection_ref, b.collection_key);
-    const existing = await classIdByName(tx, b.name);
-    if (existing === undefined) {
-      const values: ClassValues = {
-        name: b.name,
-        description: b.description ?? '',
-        collection_id: collectionId,
-        json_schema: b.json_schema ?? null,
-        validate_schema: b.validate_schema ?? false,
-      };
-      if (values.validate_schema && values.json_schema === null) throw badRequest('validate_schema: true needs a json_schema');
-      if (values.json_schema !== null) compileClassSchema(values.json_schema);
-      await requireCollectionPermission(tx, this.auth, collectionId, 'CreateClass');
-      const created = await insertClass(tx, values);
-      await appendEvent(tx, this.actor, classCreatedEvent(created));
-      await recordClassSchemaChange(tx, this.actor, null, created, NO_IMPACT);
-      return { action: 'create', id: created.id };
-    }
-    state.action = 'update';
-    if (this.plan.collisionPolicy === 'abort') throw collide(`class ${JSON.stringify(b.name)}`);
-    await requireClassPermission(tx, this.auth, existing, 'UpdateClass');
-    const before = await lockClass(tx, existing);
-    if (!before) throw notFound('class');
-    const next: ClassValues = {
-      name: before.name,
-      description: b.description ?? before.description,
+    const fields = {
+      description: b.description,
       collection_id: collectionId,
-      json_schema: b.json_schema === undefined ? (before.json_schema ?? null) : b.json_schema,
-      validate_schema: b.validate_schema ?? before.validate_schema,
+      json_schema: b.json_schema,
+      validate_schema: b.validate_schema,
     };
-    if (next.validate_schema && next.json_schema === null) throw badRequest('validate_schema needs a json_schema');
-    if (b.json_schema !== undefined && b.json_schema !== null) compileClassSchema(b.json_schema);
-    const schemaChanged = !jsonEqual(next.json_schema, before.json_schema ?? null);
-    const moved = next.collection_id !== before.collection_id;
-    if (moved) await requireCollectionPermission(tx, this.auth, next.collection_id, 'CreateClass');
-    if (!schemaChanged && !moved && next.description === before.description && next.validate_schema === before.validate_schema) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
-    }
-    // A refused change is recorded in its own transaction (not for a dry run), so the import's
-    // rollback cannot take the record with it.
-    const impact = await checkClassSchemaChange(tx, before, next).catch(async (err: unknown) => {
-      if (err instanceof SchemaChangeRefused && !this.plan.dryRun) {
-        await recordRefusedSchemaChange(this.deps.sql, this.deps.log, this.actor, err);
-      }
-      throw err;
-    });
-    const after = await updateClassRow(tx, before.id, next);
-    const movedObjects = moved ? await moveClassObjects(tx, this.actor, before.id, next.collection_id) : null;
-    await appendEvent(tx, this.actor, classUpdatedEvent(before, after, schemaChanged, movedObjects));
-    await recordClassSchemaChange(tx, this.actor, before, after, impact);
-    return { action: 'update', id: after.id };
+    // A refused schema change is recorded in its own transaction (not for a dry run), so the
+    // import's rollback cannot take the record with it.
+    const refused = this.plan.dryRun ? (err: unknown) => Promise.reject(err) : recordingRefusal(this.deps.sql, this.deps.log, this.actor);
+    const m = this.as(tx);
+    return this.upsert(
+      state,
+      `class ${JSON.stringify(b.name)}`,
+      await classIdByName(tx, b.name),
+      () => createClass(m, { name: b.name, ...fields }),
+      (id) => updateClass(m, { classId: id }, fields).catch(refused),
+    );
   }
 
   // ---- objects ----------------------------------------------------------------------------------
 
   private async object(tx: TransactionSql, b: ImportObject, state: ItemState): Promise<Applied> {
     const classId = await this.classOf(tx, b.class_ref, b.class_key);
-    const existing = await objectIdByName(tx, classId, b.name);
-    if (existing === undefined) {
-      await requireClassPermission(tx, this.auth, classId, 'CreateObject');
-      const cls = await shareLockClass(tx, classId);
-      if (!cls) throw notFound('class');
-      assertFitsClass(cls, b.json_data);
-      const created = await insertObject(tx, {
-        name: b.name,
-        description: b.description ?? '',
-        collection_id: cls.collection_id,
-        class_id: cls.id,
-        json_data: b.json_data,
-      });
-      await appendEvent(tx, this.actor, objectCreatedEvent(created, cls));
-      await recordObjectCompliance(tx, this.actor, cls, null, created);
-      return { action: 'create', id: created.id };
-    }
-    state.action = 'update';
-    if (this.plan.collisionPolicy === 'abort') throw collide(`object ${JSON.stringify(b.name)}`);
-    await requireObjectPermission(tx, this.auth, existing, 'UpdateObject', { classId });
-    const cls = await shareLockClass(tx, classId);
-    const before = await lockObject(tx, existing);
-    if (!cls || !before) throw notFound('object');
-    const next = { name: before.name, description: b.description ?? before.description, json_data: b.json_data };
-    const dataChanged = !jsonEqual(next.json_data, before.json_data);
-    if (!dataChanged && next.description === before.description) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
-    }
-    if (dataChanged) assertFitsClass(cls, next.json_data);
-    const after = await updateObjectRow(tx, before.id, next);
-    await appendEvent(tx, this.actor, objectUpdatedEvent(before, after, cls.id, dataChanged));
-    if (dataChanged) await recordObjectCompliance(tx, this.actor, cls, before, after);
-    return { action: 'update', id: after.id };
+    const m = this.as(tx);
+    return this.upsert(
+      state,
+      `object ${JSON.stringify(b.name)}`,
+      await objectIdByName(tx, classId, b.name),
+      () => createObject(m, classId, null, { name: b.name, description: b.description, json_data: b.json_data }),
+      (id) => updateObject(m, { classId, objectId: id }, { description: b.description, json_data: b.json_data }),
+    );
   }
 
   // ---- relations --------------------------------------------------------------------------------
@@ -660,127 +544,41 @@ class ImportRun {
   private async classRelation(tx: TransactionSql, b: ImportClassRelation, state: ItemState): Promise<Applied> {
     const fromId = await this.classOf(tx, b.from_class_ref, b.from_class_key);
     const toId = await this.classOf(tx, b.to_class_ref, b.to_class_key);
-    const existing = await classRelationIdBetween(tx, fromId, toId);
-    if (existing === undefined) {
-      const from = await requireClassPermission(tx, this.auth, fromId, 'CreateClassRelation');
-      const to = await requireClassPermission(tx, this.auth, toId, 'CreateClassRelation');
-      const created = await insertClassRelation(tx, {
-        from_class_id: fromId,
-        to_class_id: toId,
-        forward_alias: b.forward_alias ?? null,
-        reverse_alias: b.reverse_alias ?? null,
-        from_max_relations: b.from_max_relations ?? null,
-        to_max_relations: b.to_max_relations ?? null,
-      });
-      await appendEvent(
-        tx,
-        this.actor,
-        classRelationEvent({ ...created, from_collection_id: from.collection_id, to_collection_id: to.collection_id }, 'created'),
-      );
-      return { action: 'create', id: created.id };
-    }
-    state.action = 'update';
-    if (this.plan.collisionPolicy === 'abort') throw collide(`the class relation from class ${fromId} to class ${toId}`);
-    await requireClassPermission(tx, this.auth, fromId, 'UpdateClassRelation');
-    await requireClassPermission(tx, this.auth, toId, 'UpdateClassRelation');
-    const before = await findClassRelation(tx, existing, 'update');
-    if (!before) throw notFound('class relation');
-    const pick = <K extends 'forward_alias' | 'reverse_alias' | 'from_max_relations' | 'to_max_relations'>(k: K) =>
-      b[k] === undefined ? before[k] : (b[k] as (typeof before)[K]);
-    const next = {
-      forward_alias: pick('forward_alias'),
-      reverse_alias: pick('reverse_alias'),
-      from_max_relations: pick('from_max_relations'),
-      to_max_relations: pick('to_max_relations'),
-    };
-    if (
-      next.forward_alias === before.forward_alias &&
-      next.reverse_alias === before.reverse_alias &&
-      next.from_max_relations === before.from_max_relations &&
-      next.to_max_relations === before.to_max_relations
-    ) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
-    }
-    const inUse = await maxRelationsInUse(tx, before.id);
-    if (
-      (next.from_max_relations !== null && inUse.from > next.from_max_relations) ||
-      (next.to_max_relations !== null && inUse.to > next.to_max_relations)
-    ) {
-      throw conflict('existing object relations exceed the new maximum counts of the class relation', 'max_relations_exceeded');
-    }
-    const after = await updateClassRelationRow(tx, before.id, next);
-    await appendEvent(tx, this.actor, {
-      entityType: 'class_relation',
-      entityId: after.id,
-      entityName: null,
-      collectionId: before.from_collection_id,
-      relatedCollectionIds: [before.to_collection_id],
-      action: 'updated',
-      summary: `class relation ${after.id} (class ${after.from_class_id} to class ${after.to_class_id}) updated`,
-      before: classRelationView(before),
-      after: classRelationView(after),
-      beforeRevision: before.revision,
-      afterRevision: after.revision,
-      metadata: { from_class_id: after.from_class_id, to_class_id: after.to_class_id },
-    });
-    return { action: 'update', id: after.id };
+    const { forward_alias, reverse_alias, from_max_relations, to_max_relations } = b;
+    const settings = { forward_alias, reverse_alias, from_max_relations, to_max_relations };
+    const m = this.as(tx);
+    return this.upsert(
+      state,
+      `the class relation from class ${fromId} to class ${toId}`,
+      await classRelationIdBetween(tx, fromId, toId),
+      () => createClassRelation(m, { from_class_id: fromId, to_class_id: toId, ...settings }),
+      (id) => updateClassRelation(m, id, settings),
+    );
   }
 
+  /** An object relation that exists already is left as it is (unchanged). */
   private async objectRelation(tx: TransactionSql, b: ImportObjectRelation, state: ItemState): Promise<Applied> {
     const fromId = await this.objectOf(tx, b.from_object_ref, b.from_object_key);
     const toId = await this.objectOf(tx, b.to_object_ref, b.to_object_key);
-    if (fromId === toId) throw badRequest('an object cannot be related to itself');
     const ends = await findObjectEnds(tx, [fromId, toId]);
     const fromEnd = ends.get(fromId);
     const toEnd = ends.get(toId);
     if (!fromEnd || !toEnd) throw notFound('object');
     const crId = await classRelationIdBetween(tx, fromEnd.class_id, toEnd.class_id);
     if (crId === undefined) throw notFound(`class relation from class ${fromEnd.class_id} to class ${toEnd.class_id}`);
-    const cr = await findClassRelation(tx, crId, 'share');
-    if (!cr) throw notFound('class relation');
-    const from = await requireObjectPermission(tx, this.auth, fromId, 'CreateObjectRelation');
-    const to = await requireObjectPermission(tx, this.auth, toId, 'CreateObjectRelation');
-    await lockRelationEnds(tx, [from.id, to.id]);
-    if (await objectRelationExists(tx, cr.id, from.id, to.id)) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: null };
-    }
-    await assertRoomForRelation(tx, cr, from.id, to.id);
-    const created = await insertObjectRelation(tx, { class_relation_id: cr.id, from_object_id: from.id, to_object_id: to.id });
-    await appendEvent(
-      tx,
-      this.actor,
-      objectRelationEvent(created, { from_collection_id: from.collection_id, to_collection_id: to.collection_id }, 'created'),
-    );
-    return { action: 'create', id: created.id };
+    const created = await ensureObjectRelation(this.as(tx), { class_relation_id: crId, from_object_id: fromId, to_object_id: toId });
+    if (created === null) state.action = 'unchanged';
+    return { action: state.action, id: created?.id ?? null };
   }
 
   // ---- permissions ------------------------------------------------------------------------------
 
-  private async collectionPermission(tx: TransactionSql, b: ImportCollectionPermission, state: ItemState): Promise<Applied> {
+  private async collectionPermission(tx: TransactionSql, b: ImportCollectionPermission, _state: ItemState): Promise<Applied> {
     const collectionId = await this.collectionOf(tx, b.collection_ref, b.collection_key);
     const groupId = await this.groupOf(tx, b.group_ref, b.group_key);
-    await requireCollectionPermission(tx, this.auth, collectionId, 'DelegateCollection');
-    const group = await findGrantGroup(tx, groupId);
-    if (!group) throw notFound('group');
-    const collection = await findCollection(tx, collectionId);
-    if (!collection) throw notFound('collection');
-    await lockGrants(tx, collectionId, groupId);
-    const current = await groupPermissions(tx, collectionId, groupId);
-    state.action = current.length ? 'update' : 'create';
     const wanted = sortPermissions(b.permissions);
-    const target = { collectionId, collectionName: collection.name, group };
-    const removed = b.replace_existing
-      ? await revokePermissions(
-          tx,
-          this.actor,
-          target,
-          current.filter((p) => !wanted.includes(p)),
-        )
-      : [];
-    const added = await grantPermissions(tx, this.actor, target, wanted);
-    const action: ResultAction = current.length === 0 ? 'create' : added.length || removed.length ? 'update' : 'unchanged';
+    const c = await grantCollectionPermissions(this.as(tx), collectionId, groupId, wanted, { replace: b.replace_existing === true });
+    const action: ResultAction = c.before.length === 0 ? 'create' : c.added.length || c.removed.length ? 'update' : 'unchanged';
     return { action, id: null };
   }
 
@@ -790,112 +588,65 @@ class ImportRun {
     const scope = scopeOf(b);
     const existing = await groupIdByKey(tx, b.name, scope);
     if (existing === undefined) {
-      const g = await insertGroup(tx, { name: b.name, description: b.description ?? '', identityScope: scope });
-      await appendEvent(tx, this.actor, groupEvent('created', g, null));
+      const g = await createGroup(this.as(tx), { name: b.name, description: b.description, identity_scope: scope });
       return { action: 'create', id: g.id };
     }
-    state.action = 'update';
-    if (this.plan.collisionPolicy === 'abort') throw collide(`group ${JSON.stringify(b.name)}`);
-    const before = await lockGroup(tx, existing);
-    if (!before) throw notFound('group');
-    if (before.managed_by !== null) throw forbidden('this group is managed by an identity provider and is read-only here');
-    const description = b.description ?? before.description;
-    if (description === before.description) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
-    }
-    const after = await updateGroupRow(tx, before.id, { name: before.name, description });
-    await appendEvent(tx, this.actor, groupEvent('updated', after, before));
-    return { action: 'update', id: after.id };
+    return this.overwrite(state, `group ${JSON.stringify(b.name)}`, () =>
+      updateGroup(this.as(tx), existing, { description: b.description }),
+    );
   }
 
   private async human(tx: TransactionSql, b: ImportHuman, state: ItemState): Promise<Applied> {
     const scope = scopeOf(b);
+    const password = b.password_hash === undefined ? undefined : { hash: b.password_hash };
     const existing = await principalByKey(tx, b.name, scope);
     if (!existing) {
-      const created = await insertUser(tx, {
+      const created = await createUser(this.as(tx), {
         name: b.name,
-        identityScope: scope,
-        passwordHash: b.password_hash ?? null,
-        email: b.email ?? null,
-        properName: b.proper_name ?? null,
+        identity_scope: scope,
+        email: b.email,
+        proper_name: b.proper_name,
+        password,
       });
-      await appendEvent(tx, this.actor, userCreatedEvent(created, { password_set: b.password_hash !== undefined }));
       return { action: 'create', id: created.id };
     }
-    state.action = 'update';
-    if (existing.kind !== 'human') throw conflict(`principal ${JSON.stringify(b.name)} exists as a service account`);
-    if (this.plan.collisionPolicy === 'abort') throw collide(`user ${JSON.stringify(b.name)}`);
-    const before = await lockUser(tx, existing.id);
-    if (!before) throw notFound('user');
-    if (before.provider_managed) throw forbidden('this user is managed by an identity provider and is read-only here');
-    const email = b.email === undefined ? before.email : b.email;
-    const properName = b.proper_name === undefined ? before.proper_name : b.proper_name;
-    const passwordHash =
-      b.password_hash !== undefined && b.password_hash !== (await findUserPasswordHash(tx, before.id)) ? b.password_hash : null;
-    if (passwordHash === null && email === before.email && properName === before.proper_name) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
+    if (existing.kind !== 'human') {
+      state.action = 'update';
+      throw conflict(`principal ${JSON.stringify(b.name)} exists as a service account`);
     }
-    const after = await updateUserRow(tx, before.id, { email, properName, passwordHash });
-    await appendEvent(tx, this.actor, userUpdatedEvent(before, after, passwordHash !== null));
-    return { action: 'update', id: after.id };
+    return this.overwrite(state, `user ${JSON.stringify(b.name)}`, () =>
+      updateUser(this.as(tx), existing.id, { email: b.email, proper_name: b.proper_name, password }),
+    );
   }
 
   private async serviceAccount(tx: TransactionSql, b: ImportServiceAccount, state: ItemState): Promise<Applied> {
     const scope = scopeOf(b);
     const ownerId = await this.groupOf(tx, b.owner_group_ref, b.owner_group_key);
-    const owner: GroupRow | undefined = await shareLockGroup(tx, ownerId);
-    if (!owner) throw notFound('owner group');
     const existing = await principalByKey(tx, b.name, scope);
     if (!existing) {
-      const created = await insertServiceAccount(tx, {
+      const created = await createServiceAccount(this.as(tx), {
         name: b.name,
-        identityScope: scope,
-        description: b.description ?? '',
-        ownerGroupId: ownerId,
-        createdBy: this.auth.principal.id,
+        identity_scope: scope,
+        description: b.description,
+        owner_group_id: ownerId,
+        disabled: b.disabled,
       });
-      await appendEvent(tx, this.actor, serviceAccountEvent('created', created, null));
-      if (b.disabled === true) await disableServiceAccount(tx, this.actor, created);
       return { action: 'create', id: created.id };
     }
-    state.action = 'update';
-    if (existing.kind !== 'service_account') throw conflict(`principal ${JSON.stringify(b.name)} exists as a human user`);
-    if (this.plan.collisionPolicy === 'abort') throw collide(`service account ${JSON.stringify(b.name)}`);
-    const before = await lockServiceAccount(tx, existing.id);
-    if (!before) throw notFound('service account');
-    if (b.disabled === false && before.disabled_at !== null) throw badRequest('a disabled service account cannot be enabled again');
-    const description = b.description ?? before.description;
-    const changed = description !== before.description || ownerId !== before.owner_group_id;
-    const disabling = b.disabled === true && before.disabled_at === null;
-    if (!changed && !disabling) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
+    if (existing.kind !== 'service_account') {
+      state.action = 'update';
+      throw conflict(`principal ${JSON.stringify(b.name)} exists as a human user`);
     }
-    let current = before;
-    if (changed) {
-      current = await updateServiceAccountRow(tx, before.id, { description, ownerGroupId: ownerId });
-      await appendEvent(tx, this.actor, serviceAccountEvent('updated', current, before));
-    }
-    if (disabling) await disableServiceAccount(tx, this.actor, current);
-    return { action: 'update', id: before.id };
+    return this.overwrite(state, `service account ${JSON.stringify(b.name)}`, () =>
+      updateServiceAccount(this.as(tx), existing.id, { description: b.description, owner_group_id: ownerId, disabled: b.disabled }),
+    );
   }
 
-  private async membership(tx: TransactionSql, b: ImportGroupMembership, state: ItemState): Promise<Applied> {
+  private async membership(tx: TransactionSql, b: ImportGroupMembership, _state: ItemState): Promise<Applied> {
     const principalId = await this.principalOf(tx, b.principal_ref, b.principal_key);
     const groupId = await this.groupOf(tx, b.group_ref, b.group_key);
-    const group = await shareLockGroup(tx, groupId);
-    if (!group) throw notFound('group');
-    if (group.managed_by !== null) throw forbidden('this group is managed by an identity provider and is read-only here');
-    const principal: MemberRow | undefined = await findPrincipalForMembership(tx, principalId);
-    if (!principal) throw notFound('principal');
-    if (!(await insertMembership(tx, groupId, principalId))) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: null };
-    }
-    await appendEvent(tx, this.actor, membershipEvent('added', group, principal));
-    return { action: 'create', id: null };
+    const { changed } = await addGroupMember(this.as(tx), groupId, principalId);
+    return { action: changed ? 'create' : 'unchanged', id: null };
   }
 
   // ---- remote targets ---------------------------------------------------------------------------
@@ -908,29 +659,15 @@ class ImportRun {
       throw badRequest('the remote target is invalid', [{ path: 'class', message: 'must be a class of the target collection' }]);
     }
     const body = { ...targetBody(b), collection_id: collectionId, class_id: classId };
+    const config = this.deps.config;
     const existing = await remoteTargetIdByName(tx, collectionId, b.name);
     if (existing === undefined) {
-      const fields = fieldsFromNew(body as Parameters<typeof fieldsFromNew>[0]);
-      validateTarget(fields, this.limits);
-      await requireCollectionPermission(tx, this.auth, collectionId, 'CreateRemoteTarget');
-      const created = await insertRemoteTarget(tx, fields);
-      await appendEvent(tx, this.actor, remoteTargetEvent(created, 'created', null));
+      const created = await createRemoteTarget(this.as(tx), fieldsFromNew(body as Parameters<typeof fieldsFromNew>[0]), config);
       return { action: 'create', id: created.id };
     }
-    state.action = 'update';
-    if (this.plan.collisionPolicy === 'abort') throw collide(`remote target ${JSON.stringify(b.name)}`);
-    await requireCollectionPermission(tx, this.auth, collectionId, 'UpdateRemoteTarget');
-    const before = await lockRemoteTarget(tx, existing);
-    if (!before) throw notFound('remote target');
-    const next = applyPatch(rowFields(before), body as Parameters<typeof applyPatch>[1]);
-    if (sameFields(next, rowFields(before))) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
-    }
-    validateTarget(next, this.limits);
-    const after = await updateRemoteTargetRow(tx, before.id, next);
-    await appendEvent(tx, this.actor, remoteTargetEvent(after, 'updated', before));
-    return { action: 'update', id: after.id };
+    return this.overwrite(state, `remote target ${JSON.stringify(b.name)}`, () =>
+      updateRemoteTarget(this.as(tx), existing, body as RemoteTargetPatch, config),
+    );
   }
 
   // ---- export templates -------------------------------------------------------------------------
@@ -938,29 +675,15 @@ class ImportRun {
   private async exportTemplate(tx: TransactionSql, b: ImportExportTemplate, state: ItemState): Promise<Applied> {
     const collectionId = await this.collectionOf(tx, b.collection_ref, b.collection_key);
     const body = { ...templateBody(b), collection_id: collectionId };
+    const rules = { limits: this.limits, templatePath: 'template' };
     const existing = await exportTemplateIdByName(tx, collectionId, b.name);
     if (existing === undefined) {
-      const fields = templateFieldsFromNew(body);
-      await requireCollectionPermission(tx, this.auth, collectionId, 'CreateTemplate');
-      await validateTemplateWithIncludes(tx, fields, this.limits, 'template');
-      const created = await insertExportTemplate(tx, fields);
-      await appendEvent(tx, this.actor, exportTemplateEvent(created, 'created', null));
+      const created = await createExportTemplate(this.as(tx), templateFieldsFromNew(body), rules);
       return { action: 'create', id: created.id };
     }
-    state.action = 'update';
-    if (this.plan.collisionPolicy === 'abort') throw collide(`export template ${JSON.stringify(b.name)}`);
-    await requireCollectionPermission(tx, this.auth, collectionId, 'UpdateTemplate');
-    const before = await lockExportTemplate(tx, existing);
-    if (!before) throw notFound('export template');
-    const next = applyTemplatePatch(templateRowFields(before), body);
-    if (sameTemplateFields(next, templateRowFields(before))) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
-    }
-    await validateTemplateWithIncludes(tx, next, this.limits, 'template');
-    const after = await updateExportTemplateRow(tx, before.id, next);
-    await appendEvent(tx, this.actor, exportTemplateEvent(after, 'updated', before));
-    return { action: 'update', id: after.id };
+    return this.overwrite(state, `export template ${JSON.stringify(b.name)}`, () =>
+      updateExportTemplate(this.as(tx), existing, body, rules),
+    );
   }
 
   // ---- event sinks and subscriptions ------------------------------------------------------------
@@ -969,57 +692,27 @@ class ImportRun {
     const body = sinkBody(b);
     const existing = await eventSinkIdByName(tx, b.name);
     if (existing === undefined) {
-      const fields = sinkFromNew(body as Parameters<typeof sinkFromNew>[0]);
-      validateSink(fields, 'name');
-      const created = await insertEventSink(tx, fields);
-      await appendEvent(tx, this.actor, eventSinkEvent(created, 'created', null));
+      const created = await createEventSink(this.as(tx), sinkFromNew(body as Parameters<typeof sinkFromNew>[0]), 'name');
       return { action: 'create', id: created.id };
     }
-    state.action = 'update';
-    if (this.plan.collisionPolicy === 'abort') throw collide(`event sink ${JSON.stringify(b.name)}`);
-    const before = await lockEventSink(tx, existing);
-    if (!before) throw notFound('event sink');
-    const prev = sinkFields(before);
-    const next = applySinkPatch(prev, body as SinkPatch);
-    if (sameJson(next, prev)) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
-    }
-    validateSinkChange(prev, next, await subscriptionRoutingsOfSink(tx, before.id), 'name');
-    const after = await updateEventSinkRow(tx, before.id, next);
-    await appendEvent(tx, this.actor, eventSinkEvent(after, 'updated', before));
-    return { action: 'update', id: after.id };
+    return this.overwrite(state, `event sink ${JSON.stringify(b.name)}`, () =>
+      updateEventSink(this.as(tx), existing, body as SinkPatch, undefined, 'name'),
+    );
   }
 
   private async eventSubscription(tx: TransactionSql, b: ImportEventSubscription, state: ItemState): Promise<Applied> {
     const system = b.collection_ref === undefined && b.collection_key === undefined;
     const collectionId = system ? null : await this.collectionOf(tx, b.collection_ref, b.collection_key);
     const sinkId = await this.sinkOf(tx, b.sink_ref, b.sink_key);
-    if (collectionId !== null) await requireCollectionPermission(tx, this.auth, collectionId, 'ManageEventSubscription');
     const body = { ...subscriptionBody(b), sink_id: sinkId } as Parameters<typeof subscriptionFromNew>[1];
     const existing = await eventSubscriptionIdByName(tx, collectionId, b.name);
     if (existing === undefined) {
-      const fields = subscriptionFromNew(collectionId, body);
-      validateSubscriptionForSink(fields, await findEventSink(tx, fields.sink_id));
-      const created = await insertEventSubscription(tx, fields);
-      await appendEvent(tx, this.actor, eventSubscriptionEvent(created, 'created', null));
+      const created = await createEventSubscription(this.as(tx), subscriptionFromNew(collectionId, body));
       return { action: 'create', id: created.id };
     }
-    state.action = 'update';
-    if (this.plan.collisionPolicy === 'abort') throw collide(`event subscription ${JSON.stringify(b.name)}`);
-    const before = await lockEventSubscription(tx, existing, collectionId);
-    if (!before) throw notFound('event subscription');
-    const prev = subscriptionFields(before);
-    const next = applySubscriptionPatch(prev, body as SubscriptionPatch);
-    if (sameJson(next, prev)) {
-      state.action = 'unchanged';
-      return { action: 'unchanged', id: before.id };
-    }
-    validateSubscriptionForSink(next, await findEventSink(tx, next.sink_id));
-    const after = await updateEventSubscriptionRow(tx, before.id, next);
-    if (after.sink_id !== before.sink_id) await repointSubscriptionDeliveries(tx, before.id, after.sink_id);
-    await appendEvent(tx, this.actor, eventSubscriptionEvent(after, 'updated', before));
-    return { action: 'update', id: after.id };
+    return this.overwrite(state, `event subscription ${JSON.stringify(b.name)}`, () =>
+      updateEventSubscription(this.as(tx), collectionId, existing, body as SubscriptionPatch),
+    );
   }
 }
 

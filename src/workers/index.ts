@@ -1,29 +1,27 @@
 import type { Deps } from '../deps.ts';
+import { sleep, type Loop } from './loop.ts';
 import { taskLoop } from './tasks.ts';
+import { tokenPurgeLoop } from './token-purge.ts';
+import { eventFanoutLoop } from './event-fanout.ts';
+import { eventDeliveryLoop } from './event-delivery.ts';
+import { eventRetentionLoop } from './event-retention.ts';
+
+export { sleep, type Loop } from './loop.ts';
 
 export interface Workers {
   stop(): Promise<void>;
 }
 
-/** A background loop: runs `tick` every intervalMs (and when woken) until stopped. */
-export interface Loop {
-  name: string;
-  intervalMs: number;
-  tick(deps: Deps, signal: AbortSignal): Promise<void>;
-}
+/** Every background loop of a worker process. */
+const LOOPS: readonly Loop[] = [taskLoop, tokenPurgeLoop, eventFanoutLoop, eventDeliveryLoop, eventRetentionLoop];
 
-const loops: Loop[] = [];
-registerLoop(taskLoop);
-
-/** Capabilities register their worker loops here at import time. */
-export function registerLoop(loop: Loop): void {
-  loops.push(loop);
-}
-
-/** Starts every registered loop; stop() aborts them and waits (bounded) for the current tick. */
-export function startWorkers(deps: Deps): Workers {
+/**
+ * Starts the given loops (every one by default); stop() aborts them and waits (bounded) for the
+ * current tick.
+ */
+export function startWorkers(deps: Deps, only: readonly Loop[] = LOOPS): Workers {
   const ctl = new AbortController();
-  const running = loops.map(async (loop) => {
+  const running = only.map(async (loop) => {
     while (!ctl.signal.aborted) {
       try {
         await loop.tick(deps, ctl.signal);
@@ -36,31 +34,9 @@ export function startWorkers(deps: Deps): Workers {
   return {
     async stop() {
       ctl.abort();
-      await Promise.race([Promise.allSettled(running), sleep(10_000)]);
+      const bound = new AbortController();
+      await Promise.race([Promise.allSettled(running), sleep(10_000, bound.signal)]);
+      bound.abort();
     },
   };
 }
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((ok) => {
-    const t = setTimeout(ok, ms);
-    signal?.addEventListener(
-      'abort',
-      () => {
-        clearTimeout(t);
-        ok();
-      },
-      { once: true },
-    );
-  });
-}
-
-import { tokenPurgeLoop } from './token-purge.ts';
-registerLoop(tokenPurgeLoop);
-
-import { eventFanoutLoop } from './event-fanout.ts';
-import { eventDeliveryLoop } from './event-delivery.ts';
-registerLoop(eventFanoutLoop);
-registerLoop(eventDeliveryLoop);
-import { eventRetentionLoop } from './event-retention.ts';
-registerLoop(eventRetentionLoop);

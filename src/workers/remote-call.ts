@@ -8,10 +8,13 @@
 // Secrets: alias <alias> resolves with SVC_SECRET_SOURCE=env to the variable
 // SVC_REMOTE_TARGET_SECRET_<ALIAS_UPPERCASE>, with SVC_SECRET_SOURCE=file to the file
 // <SVC_SECRET_FILE_ROOT>/remote-target/<alias> (the file holds only the value; one trailing
-// newline is ignored). Secret values appear only in the outbound request: never in templates,
-// results, task details, events or logs.
+// newline is ignored). A secret is sent only to the origins approved for it beside its value
+// (SVC_REMOTE_TARGET_ORIGINS_<ALIAS_UPPERCASE>, comma-separated, or remote-target/<alias>.origins,
+// one per line): the rendered URL's origin is checked before the secret is read, and a call to
+// any other origin fails as a blocked destination with nothing sent. Secret values appear only in
+// the outbound request: never in templates, results, task details, events or logs.
 import type { Deps } from '../deps.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../domain/errors.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import {
   findRemoteTarget,
@@ -39,8 +42,8 @@ import {
   type OutboundResponse,
   type ResolvedAddress,
 } from '../outbound/http.ts';
-import type { TaskOutcome, TaskRunContext } from './tasks.ts';
-import { REMOTE_TARGET_SECRETS, resolveSecretAlias, type SecretLookup } from '../sinks/secrets.ts';
+import type { TaskOutcome, TaskRunContext } from './task-context.ts';
+import { approvedRemoteTargetOrigins, REMOTE_TARGET_SECRETS, resolveSecretAlias, type SecretLookup } from '../sinks/secrets.ts';
 
 /** Bytes of the response body kept in the result row and task details. */
 export const BODY_PREVIEW_BYTES = 16_384;
@@ -138,8 +141,9 @@ export async function executeRemoteCall(ctx: TaskRunContext): Promise<TaskOutcom
     await requireCollectionPermission(db, ctx.authority, target.collection_id, 'ExecuteRemoteTarget');
     await requireSubjectRead(db, ctx.authority, subject);
   } catch (err) {
-    if (err instanceof ApiError && err.status === 404) return fail('subject_not_found', 'the subject no longer exists');
-    if (err instanceof ApiError && err.status === 403) {
+    if (err instanceof ApiError && err.kind === 'not_found') return fail('subject_not_found', 'the subject no longer exists');
+    if (err instanceof ApiError && err.kind === 'bad_request') return fail('subject_not_allowed', 'the object is not of the target class');
+    if (err instanceof ApiError && err.kind === 'forbidden') {
       return fail('permission_denied', 'the submitter no longer holds ExecuteRemoteTarget on the target or read permission on the subject');
     }
     throw err;
@@ -155,10 +159,24 @@ export async function executeRemoteCall(ctx: TaskRunContext): Promise<TaskOutcom
   }
   url = call.url;
 
-  // 4. URL and destination
+  // 4. URL and destination: a secret goes only to an origin approved for its alias (checked on
+  // the rendered URL, before any name resolution and before the secret is read)
+  const auth = target.auth_config;
   let pinned: ResolvedAddress;
   try {
-    pinned = await resolveAndScreen(parseOutboundUrl(call.url), { allowPrivate: cfg.SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS });
+    const parsed = parseOutboundUrl(call.url);
+    if (auth.type !== 'none') {
+      const approval = await approvedRemoteTargetOrigins(cfg, auth.secret);
+      if (!approval.origins.includes(parsed.origin)) {
+        return fail(
+          'blocked_destination',
+          approval.origins.length === 0
+            ? `no destination origin is approved for the secret alias ${auth.secret}`
+            : `the destination origin is not approved for the secret alias ${auth.secret}`,
+        );
+      }
+    }
+    pinned = await resolveAndScreen(parsed, { allowPrivate: cfg.SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS });
   } catch (err) {
     if (err instanceof OutboundError) {
       if (err.code === 'invalid_url')
@@ -170,7 +188,6 @@ export async function executeRemoteCall(ctx: TaskRunContext): Promise<TaskOutcom
 
   // 5. secrets
   const headers = { ...call.headers };
-  const auth = target.auth_config;
   if (auth.type !== 'none') {
     const secret = await resolveRemoteTargetSecret(deps, auth.secret);
     if (!secret.ok) return fail('missing_secret', `the secret alias ${auth.secret} is not available`);

@@ -12,12 +12,12 @@
 // cancel request is cancelled. Executors call checkpoint() to honour cancel requests; it throws
 // TaskCancelledError, and the runner records `cancelled`.
 //
-// Executors plug in with registerTaskExecutor(kind, fn) (imports, exports, backups add theirs).
+// The executors (imports, exports, backups, remote calls) are listed below; tests add theirs with
+// registerTaskExecutor(kind, fn).
 // runTaskOnce(deps) runs one claim cycle to completion (tests, and one-shot tools).
 import type { Deps } from '../deps.ts';
-import type { Loop } from './index.ts';
+import type { Loop } from './loop.ts';
 import type { Actor } from '../db/events.ts';
-import type { TransactionSql } from '../db/sql.ts';
 import { withTx } from '../db/tx.ts';
 import { insertTaskEvent } from '../db/tasks.ts';
 import {
@@ -31,65 +31,29 @@ import {
   renewClaim,
   type ClaimedTask,
   type Finish,
-  type FinalStatus,
 } from '../db/task-runner.ts';
 import type { Authority, ScopeValue } from '../domain/authz.ts';
 import { executeRemoteCall } from './remote-call.ts';
 import { executeExport } from './export.ts';
 import { executeImport } from './import.ts';
 import { executeBackup } from './backup.ts';
+import { ClaimLostError, TaskCancelledError, type TaskExecutor, type TaskOutcome, type TaskRunContext } from './task-context.ts';
 import { runWokenWorkers } from './waker.ts';
 
-/** How long a claim lasts without renewal; renewed every LEASE_MS / 3 while the executor runs. */
-export const LEASE_MS = 60_000;
+// A claim lasts SVC_TASK_LEASE_MS without renewal; it is renewed every third of that while the executor runs.
 /** How long running executors may finish after shutdown begins, before they are aborted. */
 export const SHUTDOWN_GRACE_MS = 7_000;
 
-export class TaskCancelledError extends Error {
-  constructor() {
-    super('the task was cancelled');
-    this.name = 'TaskCancelledError';
-  }
-}
+export { ClaimLostError, TaskCancelledError, type TaskOutcome, type TaskRunContext } from './task-context.ts';
 
-export class ClaimLostError extends Error {
-  constructor() {
-    super('the claim on the task was lost');
-    this.name = 'ClaimLostError';
-  }
-}
+const executors = new Map<string, TaskExecutor>([
+  ['remote_call', executeRemoteCall],
+  ['export', executeExport],
+  ['import', executeImport],
+  ['backup', executeBackup],
+]);
 
-export interface TaskRunContext {
-  deps: Deps;
-  task: ClaimedTask;
-  /**
-   * The submitter's authority for re-checks: live grants and admin membership, intersected with
-   * the token scope snapshot taken at enqueue (fail closed: a scoped flag without a snapshot
-   * denies everything). null when the submitter no longer exists.
-   */
-  authority: Authority | null;
-  /** Worker actor for audit events: actor_kind worker, initiator = submitter, task_id set. */
-  actor: Actor;
-  /** Aborted when the claim is lost or the process shuts down. */
-  signal: AbortSignal;
-  /** Throws TaskCancelledError when a cancel was requested (ClaimLostError when the claim is gone). */
-  checkpoint(): Promise<void>;
-  /** Appends a task_events row (history for GET /tasks/{id}/events). */
-  event(eventType: string, message: string, data?: unknown): Promise<void>;
-}
-
-export interface TaskOutcome extends Omit<Finish, 'status'> {
-  status: Exclude<FinalStatus, 'cancelled'>;
-  /** Message of the final task_events row. */
-  message?: string;
-  /** Runs inside the finalizing transaction after the claim is confirmed (store results here). */
-  finalize?: (tx: TransactionSql) => Promise<void>;
-}
-
-export type TaskExecutor = (ctx: TaskRunContext) => Promise<TaskOutcome>;
-
-const executors = new Map<string, TaskExecutor>();
-
+/** Adds or replaces the executor of a task kind (tests add their own). */
 export function registerTaskExecutor(kind: string, fn: TaskExecutor): void {
   executors.set(kind, fn);
 }
@@ -97,11 +61,6 @@ export function registerTaskExecutor(kind: string, fn: TaskExecutor): void {
 export function registeredTaskKinds(): string[] {
   return [...executors.keys()];
 }
-
-registerTaskExecutor('remote_call', executeRemoteCall);
-registerTaskExecutor('export', executeExport);
-registerTaskExecutor('import', executeImport);
-registerTaskExecutor('backup', executeBackup);
 
 function adminOf(deps: Deps) {
   return { group: deps.config.SVC_ADMIN_GROUPNAME, scope: deps.config.SVC_ADMIN_IDENTITY_SCOPE };
@@ -184,7 +143,7 @@ async function claimNext(deps: Deps, only: ClaimFilter): Promise<Claim> {
       await recordTaskTransition(tx, actor, queued, after, message);
       return { kind: 'finished', task: after };
     }
-    const claimed = await markClaimed(tx, queued.id, LEASE_MS);
+    const claimed = await markClaimed(tx, queued.id, deps.config.SVC_TASK_LEASE_MS);
     await recordTaskTransition(tx, actor, queued, claimed, `${claimed.kind} task running`);
     const authority: Authority = {
       principal: { id: submitter!.id },
@@ -213,7 +172,7 @@ async function execute(
   else shutdown?.addEventListener('abort', onShutdown, { once: true });
 
   const renew = async (): Promise<boolean> => {
-    const cancel = await renewClaim(deps.sql, task.id, token, LEASE_MS);
+    const cancel = await renewClaim(deps.sql, task.id, token, deps.config.SVC_TASK_LEASE_MS);
     if (cancel === null) {
       lost = true;
       ctl.abort();
@@ -223,7 +182,7 @@ async function execute(
   };
   const heartbeat = setInterval(() => {
     renew().catch(() => {});
-  }, LEASE_MS / 3);
+  }, deps.config.SVC_TASK_LEASE_MS / 3);
 
   const actor = workerActor(task, claim.submitterName);
   const ctx: TaskRunContext = {

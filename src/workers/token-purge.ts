@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.ts';
-import type { Loop } from './index.ts';
+import type { Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent, SYSTEM_ACTOR } from '../db/events.ts';
 import { deleteExpiredApprovals } from '../db/approvals.ts';

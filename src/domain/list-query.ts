@@ -5,7 +5,8 @@
 //   json_data__<op>=a,b=v  a JSON path (comma-separated segments), then the value after '='
 //   sort=a,b.desc,-c       at most 8 fields, each once; an id tie-breaker is appended
 //   limit (1..250, default 100, larger clamped; 0 or negative is 400), cursor, include_total
-// Unknown fields or operators are 400; at most 64 filters.
+// A filter may be repeated; all filters combine with AND. Unknown fields or operators are 400; at
+// most 64 filters.
 import { createHash } from 'node:crypto';
 import { badRequest } from './errors.ts';
 
@@ -150,8 +151,11 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
       if (v !== undefined) extras[key] = v;
       continue;
     }
-    filters.push(parseFilter(key, one(query, key) ?? String(raw), spec));
-    if (filters.length > 64) throw badRequest('too many filters (at most 64)');
+    // A repeated filter is one more condition: all filters combine with AND.
+    for (const value of Array.isArray(raw) ? raw : [raw]) {
+      filters.push(parseFilter(key, String(value), spec));
+      if (filters.length > 64) throw badRequest('too many filters (at most 64)');
+    }
   }
   const sort = parseSort(one(query, 'sort'), spec);
   const limit = parseLimit(query.limit);
@@ -329,6 +333,9 @@ function decodeCursor(raw: string, signature: string, keys: number): unknown[] {
   }
   const c = parsed as { v?: unknown; s?: unknown };
   if (!c || typeof c !== 'object' || c.s !== signature || !Array.isArray(c.v) || c.v.length !== keys) throw invalid();
-  for (const v of c.v) if (v !== null && typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw invalid();
+  for (const v of c.v) {
+    if (v !== null && typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw invalid();
+    if (typeof v === 'string' && v.includes('\u0000')) throw invalid();
+  }
   return c.v;
 }

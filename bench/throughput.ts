@@ -1,0 +1,543 @@
+// Throughput benchmark (`make bench-throughput`): the service against the best bare server built from
+// the same parts (bench/bare-server.ts) under the same concurrent load, both as real processes on
+// 127.0.0.1 and the same database. Every measurement starts a fresh process, warms it, then loads it
+// with autocannon (used as a library, in this process); rounds run bare, service, bare, service, and
+// each row's ratio is service / bare within a round. Also: a soak (one service process under
+// getObject, last window vs first), the service's RSS, and 2 api processes vs 1.
+// Prints numbers only (a markdown table on stdout, progress on stderr); tests never time anything.
+//
+// Uses SVC_DATABASE_URL when set (a scratch database is created on that server and dropped), else an
+// embedded PostgreSQL in a temporary directory. Knobs: BENCH_CONNECTIONS (50), BENCH_DURATION (10 s
+// per measurement), BENCH_WARMUP (3 s), BENCH_ROUNDS (2), BENCH_SOAK_SECONDS (60; 0 skips the soak),
+// BENCH_SOAK_WINDOW (10 s compared at each end of the soak).
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import autocannon, { type AutocannonInstance, type AutocannonRequest } from 'autocannon';
+import postgres from 'postgres';
+import { startEmbeddedPostgres, type EmbeddedDb } from '../src/db/embedded.ts';
+import { SERVER_SCHEMA } from './objects.ts';
+
+const int = (name: string, fallback: number, min = 1) => {
+  const v = Number(process.env[name] ?? fallback);
+  if (!Number.isInteger(v) || v < min) throw new Error(`${name} must be an integer >= ${min}`);
+  return v;
+};
+const CONNECTIONS = int('BENCH_CONNECTIONS', 50, 2);
+const DURATION = int('BENCH_DURATION', 10);
+const WARMUP = int('BENCH_WARMUP', 3);
+const ROUNDS = int('BENCH_ROUNDS', 2);
+const SOAK = int('BENCH_SOAK_SECONDS', 60, 0);
+const SOAK_WINDOW = Math.min(int('BENCH_SOAK_WINDOW', 10), Math.max(1, Math.floor(SOAK / 3)));
+const ADMIN_PASSWORD = 'bench-throughput-password';
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const TICK_US = 1e6 / (Number(process.env.BENCH_CLK_TCK) || 100); // USER_HZ: 100 on Linux
+
+// ---------------------------------------------------------------------------------------------
+// Processes: every one started here is stopped at the end, on failure and on Ctrl-C.
+
+interface Proc {
+  name: string;
+  pid: number;
+  port: number;
+  child: ChildProcess;
+  exited: Promise<void>;
+  output: string[];
+  startRssKb: number;
+}
+
+const live = new Set<Proc>();
+const running = new Set<AutocannonInstance>();
+
+function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.once('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => ok(port));
+    });
+  });
+}
+
+/** The environment of a child: ours without SVC_* (so nothing in the caller's shell changes the service). */
+function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith('SVC_') && !k.startsWith('BARE_')) env[k] = v;
+  return { ...env, ...extra };
+}
+
+async function startProc(name: string, script: string, env: Record<string, string>, port: number, readyPath: string): Promise<Proc> {
+  // node itself (not npx/tsx's CLI, which would run the server as a grandchild): the pid we read
+  // /proc of is the server's.
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const output: string[] = [];
+  const keep = (b: Buffer) => {
+    output.push(...b.toString('utf8').split('\n').filter(Boolean));
+    if (output.length > 40) output.splice(0, output.length - 40);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  let alive = true;
+  const exited = new Promise<void>((ok) => child.once('exit', () => ((alive = false), ok())));
+  const proc: Proc = { name, pid: child.pid!, port, child, exited, output, startRssKb: 0 };
+  live.add(proc);
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (!alive) throw new Error(`${name} exited during start-up:\n${output.join('\n')}`);
+    if (Date.now() > deadline) throw new Error(`${name} not ready within 60 s:\n${output.join('\n')}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}${readyPath}`);
+      await res.arrayBuffer();
+      if (res.ok) break;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  proc.startRssKb = memKb(proc, 'VmRSS');
+  return proc;
+}
+
+async function stopProc(p: Proc): Promise<void> {
+  if (!live.has(p)) return;
+  p.child.kill('SIGTERM');
+  const killed = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+  await p.exited;
+  clearTimeout(killed);
+  live.delete(p);
+}
+
+/** utime + stime of the process so far, in µs. */
+function cpuUs(p: Proc): number {
+  const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_US; // fields 14 and 15 of proc(5)
+}
+
+/** A memory line of /proc/<pid>/status (VmRSS now, VmHWM the peak so far), in kB. */
+function memKb(p: Proc, key: 'VmRSS' | 'VmHWM'): number {
+  const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${p.pid}/status`, 'utf8'));
+  return m ? Number(m[1]) : NaN;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load
+
+interface Target {
+  port: number;
+  request: AutocannonRequest;
+}
+
+interface Load {
+  requests: number;
+  seconds: number;
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
+/**
+ * Loads every target at once for `seconds`, the connections split evenly among them. Any response
+ * other than 2xx, or any error, aborts the run (a benchmark of errors measures nothing).
+ */
+async function load(targets: Target[], seconds: number, onResponse?: () => void): Promise<Load> {
+  const hist: RecordableHistogram = createHistogram();
+  const started = performance.now();
+  const instances = targets.map((t, i) => {
+    const connections = Math.floor(CONNECTIONS / targets.length) + (i < CONNECTIONS % targets.length ? 1 : 0);
+    const inst = autocannon({ url: `http://127.0.0.1:${t.port}`, connections, duration: seconds, timeout: 10, requests: [t.request] });
+    inst.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => {
+      hist.record(Math.max(1, Math.round(ms * 1000)));
+      onResponse?.();
+    });
+    running.add(inst);
+    return inst;
+  });
+  const results = await Promise.all(instances);
+  for (const inst of instances) running.delete(inst);
+  const elapsed = (performance.now() - started) / 1000;
+  for (const r of results) {
+    if (r.non2xx || r.errors || r.timeouts) {
+      throw new Error(
+        `${targets[0]!.request.method ?? 'GET'} ${targets[0]!.request.path}: ${r.non2xx} non-2xx, ${r.errors} errors, ` +
+          `${r.timeouts} timeouts; status codes ${JSON.stringify(r.statusCodeStats)}`,
+      );
+    }
+  }
+  const requests = results.reduce((s, r) => s + r.requests.total, 0);
+  const seconds_ = Math.max(...results.map((r) => r.duration), 0) || elapsed;
+  return { requests, seconds: seconds_, rps: requests / seconds_, p50: hist.percentile(50) / 1000, p99: hist.percentile(99) / 1000 };
+}
+
+interface Measurement extends Load {
+  id: string;
+  round: number;
+  cpuPerReq: number;
+  startRssMb: number;
+  peakRssMb: number;
+}
+
+/** Fresh process(es), warm-up, then the measured load; CPU per request summed over the processes. */
+async function measure(
+  id: string,
+  round: number,
+  procs: () => Promise<Proc[]>,
+  target: (p: Proc) => AutocannonRequest,
+): Promise<Measurement> {
+  const ps = await procs();
+  try {
+    const targets = ps.map((p) => ({ port: p.port, request: target(p) }));
+    await load(targets, WARMUP);
+    const cpu0 = ps.reduce((s, p) => s + cpuUs(p), 0);
+    const gen0 = process.cpuUsage();
+    const l = await load(targets, DURATION);
+    const cpu1 = ps.reduce((s, p) => s + cpuUs(p), 0);
+    const gen = process.cpuUsage(gen0);
+    const m: Measurement = {
+      id,
+      round,
+      ...l,
+      cpuPerReq: (cpu1 - cpu0) / l.requests,
+      startRssMb: Math.max(...ps.map((p) => p.startRssKb)) / 1024,
+      peakRssMb: Math.max(...ps.map((p) => memKb(p, 'VmHWM'))) / 1024,
+    };
+    process.stderr.write(
+      `  round ${round} ${id.padEnd(16)} ${fmt(m.rps).padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms  ` +
+        `${fmt(m.cpuPerReq)} µs CPU/req  RSS ${m.startRssMb.toFixed(0)} → ${m.peakRssMb.toFixed(0)} MB  ` +
+        `(load generator ${(((gen.user + gen.system) / 1e6 / l.seconds) * 100).toFixed(0)} % of a core; load avg ${loadavg()[0]!.toFixed(2)})\n`,
+    );
+    return m;
+  } finally {
+    await Promise.all(ps.map(stopProc));
+  }
+}
+
+const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n.toFixed(1));
+
+// ---------------------------------------------------------------------------------------------
+// Database and seeding
+
+let embedded: EmbeddedDb | undefined;
+let tmp: string | undefined;
+let admin: postgres.Sql | undefined;
+let dbName: string | undefined;
+
+async function createDatabase(): Promise<string> {
+  let base = process.env.SVC_DATABASE_URL;
+  if (!base) {
+    tmp = await mkdtemp(join(tmpdir(), 'svc-throughput-'));
+    embedded = await startEmbeddedPostgres(tmp);
+    base = embedded.url;
+  }
+  dbName = `svc_throughput_${Date.now()}`;
+  admin = postgres(base, { max: 1, onnotice: () => {} });
+  await admin.unsafe(`create database ${dbName}`);
+  const url = new URL(base);
+  url.pathname = `/${dbName}`;
+  return url.toString();
+}
+
+let cleaning: Promise<void> | undefined;
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    for (const inst of running) inst.stop();
+    await Promise.all([...live].map(stopProc));
+    if (admin && dbName) await admin.unsafe(`drop database if exists ${dbName} with (force)`).catch(() => {});
+    await admin?.end({ timeout: 5 });
+    await embedded?.stop();
+    if (tmp) await rm(tmp, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    process.stderr.write(`\n${signal}: stopping the processes and dropping the scratch database\n`);
+    void cleanup().finally(() => process.exit(130));
+  });
+}
+// Last resort (an exit nobody awaited cleanup for): no child outlives us.
+process.on('exit', () => {
+  for (const p of live) p.child.kill('SIGKILL');
+});
+
+interface Seed {
+  adminToken: string;
+  readerToken: string;
+  classId: number;
+  objectId: number;
+}
+
+async function api<T>(
+  port: number,
+  method: string,
+  path: string,
+  status: number,
+  token?: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+) {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    headers: {
+      ...headers,
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status !== status) throw new Error(`${method} ${path}: expected ${status}, got ${res.status}: ${text.slice(0, 500)}`);
+  return (text ? JSON.parse(text) : undefined) as T;
+}
+
+let seq = 0;
+const serverData = (i: number) => ({
+  hostname: `host-${i}.example.net`,
+  env: ['prod', 'staging', 'dev'][i % 3],
+  metrics: { cpu: 1 + (i % 16), mem_gb: 8 },
+  ip: `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`,
+  tags: ['rack-1', 'bench'],
+  counter: 0,
+});
+
+/** Everything the scenarios need, created through the API of a running service. */
+async function seed(port: number): Promise<Seed> {
+  const login = (name: string, password: string) =>
+    api<{ token: string }>(port, 'POST', '/api/v0/auth/login', 200, undefined, { name, password });
+  const adminToken = (await login('admin', ADMIN_PASSWORD)).token;
+  const a = <T>(method: string, path: string, status: number, body?: unknown, headers?: Record<string, string>) =>
+    api<T>(port, method, path, status, adminToken, body, headers);
+  const collection = await a<{ id: number }>('POST', '/api/v1/collections', 201, { name: 'throughput' });
+  const cls = await a<{ id: number }>('POST', '/api/v1/classes', 201, {
+    name: 'servers',
+    collection_id: collection.id,
+    json_schema: SERVER_SCHEMA,
+    validate_schema: true,
+  });
+  let objectId = 0;
+  for (let i = 0; i < 20; i++) {
+    const o = await a<{ id: number }>('POST', `/api/v1/classes/${cls.id}/objects`, 201, { name: `seed-${i}`, json_data: serverData(i) });
+    objectId ||= o.id;
+  }
+  const user = { name: 'reader', password: 'reader-password' };
+  const { approval } = await a<{ approval: string }>('POST', '/api/v1/iam/credential-approvals', 201, {
+    password: ADMIN_PASSWORD,
+    operation: { kind: 'create_user', user },
+  });
+  const reader = await a<{ id: number }>('POST', '/api/v1/iam/users', 201, user, { 'x-svc-credential-approval': approval });
+  const group = await a<{ id: number }>('POST', '/api/v1/iam/groups', 201, { name: 'readers' });
+  await a('POST', `/api/v1/iam/groups/${group.id}/members/${reader.id}`, 201);
+  await a('POST', `/api/v1/collections/${collection.id}/permissions/group/${group.id}`, 200, ['ReadCollection', 'ReadClass', 'ReadObject']);
+  const readerToken = (await login(user.name, user.password)).token;
+  return { adminToken, readerToken, classId: cls.id, objectId };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scenarios
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  const load0 = loadavg()[0]!;
+  const dbUrl = await createDatabase();
+  const service = async (role = 'api') => {
+    const port = await freePort();
+    const env = {
+      SVC_DATABASE_URL: dbUrl,
+      SVC_BIND: `127.0.0.1:${port}`,
+      SVC_LOG_LEVEL: 'warn',
+      SVC_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      SVC_RUNTIME_ROLE: role,
+    };
+    return startProc(`service:${port}`, 'src/main.ts', env, port, '/readyz');
+  };
+  const bare = async () => {
+    const port = await freePort();
+    return startProc(`bare:${port}`, 'bench/bare-server.ts', { BARE_DATABASE_URL: dbUrl, BARE_PORT: String(port) }, port, '/constant');
+  };
+
+  process.stderr.write('seeding through the API\n');
+  const first = await service();
+  const s = await seed(first.port).finally(() => stopProc(first));
+  const scratch = postgres(dbUrl, { max: 1, onnotice: () => {} });
+  await scratch`vacuum analyze`.finally(() => scratch.end());
+  const auth = (token: string) => ({ authorization: `Bearer ${token}` });
+  const get = (path: string, token?: string): AutocannonRequest => ({ method: 'GET', path, headers: token ? auth(token) : {} });
+  const objPath = `/api/v1/classes/${s.classId}/${s.objectId}`;
+  const runTag = Date.now().toString(36);
+  const create = (path: string, token?: string): AutocannonRequest => ({
+    method: 'POST',
+    path,
+    headers: { 'content-type': 'application/json', ...(token ? auth(token) : {}) },
+    setupRequest: (req) => {
+      const i = seq++;
+      return { ...req, body: JSON.stringify({ name: `tp-${runTag}-${i}`, json_data: serverData(i) }) };
+    },
+  });
+
+  // One round: each bare measurement right before the service one(s) it is compared with.
+  const plan: [string, () => Promise<Proc[]>, (p: Proc) => AutocannonRequest][] = [
+    ['bare-constant', async () => [await bare()], () => get('/constant')],
+    ['svc-healthz', async () => [await service()], () => get('/healthz')],
+    ['bare-select', async () => [await bare()], () => get(`/objects/${s.objectId}`)],
+    ['bare-token', async () => [await bare()], () => get(`/token/objects/${s.objectId}`, s.adminToken)],
+    ['svc-get-admin', async () => [await service()], () => get(objPath, s.adminToken)],
+    ['svc-get-reader', async () => [await service()], () => get(objPath, s.readerToken)],
+    ['svc-get-2procs', async () => Promise.all([service(), service()]), () => get(objPath, s.adminToken)],
+    ['bare-create', async () => [await bare()], () => create(`/classes/${s.classId}/objects`)],
+    ['svc-create', async () => [await service()], () => create(`/api/v1/classes/${s.classId}/objects`, s.adminToken)],
+  ];
+  const results: Measurement[] = [];
+  for (let round = 1; round <= ROUNDS; round++) {
+    process.stderr.write(`round ${round} of ${ROUNDS} (${CONNECTIONS} connections, ${WARMUP} s warm-up, ${DURATION} s measured)\n`);
+    for (const [id, procs, target] of plan) results.push(await measure(id, round, procs, target));
+  }
+
+  let soak: { first: number; last: number; cpuFirst: number; cpuLast: number; startRss: number; peakRss: number } | undefined;
+  if (SOAK > 0) {
+    process.stderr.write(`soak: getObject on one service process for ${SOAK} s\n`);
+    const p = await service();
+    try {
+      const target = [{ port: p.port, request: get(objPath, s.adminToken) }];
+      await load(target, WARMUP);
+      let count = 0;
+      const mark = () => ({ t: performance.now(), n: count, cpu: cpuUs(p) });
+      const marks: ReturnType<typeof mark>[] = [mark()];
+      const timers = [SOAK_WINDOW, SOAK - SOAK_WINDOW].map((sec) => setTimeout(() => marks.push(mark()), sec * 1000));
+      const progress = setInterval(
+        () => process.stderr.write(`  soak ${Math.round((performance.now() - marks[0]!.t) / 1000)} s: ${count} requests\n`),
+        30_000,
+      );
+      try {
+        await load(target, SOAK, () => count++);
+      } finally {
+        timers.forEach(clearTimeout);
+        clearInterval(progress);
+      }
+      marks.push(mark());
+      const [m0, m1, m2, m3] = marks as [
+        ReturnType<typeof mark>,
+        ReturnType<typeof mark>,
+        ReturnType<typeof mark>,
+        ReturnType<typeof mark>,
+      ];
+      soak = {
+        first: ((m1.n - m0.n) / (m1.t - m0.t)) * 1000,
+        last: ((m3.n - m2.n) / (m3.t - m2.t)) * 1000,
+        cpuFirst: (m1.cpu - m0.cpu) / (m1.n - m0.n),
+        cpuLast: (m3.cpu - m2.cpu) / (m3.n - m2.n),
+        startRss: p.startRssKb / 1024,
+        peakRss: memKb(p, 'VmHWM') / 1024,
+      };
+      process.stderr.write(`  soak: ${fmt(soak.first)} → ${fmt(soak.last)} req/s, RSS peak ${soak.peakRss.toFixed(0)} MB\n`);
+    } finally {
+      await stopProc(p);
+    }
+  }
+
+  const [pg] = await admin!<{ v: string }[]>`select current_setting('server_version') as v`;
+  const db = `PostgreSQL ${pg!.v.split(' ')[0]} (${embedded ? 'embedded' : 'SVC_DATABASE_URL'})`;
+  console.log(report(results, soak, { load0, load1: loadavg()[0]!, seconds: (performance.now() - started) / 1000, db }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+function report(
+  results: Measurement[],
+  soak: { first: number; last: number; cpuFirst: number; cpuLast: number; startRss: number; peakRss: number } | undefined,
+  run: { load0: number; load1: number; seconds: number; db: string },
+): string {
+  const of = (id: string) => results.filter((r) => r.id === id);
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  const avg = (id: string, f: (m: Measurement) => number) => mean(of(id).map(f));
+  const ratios = (num: string, den: string) => of(num).map((m) => m.rps / of(den).find((d) => d.round === m.round)!.rps);
+  let disagree = false;
+  const perRound = (r: number[]) => {
+    const spread = Math.max(...r) / Math.min(...r) > 1.05;
+    disagree ||= spread;
+    return `(${r.map((x) => x.toFixed(2)).join(', ')})${spread ? ' †' : ''}`;
+  };
+  const ms = (x: number) => (x >= 10 ? x.toFixed(0) : x.toFixed(1));
+  const row = (path: string, does: string, bareId: string, svcId: string) => {
+    const r = ratios(svcId, bareId);
+    return [
+      path,
+      does,
+      fmt(avg(bareId, (m) => m.rps)),
+      fmt(avg(svcId, (m) => m.rps)),
+      `**${mean(r).toFixed(2)}** ${perRound(r)}`,
+      `${ms(avg(svcId, (m) => m.p50))} / ${ms(avg(svcId, (m) => m.p99))} vs ${ms(avg(bareId, (m) => m.p50))} / ${ms(avg(bareId, (m) => m.p99))}`,
+      `${fmt(avg(svcId, (m) => m.cpuPerReq))} vs ${fmt(avg(bareId, (m) => m.cpuPerReq))}`,
+      `${fmt(Math.max(...of(svcId).map((m) => m.peakRssMb)))} vs ${fmt(Math.max(...of(bareId).map((m) => m.peakRssMb)))}`,
+    ];
+  };
+  const rows = [
+    row('`/healthz` vs a constant JSON route', 'nothing', 'bare-constant', 'svc-healthz'),
+    row('getObject, admin token', 'one row select', 'bare-select', 'svc-get-admin'),
+    row('getObject, admin token', 'token `UPDATE … RETURNING` + row select', 'bare-token', 'svc-get-admin'),
+    row('getObject, non-admin reader', 'token update + row select', 'bare-token', 'svc-get-reader'),
+    row('createObject, schema enforced, with audit event', '`BEGIN; insert object; insert event; COMMIT`', 'bare-create', 'svc-create'),
+  ];
+  const two = ratios('svc-get-2procs', 'svc-get-admin');
+  rows.push([
+    'getObject, admin token, 2 api processes vs 1',
+    '— (1 process: the row above)',
+    fmt(avg('svc-get-admin', (m) => m.rps)),
+    fmt(avg('svc-get-2procs', (m) => m.rps)),
+    `2 / 1 **${mean(two).toFixed(2)}** ${perRound(two)}`,
+    `${ms(avg('svc-get-2procs', (m) => m.p50))} / ${ms(avg('svc-get-2procs', (m) => m.p99))} vs ${ms(avg('svc-get-admin', (m) => m.p50))} / ${ms(avg('svc-get-admin', (m) => m.p99))}`,
+    `${fmt(avg('svc-get-2procs', (m) => m.cpuPerReq))} vs ${fmt(avg('svc-get-admin', (m) => m.cpuPerReq))}`,
+    `${fmt(Math.max(...of('svc-get-2procs').map((m) => m.peakRssMb)))} (each) vs ${fmt(Math.max(...of('svc-get-admin').map((m) => m.peakRssMb)))}`,
+  ]);
+  if (soak) {
+    rows.push([
+      `getObject, one process for ${SOAK} s`,
+      '—',
+      '—',
+      `${fmt(soak.first)} → ${fmt(soak.last)}`,
+      `last ${SOAK_WINDOW} s / first ${SOAK_WINDOW} s **${(soak.last / soak.first).toFixed(2)}**`,
+      '',
+      `${fmt(soak.cpuFirst)} → ${fmt(soak.cpuLast)}`,
+      `${fmt(soak.startRss)} → ${fmt(soak.peakRss)}`,
+    ]);
+  }
+  const header = [
+    'Path',
+    'Bare server does',
+    'Bare req/s',
+    'Service req/s',
+    'Service / bare (per round)',
+    'p50 / p99 ms (svc vs bare)',
+    'CPU µs/req (svc vs bare)',
+    'RSS peak MB (svc vs bare)',
+  ];
+  const svcIds = ['svc-healthz', 'svc-get-admin', 'svc-get-reader', 'svc-create', 'svc-get-2procs'];
+  const svc = results.filter((r) => svcIds.includes(r.id));
+  const bareAll = results.filter((r) => r.id.startsWith('bare-'));
+  const cpu = cpus();
+  return [
+    `Throughput, ${new Date().toISOString().slice(0, 10)}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}, Node ${process.version}, ${run.db}; ` +
+      `${CONNECTIONS} connections, ${DURATION} s per measurement after ${WARMUP} s warm-up, ${ROUNDS} rounds (bare, service, bare, service), ` +
+      `fresh processes (service: SVC_RUNTIME_ROLE=api); load average ${run.load0.toFixed(2)} before, ${run.load1.toFixed(2)} after; total ${run.seconds.toFixed(0)} s.`,
+    '',
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${r.join(' | ')} |`),
+    '',
+    `RSS of the service: ${fmt(mean(svc.map((m) => m.startRssMb)))} MB after start, peak ${fmt(Math.max(...svc.map((m) => m.peakRssMb)))} MB ` +
+      `under ${CONNECTIONS} connections (bare server: ${fmt(mean(bareAll.map((m) => m.startRssMb)))} MB after start, peak ${fmt(Math.max(...bareAll.map((m) => m.peakRssMb)))} MB).`,
+    ...(disagree ? ['', '† the rounds differ by more than 5 %: something else was using the machine; rerun when it is idle.'] : []),
+  ].join('\n');
+}
+
+try {
+  await main();
+} finally {
+  await cleanup();
+}

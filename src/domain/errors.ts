@@ -1,0 +1,93 @@
+import { STATUS_CODES } from 'node:http';
+
+export interface ErrorDetail {
+  path: string;
+  message: string;
+}
+
+export interface ErrorBody {
+  error: string;
+  message: string;
+  reason?: string;
+  guidance?: string;
+  details?: ErrorDetail[];
+}
+
+/** Every kind of failure the service reports, and the one place each is given its HTTP status. */
+export const ERROR_STATUS = {
+  bad_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  gone: 410,
+  precondition_failed: 412,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  too_many_requests: 429,
+  not_implemented: 501,
+  unavailable: 503,
+} as const satisfies Record<string, number>;
+
+export type ErrorKind = keyof typeof ERROR_STATUS;
+
+export interface ApiErrorOptions {
+  reason?: string;
+  guidance?: string;
+  details?: ErrorDetail[];
+  /** When the caller may try again (too_many_requests, unavailable); rendered as Retry-After. */
+  retryAfterSeconds?: number;
+  /** The resource's current entity tag (precondition_failed); rendered as ETag. */
+  etag?: string;
+}
+
+/** The one error type the layers throw; the app renders it. */
+export class ApiError extends Error {
+  readonly kind: ErrorKind;
+  readonly reason?: string;
+  readonly guidance?: string;
+  readonly details?: ErrorDetail[];
+  readonly retryAfterSeconds?: number;
+  readonly etag?: string;
+
+  constructor(kind: ErrorKind, message: string, opts: ApiErrorOptions = {}) {
+    super(message);
+    this.kind = kind;
+    this.reason = opts.reason;
+    this.guidance = opts.guidance;
+    this.details = opts.details;
+    this.retryAfterSeconds = opts.retryAfterSeconds;
+    this.etag = opts.etag;
+  }
+
+  get status(): number {
+    return ERROR_STATUS[this.kind];
+  }
+
+  body(): ErrorBody {
+    const b: ErrorBody = { error: reasonPhrase(this.status), message: this.message };
+    if (this.reason) b.reason = this.reason;
+    if (this.guidance) b.guidance = this.guidance;
+    if (this.details) b.details = this.details;
+    return b;
+  }
+}
+
+/** An ApiError the caller caused (every kind below 500): safe to report back as it is. */
+export function isClientError(err: unknown): err is ApiError {
+  return err instanceof ApiError && err.status < 500;
+}
+
+export function reasonPhrase(status: number): string {
+  return STATUS_CODES[status] ?? 'Error';
+}
+
+export const badRequest = (message: string, details?: ErrorDetail[]) => new ApiError('bad_request', message, { details });
+export const unauthorized = () =>
+  new ApiError('unauthorized', 'authentication required: the token is missing, invalid, revoked or expired');
+export const forbidden = (message = 'you do not have permission for this operation') => new ApiError('forbidden', message);
+export const notFound = (what = 'resource') => new ApiError('not_found', `${what} not found`);
+export const conflict = (message: string, reason?: string) => new ApiError('conflict', message, { reason });
+export const notImplemented = (operationId: string) =>
+  new ApiError('not_implemented', `operation ${operationId} is not implemented yet`, { reason: 'not_implemented' });

@@ -1,0 +1,44 @@
+// What every entity's write path takes. A mutation runs inside the caller's transaction: a
+// handler opens one per request (inTx), the import worker runs many in one transaction or one
+// savepoint per item. The write path itself does lock → If-Match → rules → write → audit event;
+// the caller only decides where the transaction begins and ends.
+import type { Db, TransactionSql } from '../db/sql.ts';
+import { withTx } from '../db/tx.ts';
+import type { Actor } from '../db/events.ts';
+import type { Authority } from '../domain/authz.ts';
+import { requireIfMatch } from '../domain/preconditions.ts';
+
+/** Who a mutation runs as: the audit actor and the authority every rule is checked against. */
+export interface Caller {
+  actor: Actor;
+  auth: Authority;
+}
+
+export interface MutationContext extends Caller {
+  tx: TransactionSql;
+}
+
+/** Runs fn as one mutation in its own transaction (or in db, when db already is one). */
+export function inTx<T>(db: Db, caller: Caller, fn: (m: MutationContext) => Promise<T>): Promise<T> {
+  return withTx(db, (tx) => fn({ ...caller, tx }));
+}
+
+/** A row after a write; changed is false when nothing differed, so nothing was written or recorded. */
+export interface Written<R> {
+  row: R;
+  changed: boolean;
+}
+
+/** Writes only when something changes: `same` says whether the next state equals `before`. */
+export async function skipWhenUnchanged<R>(before: R, same: boolean, write: () => Promise<R>): Promise<Written<R>> {
+  if (same) return { row: before, changed: false };
+  return { row: await write(), changed: true };
+}
+
+/**
+ * The If-Match precondition of a write, checked with the row locked. `ifMatch` is the raw header
+ * value; undefined means unconditional (no header, or a caller such as the importer that has none).
+ */
+export function requireMatch(ifMatch: string | undefined, kind: string, id: number, revision: number): void {
+  requireIfMatch(ifMatch, kind, id, revision);
+}

@@ -1,0 +1,118 @@
+// Groups and their memberships: the one write path, for the API and the import worker alike. A
+// group an identity provider manages (and its membership) is read-only here; a group that owns
+// service accounts cannot be deleted.
+import { ApiError, forbidden, notFound } from '../domain/errors.ts';
+import { appendEvent } from '../db/events.ts';
+import {
+  deleteGroupRow,
+  deleteMembership,
+  findPrincipalForMembership,
+  groupEvent,
+  groupMemberIds,
+  groupView,
+  insertGroup,
+  insertMembership,
+  lockGroup,
+  membershipEvent,
+  ownedServiceAccounts,
+  shareLockGroup,
+  updateGroupRow,
+  type GroupRow,
+  type MemberRow,
+} from '../db/groups.ts';
+import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
+
+const KIND = 'group';
+
+const providerManaged = () => forbidden('this group is managed by an identity provider and is read-only here');
+
+export interface NewGroup {
+  name: string;
+  description?: string | null;
+  identity_scope: string;
+}
+
+/** Members to change; an omitted member keeps its value, a null description clears it. */
+export interface GroupChanges {
+  name?: string;
+  description?: string | null;
+}
+
+async function lockForWrite(m: MutationContext, id: number, ifMatch: string | undefined): Promise<GroupRow> {
+  const before = await lockGroup(m.tx, id);
+  if (!before) throw notFound('group');
+  if (before.managed_by !== null) throw providerManaged();
+  requireMatch(ifMatch, KIND, id, before.revision);
+  return before;
+}
+
+export async function createGroup(m: MutationContext, v: NewGroup): Promise<GroupRow> {
+  const g = await insertGroup(m.tx, { name: v.name, description: v.description ?? '', identityScope: v.identity_scope });
+  await appendEvent(m.tx, m.actor, groupEvent('created', g, null));
+  return g;
+}
+
+export async function updateGroup(m: MutationContext, id: number, changes: GroupChanges, ifMatch?: string): Promise<Written<GroupRow>> {
+  const before = await lockForWrite(m, id, ifMatch);
+  const name = changes.name ?? before.name;
+  const description = changes.description === undefined ? before.description : (changes.description ?? '');
+  return skipWhenUnchanged(before, name === before.name && description === before.description, async () => {
+    const after = await updateGroupRow(m.tx, id, { name, description });
+    await appendEvent(m.tx, m.actor, groupEvent('updated', after, before));
+    return after;
+  });
+}
+
+export async function deleteGroup(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
+  const before = await lockForWrite(m, id, ifMatch);
+  const owned = await ownedServiceAccounts(m.tx, id);
+  if (owned.length > 0) {
+    throw new ApiError('conflict', `group ${before.name} owns service accounts: ${owned.map((s) => s.name).join(', ')}`, {
+      reason: 'group_owns_service_accounts',
+      guidance: 'move the service accounts to another owner group or delete them first',
+      details: owned.map((s) => ({ path: `service_accounts/${s.id}`, message: s.name })),
+    });
+  }
+  const members = await groupMemberIds(m.tx, id);
+  await deleteGroupRow(m.tx, id);
+  await appendEvent(m.tx, m.actor, {
+    entityType: KIND,
+    entityId: id,
+    entityName: before.name,
+    action: 'deleted',
+    summary: `group ${before.name} deleted`,
+    before: groupView(before),
+    beforeRevision: before.revision,
+    metadata: { removed_member_ids: members },
+  });
+}
+
+/** The group (share-locked against deletion) and the principal of a membership change. */
+async function lockMembership(
+  m: MutationContext,
+  groupId: number,
+  principalId: number,
+): Promise<{ group: GroupRow; principal: MemberRow }> {
+  const group = await shareLockGroup(m.tx, groupId);
+  if (!group) throw notFound('group');
+  if (group.managed_by !== null) throw providerManaged();
+  const principal = await findPrincipalForMembership(m.tx, principalId);
+  if (!principal) throw notFound('principal');
+  return { group, principal };
+}
+
+/** Adds a principal to a group; unchanged when it already was a member. */
+export async function addGroupMember(m: MutationContext, groupId: number, principalId: number): Promise<Written<MemberRow>> {
+  const { group, principal } = await lockMembership(m, groupId, principalId);
+  const changed = await insertMembership(m.tx, groupId, principalId);
+  if (changed) await appendEvent(m.tx, m.actor, membershipEvent('added', group, principal));
+  return { row: principal, changed };
+}
+
+/** Removes a principal from a group; nothing happens when it was not a member. */
+export async function removeGroupMember(m: MutationContext, groupId: number, principalId: number): Promise<boolean> {
+  const { group, principal } = await lockMembership(m, groupId, principalId);
+  const changed = await deleteMembership(m.tx, groupId, principalId);
+  if (changed) await appendEvent(m.tx, m.actor, membershipEvent('removed', group, principal));
+  return changed;
+}

@@ -1,0 +1,158 @@
+// Objects: the one write path of an object, for the API and the import worker alike. The class is
+// share-locked for every write (its schema and collection hold while the object is checked and
+// written); an object write checks the class schema and records compliance flips.
+import { ApiError, notFound } from '../domain/errors.ts';
+import { assertFitsClass } from '../domain/class-schema.ts';
+import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
+import { appendEvent } from '../db/events.ts';
+import { requireClassPermission, requireObjectPermission } from '../db/authz.ts';
+import { shareLockClass, type ClassRow } from '../db/classes.ts';
+import { recordObjectCompliance } from '../db/class-schema-events.ts';
+import {
+  deleteObjectWithRelations,
+  insertObject,
+  lockObject,
+  objectCreatedEvent,
+  objectIdByName,
+  objectUpdatedEvent,
+  objectView,
+  updateObjectRow,
+  type ObjectRow,
+} from '../db/objects.ts';
+import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
+
+const KIND = 'object';
+
+/**
+ * The object a write names: by id or by name within a class. A route by class name passes that
+ * name too, so a class renamed meanwhile no longer answers to it (404).
+ */
+export interface ObjectTarget {
+  classId: number;
+  className?: string | null;
+  objectId?: number | null;
+  objectName?: string | null;
+}
+
+export interface NewObject {
+  name: string;
+  description?: string;
+  json_data: unknown;
+}
+
+/** Members to change; an omitted member keeps its value. */
+export interface ObjectChanges {
+  name?: string;
+  description?: string;
+  json_data?: unknown;
+}
+
+/** Share-locks the class of an object write and checks it still carries the expected name. */
+async function lockClassFor(m: MutationContext, classId: number, expectedName: string | null | undefined): Promise<ClassRow> {
+  const cls = await shareLockClass(m.tx, classId);
+  if (!cls || (expectedName != null && cls.name !== expectedName)) throw notFound('class');
+  return cls;
+}
+
+/** Locks the class (share) and the object (update) a target names; 404 on any mismatch. */
+async function lockTarget(m: MutationContext, t: ObjectTarget): Promise<{ cls: ClassRow; obj: ObjectRow }> {
+  const cls = await lockClassFor(m, t.classId, t.className);
+  const id = t.objectId ?? (await objectIdByName(m.tx, t.classId, t.objectName!));
+  const obj = id === undefined ? undefined : await lockObject(m.tx, id);
+  if (!obj || obj.class_id !== t.classId || (t.objectName != null && obj.name !== t.objectName)) throw notFound('object');
+  return { cls, obj };
+}
+
+/** Locks an object for a write and checks `perm` on it and If-Match. */
+async function lockForWrite(
+  m: MutationContext,
+  t: ObjectTarget,
+  perm: 'UpdateObject' | 'DeleteObject',
+  ifMatch: string | undefined,
+): Promise<{ cls: ClassRow; obj: ObjectRow }> {
+  const locked = await lockTarget(m, t);
+  await requireObjectPermission(m.tx, m.auth, locked.obj.id, perm, { classId: t.classId });
+  requireMatch(ifMatch, KIND, locked.obj.id, locked.obj.revision);
+  return locked;
+}
+
+/** Writes a changed object with its event and compliance record; nothing when nothing changes. */
+async function writeObject(
+  m: MutationContext,
+  cls: ClassRow,
+  before: ObjectRow,
+  next: { name: string; description: string; json_data: unknown },
+  how: string,
+): Promise<Written<ObjectRow>> {
+  const dataChanged = !jsonEqual(next.json_data, before.json_data);
+  const same = !dataChanged && next.name === before.name && next.description === before.description;
+  return skipWhenUnchanged(before, same, async () => {
+    if (dataChanged) assertFitsClass(cls, next.json_data);
+    const after = await updateObjectRow(m.tx, before.id, next);
+    await appendEvent(m.tx, m.actor, objectUpdatedEvent(before, after, cls.id, dataChanged, how));
+    if (dataChanged) await recordObjectCompliance(m.tx, m.actor, cls, before, after);
+    return after;
+  });
+}
+
+export async function createObject(m: MutationContext, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
+  await requireClassPermission(m.tx, m.auth, classId, 'CreateObject');
+  const cls = await lockClassFor(m, classId, className);
+  assertFitsClass(cls, v.json_data);
+  const created = await insertObject(m.tx, {
+    name: v.name,
+    description: v.description ?? '',
+    collection_id: cls.collection_id,
+    class_id: cls.id,
+    json_data: v.json_data,
+  });
+  await appendEvent(m.tx, m.actor, objectCreatedEvent(created, cls));
+  await recordObjectCompliance(m.tx, m.actor, cls, null, created);
+  return created;
+}
+
+export async function updateObject(
+  m: MutationContext,
+  t: ObjectTarget,
+  changes: ObjectChanges,
+  ifMatch?: string,
+): Promise<Written<ObjectRow>> {
+  const { cls, obj } = await lockForWrite(m, t, 'UpdateObject', ifMatch);
+  const next = {
+    name: changes.name ?? obj.name,
+    description: changes.description ?? obj.description,
+    json_data: changes.json_data === undefined ? obj.json_data : changes.json_data,
+  };
+  return writeObject(m, cls, obj, next, '');
+}
+
+/** Applies an RFC 6902 JSON Patch to the object's json_data. */
+export async function patchObjectData(m: MutationContext, t: ObjectTarget, patch: unknown, ifMatch?: string): Promise<Written<ObjectRow>> {
+  const { cls, obj } = await lockForWrite(m, t, 'UpdateObject', ifMatch);
+  let data: unknown;
+  try {
+    data = applyJsonPatch(obj.json_data, patch, { requireObjectRoot: true });
+  } catch (err) {
+    if (err instanceof JsonPatchError)
+      throw new ApiError(err.errorKind, `the JSON Patch cannot be applied: ${err.message}`, { reason: err.kind });
+    throw err;
+  }
+  return writeObject(m, cls, obj, { name: obj.name, description: obj.description, json_data: data }, ' (JSON Patch)');
+}
+
+/** Deletes an object with its relations (each recorded as deleted). */
+export async function deleteObject(m: MutationContext, t: ObjectTarget, ifMatch?: string): Promise<void> {
+  const { cls, obj } = await lockForWrite(m, t, 'DeleteObject', ifMatch);
+  const relations = await deleteObjectWithRelations(m.tx, m.actor, obj);
+  await appendEvent(m.tx, m.actor, {
+    entityType: KIND,
+    entityId: obj.id,
+    entityName: obj.name,
+    collectionId: obj.collection_id,
+    action: 'deleted',
+    summary: `object ${obj.name} deleted from class ${cls.name}`,
+    before: objectView(obj),
+    beforeRevision: obj.revision,
+    metadata: { class_id: cls.id, deleted_object_relations: relations },
+  });
+}

@@ -1,0 +1,95 @@
+// Users: the one write path of a human user, for the API and the import worker alike. A user an
+// identity provider manages is read-only here. A password arrives in plain text from the API
+// (hashed here, after the caller's credential approval) or hashed from an import (hashed when the
+// import was submitted; the same hash again is no change).
+import { forbidden, notFound } from '../domain/errors.ts';
+import { hashPassword } from '../domain/passwords.ts';
+import { appendEvent } from '../db/events.ts';
+import type { TransactionSql } from '../db/sql.ts';
+import { findUserPasswordHash } from '../db/approvals.ts';
+import { insertUser, lockUser, updateUserRow, userCreatedEvent, userUpdatedEvent, userView, type UserRow } from '../db/users.ts';
+import { deletePrincipalRecorded } from './principals.ts';
+import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
+
+const KIND = 'user';
+
+const providerManaged = () => forbidden('this user is managed by an identity provider and is read-only here');
+
+export type PasswordInput = { plain: string } | { hash: string };
+
+/**
+ * Runs in the mutation's transaction right before a given password is used: the API consumes the
+ * caller's credential approval there.
+ */
+export type ApprovePassword = (tx: TransactionSql) => Promise<unknown>;
+
+export interface NewUser {
+  name: string;
+  identity_scope: string;
+  email?: string | null;
+  proper_name?: string | null;
+  password?: PasswordInput;
+}
+
+/** Members to change; an omitted member keeps its value. */
+export interface UserChanges {
+  email?: string | null;
+  proper_name?: string | null;
+  password?: PasswordInput;
+}
+
+/** The hash to store for a given password; null when none is given or it is the stored one. */
+async function passwordHashOf(m: MutationContext, userId: number | null, p: PasswordInput | undefined, approve?: ApprovePassword) {
+  if (p === undefined) return null;
+  await approve?.(m.tx);
+  if ('plain' in p) return hashPassword(p.plain);
+  if (userId !== null && p.hash === (await findUserPasswordHash(m.tx, userId))) return null;
+  return p.hash;
+}
+
+async function lockForWrite(m: MutationContext, id: number, ifMatch: string | undefined): Promise<UserRow> {
+  const before = await lockUser(m.tx, id);
+  if (!before) throw notFound('user');
+  if (before.provider_managed) throw providerManaged();
+  requireMatch(ifMatch, KIND, id, before.revision);
+  return before;
+}
+
+/** `password_set` in the event says whether the user can log in with a password. */
+export async function createUser(m: MutationContext, v: NewUser, approve?: ApprovePassword): Promise<UserRow> {
+  const passwordHash = await passwordHashOf(m, null, v.password, approve);
+  const created = await insertUser(m.tx, {
+    name: v.name,
+    identityScope: v.identity_scope,
+    passwordHash,
+    email: v.email ?? null,
+    properName: v.proper_name ?? null,
+  });
+  await appendEvent(m.tx, m.actor, userCreatedEvent(created, { password_set: passwordHash !== null }));
+  return created;
+}
+
+export async function updateUser(
+  m: MutationContext,
+  id: number,
+  changes: UserChanges,
+  ifMatch?: string,
+  approve?: ApprovePassword,
+): Promise<Written<UserRow>> {
+  const before = await lockForWrite(m, id, ifMatch);
+  const passwordHash = await passwordHashOf(m, id, changes.password, approve);
+  const email = changes.email === undefined ? before.email : changes.email;
+  const properName = changes.proper_name === undefined ? before.proper_name : changes.proper_name;
+  const same = passwordHash === null && email === before.email && properName === before.proper_name;
+  return skipWhenUnchanged(before, same, async () => {
+    const after = await updateUserRow(m.tx, id, { email, properName, passwordHash });
+    await appendEvent(m.tx, m.actor, userUpdatedEvent(before, after, passwordHash !== null));
+    return after;
+  });
+}
+
+/** Deletes a user; its profile, memberships, tokens and settings go with it. */
+export async function deleteUser(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
+  const before = await lockForWrite(m, id, ifMatch);
+  await deletePrincipalRecorded(m, { entityType: KIND, label: 'user' }, before, userView(before));
+}

@@ -1,0 +1,249 @@
+// What client generators need from openapi.yaml: every list filter declared as its own query
+// parameter (generated from the server's list tables, and accepted by the real app), no two
+// parameters of one operation that a generator would give the same identifier, the responses and
+// headers every operation can produce, no schema named after a JavaScript global.
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import YAML from 'yaml';
+import { operations, type OperationId } from '../generated/operations.ts';
+import { SchemaRegistry } from '../src/http/schemas.ts';
+import { ApiError } from '../src/domain/errors.ts';
+import { parseListQuery } from '../src/domain/list-query.ts';
+import { LIST_FILTER_OPERATIONS, accepts, extraParams, filterParams, sampleValue } from '../codegen/list-filters.ts';
+import { syncSpecText } from '../codegen/spec-blocks.ts';
+import { NO_DATABASE, insertConventions } from '../codegen/insert-conventions.ts';
+import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { collection, createClass, createObject } from './class-fixtures.ts';
+
+type Json = Record<string, unknown>;
+interface Param {
+  name: string;
+  in: string;
+  $ref?: string;
+  schema?: Json;
+}
+const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'] as const;
+const text = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'openapi.yaml'), 'utf8');
+const doc = YAML.parse(text) as { paths: Record<string, Json>; components: { parameters: Record<string, Param>; schemas: Json } };
+const registry = new SchemaRegistry(doc as unknown as Json);
+
+function resolveParam(p: Param, d = doc): [Param, string | undefined] {
+  if (!p.$ref) return [p, undefined];
+  const key = p.$ref.split('/').pop()!;
+  return [d.components.parameters[key]!, `/components/parameters/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`];
+}
+
+/** Every operation with its parameters (path-level ones first), references resolved. */
+function allOperations(d = doc): { opId: string; method: string; path: string; op: Json; params: [Param, string | undefined][] }[] {
+  const out = [];
+  for (const [path, item] of Object.entries(d.paths)) {
+    for (const method of METHODS) {
+      const op = item[method] as Json | undefined;
+      if (!op) continue;
+      const raw = [...((item.parameters as Param[] | undefined) ?? []), ...((op.parameters as Param[] | undefined) ?? [])];
+      out.push({ opId: op.operationId as string, method, path, op, params: raw.map((p) => resolveParam(p, d)) });
+    }
+  }
+  return out;
+}
+
+const queryNames = (opId: string): Map<string, string | undefined> => {
+  const op = allOperations().find((o) => o.opId === opId)!;
+  return new Map(op.params.filter(([p]) => p.in === 'query').map(([p, ptr]) => [p.name, ptr]));
+};
+
+/** Parameters an operation declares that are not list filters (paging, sort, the free-form object, its own). */
+const NOT_FILTERS = new Set(['limit', 'cursor', 'sort', 'include_total', 'filters', 'include', 'group_by', 'aggregate']);
+
+describe('list filters declared as query parameters', () => {
+  it('openapi.yaml holds the generated filter parameters as codegen writes them (make codegen)', () => {
+    expect(syncSpecText(text) === text, 'openapi.yaml is stale: run make codegen').toBe(true);
+  });
+
+  it('every list operation declares exactly the filter names the server accepts, and no others', () => {
+    for (const [opId, listOp] of Object.entries(LIST_FILTER_OPERATIONS)) {
+      const declared = queryNames(opId);
+      const accepted = new Set([...filterParams(listOp).map((p) => p.name), ...extraParams(listOp)]);
+      // A filter named like a path parameter is left to the free-form `filters` (one identifier in clients).
+      const pathParams = new Set(
+        allOperations()
+          .find((o) => o.opId === opId)!
+          .params.filter(([p]) => p.in === 'path')
+          .map(([p]) => p.name),
+      );
+      for (const name of accepted) if (!pathParams.has(name)) expect(declared.has(name), `${opId} does not declare ${name}`).toBe(true);
+      for (const name of declared.keys()) {
+        if (NOT_FILTERS.has(name)) continue;
+        // A hand-declared name (the audit lists' entity_type, ...) is a field the parser reads too.
+        const field = name.split('__')[0]!;
+        const ok = accepted.has(name) || field in listOp.spec.fields || field in (listOp.spec.aliases ?? {});
+        expect(ok, `${opId} declares ${name}, which the server does not accept`).toBe(true);
+      }
+    }
+  });
+
+  it('each filter schema accepts exactly what the list parser accepts (a corpus of good and bad values)', () => {
+    const bad = ['', ' ', 'abc', '1.0', '+5', ' 5', '1e3', '1,,2', '1,2,3', '1-', '5-1x', 'yes', 'TRUE', 'nope', '2026/01/01', 'yesterday'];
+    const json = ['novalue', ',=1', ' ,a=1', 'a=x', 'a=1', 'a=1,2,3', 'a=maybe', 'a,b', 'a=true', '=1'];
+    let checked = 0;
+    const seen = new Set<string>();
+    for (const [opId, listOp] of Object.entries(LIST_FILTER_OPERATIONS)) {
+      const declared = queryNames(opId);
+      for (const p of filterParams(listOp)) {
+        const ptr = declared.get(p.name);
+        const key = `${p.type}:${p.op}:${String(p.values)}`;
+        if (!ptr?.startsWith('/components/parameters/ListFilter.') || seen.has(key)) continue;
+        seen.add(key);
+        const validate = registry.validatorAt(`${ptr}/schema`);
+        const good = sampleValue(p);
+        expect(validate(good), `${p.name}=${good} fails its schema`).toBe(true);
+        expect(accepts(listOp, p.name, good), `${p.name}=${good} is refused by the parser`).toBe(true);
+        for (const v of [...bad, ...(p.type === 'json' ? json : []), ...(p.values ?? []).map((x) => ` ${x} ,${x}`)]) {
+          const schemaSays = validate(v);
+          const parserSays = accepts(listOp, p.name, v);
+          expect(schemaSays, `${p.name}=${JSON.stringify(v)}: schema ${schemaSays}, parser ${parserSays}`).toBe(parserSays);
+          checked++;
+        }
+        // A repeated filter is accepted by both (all filters combine with AND).
+        expect(validate([good, good])).toBe(true);
+      }
+    }
+    expect(checked).toBeGreaterThan(300);
+  });
+
+  it('declares nothing the generators could not tell apart: no two parameters of an operation with one identifier', () => {
+    // openapi-typescript-codegen camel-cases names (class_id and classId collide), others keep them.
+    const ident = (name: string) => name.replace(/[^A-Za-z0-9]/g, '').toLowerCase();
+    for (const { opId, params } of allOperations()) {
+      const seen = new Map<string, string>();
+      for (const [p] of params) {
+        const id = ident(p.name);
+        expect(seen.has(id), `${opId}: ${p.in} ${p.name} collides with ${seen.get(id)}`).toBe(false);
+        seen.set(id, `${p.in} ${p.name}`);
+      }
+    }
+  });
+});
+
+/** What an operation of `d` lacks among the responses and headers every operation can produce. */
+function conventionProblems(d: typeof doc): string[] {
+  const components = (d.components as unknown as { responses: Record<string, Json> }).responses;
+  const responseOf = (r: Json): Json => (r.$ref ? components[(r.$ref as string).split('/').pop()!]! : r);
+  const missing: string[] = [];
+  for (const { opId, op, params } of allOperations(d)) {
+    const responses = op.responses as Record<string, Json>;
+    if (!responses['405']) missing.push(`${opId} 405`);
+    if (!NO_DATABASE.has(opId) && !responses['503']) missing.push(`${opId} 503`);
+    if (op.requestBody && !responses['415']) missing.push(`${opId} 415`);
+    if (!params.some(([p]) => p.in === 'header' && p.name === 'X-Correlation-ID')) missing.push(`${opId} X-Correlation-ID parameter`);
+    for (const [code, r] of Object.entries(responses)) {
+      const headers = (responseOf(r).headers ?? {}) as Record<string, Json>;
+      for (const h of ['X-Request-Id', 'X-Correlation-ID']) if (!headers[h]) missing.push(`${opId} ${code} ${h}`);
+    }
+  }
+  return missing;
+}
+
+describe('responses and headers every operation can produce', () => {
+  it('every operation declares 405, 503 (database_busy) where it reads the database, 415 where it takes a body, X-Correlation-ID, and X-Request-Id/X-Correlation-ID on every response', () => {
+    expect(conventionProblems(doc)).toEqual([]);
+    expect(allOperations().length).toBeGreaterThan(170);
+    expect(insertConventions(text) === text, 'run npx tsx codegen/insert-conventions.ts').toBe(true);
+  });
+
+  it('the inserter adds what an operation lacks (a damaged copy of the contract)', () => {
+    const damaged = text
+      .replace(/\n {8}"405":\n {10}\$ref: "#\/components\/responses\/MethodNotAllowed"/g, '')
+      .replace(/\n {8}"503":\n {10}\$ref: "#\/components\/responses\/ServiceUnavailable"/g, '')
+      .replace(/\n {12}X-Request-Id:\n {14}\$ref: "#\/components\/headers\/XRequestId"/g, '')
+      // (only where another parameter stays, so that no `parameters:` is left empty)
+      .replace(/(?<=\n {8}- [^\n]*)\n {8}- \$ref: "#\/components\/parameters\/XCorrelationId"/g, '');
+    const broken = conventionProblems(YAML.parse(damaged) as typeof doc);
+    expect(broken.length).toBeGreaterThan(500);
+    expect(conventionProblems(YAML.parse(insertConventions(damaged)) as typeof doc)).toEqual([]);
+  });
+});
+
+describe('list filters against the running app', () => {
+  let t: TestApp;
+  const pathValues: Record<string, Record<string, string | number>> = {};
+
+  beforeAll(async () => {
+    t = await startTestApp();
+    const col = await collection(t);
+    const cls = await createClass(t, col);
+    const obj = await createObject(t, cls.id, { a: { b: 1 } });
+    const [admin] = await t.deps.sql<{ id: number }[]>`select id from principals where name = 'admin' and kind = 'human' limit 1`;
+    const [group] = await t.deps.sql<{ id: number }[]>`insert into groups (name) values (${uniq('g')}) returning id`;
+    const tpl = await t.request('POST', '/api/v1/export-templates', { body: { collection_id: col, name: uniq('tpl'), template: 'x' } });
+    expect(tpl.status, tpl.text).toBe(201);
+    const rt = await t.request('POST', '/api/v1/remote-targets', {
+      body: {
+        collection_id: col,
+        name: uniq('rt'),
+        description: 'a target',
+        method: 'post',
+        url_template: 'https://hooks.example.com/{{ subject.id }}',
+        allowed_subject_types: ['collection'],
+      },
+    });
+    expect(rt.status, rt.text).toBe(201);
+    const common = { collection_id: col, class_id: cls.id, class_name: cls.name, object_id: obj.id };
+    for (const opId of Object.keys(LIST_FILTER_OPERATIONS)) {
+      pathValues[opId] = {
+        ...common,
+        template_id: (tpl.body as { id: number }).id,
+        target_id: (rt.body as { id: number }).id,
+        user_id: admin!.id,
+        group_id: group!.id,
+        object_class_id: cls.id,
+      };
+    }
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  const pathOf = (opId: string) =>
+    operations[opId as OperationId].path.replace(/\{([^}]+)\}/g, (_, name: string) => String(pathValues[opId]![name]));
+
+  it('every declared filter parameter, sent as an ordinary query parameter, is answered 200 by every list', async () => {
+    for (const [opId, listOp] of Object.entries(LIST_FILTER_OPERATIONS)) {
+      const declared = queryNames(opId);
+      // The generated ones (hand-declared names such as the audit lists' entity_id keep their own schemas).
+      const params = filterParams(listOp).filter((p) => declared.get(p.name)?.startsWith('/components/parameters/ListFilter.'));
+      for (let i = 0; i < params.length; i += 60) {
+        // An aggregate needs a measure or a dimension besides its filters.
+        const query: Record<string, string> = opId.startsWith('aggregate') ? { group_by: 'name' } : {};
+        for (const p of params.slice(i, i + 60)) query[p.name] = sampleValue(p);
+        const res = await t.request('GET', pathOf(opId), { query });
+        expect(res.status, `${opId} ${JSON.stringify(query)}: ${res.text}`).toBe(200);
+      }
+    }
+  });
+
+  it('an unknown filter is still refused with the same 400 as before the filters were declared', async () => {
+    for (const opId of ['listUsers', 'listObjects', 'listEvents'] as const) {
+      const res = await t.request('GET', pathOf(opId), { query: { name__nearby: 'x' } });
+      expect(res.status).toBe(400);
+      let expected: ApiError | undefined;
+      try {
+        parseListQuery({ name__nearby: 'x' }, LIST_FILTER_OPERATIONS[opId]!.spec);
+      } catch (e) {
+        expected = e as ApiError;
+      }
+      expect(res.body).toMatchObject({ error: 'Bad Request', message: expected!.message });
+      // The bracketed form a deepObject serializer produces stays unknown too.
+      const bracketed = await t.request('GET', pathOf(opId), { query: { 'filters[name]': 'x' } });
+      expect(bracketed.status).toBe(400);
+    }
+  });
+
+  it('a filter value the parser refuses is a 400 naming the parameter, as before', async () => {
+    const res = await t.request('GET', '/api/v1/iam/users', { query: { id__gt: '1.0' } });
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ message: 'invalid value for id__gt: expected an integer' });
+  });
+});
