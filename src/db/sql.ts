@@ -8,6 +8,47 @@ export type Db = Sql | TransactionSql;
 
 const acquireTimeouts = new WeakMap<object, number>();
 
+/** The pool's connections by state and the queries waiting for one (postgres.js, as patched in patches/). */
+export interface PoolStats {
+  max: number;
+  connecting: number;
+  /** Connected and idle. */
+  open: number;
+  /** Running queries, able to take more (pipelining). */
+  busy: number;
+  /** Running as many queries as they may. */
+  full: number;
+  /** Held by a transaction or a reserved connection. */
+  reserved: number;
+  /** Queries and transactions waiting for a connection. */
+  waiting: number;
+}
+
+export function poolStats(sql: Sql): PoolStats | null {
+  const read = (sql as unknown as { poolStats?: () => PoolStats }).poolStats;
+  return typeof read === 'function' ? read() : null;
+}
+
+/** What withTx reports about each transaction (the metrics register one; db/ knows nothing of them). */
+export interface TxObserver {
+  /** The transaction got a connection after waiting this long. */
+  acquired(waitSeconds: number): void;
+  /** No connection became free within SVC_DB_POOL_ACQUIRE_TIMEOUT_MS (answered 503 database_busy). */
+  acquireTimedOut(): void;
+  /** The transaction ended after holding its connection this long. */
+  finished(seconds: number, outcome: 'commit' | 'rollback'): void;
+}
+
+let txObserver: TxObserver | undefined;
+
+export function observeTransactions(observer: TxObserver | undefined): void {
+  txObserver = observer;
+}
+
+export function transactionObserver(): TxObserver | undefined {
+  return txObserver;
+}
+
 /** SVC_DB_POOL_ACQUIRE_TIMEOUT_MS of a pool made by createSql (withTx bounds its wait with it). */
 export function acquireTimeoutOf(sql: Sql): number | undefined {
   return acquireTimeouts.get(sql);

@@ -1,4 +1,4 @@
-import { acquireTimeoutOf, type Db, type Sql, type TransactionSql } from './sql.ts';
+import { acquireTimeoutOf, transactionObserver, type Db, type Sql, type TransactionSql } from './sql.ts';
 import { translatePgError } from './pg-errors.ts';
 import { ApiError } from '../domain/errors.ts';
 
@@ -18,12 +18,23 @@ export async function withTx<T>(db: Db, fn: (tx: TransactionSql) => Promise<T>):
   let started = false;
   let abandoned = false;
   let timer: NodeJS.Timeout | undefined;
+  const observer = transactionObserver();
+  const asked = performance.now();
+  let got = 0;
   const run = (db as Sql).begin((tx) => {
     started = true;
     clearTimeout(timer);
     if (abandoned) throw new AbandonedTransaction();
+    got = performance.now();
+    observer?.acquired((got - asked) / 1000);
     return fn(tx);
   }) as Promise<T>;
+  if (observer) {
+    void run.then(
+      () => observer.finished((performance.now() - got) / 1000, 'commit'),
+      () => got > 0 && observer.finished((performance.now() - got) / 1000, 'rollback'),
+    );
+  }
   try {
     if (timeoutMs === undefined) return await run;
     const waited = new Promise<never>((_, reject) => {
@@ -31,6 +42,7 @@ export async function withTx<T>(db: Db, fn: (tx: TransactionSql) => Promise<T>):
         if (started) return;
         abandoned = true;
         run.catch(() => {});
+        observer?.acquireTimedOut();
         reject(
           new ApiError('unavailable', 'the database is busy: no connection became free in time; retry shortly', {
             reason: 'database_busy',
