@@ -450,7 +450,7 @@ export interface paths {
          * @description Needs CreateClass on `collection_id`. The name must be globally unique (409 otherwise); a
          *     missing collection is 404; an invalid JSON schema, or `validate_schema: true` without a
          *     `json_schema`, is 400. Returns the expanded class. A class created with a schema also
-         *     records `class_schema.staged` and `class_schema.activated` (see the `Event` schema).
+         *     records `class_schema.staged` and `class_schema.activated` (see the `AuditEvent` schema).
          */
         post: operations["createClass"];
         delete?: never;
@@ -503,7 +503,7 @@ export interface paths {
          *     `class_schema.activated` (or `class_schema.deleted` when the schema is removed) and
          *     `object_validation.updated` for each object whose compliance flips, all in the update's
          *     transaction. A refused change records `class_schema.abandoned` and
-         *     `object_validation.failed` for the listed objects afterwards (see the `Event` schema).
+         *     `object_validation.failed` for the listed objects afterwards (see the `AuditEvent` schema).
          */
         patch: operations["updateClass"];
         trace?: never;
@@ -544,7 +544,7 @@ export interface paths {
          *     object is returned without a revision change or event. 404 when the object does not belong
          *     to the class in the path. When the class has a schema that is not enforced and the new
          *     `json_data` flips whether the object matches it, `object_validation.updated` is recorded
-         *     (see the `Event` schema).
+         *     (see the `AuditEvent` schema).
          */
         patch: operations["updateObject"];
         trace?: never;
@@ -798,7 +798,7 @@ export interface paths {
          *     `reason: schema_validation_failed` and `details` (up to 20 entries `{path, message}`, where
          *     `path` is an RFC 6901 pointer into `json_data`, `/` for the root). When the class has a
          *     schema that is not enforced, a new object that does not match it records
-         *     `object_validation.updated` with `compliant: false` (see the `Event` schema).
+         *     `object_validation.updated` with `compliant: false` (see the `AuditEvent` schema).
          */
         post: operations["createObject"];
         delete?: never;
@@ -3404,6 +3404,95 @@ export interface components {
         };
         /** @description Any JSON value. */
         AnyValue: unknown;
+        /**
+         * @description Audit event envelope.
+         *
+         *     Class-schema lifecycle (`entity_type: class_schema`, `entity_id` = the class, its
+         *     `collection_id`). Schema changes are synchronous, so each is one transaction:
+         *     - `staged` then `activated`, in the transaction of a class create or update that sets,
+         *       replaces, enables or disables a schema (`json_schema` or `validate_schema` changes and a
+         *       schema remains). `metadata`: `class_id`, `change` (`schema_set`, `schema_replaced`,
+         *       `validation_enabled`, `validation_disabled`), `schema_digest` and
+         *       `previous_schema_digest` (`sha256:<hex>` of the schema's canonical JSON, or null),
+         *       `validate_schema`, `previous_validate_schema`; `activated` adds `objects_checked` (stored
+         *       objects read for the change) and `compliance_changes`. `before`/`after` are
+         *       `{json_schema, validate_schema}` (`before` null when there was no schema).
+         *     - `deleted` when an update removes the schema (`cause: schema_removed`) or a class with a
+         *       schema is deleted (`cause: class_deleted`).
+         *     - `abandoned` when a change is refused with 409 `existing_objects_invalid`. It is a record
+         *       of the attempt, written after the refusal in its own transaction (the class is
+         *       unchanged; a failure to write the record never changes the 409). `metadata` adds
+         *       `reason`, `objects_checked`, `failing_objects` (all of them) and `sample_object_ids` (the
+         *       first `sample_cap` = 10, the objects listed in the 409); `after` is the attempted
+         *       configuration. Dry-run imports record nothing.
+         *     - `work_requested` and `cancelled` are never emitted: no schema change runs as a background
+         *       step. They stay in the catalog so that subscriptions may name them.
+         *
+         *     Object compliance (`entity_type: object_validation`, `entity_id` = the object, its
+         *     collection): an object is compliant when its `json_data` matches its class's `json_schema`
+         *     (a class without a schema has nothing to violate). `before`/`after` are always null and no
+         *     object values are recorded: `metadata.violations` lists at most 10 safe categories
+         *     `{keyword, instance_path}` (the JSON Schema keyword and the RFC 6901 pointer in
+         *     `json_data`). Every `metadata` carries `class_id`, `cause`, `compliance_changed` and
+         *     `schema_digest`.
+         *     - `updated` (`compliance_changed: true`, `compliant`) each time an object's compliance
+         *       flips: an object write under a schema that is not enforced (`cause: object_written`; a
+         *       new object counts as compliant before it), or a schema set, replaced or removed
+         *       (`cause: schema_changed`, in the class change's transaction). With `validate_schema: true`
+         *       every stored object is compliant (writes that would not be are refused with 400 and
+         *       recorded nowhere), so nothing flips there. The latest `updated` event of an object (or
+         *       none: compliant) therefore states its compliance.
+         *     - `failed` (`compliance_changed: false`, `cause: schema_change_refused`,
+         *       `class_schema_event_id` = the `abandoned` event's `event_id`) for each sampled object of
+         *       a refused schema change: the impact of a change that never applied.
+         *     - `succeeded` is never emitted: a successful check of a compliant object is not recorded
+         *       (the `object` event and the invariant above say it), to keep the stream small.
+         */
+        AuditEvent: {
+            action: string;
+            /** @enum {string} */
+            actor_kind: "user" | "worker" | "system";
+            actor_user_id: number | null;
+            /** @description Snapshot after the change; null when absent or redacted. */
+            after: unknown;
+            after_revision: number | null;
+            /** @description Snapshot before the change; null when absent or redacted. */
+            before: unknown;
+            before_revision: number | null;
+            collection_id: number | null;
+            correlation_id: string | null;
+            entity_id: number | null;
+            entity_name: string | null;
+            entity_type: string;
+            /** Format: uuid */
+            event_id: string;
+            id: number;
+            initiator_user_id: number | null;
+            metadata: {
+                [key: string]: unknown;
+            };
+            occurred_at: components["schemas"]["Timestamp"];
+            provenance: {
+                actor: {
+                    /** @enum {string} */
+                    kind: "user" | "worker" | "system";
+                    principal: {
+                        id: number;
+                        name: string | null;
+                    } | null;
+                };
+                initiator: {
+                    name: string | null;
+                    principal_id: number;
+                } | null;
+                task_id: number | null;
+            };
+            request_id: string | null;
+            /** @enum {integer} */
+            schema_version: 1 | 2;
+            summary: string | null;
+            task_id: number | null;
+        };
         AuthProviders: {
             /** @description Configured provider (identity scope) names; always includes `local`. */
             providers: string[];
@@ -3866,7 +3955,7 @@ export interface components {
             source_collection_id: components["schemas"]["Id"];
             target_collection_id: components["schemas"]["Id"];
         };
-        Error: {
+        ErrorResponse: {
             details?: {
                 message: string;
                 path: string;
@@ -3878,95 +3967,6 @@ export interface components {
             message: string;
             /** @description Stable machine code such as stale_resource. */
             reason?: string;
-        };
-        /**
-         * @description Audit event envelope.
-         *
-         *     Class-schema lifecycle (`entity_type: class_schema`, `entity_id` = the class, its
-         *     `collection_id`). Schema changes are synchronous, so each is one transaction:
-         *     - `staged` then `activated`, in the transaction of a class create or update that sets,
-         *       replaces, enables or disables a schema (`json_schema` or `validate_schema` changes and a
-         *       schema remains). `metadata`: `class_id`, `change` (`schema_set`, `schema_replaced`,
-         *       `validation_enabled`, `validation_disabled`), `schema_digest` and
-         *       `previous_schema_digest` (`sha256:<hex>` of the schema's canonical JSON, or null),
-         *       `validate_schema`, `previous_validate_schema`; `activated` adds `objects_checked` (stored
-         *       objects read for the change) and `compliance_changes`. `before`/`after` are
-         *       `{json_schema, validate_schema}` (`before` null when there was no schema).
-         *     - `deleted` when an update removes the schema (`cause: schema_removed`) or a class with a
-         *       schema is deleted (`cause: class_deleted`).
-         *     - `abandoned` when a change is refused with 409 `existing_objects_invalid`. It is a record
-         *       of the attempt, written after the refusal in its own transaction (the class is
-         *       unchanged; a failure to write the record never changes the 409). `metadata` adds
-         *       `reason`, `objects_checked`, `failing_objects` (all of them) and `sample_object_ids` (the
-         *       first `sample_cap` = 10, the objects listed in the 409); `after` is the attempted
-         *       configuration. Dry-run imports record nothing.
-         *     - `work_requested` and `cancelled` are never emitted: no schema change runs as a background
-         *       step. They stay in the catalog so that subscriptions may name them.
-         *
-         *     Object compliance (`entity_type: object_validation`, `entity_id` = the object, its
-         *     collection): an object is compliant when its `json_data` matches its class's `json_schema`
-         *     (a class without a schema has nothing to violate). `before`/`after` are always null and no
-         *     object values are recorded: `metadata.violations` lists at most 10 safe categories
-         *     `{keyword, instance_path}` (the JSON Schema keyword and the RFC 6901 pointer in
-         *     `json_data`). Every `metadata` carries `class_id`, `cause`, `compliance_changed` and
-         *     `schema_digest`.
-         *     - `updated` (`compliance_changed: true`, `compliant`) each time an object's compliance
-         *       flips: an object write under a schema that is not enforced (`cause: object_written`; a
-         *       new object counts as compliant before it), or a schema set, replaced or removed
-         *       (`cause: schema_changed`, in the class change's transaction). With `validate_schema: true`
-         *       every stored object is compliant (writes that would not be are refused with 400 and
-         *       recorded nowhere), so nothing flips there. The latest `updated` event of an object (or
-         *       none: compliant) therefore states its compliance.
-         *     - `failed` (`compliance_changed: false`, `cause: schema_change_refused`,
-         *       `class_schema_event_id` = the `abandoned` event's `event_id`) for each sampled object of
-         *       a refused schema change: the impact of a change that never applied.
-         *     - `succeeded` is never emitted: a successful check of a compliant object is not recorded
-         *       (the `object` event and the invariant above say it), to keep the stream small.
-         */
-        Event: {
-            action: string;
-            /** @enum {string} */
-            actor_kind: "user" | "worker" | "system";
-            actor_user_id: number | null;
-            /** @description Snapshot after the change; null when absent or redacted. */
-            after: unknown;
-            after_revision: number | null;
-            /** @description Snapshot before the change; null when absent or redacted. */
-            before: unknown;
-            before_revision: number | null;
-            collection_id: number | null;
-            correlation_id: string | null;
-            entity_id: number | null;
-            entity_name: string | null;
-            entity_type: string;
-            /** Format: uuid */
-            event_id: string;
-            id: number;
-            initiator_user_id: number | null;
-            metadata: {
-                [key: string]: unknown;
-            };
-            occurred_at: components["schemas"]["Timestamp"];
-            provenance: {
-                actor: {
-                    /** @enum {string} */
-                    kind: "user" | "worker" | "system";
-                    principal: {
-                        id: number;
-                        name: string | null;
-                    } | null;
-                };
-                initiator: {
-                    name: string | null;
-                    principal_id: number;
-                } | null;
-                task_id: number | null;
-            };
-            request_id: string | null;
-            /** @enum {integer} */
-            schema_version: 1 | 2;
-            summary: string | null;
-            task_id: number | null;
         };
         /** @description One delivery of one event through one subscription to its sink. */
         EventDelivery: {
@@ -5254,7 +5254,7 @@ export interface components {
              *     partially_succeeded, cancelled; class_schema: staged, abandoned, activated,
              *     work_requested, cancelled, deleted; object_validation: succeeded, failed, updated
              *     (class_schema work_requested and cancelled and object_validation succeeded are
-             *     accepted but never emitted: schema changes are synchronous, see the `Event` schema);
+             *     accepted but never emitted: schema changes are synchronous, see the `AuditEvent` schema);
              *     credential_approval: created, consumed; restore: staged, succeeded, failed; event_delivery:
              *     retried, dead (administrator actions on a delivery; collection-less).
              */
@@ -5711,7 +5711,7 @@ export interface components {
         } | {
             /** @constant */
             kind: "audit_event";
-            resource: components["schemas"]["Event"];
+            resource: components["schemas"]["AuditEvent"];
         } | {
             /** @constant */
             kind: "user";
@@ -6190,7 +6190,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description Conflict. */
@@ -6201,7 +6201,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description Error (any status not listed explicitly, including 500 and 501 Not Implemented). */
@@ -6212,7 +6212,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description Not allowed. */
@@ -6223,7 +6223,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description Expired. */
@@ -6234,7 +6234,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description The path exists but does not take this method (for example a client generated from another version of the contract); nothing was done. */
@@ -6245,7 +6245,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description Not found. */
@@ -6256,7 +6256,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description Body or value too large. */
@@ -6267,7 +6267,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description If-Match does not match; the current ETag is returned. */
@@ -6279,7 +6279,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description The database is busy (`reason: "database_busy"`, `Retry-After: 1`: no pooled connection became free within SVC_DB_POOL_ACQUIRE_TIMEOUT_MS; nothing was changed, retry), or a dependency the operation describes is unavailable. */
@@ -6292,7 +6292,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description Rate limited. */
@@ -6303,7 +6303,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description Missing, invalid, revoked or expired token. */
@@ -6314,7 +6314,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
         /** @description The request's Content-Type is not one this operation takes (the message names those it does). */
@@ -6325,7 +6325,7 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["Error"];
+                "application/json": components["schemas"]["ErrorResponse"];
             };
         };
     };
@@ -8959,7 +8959,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -8981,7 +8981,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             503: components["responses"]["ServiceUnavailable"];
@@ -9238,7 +9238,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -9288,7 +9288,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             default: components["responses"]["Error"];
@@ -9328,7 +9328,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             default: components["responses"]["Error"];
@@ -9373,7 +9373,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             default: components["responses"]["Error"];
@@ -10914,7 +10914,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -12046,7 +12046,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -14611,7 +14611,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -14623,7 +14623,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
@@ -14706,7 +14706,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             412: components["responses"]["PreconditionFailed"];
@@ -14760,7 +14760,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             412: components["responses"]["PreconditionFailed"];
@@ -16148,7 +16148,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -16204,7 +16204,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -16216,7 +16216,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             412: components["responses"]["PreconditionFailed"];
@@ -16323,7 +16323,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -16370,7 +16370,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -16421,7 +16421,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -16473,7 +16473,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -16519,7 +16519,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -16568,7 +16568,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -16615,7 +16615,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -16674,7 +16674,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -18341,7 +18341,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -19512,7 +19512,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -19569,7 +19569,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
@@ -19620,7 +19620,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
@@ -19743,7 +19743,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description A principal, token, user or restore named by the operation does not exist. */
@@ -19754,7 +19754,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -19766,7 +19766,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
@@ -20292,7 +20292,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
@@ -20375,7 +20375,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             412: components["responses"]["PreconditionFailed"];
@@ -20429,7 +20429,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             412: components["responses"]["PreconditionFailed"];
@@ -20989,7 +20989,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -21088,7 +21088,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -21133,7 +21133,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -21830,7 +21830,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -21875,7 +21875,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -21929,7 +21929,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -21942,7 +21942,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             412: components["responses"]["PreconditionFailed"];
@@ -22000,7 +22000,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -22045,7 +22045,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -22088,7 +22088,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -22100,7 +22100,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -22151,7 +22151,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -22163,7 +22163,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -22210,7 +22210,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -22222,7 +22222,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -22278,7 +22278,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             401: components["responses"]["Unauthorized"];
@@ -22290,7 +22290,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -22302,7 +22302,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             412: components["responses"]["PreconditionFailed"];
@@ -22362,7 +22362,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -22415,7 +22415,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Principal not found. */
@@ -22426,7 +22426,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -22438,7 +22438,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
@@ -22486,7 +22486,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -22542,7 +22542,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Principal or token not found, token purged, or token not under the path principal. */
@@ -22553,7 +22553,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -22565,7 +22565,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
@@ -22612,7 +22612,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -23103,7 +23103,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -23115,7 +23115,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
@@ -23239,7 +23239,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -23719,7 +23719,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -23731,7 +23731,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
@@ -23856,7 +23856,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             404: components["responses"]["NotFound"];
@@ -24418,7 +24418,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -24474,7 +24474,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
@@ -26556,7 +26556,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Event"][];
+                    "application/json": components["schemas"]["AuditEvent"][];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -26616,7 +26616,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             503: components["responses"]["ServiceUnavailable"];
@@ -26833,7 +26833,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -26845,7 +26845,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Content type is not `application/json`. */
@@ -26856,7 +26856,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             503: components["responses"]["ServiceUnavailable"];
@@ -26949,7 +26949,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             405: components["responses"]["MethodNotAllowed"];
@@ -26961,7 +26961,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             /** @description Content type is not `application/json`. */
@@ -26972,7 +26972,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             503: components["responses"]["ServiceUnavailable"];
@@ -27815,7 +27815,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Error"];
+                    "application/json": components["schemas"]["ErrorResponse"];
                 };
             };
             503: components["responses"]["ServiceUnavailable"];

@@ -738,7 +738,7 @@ async function rawExchange(port: number, data: Buffer | string): Promise<RawResp
 }
 
 describe('fuzz: requests refused before the app (a real listening server)', () => {
-  const errorSchema = new SchemaRegistry().validatorAt('/components/schemas/Error');
+  const errorSchema = new SchemaRegistry().validatorAt('/components/schemas/ErrorResponse');
 
   it('every refusal of the HTTP layer carries the JSON error body (414, 431, 400, 413)', async () => {
     const server = serveApp(t.app, '127.0.0.1', 0);

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import ts from 'typescript';
 import YAML from 'yaml';
 import { operations, type OperationId } from '../generated/operations.ts';
 import { SchemaRegistry } from '../src/http/schemas.ts';
@@ -163,6 +164,54 @@ describe('responses and headers every operation can produce', () => {
     const broken = conventionProblems(YAML.parse(damaged) as typeof doc);
     expect(broken.length).toBeGreaterThan(500);
     expect(conventionProblems(YAML.parse(insertConventions(damaged)) as typeof doc)).toEqual([]);
+  });
+});
+
+/**
+ * The names a generated client module cannot declare without hiding something it or its user
+ * needs: every global value of JavaScript (ECMAScript, DOM and Node.js: `Error`, `Event`, `Request`,
+ * `Buffer`, ...) and every type of the ECMAScript libraries (`Record`, `Partial`, ...). Type-only
+ * DOM aliases (`PermissionName`) are left out: no generated code refers to them, so a module's own
+ * declaration of that name changes nothing a client runs.
+ */
+function globalNames(): Set<string> {
+  const file = '/__globals__.ts';
+  const options: ts.CompilerOptions = {
+    target: ts.ScriptTarget.ESNext,
+    lib: ['lib.esnext.d.ts', 'lib.dom.d.ts', 'lib.dom.iterable.d.ts'],
+    types: ['node'],
+    noEmit: true,
+  };
+  const host = ts.createCompilerHost(options);
+  const program = ts.createProgram({
+    rootNames: [file],
+    options,
+    host: {
+      ...host,
+      fileExists: (f) => f === file || host.fileExists(f),
+      getSourceFile: (f, lang) => (f === file ? ts.createSourceFile(f, 'export {};', lang) : host.getSourceFile(f, lang)),
+    },
+  });
+  const checker = program.getTypeChecker();
+  const isEcmaScriptLib = (d: ts.Declaration) => /[\\/]lib\.(es\w*|decorators)[\w.]*\.d\.ts$/.test(d.getSourceFile().fileName);
+  const names = new Set<string>();
+  for (const s of checker.getSymbolsInScope(program.getSourceFile(file)!, ts.SymbolFlags.Value | ts.SymbolFlags.Type)) {
+    if (s.flags & ts.SymbolFlags.Value || (s.declarations ?? []).some(isEcmaScriptLib)) names.add(s.name);
+  }
+  return names;
+}
+
+describe('schema names in generated clients', () => {
+  it('no schema is named after a JavaScript global or an ECMAScript type (Error and Event were)', () => {
+    const globals = globalNames();
+    // The list is the real one (a broken lookup would pass everything).
+    for (const name of ['Error', 'Event', 'Request', 'Response', 'Headers', 'URL', 'Map', 'Buffer', 'Record', 'Partial']) {
+      expect(globals.has(name), name).toBe(true);
+    }
+    const schemas = Object.keys(doc.components.schemas);
+    expect(schemas).toContain('ErrorResponse');
+    expect(schemas).toContain('AuditEvent');
+    expect(schemas.filter((name) => globals.has(name))).toEqual([]);
   });
 });
 

@@ -57,7 +57,7 @@ export interface EventRow {
   schema_version: number;
 }
 
-/** The Event wire shape (components.schemas.Event). */
+/** The AuditEvent wire shape (components.schemas.AuditEvent). */
 export function eventWire(r: EventRow): Record<string, unknown> {
   return {
     id: r.id,
