@@ -3,8 +3,9 @@ import { resolve } from 'node:path';
 import { parse } from '../args.ts';
 import { command } from '../command.ts';
 import { UsageError } from '../errors.ts';
+import type { BackupArgs } from '../run/backup.ts';
 
-export function backupArgs(args: string[]) {
+export function backupArgs(args: string[]): BackupArgs {
   const { values } = parse(
     args,
     { out: { type: 'string' }, 'without-history': { type: 'boolean' }, force: { type: 'boolean' } },
@@ -15,8 +16,6 @@ export function backupArgs(args: string[]) {
   if (existsSync(out) && values.force !== true) throw new UsageError(`${values.out} exists; pass --force to replace it`);
   return { out, includeHistory: values['without-history'] !== true };
 }
-
-export type BackupArgs = ReturnType<typeof backupArgs>;
 
 export const backupCommand = command({
   usage: `usage: svc backup --out FILE [--without-history] [--force]

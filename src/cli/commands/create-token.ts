@@ -4,6 +4,7 @@ import { ApiError } from '../../domain/errors.ts';
 import { parse, positiveInt } from '../args.ts';
 import { command } from '../command.ts';
 import { UsageError } from '../errors.ts';
+import type { CreateTokenArgs } from '../run/create-token.ts';
 
 const RESOURCE = /^(collection|class|object):(\d+)$/;
 
@@ -30,7 +31,7 @@ function scopeOf(values: string[]): TokenScopeValue | null {
   }
 }
 
-export function createTokenArgs(args: string[]) {
+export function createTokenArgs(args: string[]): CreateTokenArgs {
   const { values, positionals } = parse(
     args,
     {
@@ -57,8 +58,6 @@ export function createTokenArgs(args: string[]) {
     description: values.description ?? null,
   };
 }
-
-export type CreateTokenArgs = ReturnType<typeof createTokenArgs>;
 
 export const createTokenCommand = command({
   usage: `usage: svc create-token <principal> [--identity-scope SCOPE] [--scope ENTRY]... [--lifetime-hours N]

@@ -2,10 +2,11 @@ import { resolve } from 'node:path';
 import { parse } from '../args.ts';
 import { command } from '../command.ts';
 import { UsageError } from '../errors.ts';
+import type { ImportArgs } from '../run/import.ts';
 
 const MODES = { strict: 'strict', 'best-effort': 'best_effort' } as const;
 
-export function importArgs(args: string[]) {
+export function importArgs(args: string[]): ImportArgs {
   const { values, positionals } = parse(
     args,
     { mode: { type: 'string' }, 'dry-run': { type: 'boolean' } },
@@ -19,8 +20,6 @@ export function importArgs(args: string[]) {
     dryRun: values['dry-run'] === true,
   };
 }
-
-export type ImportArgs = ReturnType<typeof importArgs>;
 
 export const importCommand = command({
   usage: `usage: svc import FILE [--mode strict|best-effort] [--dry-run]

@@ -1,12 +1,11 @@
 import { parse } from '../args.ts';
 import { command } from '../command.ts';
+import type { MigrateArgs } from '../run/migrate.ts';
 
-export function migrateArgs(args: string[]) {
+export function migrateArgs(args: string[]): MigrateArgs {
   const { values } = parse(args, { check: { type: 'boolean' } }, { min: 0, max: 0, names: '' });
   return { check: values.check === true };
 }
-
-export type MigrateArgs = ReturnType<typeof migrateArgs>;
 
 export const migrateCommand = command({
   usage: `usage: svc migrate [--check]

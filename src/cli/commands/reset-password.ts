@@ -1,8 +1,9 @@
 import { parse } from '../args.ts';
 import { command } from '../command.ts';
 import { UsageError } from '../errors.ts';
+import type { ResetPasswordArgs } from '../run/reset-password.ts';
 
-export function resetPasswordArgs(args: string[]) {
+export function resetPasswordArgs(args: string[]): ResetPasswordArgs {
   const { values, positionals } = parse(
     args,
     { 'identity-scope': { type: 'string' }, generate: { type: 'boolean' } },
@@ -14,8 +15,6 @@ export function resetPasswordArgs(args: string[]) {
   if (scope.trim() === '') throw new UsageError('--identity-scope is empty');
   return { user, scope, generate: values.generate === true };
 }
-
-export type ResetPasswordArgs = ReturnType<typeof resetPasswordArgs>;
 
 export const resetPasswordCommand = command({
   usage: `usage: svc reset-password <user> [--identity-scope SCOPE] [--generate]

@@ -3,16 +3,15 @@ import { parse } from '../args.ts';
 import { command } from '../command.ts';
 import { UsageError } from '../errors.ts';
 import { interactive } from '../prompt.ts';
+import type { RestoreArgs } from '../run/restore.ts';
 
-export function restoreArgs(args: string[]) {
+export function restoreArgs(args: string[]): RestoreArgs {
   const { values } = parse(args, { in: { type: 'string' }, yes: { type: 'boolean' } }, { min: 0, max: 0, names: '' });
   if (values.in === undefined || values.in === '') throw new UsageError('--in FILE is required');
   const yes = values.yes === true;
   if (!yes && !interactive()) throw new UsageError('a restore replaces ALL data: pass --yes (there is no terminal to ask on)');
   return { file: resolve(values.in), yes };
 }
-
-export type RestoreArgs = ReturnType<typeof restoreArgs>;
 
 export const restoreCommand = command({
   usage: `usage: svc restore --in FILE [--yes]

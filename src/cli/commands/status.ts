@@ -1,12 +1,11 @@
 import { parse } from '../args.ts';
 import { command } from '../command.ts';
+import type { StatusArgs } from '../run/status.ts';
 
-export function statusArgs(args: string[]) {
+export function statusArgs(args: string[]): StatusArgs {
   const { values } = parse(args, { json: { type: 'boolean' } }, { min: 0, max: 0, names: '' });
   return { json: values.json === true };
 }
-
-export type StatusArgs = ReturnType<typeof statusArgs>;
 
 export const statusCommand = command({
   usage: `usage: svc status [--json]

@@ -5,7 +5,12 @@ import { Failure } from '../errors.ts';
 import type { Progress } from '../progress.ts';
 import { runTask } from '../run-task.ts';
 import type { Session } from '../session.ts';
-import type { BackupArgs } from '../commands/backup.ts';
+
+/** svc backup's checked arguments. */
+export interface BackupArgs {
+  out: string;
+  includeHistory: boolean;
+}
 
 const CHUNK = 1 << 20;
 

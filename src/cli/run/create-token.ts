@@ -6,7 +6,16 @@ import { ApiError } from '../../domain/errors.ts';
 import { assertMintable, mintTokenAs, validateScope } from '../../handlers/token-access.ts';
 import { Failure, UsageError } from '../errors.ts';
 import type { Session } from '../session.ts';
-import type { CreateTokenArgs } from '../commands/create-token.ts';
+
+/** svc create-token's checked arguments. */
+export interface CreateTokenArgs {
+  principal: string;
+  identityScope: string;
+  scope: TokenScopeValue | null;
+  lifetimeHours: number | null;
+  name: string | null;
+  description: string | null;
+}
 
 const HOUR_MS = 3600_000;
 

@@ -8,7 +8,13 @@ import { checkSchema, readJsonFile } from '../documents.ts';
 import { EXIT_FAILURE } from '../errors.ts';
 import { runTask } from '../run-task.ts';
 import type { Session } from '../session.ts';
-import type { ImportArgs } from '../commands/import.ts';
+
+/** svc import's checked arguments. */
+export interface ImportArgs {
+  file: string;
+  atomicity: 'strict' | 'best_effort' | undefined;
+  dryRun: boolean;
+}
 
 /** Failed items listed after the run (all of them are in GET /api/v1/imports/{id}/results). */
 const SHOWN_FAILURES = 20;

@@ -1,7 +1,11 @@
 import { migrate, migrationStatus } from '../../db/migrate.ts';
 import { EXIT_FAILURE } from '../errors.ts';
 import type { Session } from '../session.ts';
-import type { MigrateArgs } from '../commands/migrate.ts';
+
+/** svc migrate's checked arguments. */
+export interface MigrateArgs {
+  check: boolean;
+}
 
 export async function run(session: Session, args: MigrateArgs): Promise<number> {
   const sql = await session.db();

@@ -9,7 +9,13 @@ import { revokeTokenAs } from '../../handlers/token-access.ts';
 import { Failure, UsageError } from '../errors.ts';
 import { askLine, interactive, readStdin } from '../prompt.ts';
 import type { Session } from '../session.ts';
-import type { ResetPasswordArgs } from '../commands/reset-password.ts';
+
+/** svc reset-password's checked arguments. */
+export interface ResetPasswordArgs {
+  user: string;
+  scope: string;
+  generate: boolean;
+}
 
 /** The API's bound on a password (UserUpdate.password). */
 const MAX_PASSWORD_CHARS = 4096;

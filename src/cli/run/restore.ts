@@ -3,7 +3,12 @@ import { checkSchema, readJsonFile } from '../documents.ts';
 import { Failure } from '../errors.ts';
 import { askLine } from '../prompt.ts';
 import type { Session } from '../session.ts';
-import type { RestoreArgs } from '../commands/restore.ts';
+
+/** svc restore's checked arguments. */
+export interface RestoreArgs {
+  file: string;
+  yes: boolean;
+}
 
 const CONFIRMATION = 'REPLACE ALL DATA';
 

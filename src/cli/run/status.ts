@@ -3,7 +3,11 @@ import { migrationStatus } from '../../db/migrate.ts';
 import { deliveriesBySinkKind, fanoutLag, taskDepths } from '../../db/queue-status.ts';
 import { EXIT_FAILURE } from '../errors.ts';
 import type { Session } from '../session.ts';
-import type { StatusArgs } from '../commands/status.ts';
+
+/** svc status's checked arguments. */
+export interface StatusArgs {
+  json: boolean;
+}
 
 /** A figure of a table an unmigrated database may not have yet: null then. */
 async function figure<T>(read: () => Promise<T>): Promise<T | null> {
