@@ -12,7 +12,7 @@ import { loadConfig } from '../src/config.ts';
 import { runTaskOnce } from '../src/workers/tasks.ts';
 import { insertTask } from '../src/db/tasks.ts';
 import { withTx } from '../src/db/tx.ts';
-import { SYSTEM_ACTOR } from '../src/db/events.ts';
+import { SYSTEM_ACTOR } from '../src/domain/actor.ts';
 import { openapiDocument } from '../src/http/openapi.ts';
 import { EXCLUDED_TABLES, SECTIONS, countKey } from '../src/domain/backup-format.ts';
 import { RESTORE_LOCK } from '../src/db/backups.ts';

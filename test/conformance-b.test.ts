@@ -9,7 +9,8 @@ import { createCollection, createSink, createSubscription, deliveriesOf, fanOutA
 import { createHuman } from './iam-fixtures.ts';
 import { runTaskOnce } from '../src/workers/tasks.ts';
 import { runDeliveryOnce, runDeliveryWorkers } from '../src/workers/event-delivery.ts';
-import { appendEvent, SYSTEM_ACTOR, type Actor } from '../src/db/events.ts';
+import { appendEvent } from '../src/db/events.ts';
+import { SYSTEM_ACTOR, type Actor } from '../src/domain/actor.ts';
 import { ConfigError, loadConfig } from '../src/config.ts';
 import { checkPayloadSize, DEFAULT_MAX_PAYLOAD_BYTES } from '../src/sinks/uri.ts';
 import { evaluateResponse } from '../src/sinks/webhook.ts';

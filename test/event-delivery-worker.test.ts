@@ -22,7 +22,8 @@ import { runDeliveryOnce, deliverClaimed, runDeliveryWorkers } from '../src/work
 import { runEventFanoutWorkers } from '../src/workers/event-fanout.ts';
 import { claimDeliveries } from '../src/db/event-deliveries.ts';
 import { withTx } from '../src/db/tx.ts';
-import { appendEvent, SYSTEM_ACTOR } from '../src/db/events.ts';
+import { appendEvent } from '../src/db/events.ts';
+import { SYSTEM_ACTOR } from '../src/domain/actor.ts';
 
 let peer: Peer;
 let dir: string;

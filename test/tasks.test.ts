@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { ApiError } from '../src/domain/errors.ts';
 import { withTx } from '../src/db/tx.ts';
-import type { Actor } from '../src/db/events.ts';
+import type { Actor } from '../src/domain/actor.ts';
 import { insertTask, insertTaskEvent, toTaskWire, type NewTask, type TaskRow } from '../src/db/tasks.ts';
 import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';

@@ -8,7 +8,7 @@ import { createLogger } from '../log.ts';
 import { createSql, type Sql } from '../db/sql.ts';
 import { migrationStatus } from '../db/migrate.ts';
 import { tokenHashKey } from '../db/meta.ts';
-import type { Actor } from '../db/events.ts';
+import type { Actor } from '../domain/actor.ts';
 import { principalByKey } from '../db/imports.ts';
 import { findSubmitter } from '../db/task-runner.ts';
 import { openDatabase, type Database } from './database.ts';

@@ -1,5 +1,6 @@
 import type { Db, TransactionSql } from './sql.ts';
-import { appendEvent, type Actor } from './events.ts';
+import { appendEvent } from './events.ts';
+import type { Actor } from '../domain/actor.ts';
 import { withTx } from './tx.ts';
 import { hashToken } from '../domain/token-secret.ts';
 import {

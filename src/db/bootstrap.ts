@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { hashPassword } from '../domain/passwords.ts';
-import { appendEvent, SYSTEM_ACTOR } from './events.ts';
+import { appendEvent } from './events.ts';
+import { SYSTEM_ACTOR } from '../domain/actor.ts';
 import type { Sql } from './sql.ts';
 import { withTx } from './tx.ts';
 

@@ -9,7 +9,8 @@
 import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from './sql.ts';
 import { withTx } from './tx.ts';
-import { appendEvent, type Actor, type NewEvent } from './events.ts';
+import { appendEvent, type NewEvent } from './events.ts';
+import type { Actor } from '../domain/actor.ts';
 import { appendMany, classObjectsCursor, type ClassRow, type ClassValues } from './classes.ts';
 import type { ObjectRow } from './objects.ts';
 import {

@@ -2,7 +2,8 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import { appendEvent, type Actor, type NewEvent } from './events.ts';
+import { appendEvent, type NewEvent } from './events.ts';
+import type { Actor } from '../domain/actor.ts';
 import { objectView, type ObjectRow } from './objects.ts';
 import { computedFieldView, lockClassFieldRows } from './computed-fields.ts';
 import type { ClassRelationRow, ObjectRelationRow, RelationEnds } from '../domain/relations.ts';

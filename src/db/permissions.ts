@@ -1,7 +1,8 @@
 // Collection permission grants: SQL only. Every change appends its permission.granted /
 // permission.revoked event in the caller's transaction; unchanged grants append nothing.
 import type { Db, TransactionSql } from './sql.ts';
-import { appendEvent, type Actor } from './events.ts';
+import { appendEvent } from './events.ts';
+import type { Actor } from '../domain/actor.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { PERMISSIONS, sortPermissions, type Permission } from '../domain/authz.ts';

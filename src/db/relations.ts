@@ -3,7 +3,8 @@
 // wire views are in src/domain/relations.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, type Fragment, type ListPage } from './list.ts';
-import { appendEvent, type Actor, type NewEvent } from './events.ts';
+import { appendEvent, type NewEvent } from './events.ts';
+import type { Actor } from '../domain/actor.ts';
 import { classWhere, objectWhere } from './authz.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';

@@ -4,7 +4,8 @@
 // past the restored ids, password hashes of identities that survive are carried over, and the
 // bootstrap administrator is kept able to log in.
 import type { Db, TransactionSql } from './sql.ts';
-import { appendEvent, type Actor } from './events.ts';
+import { appendEvent } from './events.ts';
+import type { Actor } from '../domain/actor.ts';
 import type { Fragment } from './list.ts';
 import type { ErrorDetail } from '../domain/errors.ts';
 import { EXCLUDED_TABLES, SECTIONS, type BackupDocument, type BackupFormat } from '../domain/backup-format.ts';

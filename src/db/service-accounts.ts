@@ -2,7 +2,8 @@ import type { Db, TransactionSql } from './sql.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { tokenSnapshot, type TokenRow } from './tokens.ts';
-import { appendEvent, type Actor, type NewEvent } from './events.ts';
+import { appendEvent, type NewEvent } from './events.ts';
+import type { Actor } from '../domain/actor.ts';
 
 export interface ServiceAccountRow {
   id: number;

@@ -3,7 +3,8 @@
 // the recovery of tasks whose worker vanished. Every status change writes its task_events row and
 // its task lifecycle audit event (actor_kind worker, initiator = submitter) in the same transaction.
 import type { Db, TransactionSql } from './sql.ts';
-import { appendEvent, type Actor } from './events.ts';
+import { appendEvent } from './events.ts';
+import type { Actor } from '../domain/actor.ts';
 import { insertTaskEvent, taskSnapshot, type TaskRow } from './tasks.ts';
 import type { ScopeValue } from '../domain/authz.ts';
 import type { PrincipalKind } from '../domain/principals.ts';

@@ -11,7 +11,8 @@
 // row, no event); the same key with a different submission is 409; an empty or over-long key 400.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import { appendEvent, type Actor } from './events.ts';
+import { appendEvent } from './events.ts';
+import type { Actor } from '../domain/actor.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { conflict } from '../domain/errors.ts';
 import {

@@ -5,7 +5,7 @@ import { ApiError, conflict, notFound } from '../domain/errors.ts';
 import { requireUnscopedAdmin } from './gates.ts';
 import { withTx } from '../db/tx.ts';
 import { findTask, insertTask, toTaskWire, type NewTask, type TaskRow } from '../db/tasks.ts';
-import type { Actor } from '../db/events.ts';
+import type { Actor } from '../domain/actor.ts';
 import type { Deps } from '../deps.ts';
 import {
   dropExpiredBackupOutputs,

@@ -6,7 +6,8 @@ import { actorOf } from '../http/contract.ts';
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../domain/errors.ts';
 import { requireHumanUnscoped, requireUnscopedAdmin, presentedApproval } from './gates.ts';
 import { withTx } from '../db/tx.ts';
-import { appendEvent, type Actor } from '../db/events.ts';
+import { appendEvent } from '../db/events.ts';
+import type { Actor } from '../domain/actor.ts';
 import { consumeApproval } from '../db/approvals.ts';
 import { noRestoreRunning, RESTORE_LOCK } from '../db/backups.ts';
 import {

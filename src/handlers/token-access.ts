@@ -4,7 +4,8 @@ import type { Ctx } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
 import { conflict } from '../domain/errors.ts';
 import type { Db, TransactionSql } from '../db/sql.ts';
-import { appendEvent, type Actor } from '../db/events.ts';
+import { appendEvent } from '../db/events.ts';
+import type { Actor } from '../domain/actor.ts';
 import {
   insertToken,
   missingScopeResources,

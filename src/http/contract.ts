@@ -1,7 +1,7 @@
 import type { operations as Ops } from '../../generated/openapi.ts';
 import type { OperationId } from '../../generated/operations.ts';
 import type { Deps } from '../deps.ts';
-import type { Actor } from '../db/events.ts';
+import type { Actor } from '../domain/actor.ts';
 import type { AuthInfo } from './auth.ts';
 
 type Get<T, K extends PropertyKey> = T extends Record<K, infer V> ? V : never;

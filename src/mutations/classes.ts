@@ -8,7 +8,8 @@ import { badRequest, notFound } from '../domain/errors.ts';
 import { NO_IMPACT, compileClassSchema } from '../domain/class-schema.ts';
 import { jsonEqual } from '../domain/json-patch.ts';
 import type { Sql } from '../db/sql.ts';
-import { appendEvent, type Actor } from '../db/events.ts';
+import { appendEvent } from '../db/events.ts';
+import type { Actor } from '../domain/actor.ts';
 import { requireClassPermission, requireCollectionPermission } from '../db/authz.ts';
 import {
   classCreatedEvent,

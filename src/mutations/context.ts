@@ -4,7 +4,7 @@
 // the caller only decides where the transaction begins and ends.
 import type { Db, TransactionSql } from '../db/sql.ts';
 import { withTx } from '../db/tx.ts';
-import type { Actor } from '../db/events.ts';
+import type { Actor } from '../domain/actor.ts';
 import type { Authority } from '../domain/authz.ts';
 import { requireIfMatch } from '../domain/preconditions.ts';
 

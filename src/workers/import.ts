@@ -21,7 +21,7 @@
 // relations and group memberships that already exist are no-ops; collection permission items
 // merge into the group's grant (or replace it with replace_existing).
 import type { Deps } from '../deps.ts';
-import type { Actor } from '../db/events.ts';
+import type { Actor } from '../domain/actor.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { withTx } from '../db/tx.ts';
 import { translatePgError } from '../db/pg-errors.ts';

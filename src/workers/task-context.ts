@@ -1,7 +1,7 @@
 // What a task executor is given and returns: the contract between the task runner
 // (src/workers/tasks.ts) and the executors (imports, exports, backups, remote calls).
 import type { Deps } from '../deps.ts';
-import type { Actor } from '../db/events.ts';
+import type { Actor } from '../domain/actor.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import type { ClaimedTask, Finish, FinalStatus } from '../db/task-runner.ts';
 import type { Authority } from '../domain/authz.ts';

@@ -17,7 +17,7 @@
 // runTaskOnce(deps) runs one claim cycle to completion (tests, and one-shot tools).
 import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
-import type { Actor } from '../db/events.ts';
+import type { Actor } from '../domain/actor.ts';
 import { withTx } from '../db/tx.ts';
 import { insertTaskEvent } from '../db/tasks.ts';
 import {

@@ -1,7 +1,8 @@
 import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
-import { appendEvent, SYSTEM_ACTOR } from '../db/events.ts';
+import { appendEvent } from '../db/events.ts';
+import { SYSTEM_ACTOR } from '../domain/actor.ts';
 import { deleteExpiredApprovals } from '../db/approvals.ts';
 import { deleteTokens, lockPurgeableTokens, tokenSnapshot } from '../db/tokens.ts';
 
