@@ -1,11 +1,13 @@
 // openapi.yaml → generated/openapi.ts (openapi-typescript types) and generated/operations.ts
-// (operationId → method, path, tag). Deterministic: `make check` fails when generated/ is stale.
+// (operationId → method, path, tag), and the generated part of the shipped SDK (codegen/sdk.ts:
+// clients/typescript/generated/). Deterministic: `make check` fails when any of them is stale.
 import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { syncSpecBlocks } from './spec-blocks.ts';
+import { sdkFiles } from './sdk.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const HEADER = '// DO NOT EDIT: written by codegen/generate.ts from openapi.yaml (make codegen).\n';
@@ -46,6 +48,7 @@ export async function generate(check = false): Promise<boolean> {
   const files: [string, string][] = [
     [join(outDir, 'openapi.ts'), types],
     [join(outDir, 'operations.ts'), table],
+    ...(await sdkFiles(root, text)),
   ];
   let stale = specStale;
   for (const [file, content] of files) {
@@ -57,7 +60,10 @@ export async function generate(check = false): Promise<boolean> {
     }
     if (current !== content) {
       stale = true;
-      if (!check) writeFileSync(file, content);
+      if (!check) {
+        mkdirSync(dirname(file), { recursive: true });
+        writeFileSync(file, content);
+      }
     }
   }
   return stale;
@@ -66,7 +72,7 @@ export async function generate(check = false): Promise<boolean> {
 const check = process.argv.includes('--check');
 const stale = await generate(check);
 if (check && stale) {
-  console.error('generated/ is stale: run `make codegen` and commit the result');
+  console.error('generated/ or clients/typescript/generated/ is stale: run `make codegen` and commit the result');
   process.exit(1);
 }
 console.log(check ? 'generated/ is up to date' : stale ? 'generated/ written' : 'generated/ unchanged');

@@ -1,0 +1,255 @@
+// The shipped TypeScript SDK of the Inventory Data Service. Its types and operation table are generated
+// from openapi.yaml (clients/typescript/generated/, `make codegen`); requests go through openapi-fetch.
+// This file is the small hand-written layer on top: a bearer token that `login` sets, every non-2xx
+// response thrown as an ApiRequestError carrying the typed error body, calls by operationId, and
+// one async iterator over any paged list (X-Next-Cursor) or structured search (`next` in the body).
+import createFetchClient, { type Client, type FetchOptions, type HeadersOptions, type Middleware, type ParseAs } from 'openapi-fetch';
+import type { components, operations, paths } from './generated/schema.ts';
+import { OPERATIONS, type OperationId } from './generated/operations.ts';
+
+export type { components, operations, paths, OperationId };
+export { OPERATIONS };
+
+/** The contract's named schemas (`Schemas['Collection']`, `Schemas['CreateClass']`, ...). */
+export type Schemas = components['schemas'];
+/** The error body every 4xx/5xx response carries. */
+export type ErrorBody = Schemas['ErrorResponse'];
+export type ErrorDetail = NonNullable<ErrorBody['details']>[number];
+
+type OkStatus = 200 | 201 | 202 | 203 | 204 | 206;
+type Responses<K extends OperationId> = operations[K]['responses'];
+type ContentOf<R> = R extends { content: infer C } ? (C extends Record<string, unknown> ? C[keyof C] : undefined) : undefined;
+
+/** The success body of an operation (its 2xx responses' content; undefined when it has none). */
+export type OkBody<K extends OperationId> = ContentOf<Responses<K>[Extract<keyof Responses<K>, OkStatus>]>;
+
+/** What `call(operationId, init)` takes: path, query and header parameters (`params`) and the request `body`. */
+export type CallInit<K extends OperationId> = FetchOptions<operations[K]>;
+type RequiredKeys<T> = { [P in keyof T]-?: object extends Pick<T, P> ? never : P }[keyof T];
+/** The init argument is optional exactly when the operation needs no parameter and no body. */
+export type CallArgs<K extends OperationId> = [RequiredKeys<CallInit<K>>] extends [never] ? [init?: CallInit<K>] : [init: CallInit<K>];
+
+type QueryOf<K extends OperationId> = operations[K]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+
+/** Operations that return one page of a list (a JSON array) and take the `cursor` of X-Next-Cursor. */
+export type ListOperationId = {
+  [K in OperationId]: (typeof OPERATIONS)[K]['method'] extends 'get'
+    ? OkBody<K> extends readonly unknown[]
+      ? 'cursor' extends keyof QueryOf<K>
+        ? K
+        : never
+      : never
+    : never;
+}[OperationId];
+
+/** Everything `paginate` and `pages` walk through: every paged list, and the structured search. */
+export type PagedOperationId = ListOperationId | 'searchStructured';
+
+/** The item type of a paged operation: a list's element, or a search result. */
+export type PageItem<K extends PagedOperationId> = K extends 'searchStructured'
+  ? Schemas['SearchResult']
+  : OkBody<K> extends readonly (infer T)[]
+    ? T
+    : never;
+
+/** One page of a paged operation. */
+export interface Page<K extends PagedOperationId> {
+  items: PageItem<K>[];
+  /** The cursor of the next page; null on the last page. */
+  next: string | null;
+  /** The total number of matches when the server counted them (X-Total-Count; a search's `total`), else null. */
+  total: number | null;
+  response: Response;
+}
+
+/** A non-2xx response: its status, the error body (reason, details) and the request it answered. */
+export class ApiRequestError extends Error {
+  override readonly name = 'ApiRequestError';
+  constructor(
+    readonly status: number,
+    /** The error body, when the response carried one in the contract's error shape. */
+    readonly body: ErrorBody | undefined,
+    readonly method: string,
+    readonly url: string,
+    readonly headers: Headers,
+  ) {
+    super(`${method} ${url} → ${status}${body ? `: ${body.reason ? `${body.reason}: ` : ''}${body.message}` : ''}`);
+  }
+
+  /** The stable machine code (`stale_resource`, `name_taken`, ...), when the server gave one. */
+  get reason(): string | undefined {
+    return this.body?.reason;
+  }
+
+  /** Per-member problems of a rejected request (JSON pointer `path` and `message`). */
+  get details(): ErrorDetail[] {
+    return this.body?.details ?? [];
+  }
+
+  /** The server's X-Request-Id of this response, for support requests and logs. */
+  get requestId(): string | null {
+    return this.headers.get('x-request-id');
+  }
+}
+
+/** Whether `e` is an ApiRequestError, optionally of one status. */
+export function isApiRequestError(e: unknown, status?: number): e is ApiRequestError {
+  return e instanceof ApiRequestError && (status === undefined || e.status === status);
+}
+
+function isErrorBody(v: unknown): v is ErrorBody {
+  if (typeof v !== 'object' || v === null) return false;
+  const o = v as Record<string, unknown>;
+  return typeof o.error === 'string' && typeof o.message === 'string';
+}
+
+export interface ClientOptions {
+  /** The service's root URL, e.g. `https://inventory.example.com` (operation paths start with /api/...). */
+  baseUrl: string;
+  /** A bearer token to start with (a service-account token, or one from an earlier login). */
+  token?: string;
+  /** Headers sent with every request (e.g. `X-Correlation-ID`). */
+  headers?: HeadersOptions;
+  /** A fetch to send requests with (defaults to the global fetch). */
+  fetch?: (request: Request) => Promise<Response>;
+}
+
+export interface InventoryClient {
+  /**
+   * The openapi-fetch client: every operation typed by path and method
+   * (`api.GET('/api/v1/collections/{collection_id}', { params: { path: { collection_id } } })`).
+   * It sends the bearer token too, and throws ApiRequestError for every non-2xx response.
+   */
+  readonly api: Client<paths>;
+  /** The bearer token requests are sent with, if any. */
+  readonly token: string | undefined;
+  setToken(token: string | undefined): void;
+  /** Logs in with a name and password (identity scope `local` unless given) and sends the token from then on. */
+  login(name: string, password: string, identityScope?: string): Promise<Schemas['TokenResponse']>;
+  /** Revokes the current token and forgets it. */
+  logout(): Promise<void>;
+  /** Calls one operation by its operationId and returns its success body; a non-2xx response throws ApiRequestError. */
+  call<K extends OperationId>(operationId: K, ...init: CallArgs<K>): Promise<OkBody<K>>;
+  /** Like `call`, with the Response too (for headers: ETag, X-Total-Count, Location, ...). */
+  callWithResponse<K extends OperationId>(operationId: K, ...init: CallArgs<K>): Promise<{ data: OkBody<K>; response: Response }>;
+  /**
+   * Every item of a paged list or structured search, page after page, following X-Next-Cursor
+   * (lists) or `next` (search) until the last page. Filters, sort and `limit` (page size) go in
+   * `params.query` (lists) or the search body, as for `call`.
+   */
+  paginate<K extends PagedOperationId>(operationId: K, ...init: CallArgs<K>): AsyncGenerator<PageItem<K>, void, undefined>;
+  /** The pages of a paged list or structured search (items, next cursor, total, response). */
+  pages<K extends PagedOperationId>(operationId: K, ...init: CallArgs<K>): AsyncGenerator<Page<K>, void, undefined>;
+}
+
+/** What the layer sends through openapi-fetch when the operation is only known at run time. */
+interface LooseInit {
+  params?: { path?: Record<string, unknown>; query?: Record<string, unknown>; header?: Record<string, unknown> };
+  body?: unknown;
+  headers?: HeadersOptions;
+  parseAs?: ParseAs;
+}
+type LooseRequest = (method: string, path: string, init?: LooseInit) => Promise<{ data?: unknown; response: Response }>;
+
+export function createClient(options: ClientOptions): InventoryClient {
+  let token = options.token;
+  const api = createFetchClient<paths>({
+    baseUrl: options.baseUrl,
+    headers: options.headers,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    // The free-form `filters` object of the lists goes on the query string member by member
+    // (`?computed.shared.cpu__gt=4`), as the contract declares it (style form, explode).
+    querySerializer: { object: { style: 'form', explode: true } },
+  });
+  const auth: Middleware = {
+    onRequest({ request }) {
+      if (token && !request.headers.has('authorization')) request.headers.set('authorization', `Bearer ${token}`);
+      return request;
+    },
+    async onResponse({ request, response }) {
+      if (response.ok) return undefined;
+      const text = await response.clone().text();
+      let body: unknown;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        body = undefined;
+      }
+      throw new ApiRequestError(response.status, isErrorBody(body) ? body : undefined, request.method, request.url, response.headers);
+    },
+  };
+  api.use(auth);
+  const send = api.request as unknown as LooseRequest;
+
+  async function callWithResponse<K extends OperationId>(operationId: K, ...[init]: CallArgs<K>) {
+    const op = OPERATIONS[operationId];
+    // Read as text and decode JSON only when the response says it is JSON (exports answer text/csv, ...).
+    const { data, response } = await send(op.method, op.path, { ...(init as LooseInit | undefined), parseAs: 'text' });
+    const text = typeof data === 'string' ? data : '';
+    const json = (response.headers.get('content-type') ?? '').includes('json');
+    const body = text === '' ? undefined : json ? (JSON.parse(text) as unknown) : text;
+    return { data: body as OkBody<K>, response };
+  }
+
+  async function* pages<K extends PagedOperationId>(operationId: K, ...[init]: CallArgs<K>): AsyncGenerator<Page<K>, void, undefined> {
+    const loose = (init ?? {}) as LooseInit;
+    let cursor: string | null = null;
+    do {
+      if (operationId === 'searchStructured') {
+        const body: Schemas['StructuredSearchRequest'] = {
+          ...(loose.body as Schemas['StructuredSearchRequest']),
+          ...(cursor ? { cursor } : {}),
+        };
+        const res: { data: Schemas['StructuredSearchResponse']; response: Response } = await callWithResponse('searchStructured', {
+          ...(loose as CallInit<'searchStructured'>),
+          body,
+        });
+        const { data, response } = res;
+        cursor = data.next;
+        yield { items: data.results as PageItem<K>[], next: data.next, total: data.total, response };
+      } else {
+        const params: LooseInit['params'] = { ...loose.params, query: { ...loose.params?.query, ...(cursor ? { cursor } : {}) } };
+        const res: { data: unknown; response: Response } = await callWithResponse(
+          operationId as OperationId,
+          { ...loose, params } as never,
+        );
+        const { data, response } = res;
+        cursor = response.headers.get('x-next-cursor');
+        const total = response.headers.get('x-total-count');
+        yield { items: data as PageItem<K>[], next: cursor, total: total === null ? null : Number(total), response };
+      }
+    } while (cursor);
+  }
+
+  async function* paginate<K extends PagedOperationId>(operationId: K, ...init: CallArgs<K>): AsyncGenerator<PageItem<K>, void, undefined> {
+    for await (const page of pages(operationId, ...init)) yield* page.items;
+  }
+
+  return {
+    api,
+    get token() {
+      return token;
+    },
+    setToken(t) {
+      token = t;
+    },
+    async login(name, password, identityScope) {
+      const { data } = await api.POST('/api/v0/auth/login', {
+        body: { name, password, ...(identityScope === undefined ? {} : { identity_scope: identityScope }) },
+      });
+      if (!data) throw new Error('login answered without a body');
+      token = data.token;
+      return data;
+    },
+    async logout() {
+      if (token) await api.POST('/api/v0/auth/logout');
+      token = undefined;
+    },
+    async call(operationId, ...init) {
+      return (await callWithResponse(operationId, ...init)).data;
+    },
+    callWithResponse,
+    paginate,
+    pages,
+  };
+}
