@@ -1,0 +1,197 @@
+// The shipped TypeScript SDK (clients/typescript) against the app over a real socket: login sets the
+// bearer, typed calls by operationId, filtered lists paged with the iterator (X-Next-Cursor), the
+// structured search paged through `next`, audit events, and non-2xx answers thrown as ApiRequestError
+// with the typed error body. Every response is checked against openapi.yaml (test/http-fixtures.ts).
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import {
+  ApiRequestError,
+  createClient,
+  isApiRequestError,
+  type InventoryClient,
+  type ListOperationId,
+  type PageItem,
+  type Schemas,
+} from '../clients/typescript/index.ts';
+import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
+import { serveOverHttp, type HttpServer } from './http-fixtures.ts';
+
+let t: TestApp;
+let http: HttpServer;
+let sdk: InventoryClient;
+
+beforeAll(async () => {
+  t = await startTestApp();
+  http = await serveOverHttp(t);
+  sdk = createClient({ baseUrl: http.baseUrl });
+  await sdk.login('admin', ADMIN_PASSWORD);
+});
+
+afterAll(async () => {
+  await http?.close();
+  await t?.close();
+});
+
+/** A thrown ApiRequestError (fails the test when the call succeeded or threw anything else). */
+async function rejection(p: Promise<unknown>): Promise<ApiRequestError> {
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  );
+  if (!(e instanceof ApiRequestError)) throw new Error(`expected an ApiRequestError, got ${String(e)}`);
+  return e;
+}
+
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+describe('types', () => {
+  it('pages exactly the list operations and types their items', () => {
+    expectTypeOf<'listObjects'>().toExtend<ListOperationId>();
+    expectTypeOf<'listCollectionEvents'>().toExtend<ListOperationId>();
+    expectTypeOf<'createObject'>().not.toExtend<ListOperationId>();
+    expectTypeOf<'getCollection'>().not.toExtend<ListOperationId>();
+    expectTypeOf<PageItem<'listObjects'>>().toEqualTypeOf<Schemas['InventoryObject']>();
+    expectTypeOf<PageItem<'searchStructured'>>().toEqualTypeOf<Schemas['SearchResult']>();
+    // Members with a documented default are optional: a login needs no identity_scope.
+    expectTypeOf<{ name: string; password: string }>().toExtend<Schemas['LoginRequest']>();
+  });
+});
+
+describe('the SDK against a running server', () => {
+  let collectionId: number;
+  let serverClass: { id: number; name: string };
+  let rackClass: { id: number; name: string };
+  const servers: Schemas['InventoryObject'][] = [];
+  let rack: Schemas['InventoryObject'];
+
+  beforeAll(async () => {
+    const col = await sdk.call('createCollection', { body: { name: uniq('sdk') } });
+    collectionId = col.id;
+    serverClass = await sdk.call('createClass', {
+      body: {
+        name: uniq('Server'),
+        collection_id: collectionId,
+        json_schema: {
+          type: 'object',
+          required: ['rack', 'n'],
+          properties: { rack: { type: 'string' }, n: { type: 'integer' } },
+        },
+        validate_schema: true,
+      },
+    });
+    rackClass = await sdk.call('createClass', { body: { name: uniq('Rack'), collection_id: collectionId } });
+    for (let n = 0; n < 7; n++) {
+      const name = n < 5 ? `web-${n}` : `db-${n}`;
+      servers.push(
+        await sdk.call('createObject', {
+          params: { path: { class_id: serverClass.id } },
+          body: { name, json_data: { rack: n % 2 === 0 ? 'r1' : 'r2', n } },
+        }),
+      );
+    }
+    rack = await sdk.call('createObject', { params: { path: { class_id: rackClass.id } }, body: { name: 'r1', json_data: {} } });
+  });
+
+  it('login set the bearer: a client without a token is refused with the typed 401', async () => {
+    expect(sdk.token).toMatch(/.+/);
+    const anonymous = createClient({ baseUrl: http.baseUrl });
+    const e = await rejection(anonymous.call('getCollection', { params: { path: { collection_id: collectionId } } }));
+    expect(e.status).toBe(401);
+    expect(e.body?.message).toBeTruthy();
+    expect(e.requestId).toBeTruthy();
+  });
+
+  it('creates a relation between two objects and reads it back', async () => {
+    const rel = await sdk.call('createClassRelation', { body: { from_class_id: serverClass.id, to_class_id: rackClass.id } });
+    const link = await sdk.call('createObjectRelation', {
+      body: { class_relation_id: rel.id, from_object_id: servers[0]!.id, to_object_id: rack.id },
+    });
+    const related = await collect(
+      sdk.paginate('listRelatedObjects', { params: { path: { object_class_id: rackClass.id, object_id: rack.id } } }),
+    );
+    expect(related.map((o) => o.id)).toEqual([servers[0]!.id]);
+    expect(link.from_object_id).toBe(servers[0]!.id);
+  });
+
+  it('pages a filtered list with the iterator, following X-Next-Cursor to the last page', async () => {
+    const init = {
+      params: { path: { class_id: serverClass.id }, query: { name__startswith: 'web-', sort: '-name', limit: 2, include_total: true } },
+    };
+    const pages = await collect(sdk.pages('listObjects', init));
+    expect(pages.map((p) => p.items.length)).toEqual([2, 2, 1]);
+    expect(pages.map((p) => p.next === null)).toEqual([false, false, true]);
+    expect(pages[0]!.total).toBe(5);
+    const names = (await collect(sdk.paginate('listObjects', init))).map((o) => o.name);
+    expect(names).toEqual(['web-4', 'web-3', 'web-2', 'web-1', 'web-0']);
+  });
+
+  it('sends every kind of filter: declared parameters, repeated values, JSON paths and the free-form object', async () => {
+    const list = async (query: NonNullable<NonNullable<Parameters<typeof sdk.call<'listObjects'>>[1]>['params']>['query']) =>
+      (
+        await collect(sdk.paginate('listObjects', { params: { path: { class_id: serverClass.id }, query: { ...query, sort: 'name' } } }))
+      ).map((o) => o.name);
+    expect(await list({ name__in: 'web-1,db-6' })).toEqual(['db-6', 'web-1']);
+    expect(await list({ name__not_equals: ['web-0', 'web-1', 'web-2'], name__startswith: 'web' })).toEqual(['web-3', 'web-4']);
+    expect(await list({ json_data__equals: 'rack=r2' })).toEqual(['db-5', 'web-1', 'web-3']);
+    expect(await list({ filters: { name__endswith: '-6' } })).toEqual(['db-6']);
+  });
+
+  it('pages a structured search through `next`', async () => {
+    const results = await collect(
+      sdk.paginate('searchStructured', {
+        body: {
+          version: 1,
+          target: { kind: 'object', class: { id: serverClass.id } },
+          filter: { op: 'field', predicate: { field: 'json_data', path: 'rack', operator: 'equals', value: 'r1' } },
+          sort: [{ field: 'name', direction: 'asc' }],
+          limit: 1,
+        },
+      }),
+    );
+    expect(results.map((r) => (r.kind === 'object' ? r.resource.name : r.kind))).toEqual(['db-6', 'web-0', 'web-2', 'web-4']);
+  });
+
+  it('reads the audit events of the collection', async () => {
+    const events = await collect(
+      sdk.paginate('listCollectionEvents', {
+        params: { path: { collection_id: collectionId }, query: { entity_type: 'object', action: 'created', limit: 3 } },
+      }),
+    );
+    expect(events.map((e) => e.entity_id).sort((a, b) => (a ?? 0) - (b ?? 0))).toEqual([...servers, rack].map((o) => o.id));
+    expect(events.every((e) => e.actor_kind === 'user')).toBe(true);
+  });
+
+  it('throws the typed error: 409 with its reason, 404, 400 with details', async () => {
+    const taken = await rejection(sdk.call('createClass', { body: { name: serverClass.name, collection_id: collectionId } }));
+    expect(taken.status).toBe(409);
+    expect(taken.body).toMatchObject({ error: 'Conflict', message: expect.stringContaining('name') });
+    expect(isApiRequestError(taken, 409)).toBe(true);
+
+    const missing = await rejection(sdk.call('getCollection', { params: { path: { collection_id: 2_000_000_000 } } }));
+    expect(missing.status).toBe(404);
+
+    const invalid = await rejection(
+      sdk.call('createObject', { params: { path: { class_id: serverClass.id } }, body: { name: uniq('bad'), json_data: { rack: 1 } } }),
+    );
+    expect(invalid.status).toBe(400);
+    expect(invalid.details.length).toBeGreaterThan(0);
+    expect(invalid.details[0]).toEqual({ path: expect.any(String), message: expect.any(String) });
+  });
+
+  it('logout forgets the token and revokes it', async () => {
+    const other = createClient({ baseUrl: http.baseUrl });
+    await other.login('admin', ADMIN_PASSWORD);
+    const token = other.token;
+    await other.logout();
+    expect(other.token).toBeUndefined();
+    const stale = createClient({ baseUrl: http.baseUrl, token });
+    expect((await rejection(stale.call('getCollection', { params: { path: { collection_id: collectionId } } }))).status).toBe(401);
+  });
+
+  it('every response matched openapi.yaml', () => {
+    expect(http.violations).toEqual([]);
+  });
+});
