@@ -4,7 +4,7 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import type { EventRow } from './audit.ts';
+import type { EventRow } from '../domain/audit.ts';
 
 export type DeliveryStatus = 'pending' | 'in_flight' | 'succeeded' | 'failed' | 'dead';
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'in_flight', 'succeeded', 'failed', 'dead'];

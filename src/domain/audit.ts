@@ -47,3 +47,58 @@ export function applyTimeWindow(parsed: ParsedList): ParsedList {
   });
   return { ...parsed, filters };
 }
+
+/** An audit event as stored (the columns the event views read). */
+export interface EventRow {
+  [key: string]: unknown;
+  id: number;
+  event_id: string;
+  occurred_at: Date;
+  entity_type: string;
+  entity_id: number | null;
+  entity_name: string | null;
+  collection_id: number | null;
+  action: string;
+  actor_kind: 'user' | 'worker' | 'system';
+  actor_user_id: number | null;
+  initiator_user_id: number | null;
+  task_id: number | null;
+  provenance: unknown;
+  request_id: string | null;
+  correlation_id: string | null;
+  summary: string | null;
+  before: unknown;
+  after: unknown;
+  before_revision: number | null;
+  after_revision: number | null;
+  metadata: Record<string, unknown>;
+  schema_version: number;
+}
+
+/** The AuditEvent wire shape (components.schemas.AuditEvent). */
+export function eventWire(r: EventRow): Record<string, unknown> {
+  return {
+    id: r.id,
+    event_id: r.event_id,
+    occurred_at: r.occurred_at,
+    entity_type: r.entity_type,
+    entity_id: r.entity_id,
+    entity_name: r.entity_name,
+    collection_id: r.collection_id,
+    action: r.action,
+    actor_kind: r.actor_kind,
+    actor_user_id: r.actor_user_id,
+    initiator_user_id: r.initiator_user_id,
+    task_id: r.task_id,
+    provenance: r.provenance,
+    request_id: r.request_id,
+    correlation_id: r.correlation_id,
+    summary: r.summary,
+    before: r.before ?? null,
+    after: r.after ?? null,
+    before_revision: r.before_revision,
+    after_revision: r.after_revision,
+    metadata: r.metadata ?? {},
+    schema_version: r.schema_version,
+  };
+}

@@ -13,6 +13,7 @@
 import { badRequest, type ErrorDetail } from './errors.ts';
 import { ACTIONS, ENTITY_TYPES, EVENT_CATALOG, isCatalogPair } from './event-catalog.ts';
 import { canonicalJson } from './canonical-json.ts';
+import { eventWire, type EventRow } from './audit.ts';
 
 export type SinkKind = 'webhook' | 'amqp' | 'redis_stream' | 'email';
 
@@ -294,4 +295,17 @@ export function applySinkPatch(before: SinkFields, patch: SinkPatch): SinkFields
 export function backoffMs(attempt: number, baseMs: number, maxMs: number): number {
   const exp = Math.min(Math.max(attempt - 1, 0), 40);
   return Math.min(maxMs, baseMs * 2 ** exp);
+}
+
+/** The audit event envelope as delivered (the public AuditEvent representation). */
+export type EventEnvelope = Record<string, unknown> & { event_id: string; entity_type: string; action: string };
+
+/** The envelope a subscription receives: the public event, snapshots redacted for related-only matches. */
+export function deliveryEnvelope(event: EventRow, subscription: { collection_id: number | null }): EventEnvelope {
+  const wire = JSON.parse(JSON.stringify(eventWire(event))) as EventEnvelope;
+  if (relatedOnly(subscription, event)) {
+    wire.before = null;
+    wire.after = null;
+  }
+  return wire;
 }

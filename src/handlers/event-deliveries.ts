@@ -19,8 +19,7 @@ import {
   sinkFigures,
   subscriptionFigures,
 } from '../db/event-deliveries.ts';
-import { fanoutWakeups } from '../workers/event-fanout.ts';
-import { deliveryWakeups } from '../workers/event-delivery.ts';
+import { deliveryWakeups, fanoutWakeups } from '../worker-stats.ts';
 
 export const eventDeliveriesHandlers = {
   listEventDeliveries: async (input, ctx) => {

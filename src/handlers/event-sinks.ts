@@ -18,11 +18,10 @@ import {
 } from '../db/event-sinks.ts';
 import { findEventSubscription, type EventSubscriptionRow } from '../db/event-subscriptions.ts';
 import { eventDeliveryView, findEventByUuid, insertTestDelivery, type StoredEvent } from '../db/event-deliveries.ts';
-import { inSubscriptionScope, sinkFromNew, type SinkPatch } from '../domain/event-subscriptions.ts';
+import { deliveryEnvelope, inSubscriptionScope, sinkFromNew, type SinkPatch } from '../domain/event-subscriptions.ts';
 import { transportFor } from '../sinks/index.ts';
 import { inTx } from '../mutations/context.ts';
 import { createEventSink, deleteEventSink, updateEventSink } from '../mutations/event-sinks.ts';
-import { deliveryEnvelope } from '../workers/event-delivery.ts';
 
 const KIND = 'event_sink';
 

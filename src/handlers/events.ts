@@ -10,7 +10,6 @@ import {
   EVENT_LIST_SPEC,
   attachedTo,
   entityIs,
-  eventWire,
   findClassRef,
   findObjectRef,
   findRemoteTargetRef,
@@ -18,6 +17,7 @@ import {
   humanUserExists,
   listEventRows,
 } from '../db/audit.ts';
+import { eventWire } from '../domain/audit.ts';
 import { WRAPPER_ENTITY_TYPES, applyTimeWindow } from '../domain/audit.ts';
 import { findExportTemplateRef } from '../db/export-templates.ts';
 

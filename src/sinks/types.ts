@@ -2,12 +2,9 @@
 // email). The delivery worker owns claiming, fencing, backoff and bookkeeping; a transport only
 // validates its own config/routing members, renders the payload, and performs one send attempt.
 import type { Config } from '../config.ts';
-import type { SinkDefinition, SinkKind } from '../domain/event-subscriptions.ts';
+import type { EventEnvelope, SinkDefinition, SinkKind } from '../domain/event-subscriptions.ts';
 
-export type { SinkDefinition, SinkKind } from '../domain/event-subscriptions.ts';
-
-/** The audit event envelope as delivered (the public Event representation). */
-export type EventEnvelope = Record<string, unknown> & { event_id: string; entity_type: string; action: string };
+export type { EventEnvelope, SinkDefinition, SinkKind } from '../domain/event-subscriptions.ts';
 
 /** A problem with a config or routing member: becomes a 400 with details. */
 export interface ConfigProblem {

@@ -20,7 +20,6 @@
 import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
-import { eventWire } from '../db/audit.ts';
 import { findEventSink, sinkDefinition } from '../db/event-sinks.ts';
 import { findEventSubscription } from '../db/event-subscriptions.ts';
 import {
@@ -33,30 +32,17 @@ import {
   type ClaimedDelivery,
   type DeliveryClaimFilter,
   type DeliveryResult,
-  type StoredEvent,
 } from '../db/event-deliveries.ts';
-import { backoffMs, relatedOnly } from '../domain/event-subscriptions.ts';
+import { backoffMs, deliveryEnvelope } from '../domain/event-subscriptions.ts';
 import { transportFor } from '../sinks/index.ts';
 import { unlistedRouting } from '../sinks/allowed-routing.ts';
 import { resolveEventSinkSecret } from '../sinks/secrets.ts';
-import type { EventEnvelope, SendResult } from '../sinks/types.ts';
-import { runWokenWorkers, type WakeupStats } from './waker.ts';
+import type { SendResult } from '../sinks/types.ts';
+import { runWokenWorkers } from './waker.ts';
+import { deliveryWakeups, type WakeupStats } from '../worker-stats.ts';
 
 /** At most this many rows are claimed and sent at once by one worker (interface spec). */
 export const MAX_CLAIM = 8;
-
-/** Wakeups of this process's delivery workers (the health snapshot reports them). */
-export const deliveryWakeups: WakeupStats = { notification: 0, poll: 0 };
-
-/** The envelope a subscription receives: the public Event, snapshots redacted for related-only matches. */
-export function deliveryEnvelope(event: StoredEvent, subscription: { collection_id: number | null }): EventEnvelope {
-  const wire = JSON.parse(JSON.stringify(eventWire(event))) as EventEnvelope;
-  if (relatedOnly(subscription, event)) {
-    wire.before = null;
-    wire.after = null;
-  }
-  return wire;
-}
 
 function afterFailure(deps: Deps, c: ClaimedDelivery, error: string): DeliveryResult {
   const cfg = deps.config;

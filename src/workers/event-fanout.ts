@@ -13,10 +13,8 @@ import { withTx } from '../db/tx.ts';
 import { candidateSubscriptions, claimFanoutBatch, finishFanout } from '../db/event-fanout.ts';
 import { findEventsByIds } from '../db/event-deliveries.ts';
 import { subscriptionMatches } from '../domain/event-subscriptions.ts';
-import { runWokenWorkers, type WakeupStats } from './waker.ts';
-
-/** Wakeups of this process's fan-out workers (the health snapshot reports them). */
-export const fanoutWakeups: WakeupStats = { notification: 0, poll: 0 };
+import { runWokenWorkers } from './waker.ts';
+import { fanoutWakeups, type WakeupStats } from '../worker-stats.ts';
 
 export interface FanoutResult {
   /** Events claimed (and finished, unless the claim was lost). */

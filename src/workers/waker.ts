@@ -3,12 +3,6 @@
 // lost or LISTEN is unavailable.
 import type { Deps } from '../deps.ts';
 
-/** How often the workers of one kind woke by notification and by poll (the health snapshot reports them). */
-export interface WakeupStats {
-  notification: number;
-  poll: number;
-}
-
 /** Resolves on a notification, after the timeout, or on abort. */
 export class Waker {
   private waiters: (() => void)[] = [];
