@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import type { Config } from '../config.ts';
 import { hashPassword } from '../domain/passwords.ts';
 import { appendEvent } from './events.ts';
 import { SYSTEM_ACTOR } from '../domain/actor.ts';
@@ -10,7 +9,13 @@ import { withTx } from './tx.ts';
  * First start: the admin group (SVC_ADMIN_GROUPNAME in SVC_ADMIN_IDENTITY_SCOPE) and the user
  * `admin` in it. Returns the generated password when one was made (printed once by main.ts).
  */
-export async function bootstrap(sql: Sql, cfg: Config): Promise<{ createdAdmin: boolean; generatedPassword?: string }> {
+export interface AdminSettings {
+  SVC_ADMIN_GROUPNAME: string;
+  SVC_ADMIN_IDENTITY_SCOPE: string;
+  SVC_ADMIN_PASSWORD?: string;
+}
+
+export async function bootstrap(sql: Sql, cfg: AdminSettings): Promise<{ createdAdmin: boolean; generatedPassword?: string }> {
   return withTx(sql, async (tx) => {
     await tx`select pg_advisory_xact_lock(727002)`;
     let [group] = await tx<{ id: number }[]>`

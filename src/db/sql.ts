@@ -1,5 +1,4 @@
 import postgres from 'postgres';
-import type { Config } from '../config.ts';
 
 export type Sql = postgres.Sql<Record<string, unknown>>;
 export type TransactionSql = postgres.TransactionSql<Record<string, unknown>>;
@@ -54,10 +53,14 @@ export function acquireTimeoutOf(sql: Sql): number | undefined {
   return acquireTimeouts.get(sql);
 }
 
-export function createSql(
-  url: string,
-  cfg: Pick<Config, 'SVC_DB_POOL_MAX' | 'SVC_DB_STATEMENT_TIMEOUT_MS' | 'SVC_DB_POOL_ACQUIRE_TIMEOUT_MS'>,
-): Sql {
+/** The pool settings createSql reads (SVC_DB_* of the configuration). */
+export interface PoolSettings {
+  SVC_DB_POOL_MAX: number;
+  SVC_DB_STATEMENT_TIMEOUT_MS: number;
+  SVC_DB_POOL_ACQUIRE_TIMEOUT_MS: number;
+}
+
+export function createSql(url: string, cfg: PoolSettings): Sql {
   const sql = postgres(url, {
     max: cfg.SVC_DB_POOL_MAX,
     idle_timeout: 30,
