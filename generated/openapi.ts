@@ -4904,9 +4904,6 @@ export interface components {
                 type: "collection" | "class" | "object" | "class_relation" | "object_relation";
             };
         };
-        JsonObject: {
-            [key: string]: unknown;
-        };
         /** @description One RFC 6902 operation. `path` and `from` are RFC 6901 pointers relative to the document root (at most 128 segments each). `from` is required for `move` and `copy`, `value` for `add`, `replace` and `test`. */
         JsonPatchOperation: {
             /** @description RFC 6901 JSON pointer; `move` and `copy` only. */

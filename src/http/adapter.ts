@@ -56,24 +56,34 @@ export class ContractRouter {
    * Matches a request to an operation: 404 for unknown paths, 405 for a known path with another
    * method. Paths are precompiled once; literal segments win over templated ones (a longer
    * literal part is tried first), as openapi-backend orders them, without its per-request regex
-   * compilation.
+   * compilation. Of the routes that match, the first whose integer path parameters are integers
+   * wins (`/classes/by-name/computed-fields` is the class named `computed-fields`, not the
+   * computed fields of class `by-name`: the path pairs redocly.yaml lists as ambiguous); only when
+   * none fits does the first match answer (400 for `/classes/abc/objects`, as before).
    */
   match(req: RawRequest): Operation {
     this.routes ??= this.compileRoutes();
     let pathMatched = false;
+    let loose: Operation | undefined;
     for (const route of this.routes) {
       if (!route.regex.test(req.path)) continue;
       const op = route.methods.get(req.method);
-      if (op) return op;
-      pathMatched = true;
+      if (!op) {
+        pathMatched = true;
+      } else if (route.typed.test(req.path)) {
+        return op;
+      } else {
+        loose ??= op;
+      }
     }
+    if (loose) return loose;
     if (pathMatched) throw new ApiError('method_not_allowed', 'this method is not allowed on this path');
     throw new ApiError('not_found', 'no route matches this request');
   }
 
-  private routes?: { regex: RegExp; literal: number; methods: Map<string, Operation> }[];
+  private routes?: { regex: RegExp; typed: RegExp; methods: Map<string, Operation> }[];
 
-  private compileRoutes(): { regex: RegExp; literal: number; methods: Map<string, Operation> }[] {
+  private compileRoutes(): { regex: RegExp; typed: RegExp; methods: Map<string, Operation> }[] {
     const byPath = new Map<string, Map<string, Operation>>();
     for (const op of this.api.router.getOperations()) {
       const methods = byPath.get(op.path) ?? new Map<string, Operation>();
@@ -81,22 +91,35 @@ export class ContractRouter {
       byPath.set(op.path, methods);
     }
     const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    // A path parameter's segment pattern: digits for an integer, any segment otherwise.
+    const compile = (path: string, segment: (name: string) => string) =>
+      new RegExp(
+        '^' +
+          path
+            .split(/(\{[^}]+\})/)
+            .map((part, i) => (i % 2 ? segment(part.slice(1, -1)) : escape(part)))
+            .join('') +
+          '$',
+      );
     return [...byPath.entries()]
-      .map(([path, methods]) => ({
-        regex: new RegExp(
-          '^' +
-            path
-              .split(/\{[^}]+\}/)
-              .map(escape)
-              .join('[^/]+') +
-            '$',
-        ),
-        literal: path.replace(/\{[^}]+\}/g, '').length,
-        exact: !path.includes('{'),
-        methods,
-      }))
+      .map(([path, methods]) => {
+        const integers = new Set(
+          [...methods.values()].flatMap((op) =>
+            ((op.parameters ?? []) as { name?: string; in?: string; schema?: { type?: unknown } }[])
+              .filter((p) => p.in === 'path' && p.schema?.type === 'integer')
+              .map((p) => p.name),
+          ),
+        );
+        return {
+          regex: compile(path, () => '[^/]+'),
+          typed: compile(path, (name) => (integers.has(name) ? '-?[0-9]+' : '[^/]+')),
+          literal: path.replace(/\{[^}]+\}/g, '').length,
+          exact: !path.includes('{'),
+          methods,
+        };
+      })
       .sort((a, b) => Number(b.exact) - Number(a.exact) || b.literal - a.literal)
-      .map(({ regex, literal, methods }) => ({ regex, literal, methods }));
+      .map(({ regex, typed, methods }) => ({ regex, typed, methods }));
   }
 
   needsAuth(op: Operation): boolean {

@@ -3355,14 +3355,9 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description Metrics of this process in the Prometheus text exposition format (`Content-Type:
-         *     text/plain; version=0.0.4; charset=utf-8`), names prefixed `svc_`: HTTP requests, the
-         *     database pool, tasks, event fan-out and delivery, login limiter blocks, token validations,
-         *     and the process and Node.js runtime. Labels never carry ids, names or IP addresses.
-         *
-         *     Open by default. When `SVC_METRICS_TOKEN` is set, the request needs
-         *     `Authorization: Bearer <that value>` (a static setting, not an API token; 401 otherwise); when
-         *     `SVC_METRICS_ALLOW` is set, the client address must be in that list (403 otherwise).
+         * @description Metrics in the Prometheus text exposition format (`Content-Type:
+         *     text/plain; version=0.0.4; charset=utf-8`), names prefixed `svc_`. Labels never carry ids,
+         *     names or IP addresses.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -8868,8 +8863,6 @@ export interface components {
         Sort: string;
         /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
         XCorrelationId: string;
-        /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-        XRequestId: string;
     };
     requestBodies: never;
     headers: {
@@ -8885,7 +8878,7 @@ export interface components {
         XNextCursor: string;
         /** @description Effective page size. */
         XPageLimit: number;
-        /** @description Id of this request, on every response of any status (also in the log and in the audit events the request caused): the request's own `X-Request-Id` when it was valid (1 to 128 of `A-Z a-z 0-9 . _ : -`), else a generated UUID. */
+        /** @description Id of this request, on every response of any status (also in the log and in the audit events the request caused). */
         XRequestId: string;
         /** @description Exact number of matches independent of paging; omitted when include_total=false. */
         XTotalCount: number;
@@ -8900,8 +8893,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -8931,8 +8922,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9002,8 +8991,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9033,8 +9020,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9065,8 +9050,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9104,8 +9087,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id. */
@@ -9141,8 +9122,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9171,8 +9150,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9202,8 +9179,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9233,8 +9208,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9283,8 +9256,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9326,8 +9297,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9368,8 +9337,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Opaque entry id (base64url, no padding), passed back unchanged. */
@@ -9415,8 +9382,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9447,8 +9412,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9481,8 +9444,6 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9522,8 +9483,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the backup task. */
@@ -9559,8 +9518,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the backup task. */
@@ -10042,8 +9999,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -10077,8 +10032,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -10119,8 +10072,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10159,8 +10110,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10199,8 +10148,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10247,8 +10194,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10289,8 +10234,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10329,8 +10272,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10378,8 +10319,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10950,8 +10889,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -11358,8 +11295,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -11398,8 +11333,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -11443,8 +11376,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -11485,8 +11416,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -11525,8 +11454,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -12096,8 +12023,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -12540,8 +12465,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -12976,8 +12899,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -13016,8 +12937,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -13072,8 +12991,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -13125,8 +13042,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id of the object in the path (its name differs from the query `class_id` of the same operation, which filters the related objects, so that generated clients can name both). */
@@ -13170,8 +13085,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -13210,8 +13123,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -13250,8 +13161,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -13699,8 +13608,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14135,8 +14042,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14175,8 +14080,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14223,8 +14126,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14265,8 +14166,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14305,8 +14204,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14644,8 +14541,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -14679,8 +14574,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -14741,8 +14634,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -14781,8 +14672,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -14830,8 +14719,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -14892,8 +14779,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15224,8 +15109,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15514,8 +15397,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15554,8 +15435,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15599,8 +15478,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15641,8 +15518,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15681,8 +15556,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16252,8 +16125,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16294,8 +16165,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16368,8 +16237,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16417,8 +16284,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16469,8 +16334,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16518,8 +16381,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16572,8 +16433,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16626,8 +16485,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16673,8 +16530,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16724,8 +16579,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16782,8 +16635,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16834,8 +16685,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -17238,8 +17087,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -17274,8 +17121,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event delivery id. */
@@ -17311,8 +17156,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event delivery id. */
@@ -17348,8 +17191,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event delivery id. */
@@ -17386,8 +17227,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -17685,8 +17524,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -17721,8 +17558,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -17762,8 +17597,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event sink id. */
@@ -17802,8 +17635,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event sink id. */
@@ -17841,8 +17672,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event sink id. */
@@ -17886,8 +17715,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event sink id. */
@@ -17928,8 +17755,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event sink id. */
@@ -18496,8 +18321,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -18955,8 +18778,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -18990,8 +18811,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -19032,8 +18851,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 template_id: number;
@@ -19071,8 +18888,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 template_id: number;
@@ -19108,8 +18923,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 template_id: number;
@@ -19677,8 +19490,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 template_id: number;
@@ -19718,8 +19529,6 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 template_id: number;
@@ -19773,8 +19582,6 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -19824,8 +19631,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the export task. */
@@ -19860,8 +19665,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the export task. */
@@ -19904,8 +19707,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -19977,8 +19778,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Opaque approval id as returned in `approval`. */
@@ -20421,8 +20220,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -20457,8 +20254,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -20508,8 +20303,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -20548,8 +20341,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -20597,8 +20388,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -21177,8 +20966,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -21226,8 +21013,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -21266,8 +21051,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -21316,8 +21099,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -21363,8 +21144,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -21794,8 +21573,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -21830,8 +21607,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -21872,8 +21647,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Computed-field id. */
@@ -21912,8 +21685,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Computed-field id. */
@@ -21950,8 +21721,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Computed-field id. */
@@ -21994,8 +21763,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -22028,8 +21795,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -22081,8 +21846,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -22127,8 +21890,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -22202,8 +21963,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22252,8 +22011,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22299,8 +22056,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22358,8 +22113,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22425,8 +22178,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22485,8 +22236,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22576,8 +22325,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22626,8 +22373,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -22704,8 +22449,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22754,8 +22497,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -22837,8 +22578,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -23293,8 +23032,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -23329,8 +23066,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -23391,8 +23126,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Service-account (principal) id. */
@@ -23431,8 +23164,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Service-account (principal) id. */
@@ -23469,8 +23200,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Service-account (principal) id. */
@@ -23525,8 +23254,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Service-account (principal) id. */
@@ -23920,8 +23647,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -23956,8 +23681,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -24019,8 +23742,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description User (principal) id. */
@@ -24059,8 +23780,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description User (principal) id. */
@@ -24097,8 +23816,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -24678,8 +24395,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description User (principal) id. */
@@ -24720,8 +24435,6 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -24773,8 +24486,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the import task. */
@@ -24820,8 +24531,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the import task. */
@@ -25185,8 +24894,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -25220,8 +24927,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -25262,8 +24967,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class-relation id. */
@@ -25302,8 +25005,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class-relation id. */
@@ -25598,8 +25299,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -25633,8 +25332,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -25675,8 +25372,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Object-relation id. */
@@ -25715,8 +25410,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Object-relation id. */
@@ -26125,8 +25818,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -26160,8 +25851,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -26202,8 +25891,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Remote target id. */
@@ -26242,8 +25929,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Remote target id. */
@@ -26280,8 +25965,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Remote target id. */
@@ -26850,8 +26533,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Remote target id. */
@@ -26892,8 +26573,6 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Remote target id. */
@@ -26947,8 +26626,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -26990,8 +26667,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -27036,8 +26711,6 @@ export interface operations {
             header: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description The one-time `restore_capability` returned when the restore was staged. */
                 "X-Svc-Restore-Capability": components["parameters"]["RestoreCapability"];
             };
@@ -27091,8 +26764,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27124,8 +26795,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27214,8 +26883,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27247,8 +26914,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27567,8 +27232,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27603,8 +27266,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27645,8 +27306,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description System event subscription id; a collection subscription's id is 404 here. */
@@ -27685,8 +27344,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description System event subscription id; a collection subscription's id is 404 here. */
@@ -27723,8 +27380,6 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description System event subscription id; a collection subscription's id is 404 here. */
@@ -28058,8 +27713,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -28093,8 +27746,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Task id. */
@@ -28129,8 +27780,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Task id. */
@@ -28185,8 +27834,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Task id. */
@@ -28224,8 +27871,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -28253,8 +27898,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -28282,8 +27925,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -28301,8 +27942,6 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            401: components["responses"]["Unauthorized"];
-            403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
@@ -28314,8 +27953,6 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
-                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
-                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
