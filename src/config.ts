@@ -1,6 +1,7 @@
 // Every SVC_* setting, parsed and validated once. A bad value stops start-up naming the setting.
 // The README's configuration table lists the same settings (a test keeps the two in step).
 import { parseTrustedProxies } from './http/client-ip.ts';
+import { parseLdapProviders, type LdapProvider } from './domain/ldap.ts';
 
 type Kind = 'string' | 'int' | 'bool' | 'enum' | 'optional';
 
@@ -122,6 +123,11 @@ export const SETTINGS = {
   SVC_EVENT_RETENTION_PURGE_BATCH_SIZE: { kind: 'int', default: '1000', min: 1, doc: 'events per purge batch' },
   SVC_EVENT_RETENTION_FILE_ARCHIVE_ENABLED: { kind: 'bool', default: 'false', doc: 'archive purged events to files' },
   SVC_EVENT_RETENTION_ARCHIVE_PATH: { kind: 'optional', doc: 'directory of event archive files' },
+  SVC_LDAP_PROVIDERS: {
+    kind: 'string',
+    default: '',
+    doc: 'comma-separated identity scopes served by LDAP directories, each configured by SVC_LDAP_<SCOPE>_* (README)',
+  },
 } as const satisfies Record<string, Setting>;
 
 export type SettingName = keyof typeof SETTINGS;
@@ -136,7 +142,10 @@ type ValueOf<S> = S extends { kind: 'int' }
         ? V
         : string;
 
-export type Config = { [K in SettingName]: ValueOf<(typeof SETTINGS)[K]> };
+export type Config = { [K in SettingName]: ValueOf<(typeof SETTINGS)[K]> } & {
+  /** The LDAP identity providers SVC_LDAP_PROVIDERS names, parsed from their SVC_LDAP_<SCOPE>_* settings. */
+  ldapProviders: readonly LdapProvider[];
+};
 
 export class ConfigError extends Error {}
 
@@ -173,6 +182,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     let raw = env[name];
     if (name === 'SVC_DATABASE_URL' && !raw) raw = env.DATABASE_URL;
     out[name] = parseOne(name, s, raw);
+  }
+  try {
+    out.ldapProviders = parseLdapProviders(env);
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
   }
   const cfg = { ...(out as Config), ...overrides };
   bind(cfg.SVC_BIND);
