@@ -11,6 +11,9 @@ import { verifyPassword } from '../domain/passwords.ts';
 import { hashToken, newRawToken } from '../domain/token-secret.ts';
 import { loginLimiter, underLoginLimit } from '../services/login-limiter.ts';
 import { revokeWithEvent } from './token-access.ts';
+import { authenticate, DirectoryError, directoryUnavailable } from '../identity/ldap.ts';
+import type { DirectoryUser } from '../domain/ldap.ts';
+import { signInDirectoryUser } from '../mutations/directory.ts';
 
 const loginFailed = () => new ApiError('unauthorized', 'login failed: invalid credentials');
 
@@ -23,17 +26,31 @@ export const authHandlers = {
       throw badRequest('name and identity_scope are limited to 255 characters and password to 4096');
     }
     const cfg = ctx.deps.config;
+    const provider = cfg.ldapProviders.find((p) => p.scope === scope);
     let candidate: Awaited<ReturnType<typeof findLoginCandidate>>;
+    let directoryUser = null as DirectoryUser | null;
     const ok = await underLoginLimit(loginLimiter(ctx.deps), name, ctx.clientIp, async () => {
+      if (provider) {
+        try {
+          directoryUser = await authenticate(cfg, provider, name, password);
+        } catch (err) {
+          if (!(err instanceof DirectoryError)) throw err;
+          ctx.deps.log.warn({ err, identity_scope: scope }, 'identity provider unavailable at login');
+          throw directoryUnavailable(provider);
+        }
+        return directoryUser !== null;
+      }
       candidate = await findLoginCandidate(ctx.deps.sql, scope, name);
       const verified = await verifyPassword(candidate?.kind === 'human' ? candidate.password_hash : null, password);
       return verified && candidate?.kind === 'human';
     });
-    if (!ok || !candidate) throw loginFailed();
-    const principal = candidate;
+    if (!ok) throw loginFailed();
     const raw = newRawToken();
     const expiresAt = new Date(Date.now() + cfg.SVC_TOKEN_LIFETIME_HOURS * 3600_000);
     const token = await withTx(ctx.deps.sql, async (tx) => {
+      const principal: { id: number; name: string } | undefined =
+        provider && directoryUser ? await signInDirectoryUser(tx, actorOf(ctx), provider, directoryUser) : candidate;
+      if (!principal) throw loginFailed();
       const t = await insertToken(tx, { principalId: principal.id, hash: hashToken(ctx.deps.tokenKey, raw), name: 'login', expiresAt });
       await appendEvent(
         tx,
@@ -99,6 +116,9 @@ export const authHandlers = {
     return { status: 200, body: { message: `revoked ${n} token${n === 1 ? '' : 's'}` } };
   },
 
-  // Only the built-in local identity scope accepts password logins; no directory provider is configured.
-  listAuthProviders: async () => ({ status: 200, body: { providers: ['local'] } }),
+  // The built-in local scope and every configured directory (LDAP) scope accept password logins.
+  listAuthProviders: async (_input, ctx) => ({
+    status: 200,
+    body: { providers: ['local', ...ctx.deps.config.ldapProviders.map((p) => p.scope)] },
+  }),
 } satisfies Partial<HandlerMap>;

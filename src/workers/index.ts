@@ -5,6 +5,7 @@ import { tokenPurgeLoop } from './token-purge.ts';
 import { eventFanoutLoop } from './event-fanout.ts';
 import { eventDeliveryLoop } from './event-delivery.ts';
 import { eventRetentionLoop } from './event-retention.ts';
+import { ldapSyncLoop } from './ldap-sync.ts';
 
 export { sleep, type Loop } from './loop.ts';
 
@@ -13,7 +14,7 @@ export interface Workers {
 }
 
 /** Every background loop of a worker process. */
-const LOOPS: readonly Loop[] = [taskLoop, tokenPurgeLoop, eventFanoutLoop, eventDeliveryLoop, eventRetentionLoop];
+const LOOPS: readonly Loop[] = [taskLoop, tokenPurgeLoop, eventFanoutLoop, eventDeliveryLoop, eventRetentionLoop, ldapSyncLoop];
 
 /**
  * Starts the given loops (every one by default); stop() aborts them and waits (bounded) for the
