@@ -2,7 +2,7 @@
 NPM ?= npm
 export NODE_OPTIONS ?=
 
-.PHONY: install run test check ci codegen codegen-check spec-lint lint typecheck format format-check bench bench-throughput
+.PHONY: install run test check ci codegen codegen-check spec-lint contract-check lint typecheck format format-check bench bench-throughput
 
 node_modules/.install-stamp: package.json package-lock.json $(wildcard patches/*.patch)
 	$(NPM) ci --no-audit --no-fund
@@ -27,6 +27,11 @@ codegen-check: install
 spec-lint: install
 	npx redocly lint openapi.yaml --format=summary
 
+# Breaking changes against the last released contract (contract/released/README.md): fails unless
+# info.version changed.
+contract-check: install
+	npx tsx codegen/contract-check.ts
+
 typecheck: install
 	npx tsc --noEmit
 
@@ -39,7 +44,7 @@ format: install
 format-check: install
 	npx prettier --check .
 
-check: format-check lint typecheck codegen-check spec-lint
+check: format-check lint typecheck codegen-check spec-lint contract-check
 
 ci: check test
 
