@@ -1,53 +1,12 @@
 import { createHash } from 'node:crypto';
 import type { HandlerMap } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
-import { ApiError, conflict, notFound } from '../domain/errors.ts';
+import { ApiError, notFound } from '../domain/errors.ts';
 import { requireUnscopedAdmin } from './gates.ts';
-import { withTx } from '../db/tx.ts';
-import { findTask, insertTask, toTaskWire, type NewTask, type TaskRow } from '../db/tasks.ts';
-import type { Actor } from '../domain/actor.ts';
-import type { Deps } from '../deps.ts';
-import {
-  dropExpiredBackupOutputs,
-  findBackupOutput,
-  hasIdempotentBackup,
-  lockAndCountActiveBackups,
-  noRestoreRunning,
-} from '../db/backups.ts';
+import { findTask, toTaskWire } from '../db/tasks.ts';
+import { findBackupOutput } from '../db/backups.ts';
 import { parseIdempotencyKey } from '../domain/tasks.ts';
-
-/**
- * Queues a backup task for `submitter` (refused while a restore is applied, and 429 beyond
- * SVC_BACKUP_MAX_ACTIVE_TASKS unless it replays an Idempotency-Key). Shared by createBackup and
- * the admin command line.
- */
-export async function submitBackup(
-  deps: Deps,
-  actor: Actor,
-  submitter: NewTask['auth'],
-  includeHistory: boolean,
-  idempotencyKey: string | null,
-): Promise<TaskRow> {
-  await dropExpiredBackupOutputs(deps.sql);
-  const { task } = await withTx(deps.sql, async (tx) => {
-    if (!(await noRestoreRunning(tx))) throw conflict('a restore is being applied; submit the backup after it finished', 'restore_running');
-    const active = await lockAndCountActiveBackups(tx);
-    const cap = deps.config.SVC_BACKUP_MAX_ACTIVE_TASKS;
-    if (active >= cap && !(idempotencyKey !== null && (await hasIdempotentBackup(tx, submitter.principal.id, idempotencyKey)))) {
-      throw new ApiError('too_many_requests', `too many active backup tasks (at most ${cap} queued or running at once)`, {
-        reason: 'too_many_active_tasks',
-      });
-    }
-    return insertTask(tx, actor, {
-      kind: 'backup',
-      auth: submitter,
-      request: { include_history: includeHistory },
-      idempotencyKey,
-      metadata: { include_history: includeHistory },
-    });
-  });
-  return task;
-}
+import { submitBackup } from '../mutations/backups.ts';
 
 export const backupsHandlers = {
   createBackup: async (input, ctx) => {

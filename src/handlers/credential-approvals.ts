@@ -8,7 +8,7 @@ import { resolveExpiry } from '../domain/token-lifetime.ts';
 import { verifyPassword } from '../domain/passwords.ts';
 import { newRawToken } from '../domain/token-secret.ts';
 import { loginLimiter, underLoginLimit } from '../services/login-limiter.ts';
-import { assertMintable, validateScope } from './token-access.ts';
+import { assertMintable, validateScope } from '../mutations/tokens.ts';
 
 /**
  * Checks that the approved operation can run (ids exist, the caller may do it, its body is valid)

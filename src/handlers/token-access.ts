@@ -1,39 +1,10 @@
-// Shared by the auth, tokens and credential-approvals handlers: the token wire form, and
-// minting/revoking with their audit events (who may manage tokens: src/handlers/gates.ts).
+// Shared by the auth, tokens and credential-approvals handlers: the token wire form, and minting
+// and revoking as the request's actor (the write paths: src/mutations/tokens.ts).
 import type { Ctx } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
-import { conflict } from '../domain/errors.ts';
-import type { Db, TransactionSql } from '../db/sql.ts';
-import { appendEvent } from '../db/events.ts';
-import type { Actor } from '../domain/actor.ts';
-import {
-  insertToken,
-  missingScopeResources,
-  revokeToken,
-  tokenSnapshot,
-  type TokenOwner,
-  type TokenRow,
-  type TokenScopeValue,
-  type TokenView,
-} from '../db/tokens.ts';
-import { hashToken, newRawToken } from '../domain/token-secret.ts';
-import { missingResourcesError, validateScopeShape } from '../domain/scope.ts';
-
-/** 409 when tokens cannot be minted for this principal. */
-export function assertMintable(owner: TokenOwner): void {
-  if (owner.kind === 'service_account' && owner.disabled_at)
-    throw conflict('the service account is disabled; no tokens can be minted for it');
-}
-
-/** Shape rules and resource existence of a requested scope (400); returns the scope to store. */
-export async function validateScope(db: Db, scope: unknown): Promise<TokenScopeValue | null> {
-  const s = validateScopeShape(scope);
-  if (s?.resources) {
-    const missing = await missingScopeResources(db, s.resources);
-    if (missing.length) throw missingResourcesError(missing, s);
-  }
-  return s;
-}
+import type { TransactionSql } from '../db/sql.ts';
+import type { TokenRow, TokenView } from '../db/tokens.ts';
+import { mintTokenAs, revokeTokenAs, type TokenMint } from '../mutations/tokens.ts';
 
 export function tokenWire(t: TokenView): Record<string, unknown> {
   return {
@@ -52,14 +23,6 @@ export function tokenWire(t: TokenView): Record<string, unknown> {
   };
 }
 
-export interface TokenMint {
-  name: string | null;
-  description: string | null;
-  expiresAt: Date;
-  scope: TokenScopeValue | null;
-  renewedFrom?: number;
-}
-
 /** Stores a new token and its `token.created` (or `token.renewed`) event; returns the raw value once. */
 export async function mintToken(
   tx: TransactionSql,
@@ -70,59 +33,7 @@ export async function mintToken(
   return mintTokenAs(tx, ctx.deps.tokenKey, actorOf(ctx), owner, t);
 }
 
-/** mintToken for a caller without a request (the admin command line): the actor is given. */
-export async function mintTokenAs(
-  tx: TransactionSql,
-  tokenKey: Buffer,
-  actor: Actor,
-  owner: { id: number; name: string },
-  t: TokenMint,
-): Promise<{ raw: string; row: TokenRow }> {
-  const raw = newRawToken();
-  const row = await insertToken(tx, {
-    principalId: owner.id,
-    hash: hashToken(tokenKey, raw),
-    name: t.name,
-    description: t.description,
-    expiresAt: t.expiresAt,
-    scope: t.scope,
-    renewedFrom: t.renewedFrom ?? null,
-  });
-  const renewed = t.renewedFrom !== undefined;
-  await appendEvent(tx, actor, {
-    entityType: 'token',
-    entityId: row.id,
-    entityName: row.name,
-    action: renewed ? 'renewed' : 'created',
-    summary: renewed ? `token ${t.renewedFrom} renewed as token ${row.id} for ${owner.name}` : `token minted for ${owner.name}`,
-    after: tokenSnapshot(row),
-    afterRevision: row.revision,
-    metadata: { principal_id: owner.id, ...(renewed ? { renewed_from_token_id: t.renewedFrom } : {}) },
-  });
-  return { raw, row };
-}
-
 /** Soft-revokes a (locked) token and appends `token.revoked`; false when it was revoked already. */
 export async function revokeWithEvent(tx: TransactionSql, ctx: Ctx, before: TokenRow, via: string): Promise<boolean> {
   return revokeTokenAs(tx, actorOf(ctx), before, via);
-}
-
-/** revokeWithEvent for a caller without a request (the admin command line): the actor is given. */
-export async function revokeTokenAs(tx: TransactionSql, actor: Actor, before: TokenRow, via: string): Promise<boolean> {
-  if (before.revoked_at) return false;
-  const after = await revokeToken(tx, before.id);
-  if (!after) return false;
-  await appendEvent(tx, actor, {
-    entityType: 'token',
-    entityId: after.id,
-    entityName: after.name,
-    action: 'revoked',
-    summary: `token revoked (${via})`,
-    before: tokenSnapshot(before),
-    after: tokenSnapshot(after),
-    beforeRevision: before.revision,
-    afterRevision: after.revision,
-    metadata: { principal_id: after.principal_id, via },
-  });
-  return true;
 }

@@ -8,7 +8,8 @@ import { withTx } from '../db/tx.ts';
 import { consumeApproval } from '../db/approvals.ts';
 import { getTokenOfPrincipal, tokenStateWhere, tokenViewSelect, type TokenRow, type TokenView } from '../db/tokens.ts';
 import { checkExpiry, resolveExpiry } from '../domain/token-lifetime.ts';
-import { assertMintable, mintToken, revokeWithEvent, tokenWire, validateScope } from './token-access.ts';
+import { mintToken, revokeWithEvent, tokenWire } from './token-access.ts';
+import { assertMintable, validateScope } from '../mutations/tokens.ts';
 import { authorizeTokenOwner, presentedApproval } from './gates.ts';
 
 const TOKEN_LIST: ListSpec = {

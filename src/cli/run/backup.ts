@@ -1,6 +1,6 @@
 import { open, rename, rm } from 'node:fs/promises';
 import { findBackupOutput } from '../../db/backups.ts';
-import { submitBackup } from '../../handlers/backups.ts';
+import { submitBackup } from '../../mutations/backups.ts';
 import { Failure } from '../errors.ts';
 import type { Progress } from '../progress.ts';
 import { runTask } from '../run-task.ts';

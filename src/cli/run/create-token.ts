@@ -3,7 +3,7 @@ import { principalByKey } from '../../db/imports.ts';
 import { findTokenOwner, type TokenScopeValue } from '../../db/tokens.ts';
 import { resolveExpiry } from '../../domain/token-lifetime.ts';
 import { ApiError } from '../../domain/errors.ts';
-import { assertMintable, mintTokenAs, validateScope } from '../../handlers/token-access.ts';
+import { assertMintable, mintTokenAs, validateScope } from '../../mutations/tokens.ts';
 import { Failure, UsageError } from '../errors.ts';
 import type { Session } from '../session.ts';
 

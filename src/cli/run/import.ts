@@ -3,7 +3,7 @@ import { insertTask } from '../../db/tasks.ts';
 import { IMPORT_RESULT_LIST_SPEC, listImportResultRows } from '../../db/imports.ts';
 import { parseListQuery } from '../../domain/list-query.ts';
 import type { ImportRequest } from '../../domain/imports.ts';
-import { importTask, prepareImport } from '../../handlers/imports.ts';
+import { importTask, prepareImport } from '../../mutations/imports.ts';
 import { checkSchema, readJsonFile } from '../documents.ts';
 import { EXIT_FAILURE } from '../errors.ts';
 import { runTask } from '../run-task.ts';

@@ -5,7 +5,7 @@ import { principalByKey } from '../../db/imports.ts';
 import { lockUser, updateUserRow, userUpdatedEvent } from '../../db/users.ts';
 import { lockUnrevokedTokens } from '../../db/tokens.ts';
 import { hashPassword } from '../../domain/passwords.ts';
-import { revokeTokenAs } from '../../handlers/token-access.ts';
+import { revokeTokenAs } from '../../mutations/tokens.ts';
 import { Failure, UsageError } from '../errors.ts';
 import { askLine, interactive, readStdin } from '../prompt.ts';
 import type { Session } from '../session.ts';

@@ -1,4 +1,4 @@
-import { confirmStagedRestore, stageRestore } from '../../handlers/restores.ts';
+import { confirmStagedRestore, stageRestore } from '../../mutations/restores.ts';
 import { checkSchema, readJsonFile } from '../documents.ts';
 import { Failure } from '../errors.ts';
 import { askLine } from '../prompt.ts';
