@@ -38,6 +38,14 @@ export interface paths {
          *     before any rate-limit bookkeeping, lookup or password check. An unknown `identity_scope`
          *     is the generic 401.
          *
+         *     A directory `identity_scope` (listed by `GET /api/v0/auth/providers`, configured by
+         *     `SVC_LDAP_*`) checks the password by binding to the directory as the user; the first
+         *     sign-in creates the provider-managed user, and every sign-in updates it and its
+         *     memberships of the scope's provider-managed groups. A wrong directory password counts
+         *     against the rate limit like a local one. A directory that cannot be reached or answers
+         *     with an error is 503 with `reason: "identity_provider_unavailable"` and `Retry-After`
+         *     (not counted as a failure); local users keep signing in.
+         *
          *     Failed attempts are counted per (name, client IP), per client IP and per client subnet
          *     in a sliding window; over a threshold the key is locked out and login returns 429 with
          *     `Retry-After` until the lockout ends (see `GET /api/v0/meta/login-rate-limit` for the
@@ -5023,7 +5031,7 @@ export interface components {
         };
         LoginRequest: {
             /**
-             * @description Identity scope of the user (default `local`); unknown scopes fail with the generic 401.
+             * @description Identity scope of the user (default `local`, or a directory scope listed by `GET /api/v0/auth/providers`); unknown scopes fail with the generic 401.
              * @default local
              */
             identity_scope?: string;
