@@ -181,6 +181,33 @@ describe('the SDK against a running server', () => {
     expect(invalid.details[0]).toEqual({ path: expect.any(String), message: expect.any(String) });
   });
 
+  it('reads headers with callWithResponse and sends typed header parameters: If-Match, X-Correlation-ID', async () => {
+    const { data: before, response } = await sdk.callWithResponse('getCollection', { params: { path: { collection_id: collectionId } } });
+    const etag = response.headers.get('etag');
+    expect(etag).toBeTruthy();
+    const correlation = uniq('corr');
+    const updated = await sdk.call('updateCollection', {
+      params: { path: { collection_id: collectionId }, header: { 'If-Match': etag!, 'X-Correlation-ID': correlation } },
+      body: { description: 'updated through the SDK' },
+    });
+    expect(updated.revision).toBe(before.revision + 1);
+    const [event] = await collect(
+      sdk.paginate('listCollectionEvents', {
+        params: { path: { collection_id: collectionId }, query: { action: 'updated', entity_type: 'collection' } },
+      }),
+    );
+    expect(event?.correlation_id).toBe(correlation);
+
+    const stale = await rejection(
+      sdk.call('updateCollection', {
+        params: { path: { collection_id: collectionId }, header: { 'If-Match': etag! } },
+        body: { description: 'again' },
+      }),
+    );
+    expect(stale.status).toBe(412);
+    expect(stale.reason).toBe('stale_resource');
+  });
+
   it('logout forgets the token and revokes it', async () => {
     const other = createClient({ baseUrl: http.baseUrl });
     await other.login('admin', ADMIN_PASSWORD);
