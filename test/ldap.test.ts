@@ -5,7 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Attribute, Change, Client } from 'ldapts';
-import { startTestApp, uniq, ADMIN_PASSWORD, type TestApp } from './helpers.ts';
+import { eventsOf, startTestApp, uniq, ADMIN_PASSWORD, type TestApp } from './helpers.ts';
+import { ConfigError, loadConfig } from '../src/config.ts';
 import { grant } from './iam-fixtures.ts';
 import { closedPort, startSlapd, type Slapd } from './slapd.ts';
 import { ldapPrefix, parseLdapProviders } from '../src/domain/ldap.ts';
@@ -53,6 +54,13 @@ objectClass: groupOfNames
 cn: viewers
 member: ${dnOf('carol')}
 `,
+  `dn: cn=operators,${GROUPS}
+objectClass: posixGroup
+cn: operators
+gidNumber: 5001
+memberUid: alice
+memberUid: carol
+`,
 ].join('\n');
 
 describe('LDAP identity provider (OpenLDAP slapd)', () => {
@@ -60,6 +68,7 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
   let t: TestApp;
   const scope = uniq('dir');
   const downScope = uniq('down');
+  const posixScope = uniq('posix');
   const alias = `ldaptest_${randomBytes(4).toString('hex')}`;
 
   beforeAll(async () => {
@@ -67,8 +76,9 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
     process.env[`SVC_LDAP_SECRET_${alias.toUpperCase()}`] = 'inventory-service-password';
     const p = ldapPrefix(scope);
     const d = ldapPrefix(downScope);
+    const x = ldapPrefix(posixScope);
     const ldapProviders = parseLdapProviders({
-      SVC_LDAP_PROVIDERS: `${scope},${downScope}`,
+      SVC_LDAP_PROVIDERS: `${scope},${downScope},${posixScope}`,
       [`${p}URL`]: slapd.url, // ldap:// is always upgraded with StartTLS
       [`${p}CA_FILE`]: slapd.caFile,
       [`${p}BIND_DN`]: SERVICE_DN,
@@ -83,6 +93,14 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
       [`${d}USER_BASE`]: PEOPLE,
       [`${d}GROUP_BASE`]: GROUPS,
       [`${d}GROUP_MAP`]: `cn=editors,${GROUPS}=>editors`,
+      // ldaps://, anonymous searches, posixGroup members by login name
+      [`${x}URL`]: slapd.ldapsUrl,
+      [`${x}CA_FILE`]: slapd.caFile,
+      [`${x}USER_BASE`]: PEOPLE,
+      [`${x}GROUP_BASE`]: GROUPS,
+      [`${x}GROUP_FILTER`]: '(objectClass=posixGroup)',
+      [`${x}GROUP_MEMBER_ATTRIBUTE`]: 'memberUid',
+      [`${x}GROUP_MAP`]: `cn=operators,${GROUPS}=>operators`,
     });
     t = await startTestApp({ ldapProviders, SVC_TRUSTED_PROXIES: '127.0.0.1' });
   }, 300_000);
@@ -99,8 +117,8 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
       headers: { 'x-forwarded-for': ip },
     });
 
-  async function groupOf(name: string) {
-    const res = await t.request('GET', '/api/v1/iam/groups', { query: { identity_scope: scope, name } });
+  async function groupOf(name: string, inScope = scope) {
+    const res = await t.request('GET', '/api/v1/iam/groups', { query: { identity_scope: inScope, name } });
     expect(res.status, res.text).toBe(200);
     const [g] = res.body as { id: number; name: string; managed_by: string | null; external_key: string | null }[];
     return g!;
@@ -113,7 +131,7 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
   it('listAuthProviders 200 lists local and every configured directory scope', async () => {
     const res = await t.request('GET', '/api/v0/auth/providers', { token: null });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ providers: ['local', scope, downScope] });
+    expect(res.body).toEqual({ providers: ['local', scope, downScope, posixScope] });
   });
 
   it('login 200 as a directory user: provider-managed user, mapped groups, their permissions', async () => {
@@ -247,5 +265,60 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
     const [g] = res.body as { last_sync_attempted_at: string | null; last_sync_success_at: string | null }[];
     expect(g!.last_sync_attempted_at).not.toBeNull();
     expect(g!.last_sync_success_at).toBeNull();
+  });
+
+  it('login 200 over ldaps:// with anonymous searches and posixGroup memberUid; audit events; the sync drops a removed memberUid', async () => {
+    const res = await login('alice', 'alice-directory-password', posixScope, '192.0.2.80');
+    expect(res.status, res.text).toBe(200);
+    const me = await t.request('GET', '/api/v1/iam/me', { token: (res.body as { token: string }).token });
+    const id = (me.body as { principal: { id: number; identity_scope: string } }).principal.id;
+    const operators = await groupOf('operators', posixScope);
+    expect(operators).toMatchObject({ managed_by: `ldap:${posixScope}`, external_key: `cn=operators,${GROUPS}` });
+
+    const userEvents = await eventsOf(t, 'user', id);
+    expect(userEvents.map((e) => e.action)).toEqual(['created']);
+    expect(userEvents[0]!.metadata).toMatchObject({
+      password_set: false,
+      managed_by: `ldap:${posixScope}`,
+      external_subject: dnOf('alice'),
+    });
+    const memberships = await eventsOf(t, 'group_membership', operators.id);
+    expect(memberships.map((e) => [e.action, e.metadata.principal_id])).toEqual([['added', id]]);
+
+    const admin = new Client({ url: slapd.url });
+    await admin.startTLS({ ca: [readFileSync(slapd.caFile)], host: '127.0.0.1' });
+    await admin.bind(slapd.rootDn, slapd.rootPassword);
+    await admin.modify(
+      `cn=operators,${GROUPS}`,
+      new Change({ operation: 'delete', modification: new Attribute({ type: 'memberUid', values: ['alice'] }) }),
+    );
+    await admin.unbind();
+    const posix = t.deps.config.ldapProviders.find((p) => p.scope === posixScope)!;
+    expect(await syncProviderGroups(t.deps, posix, true)).toEqual([{ group: 'operators', ok: true, added: 0, removed: 1 }]);
+    const groups = await t.request('GET', `/api/v1/iam/principals/${id}/groups`);
+    expect(groups.body).toEqual([]);
+    const after = await eventsOf(t, 'group_membership', operators.id);
+    expect(after.map((e) => e.action)).toEqual(['added', 'removed']);
+  });
+});
+
+describe('SVC_LDAP_* settings', () => {
+  const base = {
+    SVC_LDAP_PROVIDERS: 'corp',
+    SVC_LDAP_CORP_URL: 'ldaps://ldap.example.org',
+    SVC_LDAP_CORP_USER_BASE: PEOPLE,
+    SVC_LDAP_CORP_GROUP_BASE: GROUPS,
+    SVC_LDAP_CORP_GROUP_MAP: `cn=editors,${GROUPS}=>editors`,
+  };
+
+  it('a bad or missing provider setting stops start-up naming the variable', () => {
+    expect(loadConfig(base).ldapProviders.map((p) => [p.scope, p.startTls, p.loginAttribute])).toEqual([['corp', false, 'uid']]);
+    expect(() => loadConfig({ ...base, SVC_LDAP_CORP_URL: undefined })).toThrow(/SVC_LDAP_CORP_URL is required/);
+    expect(() => loadConfig({ ...base, SVC_LDAP_CORP_URL: 'http://ldap.example.org' })).toThrow(/SVC_LDAP_CORP_URL/);
+    expect(() => loadConfig({ ...base, SVC_LDAP_CORP_GROUP_MAP: 'editors' })).toThrow(/SVC_LDAP_CORP_GROUP_MAP/);
+    expect(() => loadConfig({ ...base, SVC_LDAP_CORP_BIND_DN: SERVICE_DN })).toThrow(/SVC_LDAP_CORP_BIND_PASSWORD_ALIAS/);
+    expect(() => loadConfig({ ...base, SVC_LDAP_CORP_USER_FILTER: 'uid=x' })).toThrow(/SVC_LDAP_CORP_USER_FILTER/);
+    expect(() => loadConfig({ ...base, SVC_LDAP_PROVIDERS: 'local' })).toThrow(ConfigError);
+    expect(() => loadConfig({ ...base, SVC_LDAP_PROVIDERS: 'corp,corp' })).toThrow(/twice/);
   });
 });

@@ -67,7 +67,10 @@ function accepts(port: number): Promise<boolean> {
 }
 
 export interface Slapd {
+  /** ldap:// (StartTLS offered) */
   url: string;
+  /** ldaps:// (TLS from the start), another port of the same server */
+  ldapsUrl: string;
   port: number;
   suffix: string;
   rootDn: string;
@@ -115,8 +118,9 @@ export async function startSlapd(suffix: string, ldif: string): Promise<Slapd> {
 
   const port = await freePort();
   const url = `ldap://127.0.0.1:${port}`;
+  const ldapsUrl = `ldaps://127.0.0.1:${await freePort()}`;
   let log = '';
-  const child: ChildProcess = spawn(slapd, ['-f', conf, '-h', `${url}/`, '-d', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child: ChildProcess = spawn(slapd, ['-f', conf, '-h', `${url}/ ${ldapsUrl}/`, '-d', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
   child.stdout?.on('data', (b: Buffer) => (log += b.toString()));
   child.stderr?.on('data', (b: Buffer) => (log += b.toString()));
   const exited = new Promise<void>((ok) => child.once('exit', () => ok()));
@@ -131,6 +135,7 @@ export async function startSlapd(suffix: string, ldif: string): Promise<Slapd> {
   }
   return {
     url,
+    ldapsUrl,
     port,
     suffix,
     rootDn,
