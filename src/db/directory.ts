@@ -8,7 +8,11 @@ const GROUP_COLUMNS = (db: Db) =>
   db`id, name, description, identity_scope, managed_by, external_key, last_sync_attempted_at, last_sync_success_at, created_at,
     updated_at, revision`;
 
-/** The principal named `name` in `scope`, locked, with whether a provider manages it. */
+/**
+ * The principal named `name` in `scope`, with whether a provider manages it; locked for no key
+ * update, which membership writes (a key share on the principal) do not wait for: a sign-in and
+ * a group sync touching the same user and group cannot deadlock.
+ */
 export async function lockScopedPrincipal(
   tx: TransactionSql,
   scope: string,
@@ -19,7 +23,7 @@ export async function lockScopedPrincipal(
       p.provider_managed, p.external_subject
     from principals p left join users u on u.principal_id = p.id
     where p.identity_scope = ${scope} and p.name = ${name}
-    for update of p`;
+    for no key update of p`;
   return row;
 }
 
@@ -54,10 +58,10 @@ export async function updateProviderUser(
   return p!;
 }
 
-/** The group `name` of `scope`, locked; undefined when there is none. */
+/** The group `name` of `scope`, locked for no key update; undefined when there is none. */
 export async function lockScopedGroup(tx: TransactionSql, scope: string, name: string): Promise<GroupRow | undefined> {
   const [row] = await tx<GroupRow[]>`
-    select ${GROUP_COLUMNS(tx)} from groups where identity_scope = ${scope} and name = ${name} for update`;
+    select ${GROUP_COLUMNS(tx)} from groups where identity_scope = ${scope} and name = ${name} for no key update`;
   return row;
 }
 
