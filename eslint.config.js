@@ -1,7 +1,9 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'generated/', 'clients/typescript/generated/', 'data/', 'spec/', 'eslint.config.js'] },
+  {
+    ignores: ['node_modules/', 'generated/', 'clients/typescript/generated/', 'test/client-compat/', 'data/', 'spec/', 'eslint.config.js'],
+  },
   ...tseslint.configs.recommended,
   {
     languageOptions: {
