@@ -22,15 +22,58 @@ export interface Input<K extends OperationId> {
   contentType: string;
 }
 
-/** What a handler returns; the adapter renders it. */
-export interface Reply {
+/** A non-JSON payload: text, bytes or a stream. */
+export type RawBody = string | Uint8Array | ReadableStream<Uint8Array>;
+
+/** Any reply as the adapter renders it (app.ts, the error renderer): status, JSON body or raw payload. */
+export interface WireReply {
   status: number;
   body?: unknown;
   headers?: Record<string, string>;
   /** Non-JSON payload (text, bytes or a stream); contentType then names it. */
-  raw?: string | Uint8Array | ReadableStream<Uint8Array>;
+  raw?: RawBody;
   contentType?: string;
 }
+
+/**
+ * A JSON value as handlers may hand it to the renderer: the contract's type, where a string may
+ * also be a Date (JSON.stringify writes it as ISO 8601 text, which is what date-time members hold).
+ */
+export type Wire<T> = T extends string
+  ? T | Date
+  : T extends readonly (infer U)[]
+    ? Wire<U>[]
+    : T extends object
+      ? { [P in keyof T]: Wire<T[P]> }
+      : T;
+
+type Responses<K extends OperationId> = Ops[K]['responses'];
+/** The statuses an operation declares (its `default` error response is rendered from thrown ApiErrors). */
+export type Status<K extends OperationId> = Extract<keyof Responses<K>, number>;
+type ContentOf<R> = R extends { content: infer C } ? C : never;
+/** The JSON body an operation declares for a status (generated/openapi.ts). */
+export type Body<K extends OperationId, S extends Status<K>> = Wire<Get<ContentOf<Responses<K>[S]>, 'application/json'>>;
+
+type ReplyHeaders = Record<string, string>;
+type JsonReply<S, C> = 'application/json' extends keyof C
+  ? { status: S; body: Wire<C['application/json']>; headers?: ReplyHeaders }
+  : never;
+type RawReply<S, C> = [Exclude<keyof C, 'application/json'>] extends [never]
+  ? never
+  : { status: S; raw: RawBody; contentType: string; headers?: ReplyHeaders };
+type ReplyFor<S, R> = [ContentOf<R>] extends [never]
+  ? { status: S; body?: undefined; headers?: ReplyHeaders }
+  : JsonReply<S, ContentOf<R>> | RawReply<S, ContentOf<R>>;
+
+/**
+ * What a handler of operation K returns, as in oapi-codegen's strict servers: one of the statuses
+ * the contract declares for K, with the body the contract declares for that status (JSON), or a
+ * raw payload for text/event-stream, text/plain and other non-JSON media types. A wrong body is a
+ * compile error. `Reply` without an operation is the untyped shape the adapter renders.
+ */
+export type Reply<K extends OperationId = never> = [K] extends [never]
+  ? WireReply
+  : { [S in Status<K>]: ReplyFor<S, Responses<K>[S]> }[Status<K>];
 
 export interface Ctx {
   deps: Deps;
@@ -43,8 +86,16 @@ export interface Ctx {
   signal: AbortSignal;
 }
 
-export type Handler<K extends OperationId> = (input: Input<K>, ctx: Ctx) => Promise<Reply>;
-export type HandlerMap = { [K in OperationId]: Handler<K> };
+/** A handler of operation K: validated input in, a reply the contract declares for K out. */
+export type Handler<K extends OperationId> = (input: Input<K>, ctx: Ctx) => Promise<Reply<K>>;
+/** Every operation's handler, typed per operation (a tag file checks itself with `satisfies Partial<TypedHandlerMap>`). */
+export type TypedHandlerMap = { [K in OperationId]: Handler<K> };
+/**
+ * The handler table the adapter dispatches. Transitional: tag files not yet checked against their
+ * operations' reply types still return WireReply; once every tag file satisfies TypedHandlerMap,
+ * this becomes TypedHandlerMap.
+ */
+export type HandlerMap = { [K in OperationId]: (input: Input<K>, ctx: Ctx) => Promise<WireReply> };
 
 /** The audit actor of a request. */
 export function actorOf(ctx: Ctx): Actor {

@@ -1,5 +1,4 @@
 // A page of a list as the contract answers it: the JSON array body and the paging headers.
-import type { Reply } from './contract.ts';
 
 /** The paging headers of a list reply: X-Page-Limit, X-Next-Cursor (when more), X-Total-Count (when asked). */
 export function pageHeaders(page: { nextCursor: string | null; total: number | null; limit: number }): Record<string, string> {
@@ -10,6 +9,9 @@ export function pageHeaders(page: { nextCursor: string | null; total: number | n
 }
 
 /** A 200 list reply with a bare JSON array body and the paging headers. */
-export function listReply<T>(page: { nextCursor: string | null; total: number | null; limit: number }, body: T[]): Reply {
+export function listReply<T>(
+  page: { nextCursor: string | null; total: number | null; limit: number },
+  body: T[],
+): { status: 200; body: T[]; headers: Record<string, string> } {
   return { status: 200, body, headers: pageHeaders(page) };
 }

@@ -1,7 +1,6 @@
 // A small server-sent events writer: `event: <name>` and one JSON `data:` line per event.
 // sseReply() returns a Reply whose raw body is a ReadableStream; the producer runs after the
 // response has started, so the first events reach the client before any further work.
-import type { Reply } from './contract.ts';
 
 export interface SseWriter {
   /** Queues one event; false once the client has gone away (stop working then). */
@@ -21,7 +20,7 @@ export function formatSse(event: string, data: unknown): string {
 export function sseReply(
   produce: (w: SseWriter) => Promise<void>,
   opts: { headers?: Record<string, string>; onError?: (err: unknown) => void } = {},
-): Reply {
+): { status: 200; raw: ReadableStream<Uint8Array>; contentType: string; headers: Record<string, string> } {
   const encoder = new TextEncoder();
   let closed = false;
   const stream = new ReadableStream<Uint8Array>({
