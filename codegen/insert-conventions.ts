@@ -3,7 +3,7 @@
 //   - 405 (a method the path does not take: a client built from another version of the contract),
 //   - 503 (`database_busy`, on every operation that reads the database),
 //   - 415 (on every operation that takes a body),
-//   - the `X-Correlation-ID` request header,
+//   - the `X-Correlation-ID` and `X-Request-Id` request headers,
 //   - `X-Request-Id` and `X-Correlation-ID` on every inline response.
 // Idempotent; test/spec-generators.test.ts fails when an operation lacks any of these, and running
 // `npx tsx codegen/insert-conventions.ts` adds them.
@@ -15,6 +15,8 @@ import YAML, { isMap, isSeq, isScalar, type Pair, type YAMLMap, type YAMLSeq } f
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'];
 /** Operations that never touch the database (no 503 `database_busy`). */
 export const NO_DATABASE = new Set(['getHealth', 'getOpenApiDocument', 'getApiReference']);
+/** The request headers every operation takes (components/parameters), in the order they are appended. */
+export const REQUEST_HEADER_PARAMETERS = ['XCorrelationId', 'XRequestId'];
 
 interface Insert {
   at: number;
@@ -51,17 +53,19 @@ export function insertConventions(text: string): string {
       const responses = op.get('responses') as YAMLMap;
       const responsesPair = (op.items as Pair[]).find((p) => keyOf(p) === 'responses')!;
 
-      // X-Correlation-ID: appended to the operation's own parameters (positional clients keep their order).
+      // X-Correlation-ID and X-Request-Id: appended to the operation's own parameters (positional
+      // clients keep their order).
       const params = op.get('parameters') as YAMLSeq | undefined;
-      const ref = '$ref: "#/components/parameters/XCorrelationId"';
-      const hasHeader = params?.items.some((p) => isMap(p) && p.get('$ref') === '#/components/parameters/XCorrelationId');
-      if (params && isSeq(params) && !hasHeader) {
+      const lacking = REQUEST_HEADER_PARAMETERS.filter(
+        (c) => !params?.items.some((p) => isMap(p) && p.get('$ref') === `#/components/parameters/${c}`),
+      ).map((c) => `- $ref: "#/components/parameters/${c}"`);
+      if (params && isSeq(params) && lacking.length) {
         const first = params.items[0] as { range: [number, number, number] };
-        inserts.push({ at: afterNode(text, params), text: lines(column(text, first.range[0]) - 2, [`- ${ref}`]) });
+        inserts.push({ at: afterNode(text, params), text: lines(column(text, first.range[0]) - 2, lacking) });
       } else if (!params) {
         inserts.push({
           at: lineStart(text, (responsesPair.key as { range: [number, number, number] }).range[0]),
-          text: lines(opIndent, ['parameters:', `  - ${ref}`]),
+          text: lines(opIndent, ['parameters:', ...lacking.map((l) => `  ${l}`)]),
         });
       }
 

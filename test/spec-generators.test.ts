@@ -140,7 +140,9 @@ function conventionProblems(d: typeof doc): string[] {
     if (!responses['405']) missing.push(`${opId} 405`);
     if (!NO_DATABASE.has(opId) && !responses['503']) missing.push(`${opId} 503`);
     if (op.requestBody && !responses['415']) missing.push(`${opId} 415`);
-    if (!params.some(([p]) => p.in === 'header' && p.name === 'X-Correlation-ID')) missing.push(`${opId} X-Correlation-ID parameter`);
+    for (const h of ['X-Correlation-ID', 'X-Request-Id']) {
+      if (!params.some(([p]) => p.in === 'header' && p.name === h)) missing.push(`${opId} ${h} parameter`);
+    }
     for (const [code, r] of Object.entries(responses)) {
       const headers = (responseOf(r).headers ?? {}) as Record<string, Json>;
       for (const h of ['X-Request-Id', 'X-Correlation-ID']) if (!headers[h]) missing.push(`${opId} ${code} ${h}`);
@@ -150,7 +152,7 @@ function conventionProblems(d: typeof doc): string[] {
 }
 
 describe('responses and headers every operation can produce', () => {
-  it('every operation declares 405, 503 (database_busy) where it reads the database, 415 where it takes a body, X-Correlation-ID, and X-Request-Id/X-Correlation-ID on every response', () => {
+  it('every operation declares 405, 503 (database_busy) where it reads the database, 415 where it takes a body, the X-Correlation-ID and X-Request-Id parameters, and X-Request-Id/X-Correlation-ID on every response', () => {
     expect(conventionProblems(doc)).toEqual([]);
     expect(allOperations().length).toBeGreaterThan(170);
     expect(insertConventions(text) === text, 'run npx tsx codegen/insert-conventions.ts').toBe(true);
@@ -162,7 +164,8 @@ describe('responses and headers every operation can produce', () => {
       .replace(/\n {8}"503":\n {10}\$ref: "#\/components\/responses\/ServiceUnavailable"/g, '')
       .replace(/\n {12}X-Request-Id:\n {14}\$ref: "#\/components\/headers\/XRequestId"/g, '')
       // (only where another parameter stays, so that no `parameters:` is left empty)
-      .replace(/(?<=\n {8}- [^\n]*)\n {8}- \$ref: "#\/components\/parameters\/XCorrelationId"/g, '');
+      .replace(/(?<=\n {8}- [^\n]*)\n {8}- \$ref: "#\/components\/parameters\/XCorrelationId"/g, '')
+      .replace(/(?<=\n {8}- [^\n]*)\n {8}- \$ref: "#\/components\/parameters\/XRequestId"/g, '');
     const broken = conventionProblems(YAML.parse(damaged) as typeof doc);
     expect(broken.length).toBeGreaterThan(500);
     expect(conventionProblems(YAML.parse(insertConventions(damaged)) as typeof doc)).toEqual([]);

@@ -8871,6 +8871,8 @@ export interface components {
         Sort: string;
         /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
         XCorrelationId: string;
+        /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+        XRequestId: string;
     };
     requestBodies: never;
     headers: {
@@ -8886,7 +8888,7 @@ export interface components {
         XNextCursor: string;
         /** @description Effective page size. */
         XPageLimit: number;
-        /** @description Id of this request, on every response of any status (also in the log and in the audit events the request caused). */
+        /** @description Id of this request, on every response of any status (also in the log and in the audit events the request caused): the request's own `X-Request-Id` when it was valid (1 to 128 of `A-Z a-z 0-9 . _ : -`), else a generated UUID. */
         XRequestId: string;
         /** @description Exact number of matches independent of paging; omitted when include_total=false. */
         XTotalCount: number;
@@ -8901,6 +8903,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -8930,6 +8934,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -8999,6 +9005,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9028,6 +9036,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9058,6 +9068,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9095,6 +9107,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id. */
@@ -9130,6 +9144,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9158,6 +9174,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9187,6 +9205,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9216,6 +9236,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9264,6 +9286,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9305,6 +9329,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9345,6 +9371,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Opaque entry id (base64url, no padding), passed back unchanged. */
@@ -9390,6 +9418,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9420,6 +9450,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9452,6 +9484,8 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -9491,6 +9525,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the backup task. */
@@ -9526,6 +9562,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the backup task. */
@@ -10007,6 +10045,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -10040,6 +10080,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -10080,6 +10122,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10118,6 +10162,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10156,6 +10202,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10202,6 +10250,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10242,6 +10292,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10280,6 +10332,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10327,6 +10381,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -10897,6 +10953,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -11303,6 +11361,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -11341,6 +11401,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -11384,6 +11446,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -11424,6 +11488,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -11462,6 +11528,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -12031,6 +12099,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -12473,6 +12543,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -12907,6 +12979,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -12945,6 +13019,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -12999,6 +13075,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -13050,6 +13128,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id of the object in the path (its name differs from the query `class_id` of the same operation, which filters the related objects, so that generated clients can name both). */
@@ -13093,6 +13173,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -13131,6 +13213,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -13169,6 +13253,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -13616,6 +13702,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14050,6 +14138,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14088,6 +14178,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14134,6 +14226,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14174,6 +14268,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14212,6 +14308,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14549,6 +14647,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -14582,6 +14682,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -14642,6 +14744,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -14680,6 +14784,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -14727,6 +14833,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -14787,6 +14895,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15117,6 +15227,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15405,6 +15517,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15443,6 +15557,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15486,6 +15602,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15526,6 +15644,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -15564,6 +15684,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16133,6 +16255,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16173,6 +16297,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16245,6 +16371,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16292,6 +16420,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16342,6 +16472,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16389,6 +16521,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16441,6 +16575,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16493,6 +16629,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16538,6 +16676,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16587,6 +16727,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16643,6 +16785,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Collection id. */
@@ -16693,6 +16837,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -17095,6 +17241,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -17129,6 +17277,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event delivery id. */
@@ -17164,6 +17314,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event delivery id. */
@@ -17199,6 +17351,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event delivery id. */
@@ -17235,6 +17389,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -17532,6 +17688,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -17566,6 +17724,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -17605,6 +17765,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event sink id. */
@@ -17643,6 +17805,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event sink id. */
@@ -17680,6 +17844,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event sink id. */
@@ -17723,6 +17889,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event sink id. */
@@ -17763,6 +17931,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Event sink id. */
@@ -18329,6 +18499,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -18786,6 +18958,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -18819,6 +18993,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -18859,6 +19035,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 template_id: number;
@@ -18896,6 +19074,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 template_id: number;
@@ -18931,6 +19111,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 template_id: number;
@@ -19498,6 +19680,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 template_id: number;
@@ -19537,6 +19721,8 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 template_id: number;
@@ -19590,6 +19776,8 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -19639,6 +19827,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the export task. */
@@ -19673,6 +19863,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the export task. */
@@ -19715,6 +19907,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -19786,6 +19980,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Opaque approval id as returned in `approval`. */
@@ -20228,6 +20424,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -20262,6 +20460,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -20311,6 +20511,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -20349,6 +20551,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -20396,6 +20600,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -20974,6 +21180,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -21021,6 +21229,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -21059,6 +21269,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -21107,6 +21319,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Group id. */
@@ -21152,6 +21366,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -21581,6 +21797,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -21615,6 +21833,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -21655,6 +21875,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Computed-field id. */
@@ -21693,6 +21915,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Computed-field id. */
@@ -21729,6 +21953,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Computed-field id. */
@@ -21771,6 +21997,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -21803,6 +22031,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -21854,6 +22084,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -21898,6 +22130,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -21971,6 +22205,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22019,6 +22255,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22064,6 +22302,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22121,6 +22361,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22186,6 +22428,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22244,6 +22488,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22333,6 +22579,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22381,6 +22629,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -22457,6 +22707,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -22505,6 +22757,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -22586,6 +22840,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Principal id (human user or service account). */
@@ -23040,6 +23296,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -23074,6 +23332,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -23134,6 +23394,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Service-account (principal) id. */
@@ -23172,6 +23434,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Service-account (principal) id. */
@@ -23208,6 +23472,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Service-account (principal) id. */
@@ -23262,6 +23528,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Service-account (principal) id. */
@@ -23655,6 +23923,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -23689,6 +23959,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -23750,6 +24022,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description User (principal) id. */
@@ -23788,6 +24062,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description User (principal) id. */
@@ -23824,6 +24100,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -24403,6 +24681,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description User (principal) id. */
@@ -24443,6 +24723,8 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -24494,6 +24776,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the import task. */
@@ -24539,6 +24823,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Id of the import task. */
@@ -24902,6 +25188,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -24935,6 +25223,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -24975,6 +25265,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class-relation id. */
@@ -25013,6 +25305,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class-relation id. */
@@ -25307,6 +25601,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -25340,6 +25636,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -25380,6 +25678,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Object-relation id. */
@@ -25418,6 +25718,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Object-relation id. */
@@ -25826,6 +26128,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -25859,6 +26163,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -25899,6 +26205,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Remote target id. */
@@ -25937,6 +26245,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Remote target id. */
@@ -25973,6 +26283,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Remote target id. */
@@ -26541,6 +26853,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Remote target id. */
@@ -26581,6 +26895,8 @@ export interface operations {
                 "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Remote target id. */
@@ -26634,6 +26950,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -26675,6 +26993,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description Id of a fresh credential approval for this exact operation. */
                 "X-Svc-Credential-Approval"?: components["parameters"]["CredentialApproval"];
             };
@@ -26719,6 +27039,8 @@ export interface operations {
             header: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
                 /** @description The one-time `restore_capability` returned when the restore was staged. */
                 "X-Svc-Restore-Capability": components["parameters"]["RestoreCapability"];
             };
@@ -26772,6 +27094,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -26803,6 +27127,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -26891,6 +27217,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -26922,6 +27250,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27240,6 +27570,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27274,6 +27606,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27314,6 +27648,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description System event subscription id; a collection subscription's id is 404 here. */
@@ -27352,6 +27688,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description System event subscription id; a collection subscription's id is 404 here. */
@@ -27388,6 +27726,8 @@ export interface operations {
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description System event subscription id; a collection subscription's id is 404 here. */
@@ -27721,6 +28061,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27754,6 +28096,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Task id. */
@@ -27788,6 +28132,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Task id. */
@@ -27842,6 +28188,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Task id. */
@@ -27879,6 +28227,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27906,6 +28256,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27933,6 +28285,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
@@ -27961,6 +28315,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path?: never;
             cookie?: never;
