@@ -40,7 +40,9 @@ export interface WireReply {
  * also be a Date (JSON.stringify writes it as ISO 8601 text, which is what date-time members hold).
  */
 export type Wire<T> = T extends string
-  ? T | Date
+  ? string extends T
+    ? string | Date
+    : T
   : T extends readonly (infer U)[]
     ? Wire<U>[]
     : T extends object
