@@ -234,7 +234,8 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
     expect((await login('nobody', 'whatever', scope, ip)).status).toBe(401);
     expect((await login('alice', '', scope, '198.51.100.99')).status).toBe(401);
     for (let i = 0; i < 4; i++) {
-      const r = await login('carol', 'wrong-password', scope, ip);
+      // the directory matches names case-insensitively, and so does the limiter for its scope
+      const r = await login(i % 2 === 0 ? 'carol' : 'Carol', 'wrong-password', scope, ip);
       expect(r.status, r.text).toBe(401);
       expect(r.body).toMatchObject({ error: 'Unauthorized' });
     }
@@ -243,7 +244,11 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
     const locked = await login('carol', 'carol-directory-password', scope, ip);
     expect(locked.status).toBe(429);
     expect(locked.body).toMatchObject({ reason: 'login_rate_limited' });
-    expect((await login('carol', 'carol-directory-password', scope, '198.51.100.24')).status).toBe(200);
+    // another address signs in, in any case: the principal's name is the directory's
+    const other = await login('CAROL', 'carol-directory-password', scope, '198.51.100.24');
+    expect(other.status).toBe(200);
+    const me = await t.request('GET', '/api/v1/iam/me', { token: (other.body as { token: string }).token });
+    expect((me.body as { principal: { name: string } }).principal.name).toBe('carol');
   });
 
   it('login 503 when the directory is down; local users still sign in', async () => {

@@ -29,7 +29,9 @@ export const authHandlers = {
     const provider = cfg.ldapProviders.find((p) => p.scope === scope);
     let candidate: Awaited<ReturnType<typeof findLoginCandidate>>;
     let directoryUser = null as DirectoryUser | null;
-    const ok = await underLoginLimit(loginLimiter(ctx.deps), name, ctx.clientIp, async () => {
+    // Directories match names case-insensitively: Carol and carol are one account to the limiter.
+    const limitKey = provider ? name.toLowerCase() : name;
+    const ok = await underLoginLimit(loginLimiter(ctx.deps), limitKey, ctx.clientIp, async () => {
       if (provider) {
         try {
           directoryUser = await authenticate(cfg, provider, name, password);
