@@ -618,6 +618,44 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/classes/{class_id}/{object_id}/related/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+                /** @description Object id; the object must belong to the class in the path (404 otherwise). */
+                object_id: components["parameters"]["ObjectIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the object relation graph around an object
+         * @description The object relation graph around the object, up to `depth` hops (1..5, default
+         *     1) over object relations in either direction, as one document: `objects` (the root object
+         *     first, then by depth and id) and `relations` (object relations by id). Needs ReadObject on
+         *     the object (403; an unknown class or object, or an object of another class, is 404);
+         *     objects are traversed with ReadObject and relations with ReadObjectRelation. Objects of
+         *     the classes in `ignore_classes`, and of the root object's own class unless
+         *     `ignore_self_class=false`, are neither returned nor crossed (the root is always returned).
+         *     The document is not paged: every node appears once, at its smallest depth, with one
+         *     shortest `path` of ids from the root (the root itself has depth 0 and path `[root]`), and
+         *     every relation between two nodes appears once, in `relations`. Only what the caller may
+         *     read is traversed and returned: a node only if readable, a relation only when the caller may
+         *     read it and both of its ends. A search that would reach more than 10,000 nodes or cross
+         *     more than 20,000 relations is 400 asking to narrow the query (a smaller `depth`, or
+         *     `ignore_classes`), with `reason: "search_work_limit"` as for structured search.
+         */
+        get: operations["getRelatedObjectGraph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/classes/{class_id}/computed-fields": {
         parameters: {
             query?: never;
@@ -843,6 +881,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/classes/{class_id}/related/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the class relation graph around a class
+         * @description The class relation graph around the class, up to `depth` hops (1..5, default 1)
+         *     over class relations in either direction, as one document: `classes` (the root class
+         *     first, then by depth and id) and `relations` (class relations by id). Needs ReadClass on
+         *     the class (403; an unknown class is 404); classes are traversed with ReadClass and
+         *     relations with ReadClassRelation. Classes in `ignore_classes` are neither returned nor
+         *     crossed (the root is always returned).
+         *     The document is not paged: every node appears once, at its smallest depth, with one
+         *     shortest `path` of ids from the root (the root itself has depth 0 and path `[root]`), and
+         *     every relation between two nodes appears once, in `relations`. Only what the caller may
+         *     read is traversed and returned: a node only if readable, a relation only when the caller may
+         *     read it and both of its ends. A search that would reach more than 10,000 nodes or cross
+         *     more than 20,000 relations is 400 asking to narrow the query (a smaller `depth`, or
+         *     `ignore_classes`), with `reason: "search_work_limit"` as for structured search.
+         */
+        get: operations["getRelatedClassGraph"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/classes/{object_class_id}/{object_id}/related/objects": {
         parameters: {
             query?: never;
@@ -860,7 +933,9 @@ export interface paths {
          * @description Walks object relations in both directions from the object up to `depth` hops. Each related
          *     object appears once, at its smallest depth, with one shortest `path`; the start object is
          *     not included. Only objects and relations the caller may read (ReadObject,
-         *     ReadObjectRelation) are traversed. The query `class_id` (distinct from the path
+         *     ReadObjectRelation) are traversed. Objects of the classes in `ignore_classes`, and of the
+         *     start object's own class unless `ignore_self_class=false`, are neither returned nor
+         *     crossed, as if hidden. The query `class_id` (distinct from the path
          *     `object_class_id`, the start object's class) keeps only related objects of that class. Sort fields: `depth`, `id`, `name`,
          *     `created_at`, `updated_at` (default `depth,id`). 404 when the object does not belong to the
          *     class in the path. A traversal that would reach more than 10,000 objects or cross more than
@@ -1005,6 +1080,79 @@ export interface paths {
          * @description Same as `updateObject`, addressed by names.
          */
         patch: operations["updateObjectByName"];
+        trace?: never;
+    };
+    "/api/v1/classes/by-name/{class_name}/objects/by-name/{object_name}/related/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+                /** @description Exact object name within the class. */
+                object_name: components["parameters"]["ObjectNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the object relation graph around an object, by class and object name
+         * @description The object relation graph around the object named in the path (as `getRelatedObjectGraph`), up to `depth` hops (1..5, default
+         *     1) over object relations in either direction, as one document: `objects` (the root object
+         *     first, then by depth and id) and `relations` (object relations by id). Needs ReadObject on
+         *     the object (403; an unknown class or object, or an object of another class, is 404);
+         *     objects are traversed with ReadObject and relations with ReadObjectRelation. Objects of
+         *     the classes in `ignore_classes`, and of the root object's own class unless
+         *     `ignore_self_class=false`, are neither returned nor crossed (the root is always returned).
+         *     The document is not paged: every node appears once, at its smallest depth, with one
+         *     shortest `path` of ids from the root (the root itself has depth 0 and path `[root]`), and
+         *     every relation between two nodes appears once, in `relations`. Only what the caller may
+         *     read is traversed and returned: a node only if readable, a relation only when the caller may
+         *     read it and both of its ends. A search that would reach more than 10,000 nodes or cross
+         *     more than 20,000 relations is 400 asking to narrow the query (a smaller `depth`, or
+         *     `ignore_classes`), with `reason: "search_work_limit"` as for structured search.
+         */
+        get: operations["getRelatedObjectGraphByName"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/classes/by-name/{class_name}/related/graph": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get the class relation graph around a class, by name
+         * @description The class relation graph around the class named in the path (as `getRelatedClassGraph`), up to `depth` hops (1..5, default 1)
+         *     over class relations in either direction, as one document: `classes` (the root class
+         *     first, then by depth and id) and `relations` (class relations by id). Needs ReadClass on
+         *     the class (403; an unknown class is 404); classes are traversed with ReadClass and
+         *     relations with ReadClassRelation. Classes in `ignore_classes` are neither returned nor
+         *     crossed (the root is always returned).
+         *     The document is not paged: every node appears once, at its smallest depth, with one
+         *     shortest `path` of ids from the root (the root itself has depth 0 and path `[root]`), and
+         *     every relation between two nodes appears once, in `relations`. Only what the caller may
+         *     read is traversed and returned: a node only if readable, a relation only when the caller may
+         *     read it and both of its ends. A search that would reach more than 10,000 nodes or cross
+         *     more than 20,000 relations is 400 asking to narrow the query (a smaller `depth`, or
+         *     `ignore_classes`), with `reason: "search_work_limit"` as for structured search.
+         */
+        get: operations["getRelatedClassGraphByName"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/collections": {
@@ -3643,6 +3791,13 @@ export interface components {
             /** @description When true, object `json_data` is validated against `json_schema` on every write. */
             validate_schema: boolean;
         };
+        /** @description A class relation graph around a root class (getRelatedClassGraph). */
+        ClassGraph: {
+            /** @description The root class first, then the reached classes by depth and id. */
+            classes: components["schemas"]["GraphClass"][];
+            /** @description Every visible class relation between two of the classes, once, by id. */
+            relations: components["schemas"]["ClassRelation"][];
+        };
         /** @description Allows object relations from objects of `from_class_id` to objects of `to_class_id`. */
         ClassRelation: {
             created_at: components["schemas"]["Timestamp"];
@@ -4347,6 +4502,40 @@ export interface components {
             /** @description List query string (as in ExportRequest); replaces the template's `default_query` when given. `limit`, `cursor` and `include_total` are 400. */
             query?: string;
             scope: components["schemas"]["ExportScope"];
+        };
+        /** @description A class of a relation graph (the root or a reached class), with its distance and one shortest path. */
+        GraphClass: {
+            collection_id: components["schemas"]["Id"];
+            created_at: components["schemas"]["Timestamp"];
+            /** @description Number of relation hops from the root (0 for the root). */
+            depth: number;
+            description: string;
+            id: components["schemas"]["Id"];
+            /** @description JSON Schema document or null. */
+            json_schema: unknown;
+            name: string;
+            /** @description Class ids from the root to this class, both included (length `depth` + 1). */
+            path: components["schemas"]["Id"][];
+            revision: components["schemas"]["Revision"];
+            updated_at: components["schemas"]["Timestamp"];
+            validate_schema: boolean;
+        };
+        /** @description A object of a relation graph (the root or a reached object), with its distance and one shortest path. */
+        GraphObject: {
+            collection_id: components["schemas"]["Id"];
+            created_at: components["schemas"]["Timestamp"];
+            /** @description Number of relation hops from the root (0 for the root). */
+            depth: number;
+            description: string;
+            id: components["schemas"]["Id"];
+            /** @description The object's JSON data. */
+            json_data: unknown;
+            name: string;
+            /** @description Object ids from the root to this object, both included (length `depth` + 1). */
+            path: components["schemas"]["Id"][];
+            revision: components["schemas"]["Revision"];
+            svc_class_id: components["schemas"]["Id"];
+            updated_at: components["schemas"]["Timestamp"];
         };
         Group: {
             created_at: components["schemas"]["Timestamp"];
@@ -5406,6 +5595,13 @@ export interface components {
             /** @description Number of readable objects in the group (0 only for the single row without group_by). */
             object_count: number;
         };
+        /** @description An object relation graph around a root object (getRelatedObjectGraph). */
+        ObjectGraph: {
+            /** @description The root object first, then the reached objects by depth and id. */
+            objects: components["schemas"]["GraphObject"][];
+            /** @description Every visible object relation between two of the objects, once, by id. */
+            relations: components["schemas"]["ObjectRelation"][];
+        };
         /** @description RFC 6902 JSON Patch applied to an object's `json_data` (at most 1,000 operations). */
         ObjectJsonPatch: ({
             /** @enum {string} */
@@ -6378,10 +6574,19 @@ export interface components {
         EvOccurredBefore: string;
         /** @description `id` or `occurred_at`, `-` prefix for descending (default `-id`). */
         EvSort: string;
+        /** @description Maximum number of relation hops from the root, in either direction (1..5, default 1). */
+        GraphDepth: number;
         /** @description 1..255 bytes; the same key and submission returns the same task, a different submission 409. */
         IdempotencyKey: string;
         /** @description Strong ETag, `*`, or a comma-separated list of up to 8 strong ETags. */
         IfMatch: string;
+        /**
+         * @description Comma-separated class ids (at most 64, given once): objects of these classes (class graphs: these classes) are neither returned nor traversed through. Ids of missing or unreadable classes leave out nothing.
+         * @example 4,7
+         */
+        IgnoreClasses: string;
+        /** @description Whether objects of the start object's own class are left out, as if in `ignore_classes` (default true; the start object itself is always the start). */
+        IgnoreSelfClass: boolean;
         /** @description Whether to return X-Total-Count (default true). */
         IncludeTotal: boolean;
         /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
@@ -10989,6 +11194,53 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    getRelatedObjectGraph: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of relation hops from the root, in either direction (1..5, default 1). */
+                depth?: components["parameters"]["GraphDepth"];
+                /**
+                 * @description Comma-separated class ids (at most 64, given once): objects of these classes (class graphs: these classes) are neither returned nor traversed through. Ids of missing or unreadable classes leave out nothing.
+                 * @example 4,7
+                 */
+                ignore_classes?: components["parameters"]["IgnoreClasses"];
+                /** @description Whether objects of the start object's own class are left out, as if in `ignore_classes` (default true; the start object itself is always the start). */
+                ignore_self_class?: components["parameters"]["IgnoreSelfClass"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+            };
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+                /** @description Object id; the object must belong to the class in the path (404 otherwise). */
+                object_id: components["parameters"]["ObjectIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The object graph. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObjectGraph"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
     listClassComputedFields: {
         parameters: {
             query?: {
@@ -13109,6 +13361,49 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    getRelatedClassGraph: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of relation hops from the root, in either direction (1..5, default 1). */
+                depth?: components["parameters"]["GraphDepth"];
+                /**
+                 * @description Comma-separated class ids (at most 64, given once): objects of these classes (class graphs: these classes) are neither returned nor traversed through. Ids of missing or unreadable classes leave out nothing.
+                 * @example 4,7
+                 */
+                ignore_classes?: components["parameters"]["IgnoreClasses"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+            };
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The class graph. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassGraph"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
     listRelatedObjects: {
         parameters: {
             query?: {
@@ -13118,6 +13413,13 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Maximum number of relation hops, in either direction (default 1). */
                 depth?: components["parameters"]["RelatedDepth"];
+                /**
+                 * @description Comma-separated class ids (at most 64, given once): objects of these classes (class graphs: these classes) are neither returned nor traversed through. Ids of missing or unreadable classes leave out nothing.
+                 * @example 4,7
+                 */
+                ignore_classes?: components["parameters"]["IgnoreClasses"];
+                /** @description Whether objects of the start object's own class are left out, as if in `ignore_classes` (default true; the start object itself is always the start). */
+                ignore_self_class?: components["parameters"]["IgnoreSelfClass"];
                 /** @description Whether to return X-Total-Count (default true). */
                 include_total?: components["parameters"]["IncludeTotal"];
                 /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
@@ -14345,6 +14647,96 @@ export interface operations {
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getRelatedObjectGraphByName: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of relation hops from the root, in either direction (1..5, default 1). */
+                depth?: components["parameters"]["GraphDepth"];
+                /**
+                 * @description Comma-separated class ids (at most 64, given once): objects of these classes (class graphs: these classes) are neither returned nor traversed through. Ids of missing or unreadable classes leave out nothing.
+                 * @example 4,7
+                 */
+                ignore_classes?: components["parameters"]["IgnoreClasses"];
+                /** @description Whether objects of the start object's own class are left out, as if in `ignore_classes` (default true; the start object itself is always the start). */
+                ignore_self_class?: components["parameters"]["IgnoreSelfClass"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+            };
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+                /** @description Exact object name within the class. */
+                object_name: components["parameters"]["ObjectNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The object graph. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObjectGraph"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getRelatedClassGraphByName: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of relation hops from the root, in either direction (1..5, default 1). */
+                depth?: components["parameters"]["GraphDepth"];
+                /**
+                 * @description Comma-separated class ids (at most 64, given once): objects of these classes (class graphs: these classes) are neither returned nor traversed through. Ids of missing or unreadable classes leave out nothing.
+                 * @example 4,7
+                 */
+                ignore_classes?: components["parameters"]["IgnoreClasses"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+            };
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The class graph. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassGraph"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
         };

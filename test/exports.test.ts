@@ -241,13 +241,21 @@ describe('export executor', () => {
   });
 
   it('related_objects: depth, path and class filter as the related-objects list', async () => {
-    const env = await exportJson({ scope: { kind: 'related_objects', class_id: klass, object_id: objs[0] }, query: 'depth=2' });
+    // objs are all of one class: keep the start object's own class (ignore_self_class is true by default)
+    const env = await exportJson({
+      scope: { kind: 'related_objects', class_id: klass, object_id: objs[0] },
+      query: 'depth=2&ignore_self_class=false',
+    });
     expect(env.items.map((i) => [i.id, i.depth, i.path])).toEqual([
       [objs[2], 1, [objs[0], objs[2]]],
       [objs[4], 2, [objs[0], objs[2], objs[4]]],
     ]);
-    const list = await t.request('GET', `/api/v1/classes/${klass}/${objs[0]}/related/objects`, { query: { depth: 2 } });
+    const list = await t.request('GET', `/api/v1/classes/${klass}/${objs[0]}/related/objects`, {
+      query: { depth: 2, ignore_self_class: false },
+    });
     expect(env.items).toEqual(list.body);
+    const own = await exportJson({ scope: { kind: 'related_objects', class_id: klass, object_id: objs[0] }, query: 'depth=2' });
+    expect(own.items).toEqual([]);
     const none = await exportJson({
       scope: { kind: 'related_objects', class_id: klass, object_id: objs[0] },
       query: `class_id=${otherClass}`,

@@ -127,6 +127,8 @@ describe('listRelatedClasses', () => {
 });
 
 describe('listRelatedObjects', () => {
+  // These graphs relate objects of the start object's own class: keep them (ignore_self_class is true by default).
+  const keep = { ignore_self_class: false };
   async function graph() {
     const c1 = await collection();
     const c2 = await collection();
@@ -151,7 +153,7 @@ describe('listRelatedObjects', () => {
 
   it('200: shortest depth and path in both directions, cycles, class_id filter, full object fields', async () => {
     const g = await graph();
-    const d1 = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`);
+    const d1 = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { query: keep });
     expect(d1.status, d1.text).toBe(200);
     expect(summary(d1.body)).toEqual([
       [g.a3, 1, [g.a1, g.a3]],
@@ -163,20 +165,24 @@ describe('listRelatedObjects', () => {
       json_data: { k: 1 },
       revision: 1,
     });
-    const d2 = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { query: { depth: 2 } });
+    const d2 = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { query: { ...keep, depth: 2 } });
     expect(summary(d2.body)).toEqual([
       [g.a3, 1, [g.a1, g.a3]],
       [g.b1, 1, [g.a1, g.b1]],
       [g.a2, 2, [g.a1, g.a3, g.a2]],
       [g.b2, 2, [g.a1, g.a3, g.b2]],
     ]);
-    const onlyB = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { query: { depth: 10, class_id: g.B } });
+    const onlyB = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, {
+      query: { ...keep, depth: 10, class_id: g.B },
+    });
     expect(summary(onlyB.body)).toEqual([
       [g.b1, 1, [g.a1, g.b1]],
       [g.b2, 2, [g.a1, g.a3, g.b2]],
     ]);
     expect(onlyB.headers.get('x-total-count')).toBe('2');
-    const byId = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { query: { depth: 2, sort: '-id', limit: 3 } });
+    const byId = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, {
+      query: { ...keep, depth: 2, sort: '-id', limit: 3 },
+    });
     expect((byId.body as Related[]).map((r) => r.id)).toEqual([g.b2, g.b1, g.a3]);
     expect(byId.headers.get('x-next-cursor')).toBeTruthy();
   });
@@ -185,7 +191,7 @@ describe('listRelatedObjects', () => {
     const g = await graph();
     // No ReadObject in c2: b1 is hidden, so a2 (reached only through b1 at depth 2) appears only via a3 at depth 2.
     const noB = await caller([[g.c1, ['ReadObject', 'ReadObjectRelation']]]);
-    const res = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { token: noB, query: { depth: 3 } });
+    const res = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { token: noB, query: { ...keep, depth: 3 } });
     expect(summary(res.body)).toEqual([
       [g.a3, 1, [g.a1, g.a3]],
       [g.a2, 2, [g.a1, g.a3, g.a2]],
@@ -195,7 +201,7 @@ describe('listRelatedObjects', () => {
       [g.c1, ['ReadObject', 'ReadObjectRelation']],
       [g.c2, ['ReadObject']],
     ]);
-    const res2 = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { token: noRel, query: { depth: 3 } });
+    const res2 = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { token: noRel, query: { ...keep, depth: 3 } });
     expect(summary(res2.body)).toEqual([
       [g.a3, 1, [g.a1, g.a3]],
       [g.a2, 2, [g.a1, g.a3, g.a2]],
@@ -214,7 +220,7 @@ describe('listRelatedObjects', () => {
         ],
       },
     );
-    const res3 = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { token: scoped, query: { depth: 3 } });
+    const res3 = await t.request('GET', `/api/v1/classes/${g.A}/${g.a1}/related/objects`, { token: scoped, query: { ...keep, depth: 3 } });
     expect(summary(res3.body)).toEqual([
       [g.b1, 1, [g.a1, g.b1]],
       [g.a2, 2, [g.a1, g.b1, g.a2]],
@@ -246,7 +252,7 @@ describe('listRelatedObjects', () => {
         select ${prefix} || '-' || i, ${A}, ${c}, '{}'::jsonb from generate_series(1, 10001) i
         returning id)
       insert into object_relations (class_relation_id, from_object_id, to_object_id) select ${cr}, ${hub}, id from leaves`;
-    const res = await t.request('GET', `/api/v1/classes/${A}/${hub}/related/objects`);
+    const res = await t.request('GET', `/api/v1/classes/${A}/${hub}/related/objects`, { query: keep });
     expect(res.status).toBe(400);
     expect((res.body as { message: string }).message).toMatch(/10000 reached nodes.*narrow/);
     // A dense bipartite graph: 150 x 150 = 22,500 relations among 300 objects; depth 2 crosses them all.
@@ -262,11 +268,11 @@ describe('listRelatedObjects', () => {
       insert into object_relations (class_relation_id, from_object_id, to_object_id)
       select ${ab}, f, tos.id from tos, unnest(${froms.map((r) => r.id)}::int[]) f`;
     const start = froms[0]!.id;
-    const res2 = await t.request('GET', `/api/v1/classes/${A}/${start}/related/objects`, { query: { depth: 2 } });
+    const res2 = await t.request('GET', `/api/v1/classes/${A}/${start}/related/objects`, { query: { ...keep, depth: 2 } });
     expect(res2.status).toBe(400);
     expect((res2.body as { message: string }).message).toMatch(/20000 relations/);
     // Depth 1 stays within both limits.
-    const ok = await t.request('GET', `/api/v1/classes/${A}/${start}/related/objects`, { query: { limit: 1 } });
+    const ok = await t.request('GET', `/api/v1/classes/${A}/${start}/related/objects`, { query: { ...keep, limit: 1 } });
     expect(ok.status).toBe(200);
     expect(ok.headers.get('x-total-count')).toBe('150');
   });

@@ -8,7 +8,7 @@ import { parseListQuery, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
 import type { Authority } from '../domain/authz.ts';
 import type { ExportScope } from '../domain/exports.ts';
-import { classRelationView, objectRelationView, parseDepth } from '../domain/relations.ts';
+import { classRelationView, ignoredObjectClasses, objectRelationView, parseDepth } from '../domain/relations.ts';
 import { classWhere, collectionWhere, objectWhere, permissionsFilter, requireClassPermission, requireObjectPermission } from './authz.ts';
 import { COLLECTION_LIST_SPEC, collectionView, listCollectionRows } from './collections.ts';
 import { CLASS_LIST_SPEC, classExpandedView, listClasses } from './classes.ts';
@@ -143,13 +143,14 @@ export async function openExportSource(db: Db, who: Exporter, scope: ExportScope
       const parsed = parseListQuery(query, RELATED_OBJECT_LIST_SPEC);
       const depth = parseDepth(parsed.extras.depth);
       const classFilter = optionalId(parsed.extras.class_id, 'class_id');
+      const ignoreClassIds = ignoredObjectClasses(parsed.extras, scope.class_id);
       const start = await requireObjectPermission(db, who, scope.object_id, 'ReadObject', { classId: scope.class_id });
       let bfs: Awaited<ReturnType<typeof traverseObjects>> | null = null;
       return {
         collectionId: start.collection_id,
         page: async (after, limit, total) => {
           // The traversal runs once, when the first page is read (never at submission).
-          bfs ??= await traverseObjects(db, who, start.id, depth);
+          bfs ??= await traverseObjects(db, who, start.id, depth, { ignoreClassIds });
           return toPage(await listRelatedObjectRows(db, bfs, pageOf(parsed, after, limit, total), classFilter), (r) => ({ ...r }));
         },
       };

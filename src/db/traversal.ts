@@ -5,14 +5,23 @@
 // that fail with a 400 instead of a slow statement. Each level query only returns relations the
 // caller may read whose both ends the caller may read, so hidden nodes and relations are never
 // crossed. Run the levels and the final page in one read-only repeatable-read transaction
-// (readSnapshot) so they see the same data.
+// (readSnapshot) so they see the same data. A relation graph is the same search followed by one
+// statement for the nodes (the root at depth 0) and one for the relations among them.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { classWhere, objectWhere } from './authz.ts';
 import { classRelationWhere, objectRelationWhere } from './relations.ts';
 import type { Authority } from '../domain/authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import { LIMITS, ShortestPaths, type Edge } from '../domain/relations.ts';
+import {
+  LIMITS,
+  ShortestPaths,
+  graphNodes,
+  workLimitError,
+  type ClassRelationRow,
+  type Edge,
+  type ObjectRelationRow,
+} from '../domain/relations.ts';
 
 /** Makes the current transaction a read-only snapshot (call first in the transaction). */
 export async function readSnapshot(tx: TransactionSql): Promise<void> {
@@ -20,10 +29,35 @@ export async function readSnapshot(tx: TransactionSql): Promise<void> {
 }
 
 /**
- * Object relations touching any of `frontier` that the caller may traverse: ReadObjectRelation
- * and ReadObject on both end objects (grants and token scope). At most LIMITS.relations + 1 rows.
+ * What a traversal leaves out: nodes of these classes (object traversals: the objects' classes;
+ * class traversals: the classes themselves) are neither reached nor crossed. The start node is
+ * never left out.
  */
-export async function visibleObjectEdges(db: Db, auth: Authority, frontier: number[]): Promise<Edge[]> {
+export interface TraversalOptions {
+  ignoreClassIds?: readonly number[];
+}
+
+/** Neither end of the relation is of an ignored class, unless it is the start (true when nothing is ignored). */
+function notIgnored(db: Db, start: number, ignore: readonly number[], ends: readonly [[string, string], [string, string]]): Fragment {
+  if (ignore.length === 0) return db`true` as Fragment;
+  const ids = [...ignore];
+  const [[aId, aClass], [bId, bClass]] = ends;
+  return db`(${db(aId)} = ${start}::int or ${db(aClass)} <> all(${ids}::int[]))
+    and (${db(bId)} = ${start}::int or ${db(bClass)} <> all(${ids}::int[]))` as Fragment;
+}
+
+/**
+ * Object relations touching any of `frontier` that the caller may traverse: ReadObjectRelation
+ * and ReadObject on both end objects (grants and token scope), and neither end of an ignored class
+ * (but the start). At most LIMITS.relations + 1 rows.
+ */
+export async function visibleObjectEdges(
+  db: Db,
+  auth: Authority,
+  frontier: number[],
+  start = 0,
+  ignore: readonly number[] = [],
+): Promise<Edge[]> {
   if (frontier.length === 0) return [];
   return db<Edge[]>`
     select r.id, r.from_object_id as a, r.to_object_id as b
@@ -34,12 +68,22 @@ export async function visibleObjectEdges(db: Db, auth: Authority, frontier: numb
       and ${objectRelationWhere(db, auth, 'ReadObjectRelation')}
       and ${objectWhere(db, auth, 'ReadObject', { id: 'fo.id', classId: 'fo.class_id', collectionId: 'fo.collection_id' })}
       and ${objectWhere(db, auth, 'ReadObject', { id: 'tob.id', classId: 'tob.class_id', collectionId: 'tob.collection_id' })}
+      and ${notIgnored(db, start, ignore, [
+        ['fo.id', 'fo.class_id'],
+        ['tob.id', 'tob.class_id'],
+      ])}
     order by r.id
     limit ${LIMITS.relations + 1}`;
 }
 
-/** Class relations touching any of `frontier` with ReadClassRelation and ReadClass on both end classes. */
-export async function visibleClassEdges(db: Db, auth: Authority, frontier: number[]): Promise<Edge[]> {
+/** Class relations touching any of `frontier` with ReadClassRelation and ReadClass on both end classes, neither end ignored (but the start). */
+export async function visibleClassEdges(
+  db: Db,
+  auth: Authority,
+  frontier: number[],
+  start = 0,
+  ignore: readonly number[] = [],
+): Promise<Edge[]> {
   if (frontier.length === 0) return [];
   return db<Edge[]>`
     select r.id, r.from_class_id as a, r.to_class_id as b
@@ -50,26 +94,50 @@ export async function visibleClassEdges(db: Db, auth: Authority, frontier: numbe
       and ${classRelationWhere(db, auth, 'ReadClassRelation')}
       and ${classWhere(db, auth, 'ReadClass', { id: 'fc.id', collectionId: 'fc.collection_id' })}
       and ${classWhere(db, auth, 'ReadClass', { id: 'tc.id', collectionId: 'tc.collection_id' })}
+      and ${notIgnored(db, start, ignore, [
+        ['fc.id', 'fc.id'],
+        ['tc.id', 'tc.id'],
+      ])}
     order by r.id
     limit ${LIMITS.relations + 1}`;
 }
 
-type EdgeSource = (db: Db, auth: Authority, frontier: number[]) => Promise<Edge[]>;
+type EdgeSource = (db: Db, auth: Authority, frontier: number[], start: number, ignore: readonly number[]) => Promise<Edge[]>;
 
-async function walk(db: Db, auth: Authority, start: number, depth: number, edges: EdgeSource): Promise<ShortestPaths> {
+async function walk(
+  db: Db,
+  auth: Authority,
+  start: number,
+  depth: number,
+  edges: EdgeSource,
+  opts: TraversalOptions,
+): Promise<ShortestPaths> {
   const bfs = new ShortestPaths(start);
-  while (bfs.depth < depth && bfs.frontier.length > 0) bfs.step(await edges(db, auth, bfs.frontier));
+  const ignore = opts.ignoreClassIds ?? [];
+  while (bfs.depth < depth && bfs.frontier.length > 0) bfs.step(await edges(db, auth, bfs.frontier, start, ignore));
   return bfs;
 }
 
 /** Objects reachable from `start` within `depth` hops (the start must already be checked readable). */
-export function traverseObjects(db: Db, auth: Authority, start: number, depth: number): Promise<ShortestPaths> {
-  return walk(db, auth, start, depth, visibleObjectEdges);
+export function traverseObjects(
+  db: Db,
+  auth: Authority,
+  start: number,
+  depth: number,
+  opts: TraversalOptions = {},
+): Promise<ShortestPaths> {
+  return walk(db, auth, start, depth, visibleObjectEdges, opts);
 }
 
 /** Classes reachable from `start` within `depth` hops (the start must already be checked readable). */
-export function traverseClasses(db: Db, auth: Authority, start: number, depth: number): Promise<ShortestPaths> {
-  return walk(db, auth, start, depth, visibleClassEdges);
+export function traverseClasses(
+  db: Db,
+  auth: Authority,
+  start: number,
+  depth: number,
+  opts: TraversalOptions = {},
+): Promise<ShortestPaths> {
+  return walk(db, auth, start, depth, visibleClassEdges, opts);
 }
 
 /** The reached nodes as three parallel arrays for unnest(): ids, depths, paths ("1,2,3"). */
@@ -98,11 +166,15 @@ const TRAVERSAL_SORT_FIELDS = (alias: string): ListSpec['fields'] => ({
   updated_at: { type: 'timestamp', column: `${alias}.updated_at`, filterable: false },
 });
 
-/** Related objects: sorts depth, id, name, created_at, updated_at (default depth, id); no filters. */
+/**
+ * Related objects: sorts depth, id, name, created_at, updated_at (default depth, id); no filters;
+ * `ignore_classes` and `ignore_self_class` (domain ignoredObjectClasses) say which classes the
+ * traversal leaves out.
+ */
 export const RELATED_OBJECT_LIST_SPEC: ListSpec = {
   fields: TRAVERSAL_SORT_FIELDS('o'),
   defaultSort: [{ field: 'depth', desc: false }],
-  extraParams: ['depth', 'class_id'],
+  extraParams: ['depth', 'class_id', 'ignore_classes', 'ignore_self_class'],
 };
 
 /** Related classes: the same sorts as related objects. */
@@ -168,4 +240,78 @@ export function listRelatedClassRows(db: Db, bfs: ShortestPaths, parsed: ParsedL
     parsed,
     spec: RELATED_CLASS_LIST_SPEC,
   });
+}
+
+// ---- relation graphs -------------------------------------------------------------------------
+
+/** The graph's nodes as three parallel arrays for unnest(): ids, depths, paths ("1,2,3"); the root has depth 0. */
+function graphFrom(db: Db, bfs: ShortestPaths): Fragment {
+  const nodes = graphNodes(bfs);
+  const ids = nodes.map((n) => n.id);
+  const depths = nodes.map((n) => n.depth);
+  const paths = nodes.map((n) => n.path.join(','));
+  return db`unnest(${ids}::int[], ${depths}::int[], ${paths}::text[]) as rel (id, depth, path_text)` as Fragment;
+}
+
+function nodeIds(bfs: ShortestPaths): number[] {
+  return [bfs.start, ...bfs.reached.keys()];
+}
+
+/** An object graph: the root and the reached objects (by depth, id), and the relations among them. */
+export interface ObjectGraphRows {
+  nodes: RelatedObjectRow[];
+  relations: ObjectRelationRow[];
+}
+
+/** A class graph: the root and the reached classes (by depth, id), and the relations among them. */
+export interface ClassGraphRows {
+  nodes: RelatedClassRow[];
+  relations: ClassRelationRow[];
+}
+
+/**
+ * The graph of a finished object traversal: every reached object with the root, and every object
+ * relation between two of them the caller may read (ReadObjectRelation; the ends were all found
+ * readable), once each, by id. More than LIMITS.relations relations is 400 (narrow).
+ */
+export async function objectGraphRows(db: Db, auth: Authority, bfs: ShortestPaths): Promise<ObjectGraphRows> {
+  const ids = nodeIds(bfs);
+  const nodes = await db<RelatedObjectRow[]>`
+    select o.id, o.name, o.description, o.collection_id, o.class_id as svc_class_id, o.json_data, o.created_at,
+      o.updated_at, o.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path
+    from ${graphFrom(db, bfs)} join objects o on o.id = rel.id
+    order by rel.depth, o.id`;
+  const relations = await db<ObjectRelationRow[]>`
+    select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision
+    from object_relations r
+    join objects fo on fo.id = r.from_object_id
+    join objects tob on tob.id = r.to_object_id
+    where r.from_object_id = any(${ids}::int[]) and r.to_object_id = any(${ids}::int[])
+      and ${objectRelationWhere(db, auth, 'ReadObjectRelation')}
+    order by r.id
+    limit ${LIMITS.relations + 1}`;
+  if (relations.length > LIMITS.relations) throw workLimitError(`${LIMITS.relations} relations`);
+  return { nodes: [...nodes], relations: [...relations] };
+}
+
+/** The graph of a finished class traversal, as objectGraphRows (ReadClassRelation on the relations). */
+export async function classGraphRows(db: Db, auth: Authority, bfs: ShortestPaths): Promise<ClassGraphRows> {
+  const ids = nodeIds(bfs);
+  const nodes = await db<RelatedClassRow[]>`
+    select c.id, c.name, c.description, c.collection_id, c.validate_schema, c.json_schema, c.created_at, c.updated_at,
+      c.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path
+    from ${graphFrom(db, bfs)} join classes c on c.id = rel.id
+    order by rel.depth, c.id`;
+  const relations = await db<ClassRelationRow[]>`
+    select r.id, r.from_class_id, r.to_class_id, r.forward_alias, r.reverse_alias, r.from_max_relations,
+      r.to_max_relations, r.created_at, r.updated_at, r.revision
+    from class_relations r
+    join classes fc on fc.id = r.from_class_id
+    join classes tc on tc.id = r.to_class_id
+    where r.from_class_id = any(${ids}::int[]) and r.to_class_id = any(${ids}::int[])
+      and ${classRelationWhere(db, auth, 'ReadClassRelation')}
+    order by r.id
+    limit ${LIMITS.relations + 1}`;
+  if (relations.length > LIMITS.relations) throw workLimitError(`${LIMITS.relations} relations`);
+  return { nodes: [...nodes], relations: [...relations] };
 }

@@ -1,21 +1,28 @@
 // Pure rules of relations and traversal: the wire views, the work limits, breadth-first search
 // state (single start with shortest paths; many starts with "nearest other start" labels) and the
 // parser of the `related.<alias>.*` object-list filters. No SQL, no HTTP.
-import { badRequest } from './errors.ts';
+import { ApiError, badRequest } from './errors.ts';
 import { parseFilter, type Filter, type ListSpec } from './list-query.ts';
 
 /** Traversal depth bounds (spec: related depth 1..10, default 1). */
 export const MIN_DEPTH = 1;
 export const MAX_DEPTH = 10;
 export const DEFAULT_DEPTH = 1;
+/** A relation graph is one unpaged document: at most this many hops (default DEFAULT_DEPTH). */
+export const GRAPH_MAX_DEPTH = 5;
+/** At most this many class ids in `ignore_classes`. */
+export const MAX_IGNORED_CLASSES = 64;
 
 /** Work bounds of one traversal (spec limits: 1,000 targets, 10,000 objects, 20,000 relations). */
 export const LIMITS = { targets: 1000, nodes: 10_000, relations: 20_000 } as const;
 
 export const LIMIT_GUIDANCE = 'narrow the query: a smaller depth, a class filter or more selective target filters';
 
+/** 400 asking to narrow, with the reason structured search gives its work limit (`search_work_limit`). */
 export function workLimitError(what: string): Error {
-  return badRequest(`the traversal exceeds the work limit of ${what}; ${LIMIT_GUIDANCE}`);
+  return new ApiError('bad_request', `the traversal exceeds the work limit of ${what}; ${LIMIT_GUIDANCE}`, {
+    reason: 'search_work_limit',
+  });
 }
 
 export interface ClassRelationRow {
@@ -78,16 +85,94 @@ export function objectRelationView(r: ObjectRelationRow): Record<string, unknown
   };
 }
 
-/** Depth from a query value: absent → default; else an integer 1..10 (400 otherwise). */
-export function parseDepth(raw: unknown, param = 'depth'): number {
+/** Depth from a query value: absent → default; else an integer 1..max (default 10; 400 otherwise). */
+export function parseDepth(raw: unknown, param = 'depth', max = MAX_DEPTH): number {
   if (raw === undefined || raw === null || raw === '') return DEFAULT_DEPTH;
   const n = typeof raw === 'number' ? raw : /^\d+$/.test(String(raw)) ? Number(raw) : NaN;
-  if (!Number.isInteger(n) || n < MIN_DEPTH || n > MAX_DEPTH) {
-    throw badRequest(`${param} must be an integer from ${MIN_DEPTH} to ${MAX_DEPTH}`, [
-      { path: `query.${param}`, message: `must be ${MIN_DEPTH}..${MAX_DEPTH}` },
+  if (!Number.isInteger(n) || n < MIN_DEPTH || n > max) {
+    throw badRequest(`${param} must be an integer from ${MIN_DEPTH} to ${max}`, [
+      { path: `query.${param}`, message: `must be ${MIN_DEPTH}..${max}` },
     ]);
   }
   return n;
+}
+
+/** `ignore_classes`: comma-separated class ids (at most 64); absent or empty → none. 400 otherwise. */
+export function parseIgnoreClasses(raw: unknown): number[] {
+  if (raw === undefined || raw === null || raw === '') return [];
+  if (Array.isArray(raw)) {
+    throw badRequest('ignore_classes may be given only once (a comma-separated list of class ids)', [
+      { path: 'query.ignore_classes', message: 'repeated' },
+    ]);
+  }
+  const parts = String(raw).split(',');
+  const ids = parts.map((p) => (/^[1-9][0-9]{0,9}$/.test(p) ? Number(p) : NaN));
+  if (ids.some((n) => !Number.isInteger(n) || n > 2 ** 31 - 1) || ids.length > MAX_IGNORED_CLASSES) {
+    throw badRequest(`ignore_classes must be a comma-separated list of at most ${MAX_IGNORED_CLASSES} class ids`, [
+      { path: 'query.ignore_classes', message: 'comma-separated positive integers' },
+    ]);
+  }
+  return [...new Set(ids)];
+}
+
+/** `ignore_self_class`: true or false, default true. */
+export function parseIgnoreSelfClass(raw: unknown): boolean {
+  if (raw === undefined || raw === null || raw === '' || raw === true || raw === 'true') return true;
+  if (raw === false || raw === 'false') return false;
+  throw badRequest('ignore_self_class must be true or false', [{ path: 'query.ignore_self_class', message: 'true or false' }]);
+}
+
+/**
+ * The classes a related-object traversal from an object of class `startClassId` leaves out: the
+ * `ignore_classes`, plus the start object's own class unless `ignore_self_class=false`. Objects of
+ * these classes are neither returned nor crossed (the start object itself is always the start).
+ */
+export function ignoredObjectClasses(query: Record<string, unknown>, startClassId: number): number[] {
+  const ids = parseIgnoreClasses(query.ignore_classes);
+  if (parseIgnoreSelfClass(query.ignore_self_class) && !ids.includes(startClassId)) ids.push(startClassId);
+  return ids;
+}
+
+/** The query of a relation-graph operation: depth (1..5, default 1) and the classes left out. */
+export interface GraphQuery {
+  depth: number;
+  ignoreClassIds: number[];
+}
+
+const GRAPH_PARAMS = { classes: ['depth', 'ignore_classes'], objects: ['depth', 'ignore_classes', 'ignore_self_class'] } as const;
+
+/**
+ * Parses a relation-graph query (`kind` says which graph). Objects: `ignore_classes` plus the start
+ * class unless `ignore_self_class=false`; classes: `ignore_classes` (the start class is the root
+ * either way). Any other parameter is 400.
+ */
+export function parseGraphQuery(query: Record<string, unknown>, kind: 'classes' | 'objects', startClassId: number): GraphQuery {
+  const known: readonly string[] = GRAPH_PARAMS[kind];
+  for (const key of Object.keys(query)) {
+    if (query[key] !== undefined && !known.includes(key)) {
+      throw badRequest(`unknown query parameter "${key}" (the graph takes ${known.join(', ')})`, [
+        { path: `query.${key}`, message: 'unknown parameter' },
+      ]);
+    }
+  }
+  if (Array.isArray(query.depth)) throw badRequest('depth may be given only once', [{ path: 'query.depth', message: 'repeated' }]);
+  const depth = parseDepth(query.depth, 'depth', GRAPH_MAX_DEPTH);
+  const ignoreClassIds = kind === 'objects' ? ignoredObjectClasses(query, startClassId) : parseIgnoreClasses(query.ignore_classes);
+  return { depth, ignoreClassIds };
+}
+
+/** One node of a relation graph: its id, hops from the root (0 for the root) and one shortest path. */
+export interface GraphNode {
+  id: number;
+  depth: number;
+  path: number[];
+}
+
+/** The root and every reached node of a search, root first, then by depth and id. */
+export function graphNodes(bfs: ShortestPaths): GraphNode[] {
+  const nodes: GraphNode[] = [{ id: bfs.start, depth: 0, path: [bfs.start] }];
+  for (const [id, r] of bfs.reached) nodes.push({ id, depth: r.depth, path: r.path });
+  return nodes.sort((a, b) => a.depth - b.depth || a.id - b.id);
 }
 
 /** One relation as traversal sees it: an undirected edge between two nodes. */

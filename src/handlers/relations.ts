@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/contract.ts';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -22,13 +22,25 @@ import {
 import {
   RELATED_CLASS_LIST_SPEC,
   RELATED_OBJECT_LIST_SPEC,
+  classGraphRows,
   listRelatedClassRows,
   listRelatedObjectRows,
+  objectGraphRows,
   readSnapshot,
   traverseClasses,
   traverseObjects,
 } from '../db/traversal.ts';
-import { classRelationView, objectRelationView, parseDepth, type ClassRelationRow, type ObjectRelationRow } from '../domain/relations.ts';
+import { classIdByName } from '../db/classes.ts';
+import { objectIdByName } from '../db/objects.ts';
+import {
+  classRelationView,
+  ignoredObjectClasses,
+  objectRelationView,
+  parseDepth,
+  parseGraphQuery,
+  type ClassRelationRow,
+  type ObjectRelationRow,
+} from '../domain/relations.ts';
 import { inTx } from '../mutations/context.ts';
 import {
   createClassRelation,
@@ -56,7 +68,82 @@ function parseOptionalId(raw: unknown, param: string): number | null {
   return n;
 }
 
+/** A start class given by id or by name (404 when no class has the name). */
+type ClassStart = { id: number } | { name: string };
+/** A start object given by ids or by names (404 when the class or the object is missing). */
+type ObjectStart = { classId: number; objectId: number } | { className: string; objectName: string };
+
+/**
+ * The class graph around a class (the ClassGraph body): one read-only snapshot for the start check
+ * (ReadClass; 404/403), the breadth-first search and the graph statements. Unpaged; 400 beyond
+ * the work limits.
+ */
+async function classGraph(ctx: Ctx, start: ClassStart, query: Record<string, unknown>) {
+  const auth = authOf(ctx);
+  const graph = await withTx(ctx.deps.sql, async (tx) => {
+    await readSnapshot(tx);
+    const classId = 'id' in start ? start.id : await classIdByName(tx, start.name);
+    if (classId === undefined) throw notFound('class');
+    const q = parseGraphQuery(query, 'classes', classId);
+    await requireClassPermission(tx, auth, classId, 'ReadClass');
+    const bfs = await traverseClasses(tx, auth, classId, q.depth, { ignoreClassIds: q.ignoreClassIds });
+    return classGraphRows(tx, auth, bfs);
+  });
+  return { classes: graph.nodes, relations: graph.relations.map(classRelationView) };
+}
+
+/** The object graph around an object, as classGraph (ReadObject on the start; 404 when it is not of the class). */
+async function objectGraph(ctx: Ctx, start: ObjectStart, query: Record<string, unknown>) {
+  const auth = authOf(ctx);
+  const graph = await withTx(ctx.deps.sql, async (tx) => {
+    await readSnapshot(tx);
+    let classId: number | undefined;
+    let objectId: number | undefined;
+    if ('classId' in start) {
+      ({ classId, objectId } = start);
+    } else {
+      classId = await classIdByName(tx, start.className);
+      if (classId === undefined) throw notFound('class');
+      objectId = await objectIdByName(tx, classId, start.objectName);
+      if (objectId === undefined) throw notFound('object');
+    }
+    const q = parseGraphQuery(query, 'objects', classId);
+    await requireObjectPermission(tx, auth, objectId, 'ReadObject', { classId });
+    const bfs = await traverseObjects(tx, auth, objectId, q.depth, { ignoreClassIds: q.ignoreClassIds });
+    return objectGraphRows(tx, auth, bfs);
+  });
+  return { objects: graph.nodes, relations: graph.relations.map(objectRelationView) };
+}
+
 export const relationsHandlers = {
+  getRelatedClassGraph: async (input, ctx) => ({
+    status: 200,
+    body: await classGraph(ctx, { id: input.params.class_id }, input.query as Record<string, unknown>),
+  }),
+
+  getRelatedClassGraphByName: async (input, ctx) => ({
+    status: 200,
+    body: await classGraph(ctx, { name: input.params.class_name }, input.query as Record<string, unknown>),
+  }),
+
+  getRelatedObjectGraph: async (input, ctx) => ({
+    status: 200,
+    body: await objectGraph(
+      ctx,
+      { classId: input.params.class_id, objectId: input.params.object_id },
+      input.query as Record<string, unknown>,
+    ),
+  }),
+
+  getRelatedObjectGraphByName: async (input, ctx) => ({
+    status: 200,
+    body: await objectGraph(
+      ctx,
+      { className: input.params.class_name, objectName: input.params.object_name },
+      input.query as Record<string, unknown>,
+    ),
+  }),
+
   listRelatedClasses: async (input, ctx) => {
     const auth = authOf(ctx);
     const query = input.query as Record<string, unknown>;
@@ -77,10 +164,11 @@ export const relationsHandlers = {
     const depth = parseDepth(query.depth);
     const classFilter = parseOptionalId(query.class_id, 'class_id');
     const parsed = parseListQuery(query, RELATED_OBJECT_LIST_SPEC);
+    const ignoreClassIds = ignoredObjectClasses(parsed.extras, input.params.object_class_id);
     const page = await withTx(ctx.deps.sql, async (tx) => {
       await readSnapshot(tx);
       await requireObjectPermission(tx, auth, input.params.object_id, 'ReadObject', { classId: input.params.object_class_id });
-      const bfs = await traverseObjects(tx, auth, input.params.object_id, depth);
+      const bfs = await traverseObjects(tx, auth, input.params.object_id, depth, { ignoreClassIds });
       return listRelatedObjectRows(tx, bfs, parsed, classFilter);
     });
     return listReply(page, page.rows);
