@@ -3511,9 +3511,14 @@ export interface paths {
         };
         /**
          * Prometheus metrics
-         * @description Metrics in the Prometheus text exposition format (`Content-Type:
-         *     text/plain; version=0.0.4; charset=utf-8`), names prefixed `svc_`. Labels never carry ids,
-         *     names or IP addresses.
+         * @description Metrics of this process in the Prometheus text exposition format (`Content-Type:
+         *     text/plain; version=0.0.4; charset=utf-8`), names prefixed `svc_`: HTTP requests, the
+         *     database pool, tasks, event fan-out and delivery, login limiter blocks, token validations,
+         *     and the process and Node.js runtime. Labels never carry ids, names or IP addresses.
+         *
+         *     Open by default. When `SVC_METRICS_TOKEN` is set, the request needs
+         *     `Authorization: Bearer <that value>` (a static setting, not an API token; 401 otherwise); when
+         *     `SVC_METRICS_ALLOW` is set, the client address must be in that list (403 otherwise).
          */
         get: operations["getMetrics"];
         put?: never;
@@ -28696,6 +28701,8 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             405: components["responses"]["MethodNotAllowed"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];

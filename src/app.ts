@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Deps } from './deps.ts';
@@ -11,8 +10,8 @@ import { serveDocsAsset } from './http/docs.ts';
 import { clientIp } from './http/client-ip.ts';
 import { translatePgError } from './db/pg-errors.ts';
 import { decodeUtf8Body, parseJsonBody } from './http/input.ts';
+import { observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
 
-const CORRELATION_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
 const JSON_TYPES = /^application\/(.+\+)?json$/;
 
 export interface App {
@@ -26,19 +25,8 @@ export async function createApp(deps: Deps): Promise<App> {
   await router.init();
   const hono = new Hono();
 
-  hono.use('*', async (c, next) => {
-    const requestId = randomUUID();
-    c.set('requestId' as never, requestId as never);
-    const started = performance.now();
-    await next();
-    c.res.headers.set('x-request-id', requestId);
-    const correlationId = validCorrelationId(c.req.header('x-correlation-id'));
-    if (correlationId) c.res.headers.set('x-correlation-id', correlationId);
-    deps.log.debug(
-      { request_id: requestId, method: c.req.method, path: c.req.path, status: c.res.status, ms: Math.round(performance.now() - started) },
-      'request',
-    );
-  });
+  // request ids, security headers, HTTP metrics and the request log line
+  hono.use('*', observeRequests(deps));
 
   hono.use(
     '*',
@@ -48,10 +36,13 @@ export async function createApp(deps: Deps): Promise<App> {
     }),
   );
 
-  hono.get('/docs/assets/:file', (c) => serveDocsAsset(c.req.param('file')));
+  hono.get('/docs/assets/:file', (c) => {
+    requestFacts(c).route = '/docs/assets/{file}';
+    return serveDocsAsset(c.req.param('file'));
+  });
 
   hono.all('*', async (c) => {
-    const requestId = c.get('requestId' as never) as string;
+    const requestId = requestFacts(c).requestId;
     try {
       return render(c, await dispatch(c, requestId));
     } catch (err) {
@@ -75,16 +66,21 @@ export async function createApp(deps: Deps): Promise<App> {
     }
     const raw: RawRequest = { method: c.req.method.toLowerCase(), path: url.pathname, query, headers, body: undefined, contentType };
     const op = router.match(raw);
+    const facts = requestFacts(c);
+    facts.route = op.path;
     const ctx: Ctx = {
       deps,
       auth: null,
       requestId,
-      correlationId: validCorrelationId(headers['x-correlation-id']),
+      correlationId: facts.correlationId,
       clientIp: clientIp(c, deps.config.SVC_TRUSTED_PROXIES),
       operationId: op.operationId as Ctx['operationId'],
       signal: c.req.raw.signal,
     };
-    if (router.needsAuth(op)) ctx.auth = await authenticate(deps, headers.authorization);
+    if (router.needsAuth(op)) {
+      ctx.auth = await authenticate(deps, headers.authorization);
+      facts.principalId = ctx.auth.principal.id;
+    }
 
     if (op.requestBody && !['get', 'head', 'delete'].includes(raw.method)) {
       const bytes = await c.req.arrayBuffer().then(
@@ -104,13 +100,9 @@ export async function createApp(deps: Deps): Promise<App> {
   }
 
   // Errors outside the catch-all route (middleware) get the same JSON error body.
-  hono.onError((err, c) => render(c, errorReply(err, deps, c.get('requestId' as never) as string | undefined)));
+  hono.onError((err, c) => render(c, errorReply(err, deps, (requestFacts(c) as RequestFacts | undefined)?.requestId)));
 
   return { fetch: (req, env) => hono.fetch(req, env as never), hono };
-}
-
-function validCorrelationId(value: string | undefined): string | null {
-  return value !== undefined && CORRELATION_ID.test(value) ? value : null;
 }
 
 function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {
@@ -127,13 +119,20 @@ function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {
 
 function render(c: Context, reply: Reply): Response {
   const headers = new Headers(reply.headers);
+  const facts = (requestFacts(c) as RequestFacts | undefined) ?? { bytes: null };
   if (reply.raw !== undefined) {
     headers.set('content-type', reply.contentType ?? 'application/octet-stream');
+    const raw = reply.raw as unknown;
+    if (typeof raw === 'string') facts.bytes = Buffer.byteLength(raw);
+    else if (raw instanceof Uint8Array || raw instanceof ArrayBuffer) facts.bytes = raw.byteLength;
     return new Response(reply.raw as BodyInit, { status: reply.status, headers });
   }
   if (reply.body === undefined || reply.status === 204 || reply.status === 304) {
+    facts.bytes = 0;
     return new Response(null, { status: reply.status, headers });
   }
   headers.set('content-type', 'application/json');
-  return new Response(JSON.stringify(reply.body), { status: reply.status, headers });
+  const text = JSON.stringify(reply.body);
+  facts.bytes = Buffer.byteLength(text);
+  return new Response(text, { status: reply.status, headers });
 }

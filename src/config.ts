@@ -48,6 +48,20 @@ export const SETTINGS = {
     default: '',
     doc: 'comma-separated proxy addresses and CIDR blocks (IPv4, IPv6) whose X-Forwarded-For is trusted',
   },
+  SVC_METRICS_TOKEN: {
+    kind: 'optional',
+    secret: true,
+    doc: 'when set, /metrics needs Authorization: Bearer <this value> (401 otherwise); unset = no token asked',
+  },
+  SVC_METRICS_ALLOW: {
+    kind: 'string',
+    default: '',
+    doc: 'comma-separated addresses and CIDR blocks that may read /metrics (403 otherwise); unset = any address',
+  },
+  SVC_METRICS_BIND: {
+    kind: 'optional',
+    doc: 'host:port of a listener serving GET /metrics only (how worker processes are scraped); unset = none',
+  },
   SVC_ADMIN_PASSWORD: {
     kind: 'optional',
     secret: true,
@@ -201,6 +215,18 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   } catch (err) {
     throw new ConfigError(`SVC_TRUSTED_PROXIES: ${(err as Error).message}`);
   }
+  try {
+    parseTrustedProxies(cfg.SVC_METRICS_ALLOW);
+  } catch (err) {
+    throw new ConfigError(`SVC_METRICS_ALLOW: ${(err as Error).message}`);
+  }
+  if (cfg.SVC_METRICS_BIND) {
+    const metrics = bind(cfg.SVC_METRICS_BIND, 'SVC_METRICS_BIND');
+    const api = bind(cfg.SVC_BIND);
+    if (cfg.SVC_RUNTIME_ROLE !== 'worker' && metrics.port === api.port && metrics.port !== 0) {
+      throw new ConfigError('SVC_METRICS_BIND must use another port than SVC_BIND (the API serves /metrics itself)');
+    }
+  }
   if (cfg.SVC_SECRET_SOURCE === 'file' && !cfg.SVC_SECRET_FILE_ROOT) {
     throw new ConfigError('SVC_SECRET_FILE_ROOT is required when SVC_SECRET_SOURCE=file');
   }
@@ -208,10 +234,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 }
 
 /** Splits SVC_BIND into host and port. */
-export function bind(value: string): { host: string; port: number } {
+export function bind(value: string, setting = 'SVC_BIND'): { host: string; port: number } {
   const m = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(value);
   const port = m ? Number(m[2]) : NaN;
-  if (!m || port > 65535) throw new ConfigError(`SVC_BIND must be host:port, got "${value}"`);
+  if (!m || port > 65535) throw new ConfigError(`${setting} must be host:port, got "${value}"`);
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port };
 }
 

@@ -14,6 +14,7 @@ import { sleep, startWorkers, type Workers } from './workers/index.ts';
 import { closeLoginLimiter, loginLimiter } from './services/login-limiter.ts';
 import { RedisLoginLimiter } from './services/login-limiter-redis.ts';
 import { closeTransports } from './sinks/index.ts';
+import { serveMetrics } from './http/metrics-listener.ts';
 
 // The embedded server, once started: stopped on shutdown and when start-up fails after it started.
 let embedded: EmbeddedDb | undefined;
@@ -59,6 +60,7 @@ async function main(): Promise<void> {
   const { host, port } = bind(cfg.SVC_BIND);
   const base = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
   let server: Server | undefined;
+  let metricsServer: Server | undefined;
   let workers: Workers | undefined;
   // the services the app and the workers registered (the login limiter), once built
   const built: { deps?: Deps } = {};
@@ -100,6 +102,12 @@ async function main(): Promise<void> {
       }),
       run('workers', async () => workers?.stop()),
     ]);
+    await run('metrics listener', async () => {
+      if (!metricsServer) return;
+      const closed = new Promise<void>((ok) => metricsServer!.close(() => ok()));
+      metricsServer.closeAllConnections();
+      await closed;
+    });
     await run('transports', () => closeTransports());
     if (built.deps) await run('login limiter', () => closeLoginLimiter(built.deps!));
     await run('database pool', () => sql.end({ timeout: 5 }));
@@ -115,6 +123,13 @@ async function main(): Promise<void> {
       server!.once('listening', () => ok());
       server!.once('error', fail);
     });
+  }
+
+  if (cfg.SVC_METRICS_BIND) {
+    // scrapable from the start (svc_database_up says whether the database answers yet)
+    const m = bind(cfg.SVC_METRICS_BIND, 'SVC_METRICS_BIND');
+    metricsServer = await serveMetrics({ config: cfg, sql }, m.host, m.port);
+    log.info({ bind: cfg.SVC_METRICS_BIND }, 'metrics listener (GET /metrics) started');
   }
 
   const mode = migrationMode(cfg);

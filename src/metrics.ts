@@ -1,28 +1,186 @@
-import type { Deps } from './deps.ts';
+// Prometheus metrics of this process (prom-client), every name prefixed `svc_`. Labels carry only
+// bounded vocabularies (methods, OpenAPI path templates, status classes, task and sink kinds,
+// outcomes), never ids, names or addresses.
+//
+// Counters and histograms are this process's own. Gauges read from the database (active tasks,
+// event fan-out, delivery backlog) are the whole deployment's, read at scrape time with queries
+// that only read partial indexes (src/db/queue-status.ts), bounded in time: a scrape while the
+// database is unreachable still answers, with svc_database_up 0 and those gauges absent.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { observeTransactions, poolStats, type Sql } from './db/sql.ts';
+import { activeTaskCounts, fanoutHead, openDeliveryCounts, sinkKinds } from './db/queue-status.ts';
 
-/** Prometheus text exposition; labels never carry ids, names or addresses. */
-export async function renderMetrics(deps: Deps): Promise<string> {
-  const lines: string[] = [];
-  const gauge = (name: string, help: string, samples: [Record<string, string>, number][]) => {
-    lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} gauge`);
-    for (const [labels, value] of samples) {
-      const l = Object.entries(labels)
-        .map(([k, v]) => `${k}="${v}"`)
-        .join(',');
-      lines.push(`${name}${l ? `{${l}}` : ''} ${value}`);
+export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+/** How long the scrape-time database reads may take before the scrape answers without them. */
+const DATABASE_READ_BOUND_MS = 3_000;
+
+const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: 'svc_' });
+const registers = [registry];
+
+const httpLabels = ['method', 'route', 'status_class'] as const;
+export const httpRequests = new Counter({
+  name: 'svc_http_requests_total',
+  help: 'HTTP requests answered, by method, OpenAPI path template (or "unmatched") and status class.',
+  labelNames: httpLabels,
+  registers,
+});
+export const httpDuration = new Histogram({
+  name: 'svc_http_request_duration_seconds',
+  help: 'Time from a request reaching the app to its response (headers; a streamed body may go on), by method, route and status class.',
+  labelNames: httpLabels,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers,
+});
+export const httpInFlight = new Gauge({ name: 'svc_http_requests_in_flight', help: 'HTTP requests being handled now.', registers });
+
+const poolMax = new Gauge({ name: 'svc_db_pool_max', help: 'Most connections the pool may open (SVC_DB_POOL_MAX).', registers });
+const poolSize = new Gauge({ name: 'svc_db_pool_size', help: 'Connections open or opening.', registers });
+const poolInUse = new Gauge({ name: 'svc_db_pool_in_use', help: 'Connections running queries or held by a transaction.', registers });
+const poolWaiting = new Gauge({ name: 'svc_db_pool_waiting', help: 'Queries and transactions waiting for a connection.', registers });
+const acquireTimeouts = new Counter({
+  name: 'svc_db_pool_acquire_timeouts_total',
+  help: 'Transactions that got no connection within SVC_DB_POOL_ACQUIRE_TIMEOUT_MS (answered 503 database_busy).',
+  registers,
+});
+const acquireWait = new Histogram({
+  name: 'svc_db_pool_acquire_wait_seconds',
+  help: 'Time a transaction waited for its connection (and its BEGIN).',
+  buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers,
+});
+const txDuration = new Histogram({
+  name: 'svc_db_transaction_duration_seconds',
+  help: 'Time a transaction held its connection, by outcome (commit or rollback).',
+  labelNames: ['outcome'] as const,
+  buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+  registers,
+});
+observeTransactions({
+  acquired: (s) => acquireWait.observe(s),
+  acquireTimedOut: () => acquireTimeouts.inc(),
+  finished: (s, outcome) => txDuration.observe({ outcome }, s),
+});
+
+export const taskDuration = new Histogram({
+  name: 'svc_task_duration_seconds',
+  help: 'Run time of the tasks this process executed, by kind and final status.',
+  labelNames: ['kind', 'status'] as const,
+  buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600],
+  registers,
+});
+export const deliveries = new Counter({
+  name: 'svc_event_deliveries_total',
+  help: 'Delivery attempts this process made or settled, by transport (sink kind) and outcome.',
+  labelNames: ['transport', 'outcome'] as const,
+  registers,
+});
+export const loginLimiterBlocks = new Counter({
+  name: 'svc_login_limiter_blocks_total',
+  help: 'Login attempts refused by the login rate limiter (429 before any password check).',
+  registers,
+});
+export const tokenValidations = new Counter({
+  name: 'svc_token_validations_total',
+  help: 'Bearer token validations, by outcome (valid; invalid: unknown, revoked or expired; malformed). There is no token cache.',
+  labelNames: ['outcome'] as const,
+  registers,
+});
+
+const databaseUp = new Gauge({
+  name: 'svc_database_up',
+  help: '1 when the database figures of this scrape could be read, else 0 (and those gauges are absent).',
+  registers,
+});
+const tasksActive = new Gauge({
+  name: 'svc_tasks_active',
+  help: 'Queued, validating and running tasks of the whole deployment, by kind and status.',
+  labelNames: ['kind', 'status'] as const,
+  registers,
+});
+const eventsNewest = new Gauge({ name: 'svc_events_newest_id', help: 'Id of the newest audit event.', registers });
+const fanoutLag = new Gauge({
+  name: 'svc_event_fanout_lag_events',
+  help: 'Newest event id minus the id up to which every event is fanned out into deliveries (0 when none waits).',
+  registers,
+});
+const fanoutAge = new Gauge({
+  name: 'svc_event_fanout_oldest_pending_age_seconds',
+  help: 'Age of the oldest event not yet fanned out (0 when none waits).',
+  registers,
+});
+const deliveryBacklog = new Gauge({
+  name: 'svc_event_delivery_backlog',
+  help: 'Deliveries not yet delivered nor given up (pending, in flight, failed awaiting a retry), by sink kind and status.',
+  labelNames: ['sink_kind', 'status'] as const,
+  registers,
+});
+const deliveriesDead = new Gauge({
+  name: 'svc_event_deliveries_dead',
+  help: 'Dead deliveries still kept (SVC_EVENT_DELIVERY_RETENTION_DAYS), by sink kind.',
+  labelNames: ['sink_kind'] as const,
+  registers,
+});
+
+/** `2xx`, `4xx`, … */
+export function statusClass(status: number): string {
+  return `${Math.floor(status / 100)}xx`;
+}
+
+async function readDatabase(sql: Sql): Promise<void> {
+  const [tasks, head, open, kinds] = await Promise.all([activeTaskCounts(sql), fanoutHead(sql), openDeliveryCounts(sql), sinkKinds(sql)]);
+  tasksActive.reset();
+  for (const r of tasks) tasksActive.set({ kind: r.kind, status: r.status }, r.count);
+  eventsNewest.set(head.newest_event_id);
+  const oldest = head.oldest_pending_event_id;
+  fanoutLag.set(oldest === null ? 0 : Math.max(0, head.newest_event_id - oldest + 1));
+  fanoutAge.set(head.oldest_pending_age_seconds ?? 0);
+  deliveryBacklog.reset();
+  deliveriesDead.reset();
+  for (const kind of kinds) {
+    for (const status of ['pending', 'in_flight', 'failed']) deliveryBacklog.set({ sink_kind: kind, status }, 0);
+    deliveriesDead.set({ sink_kind: kind }, 0);
+  }
+  for (const r of open) {
+    if (r.status === 'dead') deliveriesDead.set({ sink_kind: r.sink_kind }, r.count);
+    else deliveryBacklog.set({ sink_kind: r.sink_kind, status: r.status }, r.count);
+  }
+}
+
+function clearDatabaseGauges(): void {
+  for (const g of [tasksActive, eventsNewest, fanoutLag, fanoutAge, deliveryBacklog, deliveriesDead]) g.reset();
+}
+
+let scraping: Promise<unknown> = Promise.resolve();
+
+/** The Prometheus text of this process, with the database figures read now through `sql`. */
+export function renderMetrics(sql: Sql): Promise<string> {
+  // one scrape at a time: the database gauges are reset and set as a whole
+  const next = scraping.then(async () => {
+    const stats = poolStats(sql);
+    if (stats) {
+      poolMax.set(stats.max);
+      poolSize.set(stats.connecting + stats.open + stats.busy + stats.full + stats.reserved);
+      poolInUse.set(stats.busy + stats.full + stats.reserved);
+      poolWaiting.set(stats.waiting);
     }
-  };
-  const mem = process.memoryUsage();
-  gauge('svc_process_resident_memory_bytes', 'Resident memory of this process.', [[{}, mem.rss]]);
-  gauge('svc_process_uptime_seconds', 'Seconds since this process started.', [[{}, Math.round(process.uptime())]]);
-  const tasks = await deps.sql<{ kind: string; status: string; n: number }[]>`
-    select kind, status, count(*)::int as n from tasks group by kind, status order by kind, status`;
-  gauge(
-    'svc_tasks',
-    'Tasks by kind and status.',
-    tasks.map((r) => [{ kind: r.kind, status: r.status }, r.n]),
-  );
-  const [ev] = await deps.sql<{ n: number }[]>`select coalesce(max(id), 0)::bigint as n from events`;
-  gauge('svc_events_last_id', 'Id of the newest audit event.', [[{}, ev?.n ?? 0]]);
-  return lines.join('\n') + '\n';
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the database figures took too long')), DATABASE_READ_BOUND_MS);
+    });
+    try {
+      const read = readDatabase(sql);
+      read.catch(() => {});
+      await Promise.race([read, bound]);
+      databaseUp.set(1);
+    } catch {
+      clearDatabaseGauges();
+      databaseUp.set(0);
+    } finally {
+      clearTimeout(timer);
+    }
+    return registry.metrics();
+  });
+  scraping = next.catch(() => {});
+  return next;
 }

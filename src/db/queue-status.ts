@@ -61,3 +61,59 @@ export async function deliveriesBySinkKind(db: Db): Promise<SinkKindDeliveries[]
     group by k.kind order by k.kind`;
   return rows.map((r) => ({ ...r, backlog: r.pending + r.in_flight + r.failed }));
 }
+
+// The figures /metrics reads at every scrape: each query reads only what a partial index holds
+// (active tasks, due, in-flight and dead deliveries, the fan-out queue's head), never a whole table.
+
+export interface ActiveTaskCount {
+  kind: string;
+  status: 'queued' | 'validating' | 'running';
+  count: number;
+}
+
+/** Queued, validating and running tasks by kind (tasks_queue_idx). */
+export async function activeTaskCounts(db: Db): Promise<ActiveTaskCount[]> {
+  return db<ActiveTaskCount[]>`
+    select kind, status, count(*)::int as count from tasks
+    where status in ('queued', 'validating', 'running')
+    group by kind, status order by kind, status`;
+}
+
+export interface FanoutHead {
+  newest_event_id: number;
+  /** The oldest event not yet fanned out; null when none waits. */
+  oldest_pending_event_id: number | null;
+  oldest_pending_age_seconds: number | null;
+}
+
+/** The newest event and the head of the fan-out queue (primary keys only). */
+export async function fanoutHead(db: Db): Promise<FanoutHead> {
+  const [row] = await db<FanoutHead[]>`
+    with head as (select min(event_id) as id from event_fanout_queue)
+    select coalesce((select max(id) from events), 0)::bigint as newest_event_id,
+      (select id from head)::bigint as oldest_pending_event_id,
+      (select greatest(0, extract(epoch from now() - e.occurred_at))::float8
+         from events e where e.id = (select id from head)) as oldest_pending_age_seconds`;
+  return row ?? { newest_event_id: 0, oldest_pending_event_id: null, oldest_pending_age_seconds: null };
+}
+
+export interface SinkKindDeliveryCount {
+  sink_kind: string;
+  status: 'pending' | 'in_flight' | 'failed' | 'dead';
+  count: number;
+}
+
+/** Deliveries not yet delivered (pending, in flight, failed awaiting a retry) and dead, by sink kind. */
+export async function openDeliveryCounts(db: Db): Promise<SinkKindDeliveryCount[]> {
+  return db<SinkKindDeliveryCount[]>`
+    select k.kind as sink_kind, d.status, count(*)::int as count
+    from event_deliveries d join event_sinks k on k.id = d.sink_id
+    where d.status in ('pending', 'failed', 'in_flight', 'dead')
+    group by k.kind, d.status order by k.kind, d.status`;
+}
+
+/** The sink kinds in use (so that a kind with nothing waiting still reports 0). */
+export async function sinkKinds(db: Db): Promise<string[]> {
+  const rows = await db<{ kind: string }[]>`select distinct kind from event_sinks order by kind`;
+  return rows.map((r) => r.kind);
+}

@@ -3,7 +3,8 @@ import { openapiDocument } from '../http/openapi.ts';
 import { DOCS_HTML } from '../http/docs.ts';
 import { isMigrated } from '../db/migrate.ts';
 import { ApiError } from '../domain/errors.ts';
-import { renderMetrics } from '../metrics.ts';
+import { METRICS_CONTENT_TYPE, renderMetrics } from '../metrics.ts';
+import { checkMetricsAccess } from '../http/metrics.ts';
 
 export const opsHandlers = {
   getHealth: async () => ({ status: 200, body: { status: 'ok' } }),
@@ -18,9 +19,8 @@ export const opsHandlers = {
 
   getApiReference: async () => ({ status: 200, raw: DOCS_HTML, contentType: 'text/html; charset=utf-8' }),
 
-  getMetrics: async (_input, ctx) => ({
-    status: 200,
-    raw: await renderMetrics(ctx.deps),
-    contentType: 'text/plain; version=0.0.4; charset=utf-8',
-  }),
+  getMetrics: async (input, ctx) => {
+    checkMetricsAccess(ctx.deps.config, input.headers.authorization, ctx.clientIp);
+    return { status: 200, raw: await renderMetrics(ctx.deps.sql), contentType: METRICS_CONTENT_TYPE };
+  },
 } satisfies Partial<HandlerMap>;

@@ -4,6 +4,7 @@ import { validateTokenHash } from '../db/tokens.ts';
 import { unauthorized } from '../domain/errors.ts';
 import type { Principal } from '../domain/principals.ts';
 import type { TokenScopeValue } from '../domain/scope.ts';
+import { tokenValidations } from '../metrics.ts';
 
 /** The authenticated caller of a request: its principal and the bearer token it presented. */
 export interface AuthInfo {
@@ -28,11 +29,15 @@ const BEARER = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/;
 /** Resolves the bearer token of a request, or throws the generic 401. */
 export async function authenticate(deps: Deps, authorization: string | undefined): Promise<AuthInfo> {
   const m = authorization ? BEARER.exec(authorization.trim()) : null;
-  if (!m || m[1]!.length > 512) throw unauthorized();
+  if (!m || m[1]!.length > 512) {
+    tokenValidations.inc({ outcome: 'malformed' });
+    throw unauthorized();
+  }
   const row = await validateTokenHash(deps.sql, hashToken(deps.tokenKey, m[1]!), deps.config.SVC_TOKEN_LIFETIME_HOURS, {
     group: deps.config.SVC_ADMIN_GROUPNAME,
     scope: deps.config.SVC_ADMIN_IDENTITY_SCOPE,
   });
+  tokenValidations.inc({ outcome: row ? 'valid' : 'invalid' });
   if (!row) throw unauthorized();
   return {
     principal: {

@@ -36,6 +36,11 @@ function trustedList(value: string): BlockList {
   return cached.list;
 }
 
+/** Whether `ip` is in a list parsed by parseTrustedProxies (SVC_METRICS_ALLOW uses the same syntax). */
+export function addressInList(list: BlockList, ip: string): boolean {
+  return isTrusted(list, ip);
+}
+
 function isTrusted(list: BlockList, ip: string): boolean {
   const family = isIP(ip);
   if (family === 0) return false;

@@ -11,6 +11,7 @@ import type { Server } from 'node:http';
 import { Hono } from 'hono';
 import type { App } from '../app.ts';
 import { reasonPhrase, type ErrorBody } from '../domain/errors.ts';
+import { SECURITY_HEADERS } from './security-headers.ts';
 
 export type Phase = 'starting' | 'serving' | 'stopping';
 
@@ -18,7 +19,7 @@ function unavailable(message: string): Response {
   const body: ErrorBody = { error: reasonPhrase(503), message };
   return new Response(JSON.stringify(body), {
     status: 503,
-    headers: { 'content-type': 'application/json', 'x-request-id': randomUUID(), 'retry-after': '5' },
+    headers: { 'content-type': 'application/json', 'x-request-id': randomUUID(), 'retry-after': '5', ...SECURITY_HEADERS },
   });
 }
 
@@ -37,7 +38,7 @@ export class Lifecycle {
   /** The app to hand to the server: the phase answers first, then the app set by serve(). */
   front(): App {
     const hono = new Hono();
-    hono.get('/healthz', (c) => c.json({ status: 'ok' }, 200, { 'x-request-id': randomUUID() }));
+    hono.get('/healthz', (c) => c.json({ status: 'ok' }, 200, { 'x-request-id': randomUUID(), ...SECURITY_HEADERS }));
     hono.all('*', () => unavailable(this.current === 'stopping' ? 'the service is stopping' : this.startingMessage));
     const fetch = (req: Request, env?: unknown): Response | Promise<Response> => {
       const app = this.app;

@@ -4,6 +4,7 @@ import type { Socket } from 'node:net';
 import { getRequestListener, RequestError, type ServerType } from '@hono/node-server';
 import type { App } from '../app.ts';
 import { reasonPhrase, type ErrorBody } from '../domain/errors.ts';
+import { SECURITY_HEADERS } from './security-headers.ts';
 
 /**
  * Serves the app on host:port. Requests that never reach the app still get the contract's JSON
@@ -59,7 +60,7 @@ function errorBody(status: number, message: string): string {
 function errorResponse(status: number, message: string): Response {
   return new Response(errorBody(status, message), {
     status,
-    headers: { 'content-type': 'application/json', 'x-request-id': randomUUID() },
+    headers: { 'content-type': 'application/json', 'x-request-id': randomUUID(), ...SECURITY_HEADERS },
   });
 }
 
@@ -70,6 +71,7 @@ function rawErrorResponse(status: number, message: string): string {
     'content-type: application/json',
     `content-length: ${Buffer.byteLength(body)}`,
     `x-request-id: ${randomUUID()}`,
+    ...Object.entries(SECURITY_HEADERS).map(([k, v]) => `${k}: ${v}`),
     'connection: close',
     '',
     body,

@@ -4,6 +4,7 @@ import { ApiError } from '../domain/errors.ts';
 import { DEFAULT_LIMITER_CONFIG, type LimiterConfig } from '../domain/rate-limit.ts';
 import { MemoryLoginLimiter, type LoginLimiter } from './login-limiter-memory.ts';
 import { RedisLoginLimiter } from './login-limiter-redis.ts';
+import { loginLimiterBlocks } from '../metrics.ts';
 
 /** The limiter rules with the account bound from the settings. */
 export function limiterConfig(
@@ -42,6 +43,7 @@ export async function closeLoginLimiter(deps: Deps): Promise<void> {
 export async function underLoginLimit(limiter: LoginLimiter, name: string, ip: string, check: () => Promise<boolean>): Promise<boolean> {
   const admission = await limiter.admit(name, ip);
   if (!admission.ok) {
+    loginLimiterBlocks.inc();
     throw new ApiError('too_many_requests', 'too many failed login attempts; try again later', {
       reason: 'login_rate_limited',
       retryAfterSeconds: admission.retryAfter,

@@ -40,6 +40,7 @@ import { resolveEventSinkSecret } from '../sinks/secrets.ts';
 import type { SendResult } from '../sinks/types.ts';
 import { runWokenWorkers } from './waker.ts';
 import { deliveryWakeups, type WakeupStats } from '../worker-stats.ts';
+import { deliveries } from '../metrics.ts';
 
 /** At most this many rows are claimed and sent at once by one worker (interface spec). */
 export const MAX_CLAIM = 8;
@@ -73,9 +74,21 @@ function fromSend(deps: Deps, c: ClaimedDelivery, r: SendResult): DeliveryResult
 /** What happened to one claimed row (tests look at it). */
 export type DeliveryStep = 'recorded' | 'claim_lost' | 'deferred' | 'gone';
 
-async function record(deps: Deps, c: ClaimedDelivery, r: DeliveryResult): Promise<DeliveryStep> {
+/** The outcome label of svc_event_deliveries_total. */
+function outcomeOf(r: DeliveryResult): string {
+  return r.status === 'pending' ? 'deferred' : r.status;
+}
+
+async function record(deps: Deps, c: ClaimedDelivery, transport: string, r: DeliveryResult): Promise<DeliveryStep> {
   const ok = await recordDeliveryResult(deps.sql, c.id, c.claim_token, r);
+  deliveries.inc({ transport, outcome: ok ? outcomeOf(r) : 'claim_lost' });
   if (!ok) deps.log.warn({ delivery_id: c.id }, 'event delivery claim was replaced or revoked; the result is discarded');
+  else if (r.status === 'failed' || r.status === 'dead') {
+    deps.log.info(
+      { delivery_id: c.id, sink_kind: transport, status: r.status, attempt: c.attempts + 1, error: r.error },
+      'event delivery not delivered',
+    );
+  } else deps.log.debug({ delivery_id: c.id, sink_kind: transport, status: r.status }, 'event delivery recorded');
   return ok ? 'recorded' : 'claim_lost';
 }
 
@@ -90,15 +103,16 @@ export async function deliverClaimed(deps: Deps, c: ClaimedDelivery, signal: Abo
   // deleting a sink, subscription or event deletes its delivery rows: nothing left to record
   if (!sink || !sub || !event) return 'gone';
   if (sub.sink_id !== sink.id) {
-    return record(deps, c, { status: 'dead', error: 'the subscription no longer uses this sink', consumeAttempt: false });
+    return record(deps, c, sink.kind, { status: 'dead', error: 'the subscription no longer uses this sink', consumeAttempt: false });
   }
   const transport = transportFor(sink.kind);
-  if (!transport) return record(deps, c, afterFailure(deps, c, `the ${sink.kind} transport is not available in this deployment`));
+  if (!transport)
+    return record(deps, c, sink.kind, afterFailure(deps, c, `the ${sink.kind} transport is not available in this deployment`));
   // the destination rule, before any secret is resolved: routing outside the sink's
   // allowed_routing needs an unscoped administrator's approval for this sink (a refusal is permanent)
   const unlisted = sub.collection_id === null || sub.routing_admin_approved ? [] : unlistedRouting(sink.kind, sub.routing, sink.config);
   if (unlisted.length > 0) {
-    return record(deps, c, {
+    return record(deps, c, sink.kind, {
       status: 'dead',
       error:
         `the subscription's ${unlisted[0]!.path} is not an approved destination of this sink: it is not in the sink's ` +
@@ -111,14 +125,14 @@ export async function deliverClaimed(deps: Deps, c: ClaimedDelivery, signal: Abo
   let secret: string | null = null;
   if (sink.secret_ref !== null) {
     const s = await resolveEventSinkSecret(cfg, sink.secret_ref);
-    if (!s.ok) return record(deps, c, afterFailure(deps, c, `the secret alias ${sink.secret_ref} is not available`));
+    if (!s.ok) return record(deps, c, sink.kind, afterFailure(deps, c, `the secret alias ${sink.secret_ref} is not available`));
     secret = s.value;
   }
   let urlSecret: string | null = null;
   const urlRef = sink.config.url_secret_ref;
   if (typeof urlRef === 'string' && urlRef !== '') {
     const s = await resolveEventSinkSecret(cfg, urlRef);
-    if (!s.ok) return record(deps, c, afterFailure(deps, c, `the URL secret alias ${urlRef} is not available`));
+    if (!s.ok) return record(deps, c, sink.kind, afterFailure(deps, c, `the URL secret alias ${urlRef} is not available`));
     urlSecret = s.value;
   }
 
@@ -128,6 +142,7 @@ export async function deliverClaimed(deps: Deps, c: ClaimedDelivery, signal: Abo
       const freeAt = await takeSendSlot(tx, sink.id, sink.min_interval_ms);
       if (freeAt !== null) {
         await recordDeliveryResult(tx, c.id, c.claim_token, { status: 'pending', reason: 'configured_rate', at: freeAt });
+        deliveries.inc({ transport: sink.kind, outcome: 'deferred' });
         return 'deferred';
       }
     }
@@ -154,8 +169,8 @@ export async function deliverClaimed(deps: Deps, c: ClaimedDelivery, signal: Abo
     result = { outcome: 'retry', error: 'the transport failed unexpectedly' };
   }
   // a send cut short by shutdown is not the destination's fault: release it without an attempt
-  if (signal.aborted && result.outcome === 'retry') return record(deps, c, { status: 'released' });
-  return record(deps, c, fromSend(deps, c, result));
+  if (signal.aborted && result.outcome === 'retry') return record(deps, c, sink.kind, { status: 'released' });
+  return record(deps, c, sink.kind, fromSend(deps, c, result));
 }
 
 export interface DeliveryRunOptions extends DeliveryClaimFilter {

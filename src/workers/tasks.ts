@@ -39,6 +39,7 @@ import { executeImport } from './import.ts';
 import { executeBackup } from './backup.ts';
 import { ClaimLostError, TaskCancelledError, type TaskExecutor, type TaskOutcome, type TaskRunContext } from './task-context.ts';
 import { runWokenWorkers } from './waker.ts';
+import { taskDuration } from '../metrics.ts';
 
 // A claim lasts SVC_TASK_LEASE_MS without renewal; it is renewed every third of that while the executor runs.
 /** How long running executors may finish after shutdown begins, before they are aborted. */
@@ -200,6 +201,8 @@ async function execute(
   };
 
   let outcome: TaskOutcome | { status: 'cancelled'; message: string; finalize?: undefined };
+  const started = performance.now();
+  deps.log.info({ task_id: task.id, task_kind: task.kind }, 'task started');
   try {
     const executor = executors.get(task.kind);
     if (!executor) throw new Error(`no executor for task kind ${task.kind}`);
@@ -226,7 +229,7 @@ async function execute(
   }
 
   const final = outcome;
-  return withTx(deps.sql, async (tx) => {
+  const finished = await withTx(deps.sql, async (tx) => {
     const before = await lockClaimedTask(tx, task.id, token);
     if (!before) {
       deps.log.warn({ task_id: task.id }, 'task claim lost before finalization; the result is discarded');
@@ -238,6 +241,15 @@ async function execute(
     await recordTaskTransition(tx, actor, before, after, message ?? `${after.kind} task ${after.status}`);
     return after;
   });
+  if (finished) {
+    const seconds = (performance.now() - started) / 1000;
+    taskDuration.observe({ kind: finished.kind, status: finished.status }, seconds);
+    deps.log.info(
+      { task_id: finished.id, task_kind: finished.kind, status: finished.status, duration_ms: Math.round(seconds * 1000) },
+      'task finished',
+    );
+  }
+  return finished;
 }
 
 /** Narrows what a worker claims (tests sharing one database with other test files). */

@@ -1,0 +1,84 @@
+// What the app records of every request: its ids (an incoming valid X-Request-Id is kept), the
+// security headers of its response, the HTTP metrics, and one INFO log line:
+//   request_id, correlation_id, method, route (the OpenAPI path template, never the path: paths
+//   hold names), status, duration_ms, principal_id, bytes (null for a streamed body).
+// Never a header value other than the two ids, a query string or a body: nothing that could hold
+// a token, password or secret.
+import { randomUUID } from 'node:crypto';
+import type { Context, MiddlewareHandler } from 'hono';
+import type { Deps } from '../deps.ts';
+import { httpDuration, httpInFlight, httpRequests, statusClass } from '../metrics.ts';
+import { applySecurityHeaders } from './security-headers.ts';
+
+/** X-Request-Id and X-Correlation-ID: 1 to 128 of `A-Z a-z 0-9 . _ : -`. */
+const HEADER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+export const UNMATCHED_ROUTE = 'unmatched';
+
+export function validHeaderId(value: string | undefined): string | null {
+  return value !== undefined && HEADER_ID.test(value) ? value : null;
+}
+
+/** What the layers below the middleware learn about a request and the log line reports. */
+export interface RequestFacts {
+  requestId: string;
+  correlationId: string | null;
+  /** The OpenAPI path template of the matched operation, or "unmatched". */
+  route: string;
+  principalId: number | null;
+  /** The request sent credentials (an Authorization header): its response is not to be stored. */
+  credentialed: boolean;
+  /** Bytes of the response body when known before it is sent (null for streams). */
+  bytes: number | null;
+}
+
+const KEY = 'requestFacts' as never;
+
+export function requestFacts(c: Context): RequestFacts {
+  return c.get(KEY) as unknown as RequestFacts;
+}
+
+/** The first middleware of the app. */
+export function observeRequests(deps: Pick<Deps, 'log'>): MiddlewareHandler {
+  return async (c, next) => {
+    const started = performance.now();
+    const facts: RequestFacts = {
+      requestId: validHeaderId(c.req.header('x-request-id')) ?? randomUUID(),
+      correlationId: validHeaderId(c.req.header('x-correlation-id')),
+      route: UNMATCHED_ROUTE,
+      principalId: null,
+      credentialed: c.req.header('authorization') !== undefined,
+      bytes: null,
+    };
+    c.set(KEY, facts as never);
+    httpInFlight.inc();
+    try {
+      await next();
+    } finally {
+      httpInFlight.dec();
+    }
+    const res = c.res;
+    res.headers.set('x-request-id', facts.requestId);
+    if (facts.correlationId) res.headers.set('x-correlation-id', facts.correlationId);
+    applySecurityHeaders(res.headers, c.req.path, facts.credentialed);
+    const ms = performance.now() - started;
+    const method = METHODS.has(c.req.method) ? c.req.method : 'other';
+    const labels = { method, route: facts.route, status_class: statusClass(res.status) };
+    httpRequests.inc(labels);
+    httpDuration.observe(labels, ms / 1000);
+    const length = res.headers.get('content-length');
+    deps.log.info(
+      {
+        request_id: facts.requestId,
+        correlation_id: facts.correlationId,
+        method,
+        route: facts.route,
+        status: res.status,
+        duration_ms: Math.round(ms * 10) / 10,
+        principal_id: facts.principalId,
+        bytes: length !== null ? Number(length) : facts.bytes,
+      },
+      'request',
+    );
+  };
+}

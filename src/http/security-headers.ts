@@ -1,0 +1,39 @@
+// Headers every response carries, whatever answered it.
+export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+};
+
+/**
+ * The API reference page (/docs) runs only its own assets (swagger-ui-dist, served from
+ * /docs/assets; the page has no inline script) and talks only to this origin. Swagger UI sets
+ * style attributes and uses data: images, hence those two allowances.
+ */
+export const DOCS_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data: blob:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** Every API response: the JSON and text answers are never to be framed or run as a page. */
+export const API_CSP = "default-src 'none'; frame-ancestors 'none'";
+
+/**
+ * Sets the security headers on a response: nosniff and no-referrer always; the CSP of the docs
+ * page on /docs and its assets, the API's elsewhere; `Cache-Control: no-store` when the request was
+ * authenticated or carried credentials (unless the handler chose a Cache-Control itself).
+ */
+export function applySecurityHeaders(headers: Headers, path: string, credentialed: boolean): void {
+  for (const [k, v] of Object.entries(SECURITY_HEADERS)) headers.set(k, v);
+  if (!headers.has('content-security-policy')) {
+    headers.set('content-security-policy', path === '/docs' || path.startsWith('/docs/') ? DOCS_CSP : API_CSP);
+  }
+  if (credentialed && !headers.has('cache-control')) headers.set('cache-control', 'no-store');
+}
