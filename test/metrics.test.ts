@@ -9,6 +9,7 @@ import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
 import { checkResponse } from './contract-check.ts';
 import { createCollection, createSink, createSubscription, fanOutAll, startPeer, type Peer } from './event-fixtures.ts';
 import { createHuman } from './iam-fixtures.ts';
+import { WORKER_UNIT, createDatabase, freePort, killAll, spawnService, unitCommand, until } from './process-fixtures.ts';
 import { createLogger } from '../src/log.ts';
 import { runTaskOnce } from '../src/workers/tasks.ts';
 import { runDeliveryOnce } from '../src/workers/event-delivery.ts';
@@ -282,6 +283,41 @@ describe('SVC_METRICS_BIND: the metrics-only listener (worker processes)', () =>
       expect((await fetch(`${base}/metrics`, { method: 'POST' })).status).toBe(405);
     } finally {
       await new Promise<void>((ok) => server.close(() => ok()));
+    }
+  });
+});
+
+describe('SVC_METRICS_BIND on a worker process (the unit command of deploy/svc-worker@.service)', () => {
+  it('the worker serves GET /metrics on that listener from its start, with the database figures once migrated; SIGTERM closes it, exit 0', async () => {
+    const db = await createDatabase('svc_metrics');
+    const port = await freePort();
+    const worker = spawnService(unitCommand(WORKER_UNIT, '1'), {
+      SVC_DATABASE_URL: db.url,
+      SVC_METRICS_BIND: `127.0.0.1:${port}`,
+      SVC_LOG_LEVEL: 'info',
+    });
+    try {
+      await worker.waitForOutput(/metrics listener \(GET \/metrics\) started/);
+      const text = await until('the worker metrics with the database figures', async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+        const body = await res.text();
+        return res.status === 200 && /^svc_database_up 1$/m.test(body) && /^svc_events_newest_id /m.test(body) ? body : undefined;
+      });
+      const { types } = parseExposition(text);
+      for (const family of [
+        'svc_db_pool_max',
+        'svc_task_duration_seconds',
+        'svc_event_deliveries_total',
+        'svc_process_resident_memory_bytes',
+      ]) {
+        expect(types.has(family), family).toBe(true);
+      }
+      worker.child.kill('SIGTERM');
+      expect(await worker.exited).toEqual({ code: 0, signal: null });
+      await expect(fetch(`http://127.0.0.1:${port}/metrics`)).rejects.toThrow();
+    } finally {
+      await killAll([worker]);
+      await db.drop();
     }
   });
 });
