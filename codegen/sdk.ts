@@ -9,8 +9,17 @@ import openapiTS, { astToString } from 'openapi-typescript';
 const HEADER = '// DO NOT EDIT: written by codegen/generate.ts from openapi.yaml (make codegen).\n';
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options', 'trace'] as const;
 
+interface Response {
+  $ref?: string;
+  headers?: Record<string, unknown>;
+}
 interface Op {
   operationId?: string;
+  responses?: Record<string, Response>;
+}
+interface Doc {
+  paths: Record<string, Record<string, unknown>>;
+  components?: { responses?: Record<string, Response> };
 }
 
 /**
@@ -24,22 +33,29 @@ export const SDK_TYPE_OPTIONS = { alphabetize: true, defaultNonNullable: false }
 export async function sdkFiles(root: string, specText: string): Promise<[string, string][]> {
   // Parsed here: openapi-typescript annotates the document it is given (discriminator descriptions),
   // so a document another run has seen would give other output.
-  const doc = YAML.parse(specText) as { paths: Record<string, Record<string, unknown>> };
-  const ast = await openapiTS(doc as never, SDK_TYPE_OPTIONS);
+  const ast = await openapiTS(YAML.parse(specText) as never, SDK_TYPE_OPTIONS);
   const schema = HEADER + '/* eslint-disable */\n' + astToString(ast);
 
+  const doc = YAML.parse(specText) as Doc;
   const rows: string[] = [];
+  const paged: string[] = [];
   for (const [path, item] of Object.entries(doc.paths).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
     for (const method of METHODS) {
       const op = item[method] as Op | undefined;
-      if (op?.operationId) rows.push(`  ${op.operationId}: { method: '${method}', path: '${path}' },`);
+      if (!op?.operationId) continue;
+      rows.push(`  ${op.operationId}: { method: '${method}', path: '${path}' },`);
+      const ok = op.responses?.['200'];
+      const resolved = ok?.$ref ? doc.components?.responses?.[ok.$ref.split('/').pop()!] : ok;
+      if (resolved?.headers?.['X-Next-Cursor']) paged.push(`  '${op.operationId}',`);
     }
   }
   const operations =
     HEADER +
     '/** Every operation of openapi.yaml by operationId: its HTTP method and path template. */\n' +
     `export const OPERATIONS = {\n${rows.join('\n')}\n} as const;\n\n` +
-    'export type OperationId = keyof typeof OPERATIONS;\n';
+    'export type OperationId = keyof typeof OPERATIONS;\n\n' +
+    '/** The operations whose success response carries X-Next-Cursor (what `paginate` walks through). */\n' +
+    `export const PAGED_OPERATIONS = [\n${paged.join('\n')}\n] as const;\n`;
 
   const dir = join(root, 'clients', 'typescript', 'generated');
   return [

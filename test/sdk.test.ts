@@ -7,6 +7,8 @@ import {
   ApiRequestError,
   createClient,
   isApiRequestError,
+  PAGED_OPERATIONS,
+  type PagedOperationId,
   type InventoryClient,
   type ListOperationId,
   type PageItem,
@@ -53,6 +55,10 @@ describe('types', () => {
     expectTypeOf<'listCollectionEvents'>().toExtend<ListOperationId>();
     expectTypeOf<'createObject'>().not.toExtend<ListOperationId>();
     expectTypeOf<'getCollection'>().not.toExtend<ListOperationId>();
+    // The operations the iterator takes (derived from the types) are exactly those whose success
+    // response declares X-Next-Cursor in openapi.yaml (listed by codegen).
+    expectTypeOf<PagedOperationId>().toEqualTypeOf<(typeof PAGED_OPERATIONS)[number]>();
+    expect(PAGED_OPERATIONS).toContain('searchStructured');
     expectTypeOf<PageItem<'listObjects'>>().toEqualTypeOf<Schemas['InventoryObject']>();
     expectTypeOf<PageItem<'searchStructured'>>().toEqualTypeOf<Schemas['SearchResult']>();
     // Members with a documented default are optional: a login needs no identity_scope.

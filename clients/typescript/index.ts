@@ -5,10 +5,10 @@
 // one async iterator over any paged list (X-Next-Cursor) or structured search (`next` in the body).
 import createFetchClient, { type Client, type FetchOptions, type HeadersOptions, type Middleware, type ParseAs } from 'openapi-fetch';
 import type { components, operations, paths } from './generated/schema.ts';
-import { OPERATIONS, type OperationId } from './generated/operations.ts';
+import { OPERATIONS, PAGED_OPERATIONS, type OperationId } from './generated/operations.ts';
 
 export type { components, operations, paths, OperationId };
-export { OPERATIONS };
+export { OPERATIONS, PAGED_OPERATIONS };
 
 /** The contract's named schemas (`Schemas['Collection']`, `Schemas['CreateClass']`, ...). */
 export type Schemas = components['schemas'];
@@ -29,13 +29,20 @@ type RequiredKeys<T> = { [P in keyof T]-?: object extends Pick<T, P> ? never : P
 /** The init argument is optional exactly when the operation needs no parameter and no body. */
 export type CallArgs<K extends OperationId> = [RequiredKeys<CallInit<K>>] extends [never] ? [init?: CallInit<K>] : [init: CallInit<K>];
 
-type QueryOf<K extends OperationId> = operations[K]['parameters'] extends { query?: infer Q } ? NonNullable<Q> : never;
+/** Whether an operation takes the `cursor` query parameter (an operation without query parameters has `query?: never`). */
+type TakesCursor<K extends OperationId> = operations[K]['parameters'] extends { query?: infer Q }
+  ? [NonNullable<Q>] extends [never]
+    ? false
+    : 'cursor' extends keyof NonNullable<Q>
+      ? true
+      : false
+  : false;
 
 /** Operations that return one page of a list (a JSON array) and take the `cursor` of X-Next-Cursor. */
 export type ListOperationId = {
   [K in OperationId]: (typeof OPERATIONS)[K]['method'] extends 'get'
     ? OkBody<K> extends readonly unknown[]
-      ? 'cursor' extends keyof QueryOf<K>
+      ? TakesCursor<K> extends true
         ? K
         : never
       : never
