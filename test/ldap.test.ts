@@ -10,7 +10,7 @@ import { ConfigError, loadConfig } from '../src/config.ts';
 import { grant } from './iam-fixtures.ts';
 import { closedPort, startSlapd, type Slapd } from './slapd.ts';
 import { ldapPrefix, parseLdapProviders } from '../src/domain/ldap.ts';
-import { ldapSyncLoop, syncProviderGroups } from '../src/workers/ldap-sync.ts';
+import { ldapSyncLoop, syncProviderGroups, syncProviderUsers } from '../src/workers/ldap-sync.ts';
 
 const SUFFIX = 'dc=example,dc=org';
 const PEOPLE = `ou=people,${SUFFIX}`;
@@ -43,11 +43,13 @@ userPassword: inventory-service-password
 `,
   person('alice', 'Alice Liddell', 'alice-directory-password'),
   person('carol', 'Carol Danvers', 'carol-directory-password'),
+  person('dave', 'Dave Bowman', 'dave-directory-password'),
   `dn: cn=editors,${GROUPS}
 objectClass: groupOfNames
 cn: editors
 member: ${dnOf('alice')}
 member: ${dnOf('carol')}
+member: ${dnOf('dave')}
 `,
   `dn: cn=viewers,${GROUPS}
 objectClass: groupOfNames
@@ -304,6 +306,39 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
     expect(groups.body).toEqual([]);
     const after = await eventsOf(t, 'group_membership', operators.id);
     expect(after.map((e) => e.action)).toEqual(['added', 'removed']);
+  });
+
+  it('the user sync retires a user deleted in the directory: memberships removed, tokens revoked (401)', async () => {
+    const res = await login('dave', 'dave-directory-password', scope, '192.0.2.90');
+    expect(res.status, res.text).toBe(200);
+    const token = (res.body as { token: string }).token;
+    const me = await t.request('GET', '/api/v1/iam/me', { token });
+    const id = (me.body as { principal: { id: number } }).principal.id;
+    const provider = t.deps.config.ldapProviders.find((p) => p.scope === scope)!;
+
+    // still in the directory: nothing happens
+    expect(await syncProviderUsers(t.deps, provider, true)).toMatchObject({ ok: true, retired: [] });
+    expect((await t.request('GET', '/api/v0/auth/validate', { token })).status).toBe(200);
+
+    const admin = new Client({ url: slapd.url });
+    await admin.startTLS({ ca: [readFileSync(slapd.caFile)], host: '127.0.0.1' });
+    await admin.bind(slapd.rootDn, slapd.rootPassword);
+    await admin.modify(
+      `cn=editors,${GROUPS}`,
+      new Change({ operation: 'delete', modification: new Attribute({ type: 'member', values: [dnOf('dave')] }) }),
+    );
+    await admin.del(dnOf('dave'));
+    await admin.unbind();
+
+    const result = await syncProviderUsers(t.deps, provider, true);
+    expect(result.ok).toBe(true);
+    expect(result.retired).toEqual(['dave']);
+    expect((await t.request('GET', '/api/v0/auth/validate', { token })).status).toBe(401);
+    const groups = await t.request('GET', `/api/v1/iam/principals/${id}/groups`);
+    expect(groups.body).toEqual([]);
+    // the principal itself is kept as it was (its only event is its creation)
+    expect((await eventsOf(t, 'user', id)).map((e) => e.action)).toEqual(['created']);
+    expect((await login('dave', 'dave-directory-password', scope, '192.0.2.90')).status).toBe(401);
   });
 });
 

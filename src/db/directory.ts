@@ -144,3 +144,43 @@ export async function claimGroupsDueForSync(
 export async function markGroupSynced(tx: TransactionSql, id: number): Promise<void> {
   await tx`update groups set last_sync_success_at = now() where id = ${id}`;
 }
+
+/** A provider-managed principal the user pass checks against the directory. */
+export interface ProviderUserClaim {
+  id: number;
+  name: string;
+  external_subject: string | null;
+}
+
+/**
+ * Claims up to `batch` provider-managed users of the scope the directory has not confirmed within
+ * the interval (last_synced_at, also set by each sign-in): their last_synced_at becomes now, so
+ * another worker does not check them too. `force` claims them whatever their last check.
+ */
+export async function claimProviderUsersDue(
+  db: Db,
+  scope: string,
+  intervalSeconds: number,
+  batch: number,
+  force = false,
+): Promise<ProviderUserClaim[]> {
+  return db<ProviderUserClaim[]>`
+    update principals set last_synced_at = now()
+    where id in (
+      select id from principals
+      where identity_scope = ${scope} and provider_managed
+        and (${force} or last_synced_at is null or last_synced_at < now() - make_interval(secs => ${intervalSeconds}))
+      order by last_synced_at nulls first, id
+      limit ${batch}
+      for no key update skip locked)
+    returning id, name, external_subject`;
+}
+
+/** The provider-managed principal, locked for no key update (as a member it is key-shared). */
+export async function lockProviderPrincipal(tx: TransactionSql, id: number, scope: string): Promise<MemberRow | undefined> {
+  const [row] = await tx<MemberRow[]>`
+    select id, kind, name, identity_scope, created_at, updated_at, revision from principals
+    where id = ${id} and identity_scope = ${scope} and provider_managed
+    for no key update`;
+  return row;
+}

@@ -179,3 +179,23 @@ export async function groupMembers(cfg: SecretConfig, p: LdapProvider, g: LdapGr
     return membersAreNames(p) ? { dns: new Set(), names: new Set(values) } : { dns: new Set(values.map(normalizeDn)), names: new Set() };
   });
 }
+
+/**
+ * Which of the given user DNs the directory still has as users (the entry exists and meets the
+ * user filter, so an Active Directory filter excluding disabled accounts also drops those).
+ * Returns the normalized DNs that are present.
+ */
+export async function presentUsers(cfg: SecretConfig, p: LdapProvider, dns: string[]): Promise<Set<string>> {
+  return session(cfg, p, async (client) => {
+    const present = new Set<string>();
+    for (const dn of dns) {
+      try {
+        const found = await client.search(dn, { scope: 'base', filter: p.userFilter, attributes: ['1.1'] });
+        if (found.searchEntries.length > 0) present.add(normalizeDn(dn));
+      } catch (err) {
+        if (!(err instanceof NoSuchObjectError)) throw err;
+      }
+    }
+    return present;
+  });
+}

@@ -7,11 +7,14 @@ import { appendEvent } from '../db/events.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { deleteMembership, groupEvent, insertMembership, lockGroup, membershipEvent, type GroupRow } from '../db/groups.ts';
 import { userCreatedEvent, userUpdatedEvent, type UserRow } from '../db/users.ts';
+import { lockUnrevokedTokens } from '../db/tokens.ts';
+import { revokeTokenAs } from './tokens.ts';
 import {
   claimGroupForProvider,
   groupMembersWithSubjects,
   insertManagedGroup,
   insertProviderUser,
+  lockProviderPrincipal,
   lockScopedGroup,
   lockScopedPrincipal,
   managedGroupIdsOf,
@@ -154,4 +157,31 @@ export async function applyGroupSync(
   }
   await markGroupSynced(tx, groupId);
   return { added, removed };
+}
+
+/**
+ * A provider-managed user the directory no longer has (deleted, or no longer meeting the user
+ * filter, e.g. a disabled account): loses its memberships of the provider's groups and every
+ * token it holds, each with its audit event. The principal stays (its history and settings); a
+ * later sign-in, should the directory accept it again, brings it back.
+ */
+export async function retireDirectoryUser(
+  tx: TransactionSql,
+  actor: Actor,
+  p: LdapProvider,
+  userId: number,
+): Promise<{ removed: number; revoked: number }> {
+  const user = await lockProviderPrincipal(tx, userId, p.scope);
+  if (!user) return { removed: 0, revoked: 0 };
+  let removed = 0;
+  for (const id of await managedGroupIdsOf(tx, user.id, managedBy(p))) {
+    const group = await lockGroup(tx, id);
+    if (group && (await deleteMembership(tx, id, user.id))) {
+      await appendEvent(tx, actor, membershipEvent('removed', group, user));
+      removed++;
+    }
+  }
+  let revoked = 0;
+  for (const row of await lockUnrevokedTokens(tx, user.id)) if (await revokeTokenAs(tx, actor, row, 'directory_sync')) revoked++;
+  return { removed, revoked };
 }

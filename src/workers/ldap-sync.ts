@@ -6,9 +6,9 @@
 import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
-import { claimGroupsDueForSync } from '../db/directory.ts';
-import { ensureProviderGroup, applyGroupSync } from '../mutations/directory.ts';
-import { groupMembers } from '../identity/ldap.ts';
+import { claimGroupsDueForSync, claimProviderUsersDue } from '../db/directory.ts';
+import { ensureProviderGroup, applyGroupSync, retireDirectoryUser } from '../mutations/directory.ts';
+import { groupMembers, presentUsers } from '../identity/ldap.ts';
 import { managedBy, normalizeDn, type LdapProvider } from '../domain/ldap.ts';
 
 const WORKER_ACTOR = { kind: 'worker', principalId: null, principalName: null } as const;
@@ -46,7 +46,46 @@ export async function syncProviderGroups(deps: Deps, p: LdapProvider, force = fa
   return results;
 }
 
-/** Runs the group sync of every configured LDAP provider; each group waits for its own interval. */
+export interface UserSyncResult {
+  checked: number;
+  retired: string[];
+  ok: boolean;
+}
+
+/** Users the user pass checks per tick and provider. */
+const USER_BATCH = 200;
+
+/**
+ * The user pass: provider-managed users the directory has not confirmed within the interval are
+ * looked up by DN; those it no longer has (or that no longer meet the user filter) are retired:
+ * memberships removed and tokens revoked. A directory that is down retires no one.
+ */
+export async function syncProviderUsers(deps: Deps, p: LdapProvider, force = false): Promise<UserSyncResult> {
+  const due = await claimProviderUsersDue(deps.sql, p.scope, p.syncIntervalSeconds, USER_BATCH, force);
+  const withDn = due.filter((u) => u.external_subject !== null);
+  if (withDn.length === 0) return { checked: 0, retired: [], ok: true };
+  let present: Set<string>;
+  try {
+    present = await presentUsers(
+      deps.config,
+      p,
+      withDn.map((u) => u.external_subject!),
+    );
+  } catch (err) {
+    deps.log.warn({ err, identity_scope: p.scope }, 'directory user check failed');
+    return { checked: withDn.length, retired: [], ok: false };
+  }
+  const retired: string[] = [];
+  for (const u of withDn) {
+    if (present.has(normalizeDn(u.external_subject!))) continue;
+    const r = await withTx(deps.sql, (tx) => retireDirectoryUser(tx, WORKER_ACTOR, p, u.id));
+    deps.log.info({ identity_scope: p.scope, user: u.name, ...r }, 'directory user gone: memberships removed, tokens revoked');
+    retired.push(u.name);
+  }
+  return { checked: withDn.length, retired, ok: true };
+}
+
+/** Runs the group and user sync of every configured LDAP provider; each waits for its own interval. */
 export const ldapSyncLoop: Loop = {
   name: 'ldap-group-sync',
   intervalMs: 10_000,
@@ -55,6 +94,7 @@ export const ldapSyncLoop: Loop = {
       if (signal.aborted) return;
       try {
         await syncProviderGroups(deps, p);
+        await syncProviderUsers(deps, p);
       } catch (err) {
         deps.log.warn({ err, identity_scope: p.scope }, 'directory group sync failed');
       }
