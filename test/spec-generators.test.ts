@@ -268,6 +268,14 @@ function defaultedMembers({ checker, schemaType }: Awaited<ReturnType<typeof gen
   return { checked, required };
 }
 
+describe('base URL in generated clients', () => {
+  it('keeps the one server entry `/` and says there which base URL generated clients use', () => {
+    const servers = (doc as unknown as { servers: { url: string; description?: string }[] }).servers;
+    expect(servers.map((s) => s.url)).toEqual(['/']);
+    expect(servers[0]!.description).toMatch(/base URL is the service's origin/);
+  });
+});
+
 describe('defaults in generated clients', () => {
   it('with defaultNonNullable: false (the option the README names and the SDK sets) every defaulted member the contract does not require is optional', async () => {
     const { checked, required } = defaultedMembers(await generatedSchemas({ alphabetize: true, defaultNonNullable: false }));
