@@ -11215,6 +11215,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -13380,6 +13382,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Class id. */
@@ -14672,6 +14676,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
@@ -14717,6 +14723,8 @@ export interface operations {
             header?: {
                 /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
                 "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
             };
             path: {
                 /** @description Exact class name; numeric-looking values are names, not ids. */
