@@ -3,12 +3,13 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Deps } from './deps.ts';
 import { ApiError, reasonPhrase } from './domain/errors.ts';
 import { ContractRouter, type RawRequest } from './http/adapter.ts';
-import { authenticate } from './http/auth.ts';
+import { authenticate, type TokenLookup } from './http/auth.ts';
 import type { Ctx, Reply } from './http/contract.ts';
 import { handlers } from './handlers/index.ts';
 import { serveDocsAsset } from './http/docs.ts';
 import { clientIp } from './http/client-ip.ts';
 import { translatePgError } from './db/pg-errors.ts';
+import { validateTokenHash } from './db/tokens.ts';
 import { decodeUtf8Body, parseJsonBody } from './http/input.ts';
 import { observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
 
@@ -78,7 +79,7 @@ export async function createApp(deps: Deps): Promise<App> {
       signal: c.req.raw.signal,
     };
     if (router.needsAuth(op)) {
-      ctx.auth = await authenticate(deps, headers.authorization);
+      ctx.auth = await authenticate(deps, headers.authorization, tokenLookup(deps));
       facts.principalId = ctx.auth.principal.id;
     }
 
@@ -103,6 +104,15 @@ export async function createApp(deps: Deps): Promise<App> {
   hono.onError((err, c) => render(c, errorReply(err, deps, (requestFacts(c) as RequestFacts | undefined)?.requestId)));
 
   return { fetch: (req, env) => hono.fetch(req, env as never), hono };
+}
+
+/** How http/auth.ts finds a bearer token: db/tokens.ts with the configured admin group and legacy lifetime. */
+function tokenLookup(deps: Deps): TokenLookup {
+  return (hash) =>
+    validateTokenHash(deps.sql, hash, deps.config.SVC_TOKEN_LIFETIME_HOURS, {
+      group: deps.config.SVC_ADMIN_GROUPNAME,
+      scope: deps.config.SVC_ADMIN_IDENTITY_SCOPE,
+    });
 }
 
 function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {

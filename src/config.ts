@@ -1,6 +1,6 @@
 // Every SVC_* setting, parsed and validated once. A bad value stops start-up naming the setting.
 // The README's configuration table lists the same settings (a test keeps the two in step).
-import { parseTrustedProxies } from './http/client-ip.ts';
+import { parseTrustedProxies } from './domain/address-list.ts';
 import { parseLdapProviders, type LdapProvider } from './domain/ldap.ts';
 
 type Kind = 'string' | 'int' | 'bool' | 'enum' | 'optional';

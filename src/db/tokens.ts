@@ -1,22 +1,9 @@
 import type { Db } from './sql.ts';
-import type { Principal, PrincipalKind } from '../domain/principals.ts';
+import type { PrincipalKind } from '../domain/principals.ts';
+import type { ValidatedTokenRow } from '../domain/tokens.ts';
 import type { TokenScopeValue } from '../domain/scope.ts';
 
 export type { TokenScopeValue } from '../domain/scope.ts';
-
-/** A valid token and its principal (the principal's members, with its id as principal_id). */
-export interface ValidatedTokenRow extends Omit<Principal, 'id'> {
-  token_id: number;
-  token_name: string | null;
-  token_description: string | null;
-  issued: Date;
-  expires_at: Date | null;
-  last_used_at: Date | null;
-  token_revision: number;
-  scope: TokenScopeValue | null;
-  principal_id: number;
-  is_admin: boolean;
-}
 
 /**
  * Finds the token with this hash and, in the same statement, checks every validation rule

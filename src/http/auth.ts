@@ -1,8 +1,8 @@
 import type { Deps } from '../deps.ts';
 import { hashToken } from '../domain/token-secret.ts';
-import { validateTokenHash } from '../db/tokens.ts';
 import { unauthorized } from '../domain/errors.ts';
 import type { Principal } from '../domain/principals.ts';
+import type { ValidatedTokenRow } from '../domain/tokens.ts';
 import type { TokenScopeValue } from '../domain/scope.ts';
 import { tokenValidations } from '../metrics.ts';
 
@@ -24,19 +24,22 @@ export interface AuthInfo {
   };
 }
 
+/**
+ * Finds the live token with this hash and its principal (db/tokens.ts validateTokenHash, passed in
+ * by the app wiring: the transport resolves bearer tokens without knowing SQL).
+ */
+export type TokenLookup = (hash: Buffer) => Promise<ValidatedTokenRow | undefined>;
+
 const BEARER = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/;
 
 /** Resolves the bearer token of a request, or throws the generic 401. */
-export async function authenticate(deps: Deps, authorization: string | undefined): Promise<AuthInfo> {
+export async function authenticate(deps: Deps, authorization: string | undefined, lookup: TokenLookup): Promise<AuthInfo> {
   const m = authorization ? BEARER.exec(authorization.trim()) : null;
   if (!m || m[1]!.length > 512) {
     tokenValidations.inc({ outcome: 'malformed' });
     throw unauthorized();
   }
-  const row = await validateTokenHash(deps.sql, hashToken(deps.tokenKey, m[1]!), deps.config.SVC_TOKEN_LIFETIME_HOURS, {
-    group: deps.config.SVC_ADMIN_GROUPNAME,
-    scope: deps.config.SVC_ADMIN_IDENTITY_SCOPE,
-  });
+  const row = await lookup(hashToken(deps.tokenKey, m[1]!));
   tokenValidations.inc({ outcome: row ? 'valid' : 'invalid' });
   if (!row) throw unauthorized();
   return {

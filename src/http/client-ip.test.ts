@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import { clientIp, parseTrustedProxies } from './client-ip.ts';
+import { clientIp } from './client-ip.ts';
+import { parseTrustedProxies } from '../domain/address-list.ts';
 
 /** The address clientIp picks for a request from `peer` with this X-Forwarded-For. */
 async function pick(trusted: string, peer: string, xff?: string): Promise<string> {

@@ -6,7 +6,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { forbidden, unauthorized } from '../domain/errors.ts';
-import { addressInList, parseTrustedProxies } from './client-ip.ts';
+import { addressInList } from './client-ip.ts';
+import { parseTrustedProxies } from '../domain/address-list.ts';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/;
 
