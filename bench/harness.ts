@@ -18,9 +18,10 @@ export interface TimedRow {
   area: string;
   name: string;
   n: number;
-  /** Median and 95th percentile, in µs per request (or per item for throughput rows). */
+  /** Median, 95th and 99th percentile, in µs per request (or per item for throughput rows). */
   median: number;
   p95: number;
+  p99: number;
   unit: 'request' | 'item';
   baseline: number;
   note?: string;
@@ -119,6 +120,7 @@ export async function timeCase(
     n: s.length,
     median: percentile(s, 0.5),
     p95: percentile(s, 0.95),
+    p99: percentile(s, 0.99),
     unit: 'request',
     baseline: percentile(base, 0.5),
     note,
@@ -158,6 +160,7 @@ export async function throughputCase(
     n: runs,
     median,
     p95: percentile(perItem, 0.95),
+    p99: percentile(perItem, 0.99),
     unit: 'item',
     baseline: percentile(base, 0.5),
     note: note?.(1e6 / median) ?? `${fmtCount(1e6 / median)} items/s`,
@@ -239,17 +242,18 @@ export function report(): string {
   );
   out.push(
     table(
-      ['area', 'case', 'n', 'median', 'p95', 'ratio', 'note'],
+      ['area', 'case', 'n', 'median', 'p95', 'p99', 'ratio', 'note'],
       timed.map((r) => [
         r.area,
         r.name,
         String(r.n),
         `${fmtUs(r.median)}/${r.unit === 'item' ? 'item' : 'req'}`,
         fmtUs(r.p95),
+        fmtUs(r.p99),
         `${(r.median / r.baseline).toFixed(r.median / r.baseline >= 100 ? 0 : 2)}x`,
         r.note ?? '',
       ]),
-      [false, false, true, true, true, true, false],
+      [false, false, true, true, true, true, true, false],
     ),
   );
   if (memory.length) {

@@ -6,13 +6,15 @@
 // Uses SVC_DATABASE_URL when set (a fresh database is created and dropped), else an embedded
 // PostgreSQL in a temporary directory. BENCH_ITERATIONS (default 500) scales the iteration counts;
 // BENCH_OBJECTS (default 20000) the size of the large class, BENCH_EVENTS (default 50000) the
-// audit table, BENCH_FANOUT_EVENTS (default 5000) the fan-out batch. The driver queue case
+// audit table, BENCH_FANOUT_EVENTS (default 5000) the fan-out batch, BENCH_GRAPH_OBJECTS (default
+// 100000, with four relations each) the relation graph (bench/graph.ts). The driver queue case
 // (bench/driver-queue.ts) runs last and prints its own table (BENCH_DRIVER_QUERIES and
 // BENCH_DRIVER_UPSTREAM_QUERIES size it).
 import { createCollection, startBench } from './setup.ts';
 import { ITER, report, setBaseline } from './harness.ts';
 import { benchObjects, seedLargeClass } from './objects.ts';
 import { benchSearch } from './search.ts';
+import { benchGraph } from './graph.ts';
 import { benchAudit } from './audit.ts';
 import { benchIdentity } from './identity.ts';
 import { benchExport, benchFanout } from './tasks.ts';
@@ -40,6 +42,7 @@ try {
   await benchIdentity(b);
   await benchObjects(b, big);
   await benchSearch(b, big);
+  await benchGraph(b);
   await benchAudit(b, EVENTS);
   await benchExport(b, big, RUNS);
   await benchFanout(b, collectionId, FANOUT_EVENTS, RUNS);
