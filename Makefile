@@ -2,7 +2,7 @@
 NPM ?= npm
 export NODE_OPTIONS ?=
 
-.PHONY: install run test check ci codegen codegen-check spec-lint contract-check lint typecheck format format-check bench bench-throughput
+.PHONY: install run test check ci codegen codegen-check spec-lint contract-check lint typecheck format format-check layers bench bench-throughput
 
 node_modules/.install-stamp: package.json package-lock.json $(wildcard patches/*.patch)
 	$(NPM) ci --no-audit --no-fund
@@ -44,7 +44,11 @@ format: install
 format-check: install
 	npx prettier --check .
 
-check: format-check lint typecheck codegen-check spec-lint contract-check
+# The layering of src/ (README "Code layout"); the rules and why are in .dependency-cruiser.cjs.
+layers: install
+	npx depcruise src codegen --config .dependency-cruiser.cjs
+
+check: format-check lint typecheck codegen-check spec-lint contract-check layers
 
 ci: check test
 

@@ -2,7 +2,16 @@ import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/', 'generated/', 'clients/typescript/generated/', 'test/client-compat/', 'data/', 'spec/', 'eslint.config.js'],
+    ignores: [
+      'node_modules/',
+      'generated/',
+      'clients/typescript/generated/',
+      'test/client-compat/',
+      'data/',
+      'spec/',
+      'eslint.config.js',
+      '.dependency-cruiser.cjs',
+    ],
   },
   ...tseslint.configs.recommended,
   {
