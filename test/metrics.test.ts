@@ -11,6 +11,7 @@ import { createCollection, createSink, createSubscription, fanOutAll, startPeer,
 import { createHuman } from './iam-fixtures.ts';
 import { WORKER_UNIT, createDatabase, freePort, killAll, spawnService, unitCommand, until } from './process-fixtures.ts';
 import { createLogger } from '../src/log.ts';
+import { loadConfig } from '../src/config.ts';
 import { runTaskOnce } from '../src/workers/tasks.ts';
 import { runDeliveryOnce } from '../src/workers/event-delivery.ts';
 import { serveApp } from '../src/http/server.ts';
@@ -260,6 +261,19 @@ describe('getMetrics protection (SVC_METRICS_TOKEN, SVC_METRICS_ALLOW)', () => {
         await app.close();
       }
     }
+  });
+});
+
+describe('metrics settings', () => {
+  it('a bad SVC_METRICS_ALLOW or SVC_METRICS_BIND stops start-up naming it; the listener may not take the API port', () => {
+    expect(() => loadConfig({ SVC_METRICS_ALLOW: '10.0.0.0/8, scraper.local' })).toThrow(/SVC_METRICS_ALLOW/);
+    expect(() => loadConfig({ SVC_METRICS_ALLOW: '10.0.0.0/33' })).toThrow(/SVC_METRICS_ALLOW/);
+    expect(() => loadConfig({ SVC_METRICS_BIND: 'nowhere' })).toThrow(/SVC_METRICS_BIND/);
+    expect(() => loadConfig({ SVC_METRICS_BIND: '127.0.0.1:8080' })).toThrow(/SVC_METRICS_BIND must use another port/);
+    expect(loadConfig({ SVC_METRICS_BIND: '127.0.0.1:8080', SVC_RUNTIME_ROLE: 'worker' }).SVC_METRICS_BIND).toBe('127.0.0.1:8080');
+    expect(loadConfig({ SVC_METRICS_ALLOW: '10.0.0.0/8, ::1' }).SVC_METRICS_ALLOW).toBe('10.0.0.0/8, ::1');
+    const defaults = loadConfig({});
+    expect([defaults.SVC_METRICS_TOKEN, defaults.SVC_METRICS_ALLOW, defaults.SVC_METRICS_BIND]).toEqual([undefined, '', undefined]);
   });
 });
 
