@@ -59,6 +59,9 @@ export async function workflow(input: WorkflowInput): Promise<Observed> {
     jsonPath: await names({ json_data__equals: 'rack=r2' }),
   };
 
+  // The free-form object for filters that cannot be declared: hey-api sends its members as they are.
+  const relatedFilter = await names({ filters: { 'related.r.class.id': String(rackClass.id) } });
+
   const searchNames: string[] = [];
   let searchPages = 0;
   const search: StructuredSearchRequest = {
@@ -99,6 +102,7 @@ export async function workflow(input: WorkflowInput): Promise<Observed> {
     pagedNames,
     pageSizes,
     filtered,
+    relatedFilter,
     searchNames,
     searchPages,
     eventEntityIds,

@@ -99,6 +99,15 @@ export async function workflow(input: WorkflowInput): Promise<Observed> {
     jsonPath: await names({ json_data__equals: 'rack=r2' }),
   };
 
+  // The free-form object for filters that cannot be declared needs openapi-fetch's documented
+  // querySerializer option (its default sends filters[related.r.class.id]=..., a 400).
+  const relatedFilter = ok(
+    await api.GET('/api/v1/classes/{class_id}/objects', {
+      params: { path: { class_id: server.id }, query: { filters: { 'related.r.class.id': String(rackClass.id) }, sort: 'name' } },
+      querySerializer: { object: { style: 'form', explode: true } },
+    }),
+  ).map((o) => o.name);
+
   const searchNames: string[] = [];
   let searchPages = 0;
   const search: components['schemas']['StructuredSearchRequest'] = {
@@ -143,6 +152,7 @@ export async function workflow(input: WorkflowInput): Promise<Observed> {
     pagedNames,
     pageSizes,
     filtered,
+    relatedFilter,
     searchNames,
     searchPages,
     eventEntityIds,

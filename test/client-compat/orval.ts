@@ -100,6 +100,9 @@ export async function workflow(input: WorkflowInput): Promise<Observed> {
     pagedNames,
     pageSizes,
     filtered,
+    // orval sends an object-valued query parameter as String(value) (`filters=[object Object]`):
+    // its clients cannot send the free-form filters (computed.*, related.*) without a custom mutator.
+    relatedFilter: null,
     searchNames,
     searchPages,
     eventEntityIds,

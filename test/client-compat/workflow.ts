@@ -36,6 +36,11 @@ export interface Observed {
   pageSizes: number[];
   /** Names (sorted by name) for `name__in=web-1,db-6`, repeated `name__not_equals` with `name__startswith=web`, `json_data__equals=rack=r2`. */
   filtered: { in: string[]; notEquals: string[]; jsonPath: string[] };
+  /**
+   * Names of the Servers related to a Rack, through the free-form `filters` object
+   * (`related.r.class.id=<Rack class id>`); null for a client that cannot send it.
+   */
+  relatedFilter: string[] | null;
   /** Structured search (json_data rack = r1, sorted by name, limit 1) followed through `next`: names and page count. */
   searchNames: string[];
   searchPages: number;
