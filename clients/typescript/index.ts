@@ -10,7 +10,7 @@ import { OPERATIONS, PAGED_OPERATIONS, type OperationId } from './generated/oper
 export type { components, operations, paths, OperationId };
 export { OPERATIONS, PAGED_OPERATIONS };
 
-/** The contract's named schemas (`Schemas['Collection']`, `Schemas['CreateClass']`, ...). */
+/** The contract's named schemas (`Schemas['Collection']`, `Schemas['NewClass']`, ...). */
 export type Schemas = components['schemas'];
 /** The error body every 4xx/5xx response carries. */
 export type ErrorBody = Schemas['ErrorResponse'];
