@@ -17,6 +17,7 @@ import { parseListQuery } from '../src/domain/list-query.ts';
 import { LIST_FILTER_OPERATIONS, accepts, extraParams, filterParams, sampleValue } from '../codegen/list-filters.ts';
 import { syncSpecText } from '../codegen/spec-blocks.ts';
 import { NO_DATABASE, insertConventions } from '../codegen/insert-conventions.ts';
+import { SDK_TYPE_OPTIONS } from '../codegen/sdk.ts';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { collection, createClass, createObject } from './class-fixtures.ts';
 
@@ -278,7 +279,8 @@ describe('base URL in generated clients', () => {
 
 describe('defaults in generated clients', () => {
   it('with defaultNonNullable: false (the option the README names and the SDK sets) every defaulted member the contract does not require is optional', async () => {
-    const { checked, required } = defaultedMembers(await generatedSchemas({ alphabetize: true, defaultNonNullable: false }));
+    expect(SDK_TYPE_OPTIONS.defaultNonNullable).toBe(false);
+    const { checked, required } = defaultedMembers(await generatedSchemas(SDK_TYPE_OPTIONS));
     expect(checked).toEqual(
       expect.arrayContaining(['NewClass.description', 'StructuredSearchRequest.include_total', 'LoginRequest.identity_scope']),
     );
