@@ -10,11 +10,10 @@
  */
 import { createHash } from 'node:crypto';
 import { ApiError, badRequest } from './errors.ts';
+import { decodeCursorValues, encodeCursor, MAX_CURSOR_CHARS } from './list-query.ts';
 
 export const MAX_GROUP_BY = 3;
 export const MAX_MEASURES = 4;
-/** Largest encoded cursor; a page whose last row needs more is 413 (not replay-safe). */
-export const MAX_CURSOR_CHARS = 4096;
 
 export const STATES = ['value', 'null', 'missing', 'unavailable'] as const;
 export type DimensionState = (typeof STATES)[number];
@@ -103,7 +102,8 @@ export function aggregateSignature(classId: number, req: AggregateRequest, filte
 
 /** Cursor values: [object_count?, rank0, value0, rank1, value1, ...]. */
 export function encodeAggregateCursor(values: unknown[], signature: string): string {
-  const cursor = Buffer.from(JSON.stringify({ v: values, s: signature })).toString('base64url');
+  const cursor = encodeCursor(values, signature);
+  // a page whose last row needs a longer cursor than decodeCursorValues accepts is 413 (not replay-safe)
   if (cursor.length > MAX_CURSOR_CHARS) {
     throw new ApiError(
       'payload_too_large',
@@ -117,18 +117,5 @@ export function encodeAggregateCursor(values: unknown[], signature: string): str
 }
 
 export function decodeAggregateCursor(raw: string, signature: string, length: number): unknown[] {
-  const invalid = () =>
-    badRequest('invalid cursor: pass back X-Next-Cursor unchanged with the same request', [
-      { path: 'query.cursor', message: 'invalid cursor' },
-    ]);
-  if (raw.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(raw)) throw invalid();
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid();
-  }
-  const c = parsed as { v?: unknown; s?: unknown };
-  if (!c || typeof c !== 'object' || c.s !== signature || !Array.isArray(c.v) || c.v.length !== length) throw invalid();
-  return c.v;
+  return decodeCursorValues(raw, signature, length, 'with the same request');
 }

@@ -319,12 +319,17 @@ export function encodeCursor(values: unknown[], signature: string): string {
   return Buffer.from(JSON.stringify({ v: values, s: signature })).toString('base64url');
 }
 
-function decodeCursor(raw: string, signature: string, keys: number): unknown[] {
+/** Longest cursor accepted (list and aggregate cursors). */
+export const MAX_CURSOR_CHARS = 4096;
+
+/**
+ * The values of a cursor made by encodeCursor for this signature, exactly `length` of them; any
+ * other text is a 400 whose message says what to pass back (`passBack`).
+ */
+export function decodeCursorValues(raw: string, signature: string, length: number, passBack: string): unknown[] {
   const invalid = () =>
-    badRequest('invalid cursor: pass back X-Next-Cursor unchanged with the same filters and sort', [
-      { path: 'query.cursor', message: 'invalid cursor' },
-    ]);
-  if (raw.length > 4096 || !/^[A-Za-z0-9_-]+$/.test(raw)) throw invalid();
+    badRequest(`invalid cursor: pass back X-Next-Cursor unchanged ${passBack}`, [{ path: 'query.cursor', message: 'invalid cursor' }]);
+  if (raw.length > MAX_CURSOR_CHARS || !/^[A-Za-z0-9_-]+$/.test(raw)) throw invalid();
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(raw, 'base64url').toString('utf8'));
@@ -332,10 +337,18 @@ function decodeCursor(raw: string, signature: string, keys: number): unknown[] {
     throw invalid();
   }
   const c = parsed as { v?: unknown; s?: unknown };
-  if (!c || typeof c !== 'object' || c.s !== signature || !Array.isArray(c.v) || c.v.length !== keys) throw invalid();
-  for (const v of c.v) {
-    if (v !== null && typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') throw invalid();
-    if (typeof v === 'string' && v.includes('\u0000')) throw invalid();
-  }
+  if (!c || typeof c !== 'object' || c.s !== signature || !Array.isArray(c.v) || c.v.length !== length) throw invalid();
   return c.v;
+}
+
+function decodeCursor(raw: string, signature: string, keys: number): unknown[] {
+  const values = decodeCursorValues(raw, signature, keys, 'with the same filters and sort');
+  for (const v of values) {
+    const scalar = v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+    if (!scalar || (typeof v === 'string' && v.includes('\u0000')))
+      throw badRequest('invalid cursor: pass back X-Next-Cursor unchanged with the same filters and sort', [
+        { path: 'query.cursor', message: 'invalid cursor' },
+      ]);
+  }
+  return values;
 }
