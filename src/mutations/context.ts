@@ -4,6 +4,7 @@
 // the caller only decides where the transaction begins and ends.
 import type { Db, TransactionSql } from '../db/sql.ts';
 import { withTx } from '../db/tx.ts';
+import { bindActor } from '../db/history.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { Authority } from '../domain/authz.ts';
 import { requireIfMatch } from '../domain/preconditions.ts';
@@ -20,7 +21,10 @@ export interface MutationContext extends Caller {
 
 /** Runs fn as one mutation in its own transaction (or in db, when db already is one). */
 export function inTx<T>(db: Db, caller: Caller, fn: (m: MutationContext) => Promise<T>): Promise<T> {
-  return withTx(db, (tx) => fn({ ...caller, tx }));
+  return withTx(db, async (tx) => {
+    await bindActor(tx, caller.actor);
+    return fn({ ...caller, tx });
+  });
 }
 
 /** A row after a write; changed is false when nothing differed, so nothing was written or recorded. */

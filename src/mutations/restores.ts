@@ -5,6 +5,7 @@ import type { Deps } from '../deps.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../domain/errors.ts';
 import { withTx } from '../db/tx.ts';
+import { bindActor } from '../db/history.ts';
 import { appendEvent } from '../db/events.ts';
 import type { Actor } from '../domain/actor.ts';
 import { noRestoreRunning, RESTORE_LOCK } from '../db/backups.ts';
@@ -117,6 +118,7 @@ export async function confirmStagedRestore(
 ): Promise<StageRow> {
   const cfg = deps.config;
   return withTx(deps.sql, async (tx) => {
+    await bindActor(tx, actor);
     const stage = await lockStage(tx, id);
     if (!stage) throw notFound('restore');
     if (!capabilityMatches(deps.tokenKey, stage, body.restore_capability))

@@ -24,6 +24,7 @@ import type { Deps } from '../deps.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { withTx } from '../db/tx.ts';
+import { bindActor } from '../db/history.ts';
 import { translatePgError } from '../db/pg-errors.ts';
 import { ApiError, badRequest, conflict, forbidden, isClientError, notFound } from '../domain/errors.ts';
 import { isUnscoped, sortPermissions, type Authority } from '../domain/authz.ts';
@@ -360,6 +361,7 @@ class ImportRun {
 
   /** Applies one item in tx and records it as succeeded. */
   private async applyItem(tx: TransactionSql, item: PlanItem, state: ItemState): Promise<NewImportResult> {
+    await bindActor(tx, this.actor);
     const applied = await this.apply(tx, item, state);
     return this.record(item, applied.action, 'succeeded', null, applied.id);
   }
