@@ -4440,8 +4440,8 @@ export interface components {
              * @description List query string of the list endpoint matching the scope (filters and `sort`, e.g.
              *     `name__contains=web&sort=name`): the collection, class, object (including `computed.*`
              *     and `related.*` filters), class-relation or object-relation list, or for
-             *     `related_objects` the related-objects list (`depth`, `class_id`, sorts). The
-             *     `permissions=` filter works as on those lists. `limit`, `cursor` and `include_total` are
+             *     `related_objects` the related-objects list (`depth`, `class_id`, `ignore_classes`,
+             *     `ignore_self_class`, sorts). The `permissions=` filter works as on those lists. `limit`, `cursor` and `include_total` are
              *     400. With `template_id` and no `query`, the template's `default_query` applies.
              */
             query?: string;
