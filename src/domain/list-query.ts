@@ -12,35 +12,16 @@ import { badRequest } from './errors.ts';
 
 export type FieldType = 'integer' | 'text' | 'timestamp' | 'boolean' | 'json';
 
+/** The string-matching operators of text fields and JSON paths. */
+const TEXT_MATCH = ['equals', 'iequals', 'contains', 'icontains', 'startswith', 'istartswith', 'endswith', 'iendswith', 'like', 'regex'];
+
 export const OPERATORS: Record<FieldType, readonly string[]> = {
-  text: [
-    'equals',
-    'iequals',
-    'contains',
-    'icontains',
-    'startswith',
-    'istartswith',
-    'endswith',
-    'iendswith',
-    'like',
-    'regex',
-    'in',
-    'is_null',
-  ],
+  text: [...TEXT_MATCH, 'in', 'is_null'],
   integer: ['equals', 'in', 'gt', 'gte', 'lt', 'lte', 'between', 'is_null'],
   timestamp: ['equals', 'in', 'gt', 'gte', 'lt', 'lte', 'between', 'is_null'],
   boolean: ['equals', 'is_null'],
   json: [
-    'equals',
-    'iequals',
-    'contains',
-    'icontains',
-    'startswith',
-    'istartswith',
-    'endswith',
-    'iendswith',
-    'like',
-    'regex',
+    ...TEXT_MATCH,
     'gt',
     'gte',
     'lt',
