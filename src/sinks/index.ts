@@ -4,7 +4,7 @@
 import { ApiError, badRequest, conflict, notFound, type ErrorDetail } from '../domain/errors.ts';
 import { validateSubscription, type SinkFields, type SubscriptionFields } from '../domain/event-subscriptions.ts';
 import type { ConfigProblem, SinkKind, SinkTransport } from './types.ts';
-import { webhookTransport } from './webhook.ts';
+import { WEBHOOK_CONFIG_MEMBERS, webhookTransport } from './webhook.ts';
 import { amqpTransport } from './amqp.ts';
 import { redisStreamTransport } from './redis-stream.ts';
 import { emailTransport } from './email.ts';
@@ -14,16 +14,7 @@ export const SINK_KINDS: readonly SinkKind[] = ['webhook', 'amqp', 'redis_stream
 
 /** The config members each kind owns (openapi.yaml EventSinkConfig). */
 export const CONFIG_MEMBERS: Readonly<Record<SinkKind, readonly string[]>> = {
-  webhook: [
-    'headers',
-    'timeout_ms',
-    'max_response_bytes',
-    'max_request_bytes',
-    'body_template',
-    'response',
-    'url_secret_ref',
-    'allowed_routing',
-  ],
+  webhook: WEBHOOK_CONFIG_MEMBERS,
   amqp: ['uri', 'exchange', 'exchange_type', 'declare_exchange', 'durable', 'mandatory', 'max_payload_bytes'],
   redis_stream: ['uri', 'max_len', 'approximate_trim', 'max_payload_bytes', 'io_timeout_ms', 'allowed_routing'],
   email: ['uri', 'from', 'reply_to', 'max_payload_bytes', 'subject_template', 'body_template', 'allowed_routing'],
