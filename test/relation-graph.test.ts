@@ -340,6 +340,35 @@ describe('getRelatedObjectGraph', () => {
     expect(narrowed.body).toMatchObject({ objects: [{ id: hub }], relations: [] });
   });
 
+  it('400 when the relations among the reached objects exceed 20,000, though the search itself stayed within the limits', async () => {
+    const c = await collection();
+    const A = await klass(c);
+    const L = await klass(c);
+    const al = await classRelation(A.id, L.id);
+    const ll = await classRelation(L.id, L.id);
+    const hub = await object(A.id, c);
+    const prefix = uniq('clique');
+    // 205 leaves around the hub, related to each other: depth 1 crosses 205 relations, but the
+    // graph holds those and the 20,910 among the leaves.
+    const leaves = await t.deps.sql<{ id: number }[]>`
+      insert into objects (name, class_id, collection_id, json_data)
+      select ${prefix} || '-' || i, ${L.id}, ${c}, '{}'::jsonb from generate_series(1, 205) i returning id`;
+    const ids = leaves.map((r) => r.id);
+    await t.deps.sql`
+      insert into object_relations (class_relation_id, from_object_id, to_object_id)
+      select ${al}, ${hub}, l from unnest(${ids}::int[]) l`;
+    await t.deps.sql`
+      insert into object_relations (class_relation_id, from_object_id, to_object_id)
+      select ${ll}, x, y from unnest(${ids}::int[]) x, unnest(${ids}::int[]) y where x < y`;
+    const listed = await t.request('GET', `/api/v1/classes/${A.id}/${hub}/related/objects`, { query: { limit: 1 } });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get('x-total-count')).toBe('205');
+    const res = await t.request('GET', `/api/v1/classes/${A.id}/${hub}/related/graph`);
+    expect(res.status).toBe(400);
+    expect(res.body).toMatchObject({ reason: 'search_work_limit' });
+    expect((res.body as { message: string }).message).toMatch(/20000 relations.*narrow/);
+  });
+
   it('404 unknown or mismatched class or object; 403 unreadable object; 401 without token; 400 bad parameters', async () => {
     const g = await objects();
     const [row] = await t.deps.sql<{ name: string }[]>`select name from objects where id = ${g.a1}`;
