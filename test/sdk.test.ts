@@ -56,8 +56,8 @@ describe('types', () => {
     expectTypeOf<'createObject'>().not.toExtend<ListOperationId>();
     expectTypeOf<'getCollection'>().not.toExtend<ListOperationId>();
     // The operations the iterator takes (derived from the types) are exactly those whose success
-    // response declares X-Next-Cursor in openapi.yaml (listed by codegen).
-    expectTypeOf<PagedOperationId>().toEqualTypeOf<(typeof PAGED_OPERATIONS)[number]>();
+    // response declares X-Next-Cursor in openapi.yaml (listed by codegen), and the plain-text search.
+    expectTypeOf<Exclude<PagedOperationId, 'searchPlainText'>>().toEqualTypeOf<(typeof PAGED_OPERATIONS)[number]>();
     expect(PAGED_OPERATIONS).toContain('searchStructured');
     expectTypeOf<PageItem<'listObjects'>>().toEqualTypeOf<Schemas['InventoryObject']>();
     expectTypeOf<PageItem<'searchStructured'>>().toEqualTypeOf<Schemas['SearchResult']>();
@@ -72,13 +72,16 @@ describe('the SDK against a running server', () => {
   let rackClass: { id: number; name: string };
   const servers: Schemas['InventoryObject'][] = [];
   let rack: Schemas['InventoryObject'];
+  /** In the descriptions of the collection, both classes and the servers, for the plain-text search. */
+  const tag = uniq('sdktag');
 
   beforeAll(async () => {
-    const col = await sdk.call('createCollection', { body: { name: uniq('sdk') } });
+    const col = await sdk.call('createCollection', { body: { name: uniq('sdk'), description: tag } });
     collectionId = col.id;
     serverClass = await sdk.call('createClass', {
       body: {
         name: uniq('Server'),
+        description: tag,
         collection_id: collectionId,
         json_schema: {
           type: 'object',
@@ -88,13 +91,13 @@ describe('the SDK against a running server', () => {
         validate_schema: true,
       },
     });
-    rackClass = await sdk.call('createClass', { body: { name: uniq('Rack'), collection_id: collectionId } });
+    rackClass = await sdk.call('createClass', { body: { name: uniq('Rack'), description: tag, collection_id: collectionId } });
     for (let n = 0; n < 7; n++) {
       const name = n < 5 ? `web-${n}` : `db-${n}`;
       servers.push(
         await sdk.call('createObject', {
           params: { path: { class_id: serverClass.id } },
-          body: { name, json_data: { rack: n % 2 === 0 ? 'r1' : 'r2', n } },
+          body: { name, description: tag, json_data: { rack: n % 2 === 0 ? 'r1' : 'r2', n } },
         }),
       );
     }
@@ -158,6 +161,23 @@ describe('the SDK against a running server', () => {
       }),
     );
     expect(results.map((r) => (r.kind === 'object' ? r.resource.name : r.kind))).toEqual(['db-6', 'web-0', 'web-2', 'web-4']);
+  });
+
+  it('pages the plain-text search, each kind through its own cursor, hits tagged with their kind', async () => {
+    const pages = await collect(sdk.pages('searchPlainText', { params: { query: { q: tag, limit_per_kind: 2 } } }));
+    // Objects need four pages of two; collections and classes are done after the first.
+    expect(pages.length).toBeGreaterThanOrEqual(4);
+    expect(pages.at(-1)!.next).toBeNull();
+    const hits = pages.flatMap((p) => p.items);
+    const ids = (kind: string) => hits.filter((h) => h.kind === kind).map((h) => h.resource.id);
+    expect(ids('collection')).toEqual([collectionId]);
+    expect(ids('class')).toEqual([serverClass.id, rackClass.id]);
+    expect(ids('object')).toEqual(servers.map((o) => o.id));
+
+    const objectsOnly = await collect(
+      sdk.paginate('searchPlainText', { params: { query: { q: tag, kinds: ['object'], limit_per_kind: 3 } } }),
+    );
+    expect(objectsOnly.map((h) => (h.kind === 'object' ? h.resource.name : h.kind))).toEqual(servers.map((o) => o.name));
   });
 
   it('reads the audit events of the collection', async () => {

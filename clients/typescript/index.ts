@@ -49,21 +49,33 @@ export type ListOperationId = {
     : never;
 }[OperationId];
 
-/** Everything `paginate` and `pages` walk through: every paged list, and the structured search. */
-export type PagedOperationId = ListOperationId | 'searchStructured';
+/** Everything `paginate` and `pages` walk through: every paged list, and both searches. */
+export type PagedOperationId = ListOperationId | 'searchStructured' | 'searchPlainText';
+
+type PlainResults = Schemas['PlainSearchResponse']['results'];
+/** One hit of the plain-text search, tagged with its kind (as the structured search's results are). */
+export type PlainSearchHit =
+  | { kind: 'collection'; resource: PlainResults['collections'][number] }
+  | { kind: 'class'; resource: PlainResults['classes'][number] }
+  | { kind: 'object'; resource: PlainResults['objects'][number] };
 
 /** The item type of a paged operation: a list's element, or a search result. */
 export type PageItem<K extends PagedOperationId> = K extends 'searchStructured'
   ? Schemas['SearchResult']
-  : OkBody<K> extends readonly (infer T)[]
-    ? T
-    : never;
+  : K extends 'searchPlainText'
+    ? PlainSearchHit
+    : OkBody<K> extends readonly (infer T)[]
+      ? T
+      : never;
+
+/** The cursor of a page: one string, or the plain-text search's cursor per kind. */
+export type PageCursor<K extends PagedOperationId> = K extends 'searchPlainText' ? Schemas['PlainSearchResponse']['next'] : string;
 
 /** One page of a paged operation. */
 export interface Page<K extends PagedOperationId> {
   items: PageItem<K>[];
   /** The cursor of the next page; null on the last page. */
-  next: string | null;
+  next: PageCursor<K> | null;
   /** The total number of matches when the server counted them (X-Total-Count; a search's `total`), else null. */
   total: number | null;
   response: Response;
@@ -140,12 +152,13 @@ export interface InventoryClient {
   /** Like `call`, with the Response too (for headers: ETag, X-Total-Count, Location, ...). */
   callWithResponse<K extends OperationId>(operationId: K, ...init: CallArgs<K>): Promise<{ data: OkBody<K>; response: Response }>;
   /**
-   * Every item of a paged list or structured search, page after page, following X-Next-Cursor
-   * (lists) or `next` (search) until the last page. Filters, sort and `limit` (page size) go in
-   * `params.query` (lists) or the search body, as for `call`.
+   * Every item of a paged list or a search, page after page, following X-Next-Cursor (lists),
+   * `next` (structured search) or `next.<kind>` (plain-text search, whose hits are tagged with their
+   * kind) until the last page. Filters, sort and `limit` (page size) go in `params.query` (lists,
+   * plain-text search) or the search body, as for `call`.
    */
   paginate<K extends PagedOperationId>(operationId: K, ...init: CallArgs<K>): AsyncGenerator<PageItem<K>, void, undefined>;
-  /** The pages of a paged list or structured search (items, next cursor, total, response). */
+  /** The pages of a paged list or search (items, next cursor, total, response). */
   pages<K extends PagedOperationId>(operationId: K, ...init: CallArgs<K>): AsyncGenerator<Page<K>, void, undefined>;
 }
 
@@ -200,6 +213,10 @@ export function createClient(options: ClientOptions): InventoryClient {
 
   async function* pages<K extends PagedOperationId>(operationId: K, ...[init]: CallArgs<K>): AsyncGenerator<Page<K>, void, undefined> {
     const loose = (init ?? {}) as LooseInit;
+    if (operationId === 'searchPlainText') {
+      yield* plainPages(loose) as AsyncGenerator<Page<K>, void, undefined>;
+      return;
+    }
     let cursor: string | null = null;
     do {
       if (operationId === 'searchStructured') {
@@ -213,7 +230,7 @@ export function createClient(options: ClientOptions): InventoryClient {
         });
         const { data, response } = res;
         cursor = data.next;
-        yield { items: data.results as PageItem<K>[], next: data.next, total: data.total, response };
+        yield { items: data.results as PageItem<K>[], next: data.next as PageCursor<K> | null, total: data.total, response };
       } else {
         const params: LooseInit['params'] = { ...loose.params, query: { ...loose.params?.query, ...(cursor ? { cursor } : {}) } };
         const res: { data: unknown; response: Response } = await callWithResponse(
@@ -223,9 +240,44 @@ export function createClient(options: ClientOptions): InventoryClient {
         const { data, response } = res;
         cursor = response.headers.get('x-next-cursor');
         const total = response.headers.get('x-total-count');
-        yield { items: data as PageItem<K>[], next: cursor, total: total === null ? null : Number(total), response };
+        yield {
+          items: data as PageItem<K>[],
+          next: cursor as PageCursor<K> | null,
+          total: total === null ? null : Number(total),
+          response,
+        };
       }
     } while (cursor);
+  }
+
+  /**
+   * The plain-text search pages each kind on its own (`next.<kind>` → `cursor_<kind>`): every next
+   * request asks only for the kinds that still have a cursor, with the same q, limit and flags.
+   */
+  async function* plainPages(loose: LooseInit): AsyncGenerator<Page<'searchPlainText'>, void, undefined> {
+    type Query = NonNullable<CallInit<'searchPlainText'>['params']>['query'];
+    const query = (loose.params?.query ?? {}) as Query;
+    const KINDS = { collection: 'collections', class: 'classes', object: 'objects' } as const;
+    const asked = query.kinds ?? ['collection', 'class', 'object'];
+    let next: Schemas['PlainSearchResponse']['next'] | null = null;
+    do {
+      const prev = next;
+      const kinds = prev ? asked.filter((k) => prev[KINDS[k]] !== null) : asked;
+      const cursors = Object.fromEntries(prev ? kinds.map((k) => [`cursor_${KINDS[k]}`, prev[KINDS[k]]]) : []);
+      const res: { data: Schemas['PlainSearchResponse']; response: Response } = await callWithResponse('searchPlainText', {
+        ...loose,
+        params: { ...loose.params, query: { ...query, ...cursors, kinds } },
+      } as never);
+      const { data, response } = res;
+      const items: PlainSearchHit[] = [
+        ...data.results.collections.map((resource) => ({ kind: 'collection' as const, resource })),
+        ...data.results.classes.map((resource) => ({ kind: 'class' as const, resource })),
+        ...data.results.objects.map((resource) => ({ kind: 'object' as const, resource })),
+      ];
+      const more = Object.values(data.next).some((c) => c !== null);
+      next = more ? data.next : null;
+      yield { items, next, total: null, response };
+    } while (next);
   }
 
   async function* paginate<K extends PagedOperationId>(operationId: K, ...init: CallArgs<K>): AsyncGenerator<PageItem<K>, void, undefined> {
