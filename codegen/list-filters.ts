@@ -25,6 +25,7 @@ import { REMOTE_TARGET_LIST_SPEC } from '../src/db/remote-targets.ts';
 import { EVENT_SINK_LIST_SPEC } from '../src/db/event-sinks.ts';
 import { EVENT_SUBSCRIPTION_LIST_SPEC } from '../src/db/event-subscriptions.ts';
 import { EVENT_DELIVERY_LIST_SPEC } from '../src/db/event-deliveries.ts';
+import { HISTORY_LIST_SPEC } from '../src/db/history.ts';
 
 /**
  * The list spec of an object list before any computed or related parameter: what parseObjectQuery
@@ -80,6 +81,8 @@ export const LIST_FILTER_OPERATIONS: Record<string, ListOperation> = {
   listObjectEvents: EVENTS,
   listExportTemplateEvents: EVENTS,
   listRemoteTargetEvents: EVENTS,
+  listObjectHistory: { spec: HISTORY_LIST_SPEC },
+  listObjectHistoryByName: { spec: HISTORY_LIST_SPEC },
 };
 
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');

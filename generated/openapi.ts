@@ -618,6 +618,67 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/classes/{class_id}/{object_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+                /** @description Object id; the object must belong to the class in the path (404 otherwise). */
+                object_id: components["parameters"]["ObjectIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the versions of an object
+         * @description Every version of the an object (entity history), newest first: the full representation as it
+         *     was (`data`), its revision, the operation that produced it, the interval it was current in
+         *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
+         *     Each version is authorized with the attributes stored in it (ReadObject on the collection it
+         *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
+         *     versions of a deleted an object (and the tombstone, operation `delete`, that ends them) are visible
+         *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
+         *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
+         *     query language.
+         */
+        get: operations["listObjectHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/classes/{class_id}/{object_id}/history/as-of": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+                /** @description Object id; the object must belong to the class in the path (404 otherwise). */
+                object_id: components["parameters"]["ObjectIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an object as it was at an instant
+         * @description The version of the an object current at `at` (valid_from <= at < valid_to), with the same
+         *     authorization as its history: 403 when that version is not visible to the caller, 404 when
+         *     the an object did not exist then (or never existed). After a deletion the tombstone is current
+         *     (unscoped administrators only). 400 when `at` is not an RFC 3339 timestamp.
+         */
+        get: operations["getObjectAsOf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/classes/{class_id}/{object_id}/related/graph": {
         parameters: {
             query?: never;
@@ -1080,6 +1141,67 @@ export interface paths {
          * @description Same as `updateObject`, addressed by names.
          */
         patch: operations["updateObjectByName"];
+        trace?: never;
+    };
+    "/api/v1/classes/by-name/{class_name}/objects/by-name/{object_name}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+                /** @description Exact object name within the class. */
+                object_name: components["parameters"]["ObjectNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the versions of an object
+         * @description Every version of the an object (entity history), newest first: the full representation as it
+         *     was (`data`), its revision, the operation that produced it, the interval it was current in
+         *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
+         *     Each version is authorized with the attributes stored in it (ReadObject on the collection it
+         *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
+         *     versions of a deleted an object (and the tombstone, operation `delete`, that ends them) are visible
+         *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
+         *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
+         *     query language.
+         */
+        get: operations["listObjectHistoryByName"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/classes/by-name/{class_name}/objects/by-name/{object_name}/history/as-of": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+                /** @description Exact object name within the class. */
+                object_name: components["parameters"]["ObjectNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an object as it was at an instant
+         * @description The version of the an object current at `at` (valid_from <= at < valid_to), with the same
+         *     authorization as its history: 403 when that version is not visible to the caller, 404 when
+         *     the an object did not exist then (or never existed). After a deletion the tombstone is current
+         *     (unscoped administrators only). 400 when `at` is not an RFC 3339 timestamp.
+         */
+        get: operations["getObjectAsOfByName"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/v1/classes/by-name/{class_name}/objects/by-name/{object_name}/related/graph": {
@@ -4578,6 +4700,23 @@ export interface components {
              */
             status: "ok" | "ready";
         };
+        /** @description Who made the change (as in audit events; the system for changes made outside the service). */
+        HistoryActor: {
+            /** @description The user who started the work (the caller for requests; the submitter for tasks). */
+            initiator_principal_id: components["schemas"]["NullableId"];
+            /** @enum {string} */
+            kind: "user" | "worker" | "system";
+            principal_id: components["schemas"]["NullableId"];
+            /** @description The task the change was made by, if any. */
+            task_id: components["schemas"]["NullableId"];
+        };
+        /**
+         * @description What produced the version; a `delete` version (tombstone) ends the history of a deleted entity.
+         * @enum {string}
+         */
+        HistoryOperation: "insert" | "update" | "delete";
+        /** @description The entity's revision in this version; a tombstone has the last revision + 1. */
+        HistoryRevision: number;
         /** Format: int32 */
         Id: number;
         /**
@@ -5638,6 +5777,15 @@ export interface components {
             to_object_id: components["schemas"]["Id"];
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** @description One version of an object (entity history). */
+        ObjectVersion: {
+            actor: components["schemas"]["HistoryActor"];
+            data: components["schemas"]["InventoryObject"];
+            operation: components["schemas"]["HistoryOperation"];
+            revision: components["schemas"]["HistoryRevision"];
+            valid_from: components["schemas"]["Timestamp"];
+            valid_to: components["schemas"]["NullableTimestamp"];
+        };
         /** @description Permission names without duplicates (duplicates are 400). */
         PermissionList: components["schemas"]["PermissionName"][];
         /** @enum {string} */
@@ -6581,6 +6729,8 @@ export interface components {
         EvSort: string;
         /** @description Maximum number of relation hops from the root, in either direction (1..5, default 1). */
         GraphDepth: number;
+        /** @description The instant (RFC 3339, e.g. `2026-03-04T12:00:00Z`; a date alone is its midnight UTC). */
+        HistoryAt: string;
         /** @description 1..255 bytes; the same key and submission returns the same task, a different submission 409. */
         IdempotencyKey: string;
         /** @description Strong ETag, `*`, or a comma-separated list of up to 8 strong ETags. */
@@ -6644,6 +6794,8 @@ export interface components {
         "ListFilter.action__regex": components["schemas"]["ListFilterText"];
         /** @description `action` starts with the value. */
         "ListFilter.action__startswith": components["schemas"]["ListFilterText"];
+        /** @description `actor_kind` equals the value. */
+        "ListFilter.actor_kind": ("user" | "worker" | "system") | ("user" | "worker" | "system")[];
         /** @description `actor_kind` contains the value. */
         "ListFilter.actor_kind__contains": ("user" | "worker" | "system") | ("user" | "worker" | "system")[];
         /** @description `actor_kind` ends with the value. */
@@ -6692,6 +6844,40 @@ export interface components {
         "ListFilter.actor_kind__regex": ("user" | "worker" | "system") | ("user" | "worker" | "system")[];
         /** @description `actor_kind` starts with the value. */
         "ListFilter.actor_kind__startswith": ("user" | "worker" | "system") | ("user" | "worker" | "system")[];
+        /** @description `actor_principal_id` equals the value. */
+        "ListFilter.actor_principal_id": components["schemas"]["ListFilterIntegerList"];
+        /** @description `actor_principal_id` lies between `lo,hi` (inclusive). */
+        "ListFilter.actor_principal_id__between": components["schemas"]["ListFilterIntegerPair"];
+        /** @description `actor_principal_id` equals the value. */
+        "ListFilter.actor_principal_id__equals": components["schemas"]["ListFilterIntegerList"];
+        /** @description `actor_principal_id` is greater than the value. */
+        "ListFilter.actor_principal_id__gt": components["schemas"]["ListFilterInteger"];
+        /** @description `actor_principal_id` is greater than or equal to the value. */
+        "ListFilter.actor_principal_id__gte": components["schemas"]["ListFilterInteger"];
+        /** @description `actor_principal_id` is one of the comma-separated values. */
+        "ListFilter.actor_principal_id__in": components["schemas"]["ListFilterIntegerList"];
+        /** @description `actor_principal_id` is null (`true`) or not null (`false`). */
+        "ListFilter.actor_principal_id__is_null": components["schemas"]["ListFilterBoolean"];
+        /** @description `actor_principal_id` is less than the value. */
+        "ListFilter.actor_principal_id__lt": components["schemas"]["ListFilterInteger"];
+        /** @description `actor_principal_id` is less than or equal to the value. */
+        "ListFilter.actor_principal_id__lte": components["schemas"]["ListFilterInteger"];
+        /** @description Matches unless `actor_principal_id` lies between `lo,hi` (inclusive). */
+        "ListFilter.actor_principal_id__not_between": components["schemas"]["ListFilterIntegerPair"];
+        /** @description Matches unless `actor_principal_id` equals the value. */
+        "ListFilter.actor_principal_id__not_equals": components["schemas"]["ListFilterIntegerList"];
+        /** @description Matches unless `actor_principal_id` is greater than the value. */
+        "ListFilter.actor_principal_id__not_gt": components["schemas"]["ListFilterInteger"];
+        /** @description Matches unless `actor_principal_id` is greater than or equal to the value. */
+        "ListFilter.actor_principal_id__not_gte": components["schemas"]["ListFilterInteger"];
+        /** @description Matches unless `actor_principal_id` is one of the comma-separated values. */
+        "ListFilter.actor_principal_id__not_in": components["schemas"]["ListFilterIntegerList"];
+        /** @description Matches unless `actor_principal_id` is null (`true`) or not null (`false`). */
+        "ListFilter.actor_principal_id__not_is_null": components["schemas"]["ListFilterBoolean"];
+        /** @description Matches unless `actor_principal_id` is less than the value. */
+        "ListFilter.actor_principal_id__not_lt": components["schemas"]["ListFilterInteger"];
+        /** @description Matches unless `actor_principal_id` is less than or equal to the value. */
+        "ListFilter.actor_principal_id__not_lte": components["schemas"]["ListFilterInteger"];
         /** @description `actor_user_id` lies between `lo,hi` (inclusive). */
         "ListFilter.actor_user_id__between": components["schemas"]["ListFilterIntegerPair"];
         /** @description `actor_user_id` equals the value. */
@@ -8348,6 +8534,56 @@ export interface components {
         "ListFilter.occurred_at__not_lte": components["schemas"]["ListFilterTimestamp"];
         /** @description `occurred_before` equals the value. */
         "ListFilter.occurred_before__equals": components["schemas"]["ListFilterTimestamp"];
+        /** @description `operation` equals the value. */
+        "ListFilter.operation": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description `operation` contains the value. */
+        "ListFilter.operation__contains": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description `operation` ends with the value. */
+        "ListFilter.operation__endswith": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description `operation` equals the value. */
+        "ListFilter.operation__equals": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description `operation` contains the value, ignoring case. */
+        "ListFilter.operation__icontains": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description `operation` ends with the value, ignoring case. */
+        "ListFilter.operation__iendswith": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description `operation` equals the value, ignoring case. */
+        "ListFilter.operation__iequals": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description `operation` is one of the comma-separated values. */
+        "ListFilter.operation__in": string | string[];
+        /** @description `operation` is null (`true`) or not null (`false`). */
+        "ListFilter.operation__is_null": components["schemas"]["ListFilterBoolean"];
+        /** @description `operation` starts with the value, ignoring case. */
+        "ListFilter.operation__istartswith": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description `operation` matches the SQL LIKE pattern. */
+        "ListFilter.operation__like": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description Matches unless `operation` contains the value. */
+        "ListFilter.operation__not_contains": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description Matches unless `operation` ends with the value. */
+        "ListFilter.operation__not_endswith": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description Matches unless `operation` equals the value. */
+        "ListFilter.operation__not_equals": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description Matches unless `operation` contains the value, ignoring case. */
+        "ListFilter.operation__not_icontains": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description Matches unless `operation` ends with the value, ignoring case. */
+        "ListFilter.operation__not_iendswith": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description Matches unless `operation` equals the value, ignoring case. */
+        "ListFilter.operation__not_iequals": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description Matches unless `operation` is one of the comma-separated values. */
+        "ListFilter.operation__not_in": string | string[];
+        /** @description Matches unless `operation` is null (`true`) or not null (`false`). */
+        "ListFilter.operation__not_is_null": components["schemas"]["ListFilterBoolean"];
+        /** @description Matches unless `operation` starts with the value, ignoring case. */
+        "ListFilter.operation__not_istartswith": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description Matches unless `operation` matches the SQL LIKE pattern. */
+        "ListFilter.operation__not_like": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description Matches unless `operation` matches the POSIX regular expression. */
+        "ListFilter.operation__not_regex": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description Matches unless `operation` starts with the value. */
+        "ListFilter.operation__not_startswith": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description `operation` matches the POSIX regular expression. */
+        "ListFilter.operation__regex": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
+        /** @description `operation` starts with the value. */
+        "ListFilter.operation__startswith": ("insert" | "update" | "delete") | ("insert" | "update" | "delete")[];
         /** @description `owner_group_id` equals the value. */
         "ListFilter.owner_group_id": components["schemas"]["ListFilterIntegerList"];
         /** @description `owner_group_id` lies between `lo,hi` (inclusive). */
@@ -9020,6 +9256,74 @@ export interface components {
         "ListFilter.updated_at__not_lt": components["schemas"]["ListFilterTimestamp"];
         /** @description Matches unless `updated_at` is less than or equal to the value. */
         "ListFilter.updated_at__not_lte": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_from` equals the value. */
+        "ListFilter.valid_from": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_from` lies between `lo,hi` (inclusive). */
+        "ListFilter.valid_from__between": components["schemas"]["ListFilterTimestampPair"];
+        /** @description `valid_from` equals the value. */
+        "ListFilter.valid_from__equals": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_from` is greater than the value. */
+        "ListFilter.valid_from__gt": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_from` is greater than or equal to the value. */
+        "ListFilter.valid_from__gte": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_from` is one of the comma-separated values. */
+        "ListFilter.valid_from__in": components["schemas"]["ListFilterTimestampList"];
+        /** @description `valid_from` is null (`true`) or not null (`false`). */
+        "ListFilter.valid_from__is_null": components["schemas"]["ListFilterBoolean"];
+        /** @description `valid_from` is less than the value. */
+        "ListFilter.valid_from__lt": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_from` is less than or equal to the value. */
+        "ListFilter.valid_from__lte": components["schemas"]["ListFilterTimestamp"];
+        /** @description Matches unless `valid_from` lies between `lo,hi` (inclusive). */
+        "ListFilter.valid_from__not_between": components["schemas"]["ListFilterTimestampPair"];
+        /** @description Matches unless `valid_from` equals the value. */
+        "ListFilter.valid_from__not_equals": components["schemas"]["ListFilterTimestamp"];
+        /** @description Matches unless `valid_from` is greater than the value. */
+        "ListFilter.valid_from__not_gt": components["schemas"]["ListFilterTimestamp"];
+        /** @description Matches unless `valid_from` is greater than or equal to the value. */
+        "ListFilter.valid_from__not_gte": components["schemas"]["ListFilterTimestamp"];
+        /** @description Matches unless `valid_from` is one of the comma-separated values. */
+        "ListFilter.valid_from__not_in": components["schemas"]["ListFilterTimestampList"];
+        /** @description Matches unless `valid_from` is null (`true`) or not null (`false`). */
+        "ListFilter.valid_from__not_is_null": components["schemas"]["ListFilterBoolean"];
+        /** @description Matches unless `valid_from` is less than the value. */
+        "ListFilter.valid_from__not_lt": components["schemas"]["ListFilterTimestamp"];
+        /** @description Matches unless `valid_from` is less than or equal to the value. */
+        "ListFilter.valid_from__not_lte": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_to` equals the value. */
+        "ListFilter.valid_to": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_to` lies between `lo,hi` (inclusive). */
+        "ListFilter.valid_to__between": components["schemas"]["ListFilterTimestampPair"];
+        /** @description `valid_to` equals the value. */
+        "ListFilter.valid_to__equals": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_to` is greater than the value. */
+        "ListFilter.valid_to__gt": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_to` is greater than or equal to the value. */
+        "ListFilter.valid_to__gte": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_to` is one of the comma-separated values. */
+        "ListFilter.valid_to__in": components["schemas"]["ListFilterTimestampList"];
+        /** @description `valid_to` is null (`true`) or not null (`false`). */
+        "ListFilter.valid_to__is_null": components["schemas"]["ListFilterBoolean"];
+        /** @description `valid_to` is less than the value. */
+        "ListFilter.valid_to__lt": components["schemas"]["ListFilterTimestamp"];
+        /** @description `valid_to` is less than or equal to the value. */
+        "ListFilter.valid_to__lte": components["schemas"]["ListFilterTimestamp"];
+        /** @description Matches unless `valid_to` lies between `lo,hi` (inclusive). */
+        "ListFilter.valid_to__not_between": components["schemas"]["ListFilterTimestampPair"];
+        /** @description Matches unless `valid_to` equals the value. */
+        "ListFilter.valid_to__not_equals": components["schemas"]["ListFilterTimestamp"];
+        /** @description Matches unless `valid_to` is greater than the value. */
+        "ListFilter.valid_to__not_gt": components["schemas"]["ListFilterTimestamp"];
+        /** @description Matches unless `valid_to` is greater than or equal to the value. */
+        "ListFilter.valid_to__not_gte": components["schemas"]["ListFilterTimestamp"];
+        /** @description Matches unless `valid_to` is one of the comma-separated values. */
+        "ListFilter.valid_to__not_in": components["schemas"]["ListFilterTimestampList"];
+        /** @description Matches unless `valid_to` is null (`true`) or not null (`false`). */
+        "ListFilter.valid_to__not_is_null": components["schemas"]["ListFilterBoolean"];
+        /** @description Matches unless `valid_to` is less than the value. */
+        "ListFilter.valid_to__not_lt": components["schemas"]["ListFilterTimestamp"];
+        /** @description Matches unless `valid_to` is less than or equal to the value. */
+        "ListFilter.valid_to__not_lte": components["schemas"]["ListFilterTimestamp"];
         /** @description `validate_schema` equals the value. */
         "ListFilter.validate_schema": components["schemas"]["ListFilterBoolean"];
         /** @description `validate_schema` equals the value. */
@@ -11188,6 +11492,346 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AuditEvent"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listObjectHistory: {
+        parameters: {
+            query?: {
+                /** @description `actor_kind` equals the value. */
+                actor_kind?: components["parameters"]["ListFilter.actor_kind"];
+                /** @description `actor_kind` contains the value. */
+                actor_kind__contains?: components["parameters"]["ListFilter.actor_kind__contains"];
+                /** @description `actor_kind` ends with the value. */
+                actor_kind__endswith?: components["parameters"]["ListFilter.actor_kind__endswith"];
+                /** @description `actor_kind` equals the value. */
+                actor_kind__equals?: components["parameters"]["ListFilter.actor_kind__equals"];
+                /** @description `actor_kind` contains the value, ignoring case. */
+                actor_kind__icontains?: components["parameters"]["ListFilter.actor_kind__icontains"];
+                /** @description `actor_kind` ends with the value, ignoring case. */
+                actor_kind__iendswith?: components["parameters"]["ListFilter.actor_kind__iendswith"];
+                /** @description `actor_kind` equals the value, ignoring case. */
+                actor_kind__iequals?: components["parameters"]["ListFilter.actor_kind__iequals"];
+                /** @description `actor_kind` is one of the comma-separated values. */
+                actor_kind__in?: components["parameters"]["ListFilter.actor_kind__in"];
+                /** @description `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__is_null?: components["parameters"]["ListFilter.actor_kind__is_null"];
+                /** @description `actor_kind` starts with the value, ignoring case. */
+                actor_kind__istartswith?: components["parameters"]["ListFilter.actor_kind__istartswith"];
+                /** @description `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__like?: components["parameters"]["ListFilter.actor_kind__like"];
+                /** @description Matches unless `actor_kind` contains the value. */
+                actor_kind__not_contains?: components["parameters"]["ListFilter.actor_kind__not_contains"];
+                /** @description Matches unless `actor_kind` ends with the value. */
+                actor_kind__not_endswith?: components["parameters"]["ListFilter.actor_kind__not_endswith"];
+                /** @description Matches unless `actor_kind` equals the value. */
+                actor_kind__not_equals?: components["parameters"]["ListFilter.actor_kind__not_equals"];
+                /** @description Matches unless `actor_kind` contains the value, ignoring case. */
+                actor_kind__not_icontains?: components["parameters"]["ListFilter.actor_kind__not_icontains"];
+                /** @description Matches unless `actor_kind` ends with the value, ignoring case. */
+                actor_kind__not_iendswith?: components["parameters"]["ListFilter.actor_kind__not_iendswith"];
+                /** @description Matches unless `actor_kind` equals the value, ignoring case. */
+                actor_kind__not_iequals?: components["parameters"]["ListFilter.actor_kind__not_iequals"];
+                /** @description Matches unless `actor_kind` is one of the comma-separated values. */
+                actor_kind__not_in?: components["parameters"]["ListFilter.actor_kind__not_in"];
+                /** @description Matches unless `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__not_is_null?: components["parameters"]["ListFilter.actor_kind__not_is_null"];
+                /** @description Matches unless `actor_kind` starts with the value, ignoring case. */
+                actor_kind__not_istartswith?: components["parameters"]["ListFilter.actor_kind__not_istartswith"];
+                /** @description Matches unless `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__not_like?: components["parameters"]["ListFilter.actor_kind__not_like"];
+                /** @description Matches unless `actor_kind` matches the POSIX regular expression. */
+                actor_kind__not_regex?: components["parameters"]["ListFilter.actor_kind__not_regex"];
+                /** @description Matches unless `actor_kind` starts with the value. */
+                actor_kind__not_startswith?: components["parameters"]["ListFilter.actor_kind__not_startswith"];
+                /** @description `actor_kind` matches the POSIX regular expression. */
+                actor_kind__regex?: components["parameters"]["ListFilter.actor_kind__regex"];
+                /** @description `actor_kind` starts with the value. */
+                actor_kind__startswith?: components["parameters"]["ListFilter.actor_kind__startswith"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id?: components["parameters"]["ListFilter.actor_principal_id"];
+                /** @description `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__between?: components["parameters"]["ListFilter.actor_principal_id__between"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id__equals?: components["parameters"]["ListFilter.actor_principal_id__equals"];
+                /** @description `actor_principal_id` is greater than the value. */
+                actor_principal_id__gt?: components["parameters"]["ListFilter.actor_principal_id__gt"];
+                /** @description `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__gte?: components["parameters"]["ListFilter.actor_principal_id__gte"];
+                /** @description `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__in?: components["parameters"]["ListFilter.actor_principal_id__in"];
+                /** @description `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__is_null?: components["parameters"]["ListFilter.actor_principal_id__is_null"];
+                /** @description `actor_principal_id` is less than the value. */
+                actor_principal_id__lt?: components["parameters"]["ListFilter.actor_principal_id__lt"];
+                /** @description `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__lte?: components["parameters"]["ListFilter.actor_principal_id__lte"];
+                /** @description Matches unless `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__not_between?: components["parameters"]["ListFilter.actor_principal_id__not_between"];
+                /** @description Matches unless `actor_principal_id` equals the value. */
+                actor_principal_id__not_equals?: components["parameters"]["ListFilter.actor_principal_id__not_equals"];
+                /** @description Matches unless `actor_principal_id` is greater than the value. */
+                actor_principal_id__not_gt?: components["parameters"]["ListFilter.actor_principal_id__not_gt"];
+                /** @description Matches unless `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__not_gte?: components["parameters"]["ListFilter.actor_principal_id__not_gte"];
+                /** @description Matches unless `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__not_in?: components["parameters"]["ListFilter.actor_principal_id__not_in"];
+                /** @description Matches unless `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__not_is_null?: components["parameters"]["ListFilter.actor_principal_id__not_is_null"];
+                /** @description Matches unless `actor_principal_id` is less than the value. */
+                actor_principal_id__not_lt?: components["parameters"]["ListFilter.actor_principal_id__not_lt"];
+                /** @description Matches unless `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__not_lte?: components["parameters"]["ListFilter.actor_principal_id__not_lte"];
+                /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
+                 *     all filters combine with AND, at most 64. See the list query language in the API description.
+                 *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
+                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
+                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
+                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
+                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 */
+                filters?: components["parameters"]["ListFilters"];
+                /** @description Whether to return X-Total-Count (default true). */
+                include_total?: components["parameters"]["IncludeTotal"];
+                /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `operation` equals the value. */
+                operation?: components["parameters"]["ListFilter.operation"];
+                /** @description `operation` contains the value. */
+                operation__contains?: components["parameters"]["ListFilter.operation__contains"];
+                /** @description `operation` ends with the value. */
+                operation__endswith?: components["parameters"]["ListFilter.operation__endswith"];
+                /** @description `operation` equals the value. */
+                operation__equals?: components["parameters"]["ListFilter.operation__equals"];
+                /** @description `operation` contains the value, ignoring case. */
+                operation__icontains?: components["parameters"]["ListFilter.operation__icontains"];
+                /** @description `operation` ends with the value, ignoring case. */
+                operation__iendswith?: components["parameters"]["ListFilter.operation__iendswith"];
+                /** @description `operation` equals the value, ignoring case. */
+                operation__iequals?: components["parameters"]["ListFilter.operation__iequals"];
+                /** @description `operation` is one of the comma-separated values. */
+                operation__in?: components["parameters"]["ListFilter.operation__in"];
+                /** @description `operation` is null (`true`) or not null (`false`). */
+                operation__is_null?: components["parameters"]["ListFilter.operation__is_null"];
+                /** @description `operation` starts with the value, ignoring case. */
+                operation__istartswith?: components["parameters"]["ListFilter.operation__istartswith"];
+                /** @description `operation` matches the SQL LIKE pattern. */
+                operation__like?: components["parameters"]["ListFilter.operation__like"];
+                /** @description Matches unless `operation` contains the value. */
+                operation__not_contains?: components["parameters"]["ListFilter.operation__not_contains"];
+                /** @description Matches unless `operation` ends with the value. */
+                operation__not_endswith?: components["parameters"]["ListFilter.operation__not_endswith"];
+                /** @description Matches unless `operation` equals the value. */
+                operation__not_equals?: components["parameters"]["ListFilter.operation__not_equals"];
+                /** @description Matches unless `operation` contains the value, ignoring case. */
+                operation__not_icontains?: components["parameters"]["ListFilter.operation__not_icontains"];
+                /** @description Matches unless `operation` ends with the value, ignoring case. */
+                operation__not_iendswith?: components["parameters"]["ListFilter.operation__not_iendswith"];
+                /** @description Matches unless `operation` equals the value, ignoring case. */
+                operation__not_iequals?: components["parameters"]["ListFilter.operation__not_iequals"];
+                /** @description Matches unless `operation` is one of the comma-separated values. */
+                operation__not_in?: components["parameters"]["ListFilter.operation__not_in"];
+                /** @description Matches unless `operation` is null (`true`) or not null (`false`). */
+                operation__not_is_null?: components["parameters"]["ListFilter.operation__not_is_null"];
+                /** @description Matches unless `operation` starts with the value, ignoring case. */
+                operation__not_istartswith?: components["parameters"]["ListFilter.operation__not_istartswith"];
+                /** @description Matches unless `operation` matches the SQL LIKE pattern. */
+                operation__not_like?: components["parameters"]["ListFilter.operation__not_like"];
+                /** @description Matches unless `operation` matches the POSIX regular expression. */
+                operation__not_regex?: components["parameters"]["ListFilter.operation__not_regex"];
+                /** @description Matches unless `operation` starts with the value. */
+                operation__not_startswith?: components["parameters"]["ListFilter.operation__not_startswith"];
+                /** @description `operation` matches the POSIX regular expression. */
+                operation__regex?: components["parameters"]["ListFilter.operation__regex"];
+                /** @description `operation` starts with the value. */
+                operation__startswith?: components["parameters"]["ListFilter.operation__startswith"];
+                /** @description `revision` equals the value. */
+                revision?: components["parameters"]["ListFilter.revision"];
+                /** @description `revision` lies between `lo,hi` (inclusive). */
+                revision__between?: components["parameters"]["ListFilter.revision__between"];
+                /** @description `revision` equals the value. */
+                revision__equals?: components["parameters"]["ListFilter.revision__equals"];
+                /** @description `revision` is greater than the value. */
+                revision__gt?: components["parameters"]["ListFilter.revision__gt"];
+                /** @description `revision` is greater than or equal to the value. */
+                revision__gte?: components["parameters"]["ListFilter.revision__gte"];
+                /** @description `revision` is one of the comma-separated values. */
+                revision__in?: components["parameters"]["ListFilter.revision__in"];
+                /** @description `revision` is null (`true`) or not null (`false`). */
+                revision__is_null?: components["parameters"]["ListFilter.revision__is_null"];
+                /** @description `revision` is less than the value. */
+                revision__lt?: components["parameters"]["ListFilter.revision__lt"];
+                /** @description `revision` is less than or equal to the value. */
+                revision__lte?: components["parameters"]["ListFilter.revision__lte"];
+                /** @description Matches unless `revision` lies between `lo,hi` (inclusive). */
+                revision__not_between?: components["parameters"]["ListFilter.revision__not_between"];
+                /** @description Matches unless `revision` equals the value. */
+                revision__not_equals?: components["parameters"]["ListFilter.revision__not_equals"];
+                /** @description Matches unless `revision` is greater than the value. */
+                revision__not_gt?: components["parameters"]["ListFilter.revision__not_gt"];
+                /** @description Matches unless `revision` is greater than or equal to the value. */
+                revision__not_gte?: components["parameters"]["ListFilter.revision__not_gte"];
+                /** @description Matches unless `revision` is one of the comma-separated values. */
+                revision__not_in?: components["parameters"]["ListFilter.revision__not_in"];
+                /** @description Matches unless `revision` is null (`true`) or not null (`false`). */
+                revision__not_is_null?: components["parameters"]["ListFilter.revision__not_is_null"];
+                /** @description Matches unless `revision` is less than the value. */
+                revision__not_lt?: components["parameters"]["ListFilter.revision__not_lt"];
+                /** @description Matches unless `revision` is less than or equal to the value. */
+                revision__not_lte?: components["parameters"]["ListFilter.revision__not_lte"];
+                /** @description Comma-separated sort fields, `-field` or `field.desc` for descending, at most 8; an id tie-breaker is appended. */
+                sort?: components["parameters"]["Sort"];
+                /** @description `valid_from` equals the value. */
+                valid_from?: components["parameters"]["ListFilter.valid_from"];
+                /** @description `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__between?: components["parameters"]["ListFilter.valid_from__between"];
+                /** @description `valid_from` equals the value. */
+                valid_from__equals?: components["parameters"]["ListFilter.valid_from__equals"];
+                /** @description `valid_from` is greater than the value. */
+                valid_from__gt?: components["parameters"]["ListFilter.valid_from__gt"];
+                /** @description `valid_from` is greater than or equal to the value. */
+                valid_from__gte?: components["parameters"]["ListFilter.valid_from__gte"];
+                /** @description `valid_from` is one of the comma-separated values. */
+                valid_from__in?: components["parameters"]["ListFilter.valid_from__in"];
+                /** @description `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__is_null?: components["parameters"]["ListFilter.valid_from__is_null"];
+                /** @description `valid_from` is less than the value. */
+                valid_from__lt?: components["parameters"]["ListFilter.valid_from__lt"];
+                /** @description `valid_from` is less than or equal to the value. */
+                valid_from__lte?: components["parameters"]["ListFilter.valid_from__lte"];
+                /** @description Matches unless `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__not_between?: components["parameters"]["ListFilter.valid_from__not_between"];
+                /** @description Matches unless `valid_from` equals the value. */
+                valid_from__not_equals?: components["parameters"]["ListFilter.valid_from__not_equals"];
+                /** @description Matches unless `valid_from` is greater than the value. */
+                valid_from__not_gt?: components["parameters"]["ListFilter.valid_from__not_gt"];
+                /** @description Matches unless `valid_from` is greater than or equal to the value. */
+                valid_from__not_gte?: components["parameters"]["ListFilter.valid_from__not_gte"];
+                /** @description Matches unless `valid_from` is one of the comma-separated values. */
+                valid_from__not_in?: components["parameters"]["ListFilter.valid_from__not_in"];
+                /** @description Matches unless `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__not_is_null?: components["parameters"]["ListFilter.valid_from__not_is_null"];
+                /** @description Matches unless `valid_from` is less than the value. */
+                valid_from__not_lt?: components["parameters"]["ListFilter.valid_from__not_lt"];
+                /** @description Matches unless `valid_from` is less than or equal to the value. */
+                valid_from__not_lte?: components["parameters"]["ListFilter.valid_from__not_lte"];
+                /** @description `valid_to` equals the value. */
+                valid_to?: components["parameters"]["ListFilter.valid_to"];
+                /** @description `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__between?: components["parameters"]["ListFilter.valid_to__between"];
+                /** @description `valid_to` equals the value. */
+                valid_to__equals?: components["parameters"]["ListFilter.valid_to__equals"];
+                /** @description `valid_to` is greater than the value. */
+                valid_to__gt?: components["parameters"]["ListFilter.valid_to__gt"];
+                /** @description `valid_to` is greater than or equal to the value. */
+                valid_to__gte?: components["parameters"]["ListFilter.valid_to__gte"];
+                /** @description `valid_to` is one of the comma-separated values. */
+                valid_to__in?: components["parameters"]["ListFilter.valid_to__in"];
+                /** @description `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__is_null?: components["parameters"]["ListFilter.valid_to__is_null"];
+                /** @description `valid_to` is less than the value. */
+                valid_to__lt?: components["parameters"]["ListFilter.valid_to__lt"];
+                /** @description `valid_to` is less than or equal to the value. */
+                valid_to__lte?: components["parameters"]["ListFilter.valid_to__lte"];
+                /** @description Matches unless `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__not_between?: components["parameters"]["ListFilter.valid_to__not_between"];
+                /** @description Matches unless `valid_to` equals the value. */
+                valid_to__not_equals?: components["parameters"]["ListFilter.valid_to__not_equals"];
+                /** @description Matches unless `valid_to` is greater than the value. */
+                valid_to__not_gt?: components["parameters"]["ListFilter.valid_to__not_gt"];
+                /** @description Matches unless `valid_to` is greater than or equal to the value. */
+                valid_to__not_gte?: components["parameters"]["ListFilter.valid_to__not_gte"];
+                /** @description Matches unless `valid_to` is one of the comma-separated values. */
+                valid_to__not_in?: components["parameters"]["ListFilter.valid_to__not_in"];
+                /** @description Matches unless `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__not_is_null?: components["parameters"]["ListFilter.valid_to__not_is_null"];
+                /** @description Matches unless `valid_to` is less than the value. */
+                valid_to__not_lt?: components["parameters"]["ListFilter.valid_to__not_lt"];
+                /** @description Matches unless `valid_to` is less than or equal to the value. */
+                valid_to__not_lte?: components["parameters"]["ListFilter.valid_to__not_lte"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+                /** @description Object id; the object must belong to the class in the path (404 otherwise). */
+                object_id: components["parameters"]["ObjectIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions, newest first. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Next-Cursor": components["headers"]["XNextCursor"];
+                    "X-Page-Limit": components["headers"]["XPageLimit"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Total-Count": components["headers"]["XTotalCount"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObjectVersion"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getObjectAsOf: {
+        parameters: {
+            query: {
+                /** @description The instant (RFC 3339, e.g. `2026-03-04T12:00:00Z`; a date alone is its midnight UTC). */
+                at: components["parameters"]["HistoryAt"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+                /** @description Object id; the object must belong to the class in the path (404 otherwise). */
+                object_id: components["parameters"]["ObjectIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version current at `at`. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObjectVersion"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -14656,6 +15300,346 @@ export interface operations {
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listObjectHistoryByName: {
+        parameters: {
+            query?: {
+                /** @description `actor_kind` equals the value. */
+                actor_kind?: components["parameters"]["ListFilter.actor_kind"];
+                /** @description `actor_kind` contains the value. */
+                actor_kind__contains?: components["parameters"]["ListFilter.actor_kind__contains"];
+                /** @description `actor_kind` ends with the value. */
+                actor_kind__endswith?: components["parameters"]["ListFilter.actor_kind__endswith"];
+                /** @description `actor_kind` equals the value. */
+                actor_kind__equals?: components["parameters"]["ListFilter.actor_kind__equals"];
+                /** @description `actor_kind` contains the value, ignoring case. */
+                actor_kind__icontains?: components["parameters"]["ListFilter.actor_kind__icontains"];
+                /** @description `actor_kind` ends with the value, ignoring case. */
+                actor_kind__iendswith?: components["parameters"]["ListFilter.actor_kind__iendswith"];
+                /** @description `actor_kind` equals the value, ignoring case. */
+                actor_kind__iequals?: components["parameters"]["ListFilter.actor_kind__iequals"];
+                /** @description `actor_kind` is one of the comma-separated values. */
+                actor_kind__in?: components["parameters"]["ListFilter.actor_kind__in"];
+                /** @description `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__is_null?: components["parameters"]["ListFilter.actor_kind__is_null"];
+                /** @description `actor_kind` starts with the value, ignoring case. */
+                actor_kind__istartswith?: components["parameters"]["ListFilter.actor_kind__istartswith"];
+                /** @description `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__like?: components["parameters"]["ListFilter.actor_kind__like"];
+                /** @description Matches unless `actor_kind` contains the value. */
+                actor_kind__not_contains?: components["parameters"]["ListFilter.actor_kind__not_contains"];
+                /** @description Matches unless `actor_kind` ends with the value. */
+                actor_kind__not_endswith?: components["parameters"]["ListFilter.actor_kind__not_endswith"];
+                /** @description Matches unless `actor_kind` equals the value. */
+                actor_kind__not_equals?: components["parameters"]["ListFilter.actor_kind__not_equals"];
+                /** @description Matches unless `actor_kind` contains the value, ignoring case. */
+                actor_kind__not_icontains?: components["parameters"]["ListFilter.actor_kind__not_icontains"];
+                /** @description Matches unless `actor_kind` ends with the value, ignoring case. */
+                actor_kind__not_iendswith?: components["parameters"]["ListFilter.actor_kind__not_iendswith"];
+                /** @description Matches unless `actor_kind` equals the value, ignoring case. */
+                actor_kind__not_iequals?: components["parameters"]["ListFilter.actor_kind__not_iequals"];
+                /** @description Matches unless `actor_kind` is one of the comma-separated values. */
+                actor_kind__not_in?: components["parameters"]["ListFilter.actor_kind__not_in"];
+                /** @description Matches unless `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__not_is_null?: components["parameters"]["ListFilter.actor_kind__not_is_null"];
+                /** @description Matches unless `actor_kind` starts with the value, ignoring case. */
+                actor_kind__not_istartswith?: components["parameters"]["ListFilter.actor_kind__not_istartswith"];
+                /** @description Matches unless `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__not_like?: components["parameters"]["ListFilter.actor_kind__not_like"];
+                /** @description Matches unless `actor_kind` matches the POSIX regular expression. */
+                actor_kind__not_regex?: components["parameters"]["ListFilter.actor_kind__not_regex"];
+                /** @description Matches unless `actor_kind` starts with the value. */
+                actor_kind__not_startswith?: components["parameters"]["ListFilter.actor_kind__not_startswith"];
+                /** @description `actor_kind` matches the POSIX regular expression. */
+                actor_kind__regex?: components["parameters"]["ListFilter.actor_kind__regex"];
+                /** @description `actor_kind` starts with the value. */
+                actor_kind__startswith?: components["parameters"]["ListFilter.actor_kind__startswith"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id?: components["parameters"]["ListFilter.actor_principal_id"];
+                /** @description `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__between?: components["parameters"]["ListFilter.actor_principal_id__between"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id__equals?: components["parameters"]["ListFilter.actor_principal_id__equals"];
+                /** @description `actor_principal_id` is greater than the value. */
+                actor_principal_id__gt?: components["parameters"]["ListFilter.actor_principal_id__gt"];
+                /** @description `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__gte?: components["parameters"]["ListFilter.actor_principal_id__gte"];
+                /** @description `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__in?: components["parameters"]["ListFilter.actor_principal_id__in"];
+                /** @description `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__is_null?: components["parameters"]["ListFilter.actor_principal_id__is_null"];
+                /** @description `actor_principal_id` is less than the value. */
+                actor_principal_id__lt?: components["parameters"]["ListFilter.actor_principal_id__lt"];
+                /** @description `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__lte?: components["parameters"]["ListFilter.actor_principal_id__lte"];
+                /** @description Matches unless `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__not_between?: components["parameters"]["ListFilter.actor_principal_id__not_between"];
+                /** @description Matches unless `actor_principal_id` equals the value. */
+                actor_principal_id__not_equals?: components["parameters"]["ListFilter.actor_principal_id__not_equals"];
+                /** @description Matches unless `actor_principal_id` is greater than the value. */
+                actor_principal_id__not_gt?: components["parameters"]["ListFilter.actor_principal_id__not_gt"];
+                /** @description Matches unless `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__not_gte?: components["parameters"]["ListFilter.actor_principal_id__not_gte"];
+                /** @description Matches unless `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__not_in?: components["parameters"]["ListFilter.actor_principal_id__not_in"];
+                /** @description Matches unless `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__not_is_null?: components["parameters"]["ListFilter.actor_principal_id__not_is_null"];
+                /** @description Matches unless `actor_principal_id` is less than the value. */
+                actor_principal_id__not_lt?: components["parameters"]["ListFilter.actor_principal_id__not_lt"];
+                /** @description Matches unless `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__not_lte?: components["parameters"]["ListFilter.actor_principal_id__not_lte"];
+                /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
+                 *     all filters combine with AND, at most 64. See the list query language in the API description.
+                 *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
+                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
+                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
+                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
+                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 */
+                filters?: components["parameters"]["ListFilters"];
+                /** @description Whether to return X-Total-Count (default true). */
+                include_total?: components["parameters"]["IncludeTotal"];
+                /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `operation` equals the value. */
+                operation?: components["parameters"]["ListFilter.operation"];
+                /** @description `operation` contains the value. */
+                operation__contains?: components["parameters"]["ListFilter.operation__contains"];
+                /** @description `operation` ends with the value. */
+                operation__endswith?: components["parameters"]["ListFilter.operation__endswith"];
+                /** @description `operation` equals the value. */
+                operation__equals?: components["parameters"]["ListFilter.operation__equals"];
+                /** @description `operation` contains the value, ignoring case. */
+                operation__icontains?: components["parameters"]["ListFilter.operation__icontains"];
+                /** @description `operation` ends with the value, ignoring case. */
+                operation__iendswith?: components["parameters"]["ListFilter.operation__iendswith"];
+                /** @description `operation` equals the value, ignoring case. */
+                operation__iequals?: components["parameters"]["ListFilter.operation__iequals"];
+                /** @description `operation` is one of the comma-separated values. */
+                operation__in?: components["parameters"]["ListFilter.operation__in"];
+                /** @description `operation` is null (`true`) or not null (`false`). */
+                operation__is_null?: components["parameters"]["ListFilter.operation__is_null"];
+                /** @description `operation` starts with the value, ignoring case. */
+                operation__istartswith?: components["parameters"]["ListFilter.operation__istartswith"];
+                /** @description `operation` matches the SQL LIKE pattern. */
+                operation__like?: components["parameters"]["ListFilter.operation__like"];
+                /** @description Matches unless `operation` contains the value. */
+                operation__not_contains?: components["parameters"]["ListFilter.operation__not_contains"];
+                /** @description Matches unless `operation` ends with the value. */
+                operation__not_endswith?: components["parameters"]["ListFilter.operation__not_endswith"];
+                /** @description Matches unless `operation` equals the value. */
+                operation__not_equals?: components["parameters"]["ListFilter.operation__not_equals"];
+                /** @description Matches unless `operation` contains the value, ignoring case. */
+                operation__not_icontains?: components["parameters"]["ListFilter.operation__not_icontains"];
+                /** @description Matches unless `operation` ends with the value, ignoring case. */
+                operation__not_iendswith?: components["parameters"]["ListFilter.operation__not_iendswith"];
+                /** @description Matches unless `operation` equals the value, ignoring case. */
+                operation__not_iequals?: components["parameters"]["ListFilter.operation__not_iequals"];
+                /** @description Matches unless `operation` is one of the comma-separated values. */
+                operation__not_in?: components["parameters"]["ListFilter.operation__not_in"];
+                /** @description Matches unless `operation` is null (`true`) or not null (`false`). */
+                operation__not_is_null?: components["parameters"]["ListFilter.operation__not_is_null"];
+                /** @description Matches unless `operation` starts with the value, ignoring case. */
+                operation__not_istartswith?: components["parameters"]["ListFilter.operation__not_istartswith"];
+                /** @description Matches unless `operation` matches the SQL LIKE pattern. */
+                operation__not_like?: components["parameters"]["ListFilter.operation__not_like"];
+                /** @description Matches unless `operation` matches the POSIX regular expression. */
+                operation__not_regex?: components["parameters"]["ListFilter.operation__not_regex"];
+                /** @description Matches unless `operation` starts with the value. */
+                operation__not_startswith?: components["parameters"]["ListFilter.operation__not_startswith"];
+                /** @description `operation` matches the POSIX regular expression. */
+                operation__regex?: components["parameters"]["ListFilter.operation__regex"];
+                /** @description `operation` starts with the value. */
+                operation__startswith?: components["parameters"]["ListFilter.operation__startswith"];
+                /** @description `revision` equals the value. */
+                revision?: components["parameters"]["ListFilter.revision"];
+                /** @description `revision` lies between `lo,hi` (inclusive). */
+                revision__between?: components["parameters"]["ListFilter.revision__between"];
+                /** @description `revision` equals the value. */
+                revision__equals?: components["parameters"]["ListFilter.revision__equals"];
+                /** @description `revision` is greater than the value. */
+                revision__gt?: components["parameters"]["ListFilter.revision__gt"];
+                /** @description `revision` is greater than or equal to the value. */
+                revision__gte?: components["parameters"]["ListFilter.revision__gte"];
+                /** @description `revision` is one of the comma-separated values. */
+                revision__in?: components["parameters"]["ListFilter.revision__in"];
+                /** @description `revision` is null (`true`) or not null (`false`). */
+                revision__is_null?: components["parameters"]["ListFilter.revision__is_null"];
+                /** @description `revision` is less than the value. */
+                revision__lt?: components["parameters"]["ListFilter.revision__lt"];
+                /** @description `revision` is less than or equal to the value. */
+                revision__lte?: components["parameters"]["ListFilter.revision__lte"];
+                /** @description Matches unless `revision` lies between `lo,hi` (inclusive). */
+                revision__not_between?: components["parameters"]["ListFilter.revision__not_between"];
+                /** @description Matches unless `revision` equals the value. */
+                revision__not_equals?: components["parameters"]["ListFilter.revision__not_equals"];
+                /** @description Matches unless `revision` is greater than the value. */
+                revision__not_gt?: components["parameters"]["ListFilter.revision__not_gt"];
+                /** @description Matches unless `revision` is greater than or equal to the value. */
+                revision__not_gte?: components["parameters"]["ListFilter.revision__not_gte"];
+                /** @description Matches unless `revision` is one of the comma-separated values. */
+                revision__not_in?: components["parameters"]["ListFilter.revision__not_in"];
+                /** @description Matches unless `revision` is null (`true`) or not null (`false`). */
+                revision__not_is_null?: components["parameters"]["ListFilter.revision__not_is_null"];
+                /** @description Matches unless `revision` is less than the value. */
+                revision__not_lt?: components["parameters"]["ListFilter.revision__not_lt"];
+                /** @description Matches unless `revision` is less than or equal to the value. */
+                revision__not_lte?: components["parameters"]["ListFilter.revision__not_lte"];
+                /** @description Comma-separated sort fields, `-field` or `field.desc` for descending, at most 8; an id tie-breaker is appended. */
+                sort?: components["parameters"]["Sort"];
+                /** @description `valid_from` equals the value. */
+                valid_from?: components["parameters"]["ListFilter.valid_from"];
+                /** @description `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__between?: components["parameters"]["ListFilter.valid_from__between"];
+                /** @description `valid_from` equals the value. */
+                valid_from__equals?: components["parameters"]["ListFilter.valid_from__equals"];
+                /** @description `valid_from` is greater than the value. */
+                valid_from__gt?: components["parameters"]["ListFilter.valid_from__gt"];
+                /** @description `valid_from` is greater than or equal to the value. */
+                valid_from__gte?: components["parameters"]["ListFilter.valid_from__gte"];
+                /** @description `valid_from` is one of the comma-separated values. */
+                valid_from__in?: components["parameters"]["ListFilter.valid_from__in"];
+                /** @description `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__is_null?: components["parameters"]["ListFilter.valid_from__is_null"];
+                /** @description `valid_from` is less than the value. */
+                valid_from__lt?: components["parameters"]["ListFilter.valid_from__lt"];
+                /** @description `valid_from` is less than or equal to the value. */
+                valid_from__lte?: components["parameters"]["ListFilter.valid_from__lte"];
+                /** @description Matches unless `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__not_between?: components["parameters"]["ListFilter.valid_from__not_between"];
+                /** @description Matches unless `valid_from` equals the value. */
+                valid_from__not_equals?: components["parameters"]["ListFilter.valid_from__not_equals"];
+                /** @description Matches unless `valid_from` is greater than the value. */
+                valid_from__not_gt?: components["parameters"]["ListFilter.valid_from__not_gt"];
+                /** @description Matches unless `valid_from` is greater than or equal to the value. */
+                valid_from__not_gte?: components["parameters"]["ListFilter.valid_from__not_gte"];
+                /** @description Matches unless `valid_from` is one of the comma-separated values. */
+                valid_from__not_in?: components["parameters"]["ListFilter.valid_from__not_in"];
+                /** @description Matches unless `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__not_is_null?: components["parameters"]["ListFilter.valid_from__not_is_null"];
+                /** @description Matches unless `valid_from` is less than the value. */
+                valid_from__not_lt?: components["parameters"]["ListFilter.valid_from__not_lt"];
+                /** @description Matches unless `valid_from` is less than or equal to the value. */
+                valid_from__not_lte?: components["parameters"]["ListFilter.valid_from__not_lte"];
+                /** @description `valid_to` equals the value. */
+                valid_to?: components["parameters"]["ListFilter.valid_to"];
+                /** @description `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__between?: components["parameters"]["ListFilter.valid_to__between"];
+                /** @description `valid_to` equals the value. */
+                valid_to__equals?: components["parameters"]["ListFilter.valid_to__equals"];
+                /** @description `valid_to` is greater than the value. */
+                valid_to__gt?: components["parameters"]["ListFilter.valid_to__gt"];
+                /** @description `valid_to` is greater than or equal to the value. */
+                valid_to__gte?: components["parameters"]["ListFilter.valid_to__gte"];
+                /** @description `valid_to` is one of the comma-separated values. */
+                valid_to__in?: components["parameters"]["ListFilter.valid_to__in"];
+                /** @description `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__is_null?: components["parameters"]["ListFilter.valid_to__is_null"];
+                /** @description `valid_to` is less than the value. */
+                valid_to__lt?: components["parameters"]["ListFilter.valid_to__lt"];
+                /** @description `valid_to` is less than or equal to the value. */
+                valid_to__lte?: components["parameters"]["ListFilter.valid_to__lte"];
+                /** @description Matches unless `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__not_between?: components["parameters"]["ListFilter.valid_to__not_between"];
+                /** @description Matches unless `valid_to` equals the value. */
+                valid_to__not_equals?: components["parameters"]["ListFilter.valid_to__not_equals"];
+                /** @description Matches unless `valid_to` is greater than the value. */
+                valid_to__not_gt?: components["parameters"]["ListFilter.valid_to__not_gt"];
+                /** @description Matches unless `valid_to` is greater than or equal to the value. */
+                valid_to__not_gte?: components["parameters"]["ListFilter.valid_to__not_gte"];
+                /** @description Matches unless `valid_to` is one of the comma-separated values. */
+                valid_to__not_in?: components["parameters"]["ListFilter.valid_to__not_in"];
+                /** @description Matches unless `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__not_is_null?: components["parameters"]["ListFilter.valid_to__not_is_null"];
+                /** @description Matches unless `valid_to` is less than the value. */
+                valid_to__not_lt?: components["parameters"]["ListFilter.valid_to__not_lt"];
+                /** @description Matches unless `valid_to` is less than or equal to the value. */
+                valid_to__not_lte?: components["parameters"]["ListFilter.valid_to__not_lte"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+                /** @description Exact object name within the class. */
+                object_name: components["parameters"]["ObjectNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions, newest first. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Next-Cursor": components["headers"]["XNextCursor"];
+                    "X-Page-Limit": components["headers"]["XPageLimit"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Total-Count": components["headers"]["XTotalCount"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObjectVersion"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getObjectAsOfByName: {
+        parameters: {
+            query: {
+                /** @description The instant (RFC 3339, e.g. `2026-03-04T12:00:00Z`; a date alone is its midnight UTC). */
+                at: components["parameters"]["HistoryAt"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+                /** @description Exact object name within the class. */
+                object_name: components["parameters"]["ObjectNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version current at `at`. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObjectVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
         };

@@ -4,9 +4,11 @@
 -- current in: [valid_from, valid_to), valid_to null while it is current. Versions are written by
 -- AFTER row triggers, so they commit or roll back with the change itself and no write path can
 -- forget them. A deletion writes a tombstone (operation 'delete', the last row, revision + 1) that
--- stays current. valid_from is the transaction time (now(), as updated_at): versions written
--- twice in one transaction leave a zero-length interval for the earlier one, which no instant
--- selects. No-op updates (the row unchanged) write nothing. Users are not versioned.
+-- stays current. valid_from is the transaction time (now(), as updated_at) in the milliseconds the
+-- API shows timestamps in, so an instant read off a response selects the version it came from;
+-- versions written twice in one transaction (or millisecond) leave a zero-length interval for the
+-- earlier one, which no instant selects. A transaction that started before the one that wrote the
+-- current version but changes the row after it never starts its version before that one. No-op updates (the row unchanged) write nothing. Users are not versioned.
 --
 -- The actor comes from transaction-local settings (svc.actor_kind, svc.actor_id,
 -- svc.initiator_id, svc.task_id) that the service sets once per mutation transaction
@@ -47,6 +49,8 @@ declare
   rev integer;
   op text := lower(tg_op);
   akind text := coalesce(nullif(current_setting('svc.actor_kind', true), ''), 'system');
+  ts timestamptz := date_trunc('milliseconds', now());
+  prev_end timestamptz;
 begin
   if tg_op = 'UPDATE' then
     if old is not distinct from new then
@@ -62,11 +66,12 @@ begin
     rid := new.id;
     rev := new.revision;
   end if;
-  update entity_history set valid_to = now()
-    where entity_kind = kind and entity_id = rid and valid_to is null;
+  update entity_history set valid_to = greatest(ts, valid_from)
+    where entity_kind = kind and entity_id = rid and valid_to is null
+    returning valid_to into prev_end;
   insert into entity_history (entity_kind, entity_id, revision, operation, data, valid_from,
     actor_kind, actor_principal_id, initiator_principal_id, task_id, collection_id, class_id)
-  values (kind, rid, rev, op, r, now(), akind,
+  values (kind, rid, rev, op, r, greatest(ts, coalesce(prev_end, ts)), akind,
     nullif(current_setting('svc.actor_id', true), '')::int,
     nullif(current_setting('svc.initiator_id', true), '')::int,
     nullif(current_setting('svc.task_id', true), '')::int,
@@ -92,16 +97,16 @@ create trigger remote_targets_history after insert or update or delete on remote
 
 -- Entities that exist already get their current row as the first version (actor: system).
 insert into entity_history (entity_kind, entity_id, revision, operation, data, valid_from, actor_kind, collection_id, class_id)
-select 'collection', c.id, c.revision, 'insert', to_jsonb(c), c.updated_at, 'system', c.id, null from collections c
+select 'collection', c.id, c.revision, 'insert', to_jsonb(c), date_trunc('milliseconds', c.updated_at), 'system', c.id, null from collections c
 union all
-select 'class', k.id, k.revision, 'insert', to_jsonb(k), k.updated_at, 'system', k.collection_id, k.id from classes k
+select 'class', k.id, k.revision, 'insert', to_jsonb(k), date_trunc('milliseconds', k.updated_at), 'system', k.collection_id, k.id from classes k
 union all
-select 'object', o.id, o.revision, 'insert', to_jsonb(o), o.updated_at, 'system', o.collection_id, o.class_id from objects o
+select 'object', o.id, o.revision, 'insert', to_jsonb(o), date_trunc('milliseconds', o.updated_at), 'system', o.collection_id, o.class_id from objects o
 union all
-select 'class_relation', cr.id, cr.revision, 'insert', to_jsonb(cr), cr.updated_at, 'system', null, null from class_relations cr
+select 'class_relation', cr.id, cr.revision, 'insert', to_jsonb(cr), date_trunc('milliseconds', cr.updated_at), 'system', null, null from class_relations cr
 union all
-select 'object_relation', r.id, r.revision, 'insert', to_jsonb(r), r.updated_at, 'system', null, null from object_relations r
+select 'object_relation', r.id, r.revision, 'insert', to_jsonb(r), date_trunc('milliseconds', r.updated_at), 'system', null, null from object_relations r
 union all
-select 'export_template', t.id, t.revision, 'insert', to_jsonb(t), t.updated_at, 'system', t.collection_id, null from export_templates t
+select 'export_template', t.id, t.revision, 'insert', to_jsonb(t), date_trunc('milliseconds', t.updated_at), 'system', t.collection_id, null from export_templates t
 union all
-select 'remote_target', t.id, t.revision, 'insert', to_jsonb(t), t.updated_at, 'system', t.collection_id, null from remote_targets t;
+select 'remote_target', t.id, t.revision, 'insert', to_jsonb(t), date_trunc('milliseconds', t.updated_at), 'system', t.collection_id, null from remote_targets t;

@@ -88,3 +88,116 @@ describe('entity history (written by triggers in the change transaction)', () =>
     ]);
   });
 });
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface WireVersion {
+  revision: number;
+  operation: string;
+  valid_from: string;
+  valid_to: string | null;
+  actor: { kind: string; principal_id: number | null };
+  data: { id: number; collection_id: number; revision: number; json_data: unknown };
+}
+
+describe('listObjectHistory and getObjectAsOf (and by name)', () => {
+  it('an object changed five times across two collections: every version by revision and by instant, per reader', async () => {
+    const c1 = await collection(t);
+    const c2 = await collection(t);
+    const cls = await createClass(t, c1);
+    const inC1 = await principalWith(t, [[c1, ['ReadObject']]]);
+    const inC2 = await principalWith(t, [[c2, ['ReadObject']]]);
+    const neither = await principalWith(t, [[await collection(t), ['ReadObject']]]);
+    const o = await createObject(t, cls.id, { step: 0 });
+    const change = async (path: string, body: unknown) => {
+      await sleep(3); // each version its own millisecond, so each has an instant of its own
+      const r = await t.request('PATCH', path, { body });
+      expect(r.status, r.text).toBe(200);
+    };
+    await change(`/api/v1/classes/${cls.id}/${o.id}`, { json_data: { step: 1 } });
+    await change(`/api/v1/classes/${cls.id}/${o.id}`, { json_data: { step: 2 } });
+    await change(`/api/v1/classes/${cls.id}`, { collection_id: c2 });
+    await change(`/api/v1/classes/${cls.id}/${o.id}`, { json_data: { step: 4 } });
+    await change(`/api/v1/classes/${cls.id}/${o.id}`, { json_data: { step: 5 } });
+    const base = `/api/v1/classes/${cls.id}/${o.id}/history`;
+
+    const all = await t.request('GET', base);
+    expect(all.status, all.text).toBe(200);
+    const versions = all.body as WireVersion[];
+    expect(versions.map((v) => [v.revision, v.operation, v.data.collection_id])).toEqual([
+      [6, 'update', c2],
+      [5, 'update', c2],
+      [4, 'update', c2],
+      [3, 'update', c1],
+      [2, 'update', c1],
+      [1, 'insert', c1],
+    ]);
+    expect(versions[0]!.valid_to).toBeNull();
+    expect(versions[1]!.data).toMatchObject({ id: o.id, revision: 5, json_data: { step: 4 } });
+    expect(versions[0]!.actor.kind).toBe('user');
+
+    const seenBy = async (token: string) => {
+      const r = await t.request('GET', base, { token });
+      return r.status === 200 ? (r.body as WireVersion[]).map((v) => v.revision) : r.status;
+    };
+    expect(await seenBy(inC1.token)).toEqual([3, 2, 1]);
+    expect(await seenBy(inC2.token)).toEqual([6, 5, 4]);
+    expect(await seenBy(neither.token)).toBe(403);
+
+    for (const v of versions) {
+      // By revision (a filter of the list) and by instant.
+      const byRev = await t.request('GET', base, { query: { revision: v.revision } });
+      expect((byRev.body as WireVersion[]).map((x) => x.revision)).toEqual([v.revision]);
+      const asOf = await t.request('GET', `${base}/as-of`, { query: { at: v.valid_from } });
+      expect(asOf.status, asOf.text).toBe(200);
+      expect(asOf.body).toEqual(v);
+      const c1Reader = await t.request('GET', `${base}/as-of`, { token: inC1.token, query: { at: v.valid_from } });
+      const c2Reader = await t.request('GET', `${base}/as-of`, { token: inC2.token, query: { at: v.valid_from } });
+      const inFirst = v.data.collection_id === c1;
+      expect([c1Reader.status, c2Reader.status]).toEqual(inFirst ? [200, 403] : [403, 200]);
+      expect(((inFirst ? c1Reader : c2Reader).body as WireVersion).revision).toBe(v.revision);
+      const other = await t.request('GET', `${base}/as-of`, { token: neither.token, query: { at: v.valid_from } });
+      expect(other.status).toBe(403);
+      const byName = await t.request('GET', `/api/v1/classes/by-name/${cls.name}/objects/by-name/${o.name}/history/as-of`, {
+        query: { at: v.valid_from },
+      });
+      expect(byName.body).toEqual(v);
+    }
+
+    // Paging newest first, filters of the list query language.
+    const page = await t.request('GET', base, { query: { limit: 4 } });
+    expect((page.body as WireVersion[]).map((v) => v.revision)).toEqual([6, 5, 4, 3]);
+    const cursor = page.headers.get('x-next-cursor');
+    expect(cursor).toBeTruthy();
+    const next = await t.request('GET', base, { query: { limit: 4, cursor: cursor! } });
+    expect((next.body as WireVersion[]).map((v) => v.revision)).toEqual([2, 1]);
+    const inserts = await t.request('GET', `/api/v1/classes/by-name/${cls.name}/objects/by-name/${o.name}/history`, {
+      query: { operation: 'insert' },
+    });
+    expect((inserts.body as WireVersion[]).map((v) => v.revision)).toEqual([1]);
+    const late = await t.request('GET', base, { query: { valid_from__gte: versions[2]!.valid_from, sort: 'revision' } });
+    expect((late.body as WireVersion[]).map((v) => v.revision)).toEqual([4, 5, 6]);
+
+    // Before it existed: 404; not a timestamp: 400; another class: 404.
+    const before = new Date(Date.parse(versions.at(-1)!.valid_from) - 60_000).toISOString();
+    expect((await t.request('GET', `${base}/as-of`, { query: { at: before } })).status).toBe(404);
+    expect((await t.request('GET', `${base}/as-of`, { query: { at: 'yesterday' } })).status).toBe(400);
+    expect((await t.request('GET', base, { query: { operation: 'merge' } })).status).toBe(400);
+    const otherClass = await createClass(t, c1);
+    expect((await t.request('GET', `/api/v1/classes/${otherClass.id}/${o.id}/history`)).status).toBe(404);
+    expect((await t.request('GET', `/api/v1/classes/${cls.id}/2000000000/history`)).status).toBe(404);
+    expect((await t.request('GET', base, { token: null })).status).toBe(401);
+
+    // Deleted: the tombstone and every version for unscoped administrators only.
+    await sleep(3);
+    expect((await t.request('DELETE', `/api/v1/classes/${cls.id}/${o.id}`)).status).toBe(204);
+    const after = await t.request('GET', base);
+    const tomb = (after.body as WireVersion[])[0]!;
+    expect([tomb.revision, tomb.operation, tomb.valid_to, tomb.data.revision]).toEqual([7, 'delete', null, 6]);
+    const now = await t.request('GET', `${base}/as-of`, { query: { at: tomb.valid_from } });
+    expect((now.body as WireVersion).operation).toBe('delete');
+    expect((await t.request('GET', base, { token: inC2.token })).status).toBe(404);
+    expect((await t.request('GET', `${base}/as-of`, { token: inC1.token, query: { at: versions.at(-1)!.valid_from } })).status).toBe(404);
+    expect((await t.request('GET', `/api/v1/classes/by-name/${cls.name}/objects/by-name/${o.name}/history`)).status).toBe(404);
+  });
+});

@@ -2,6 +2,16 @@
 // write, and the one place that tells those triggers who is acting.
 import type { Db } from './sql.ts';
 import type { Actor } from '../domain/actor.ts';
+import { isUnscopedAdmin, type Authority } from '../domain/authz.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
+import { classRelationView, objectRelationView, type ClassRelationRow, type ObjectRelationRow } from '../domain/relations.ts';
+import { and, runList, type Fragment, type ListPage } from './list.ts';
+import { classWhere, collectionWhere, objectWhere } from './authz.ts';
+import { collectionView, type CollectionRow } from './collections.ts';
+import { classView, type ClassRow } from './classes.ts';
+import { objectView, type ObjectRow } from './objects.ts';
+import { exportTemplateView, type ExportTemplateRow } from './export-templates.ts';
+import { remoteTargetView, type RemoteTargetRow } from './remote-targets.ts';
 
 /**
  * Binds the actor to the current transaction (transaction-local settings the history triggers
@@ -15,4 +25,191 @@ export async function bindActor(tx: Db, actor: Actor): Promise<void> {
 
 function str(n: number | null | undefined): string {
   return n === null || n === undefined ? '' : String(n);
+}
+
+export const HISTORY_KINDS = [
+  'collection',
+  'class',
+  'object',
+  'class_relation',
+  'object_relation',
+  'export_template',
+  'remote_target',
+] as const;
+export type HistoryKind = (typeof HISTORY_KINDS)[number];
+
+/** The list query language on versions: newest first (version_id is the order they were written in). */
+export const HISTORY_LIST_SPEC: ListSpec = {
+  fields: {
+    version_id: { type: 'integer', column: 'h.id', filterable: false, notNull: true },
+    revision: { type: 'integer', column: 'h.revision', notNull: true },
+    operation: { type: 'text', column: 'h.operation', values: ['insert', 'update', 'delete'], notNull: true },
+    valid_from: { type: 'timestamp', column: 'h.valid_from', notNull: true },
+    valid_to: { type: 'timestamp', column: 'h.valid_to' },
+    actor_kind: { type: 'text', column: 'h.actor_kind', values: ['user', 'worker', 'system'], notNull: true },
+    actor_principal_id: { type: 'integer', column: 'h.actor_principal_id' },
+  },
+  defaultSort: [{ field: 'version_id', desc: true }],
+  idField: 'version_id',
+};
+
+export interface VersionRow {
+  [key: string]: unknown;
+  revision: number;
+  operation: 'insert' | 'update' | 'delete';
+  data: Record<string, unknown>;
+  valid_from: Date;
+  valid_to: Date | null;
+  actor_kind: string;
+  actor_principal_id: number | null;
+  initiator_principal_id: number | null;
+  task_id: number | null;
+}
+
+function versionCols(db: Db): Fragment {
+  return db`h.revision, h.operation, h.data, h.valid_from, h.valid_to, h.actor_kind, h.actor_principal_id,
+    h.initiator_principal_id, h.task_id` as Fragment;
+}
+
+/**
+ * Boolean fragment over `entity_history h`: the caller may read this version, judged by the
+ * attributes stored in it (the collection it lived in then), never by the entity's current state.
+ * Tombstones are for unscoped administrators only. Relations are judged by their ends' versions
+ * current at the relation version's valid_from.
+ */
+export function versionVisible(db: Db, auth: Authority, kind: HistoryKind): Fragment {
+  const tombstones = isUnscopedAdmin(auth) ? (db`true` as Fragment) : (db`h.operation <> 'delete'` as Fragment);
+  return and(db, [tombstones, kindVisible(db, auth, kind)]);
+}
+
+function kindVisible(db: Db, auth: Authority, kind: HistoryKind): Fragment {
+  switch (kind) {
+    case 'collection':
+      return collectionWhere(db, auth, 'ReadCollection', { id: 'h.entity_id' });
+    case 'class':
+      return classWhere(db, auth, 'ReadClass', { id: 'h.entity_id', collectionId: 'h.collection_id' });
+    case 'object':
+      return objectWhere(db, auth, 'ReadObject', { id: 'h.entity_id', classId: 'h.class_id', collectionId: 'h.collection_id' });
+    case 'export_template':
+      return collectionWhere(db, auth, 'ReadTemplate', { id: 'h.collection_id' });
+    case 'remote_target':
+      return collectionWhere(db, auth, 'ReadRemoteTarget', { id: 'h.collection_id' });
+    case 'class_relation':
+      return and(db, [
+        endVisible(
+          db,
+          'class',
+          'from_class_id',
+          classWhere(db, auth, 'ReadClassRelation', { id: 'e.entity_id', collectionId: 'e.collection_id' }),
+        ),
+        endVisible(
+          db,
+          'class',
+          'to_class_id',
+          classWhere(db, auth, 'ReadClassRelation', { id: 'e.entity_id', collectionId: 'e.collection_id' }),
+        ),
+      ]);
+    case 'object_relation': {
+      const ends = { id: 'e.entity_id', classId: 'e.class_id', collectionId: 'e.collection_id' };
+      return and(db, [
+        endVisible(db, 'object', 'from_object_id', objectWhere(db, auth, 'ReadObjectRelation', ends)),
+        endVisible(db, 'object', 'to_object_id', objectWhere(db, auth, 'ReadObjectRelation', ends)),
+      ]);
+    }
+  }
+}
+
+/** The end's version current when the relation version began (alias e) satisfies `test`. */
+function endVisible(db: Db, kind: HistoryKind, member: string, test: Fragment): Fragment {
+  return db`exists (
+    select 1 from (
+      select eh.entity_id, eh.collection_id, eh.class_id from entity_history eh
+      where eh.entity_kind = ${kind} and eh.entity_id = (h.data ->> ${member})::int and eh.valid_from <= h.valid_from
+      order by eh.id desc limit 1) e
+    where ${test})` as Fragment;
+}
+
+export interface HistoryFacts {
+  /** Some version exists. */
+  exists: boolean;
+  /** The current version is a tombstone. */
+  deleted: boolean;
+  /** The class of an object (from its versions; an object never changes class). */
+  classId: number | null;
+  /** Some version is visible to the caller. */
+  anyVisible: boolean;
+}
+
+export async function historyFacts(db: Db, auth: Authority, kind: HistoryKind, id: number): Promise<HistoryFacts> {
+  const [row] = await db<{ n: number; deleted: boolean | null; class_id: number | null; visible: boolean | null }[]>`
+    select count(*)::int as n, bool_or(h.valid_to is null and h.operation = 'delete') as deleted, max(h.class_id) as class_id,
+      bool_or(${versionVisible(db, auth, kind)}) as visible
+    from entity_history h where h.entity_kind = ${kind} and h.entity_id = ${id}::int`;
+  return { exists: (row?.n ?? 0) > 0, deleted: row?.deleted ?? false, classId: row?.class_id ?? null, anyVisible: row?.visible ?? false };
+}
+
+/** One page of an entity's versions visible to the caller. */
+export function listVersions(db: Db, auth: Authority, kind: HistoryKind, id: number, parsed: ParsedList): Promise<ListPage<VersionRow>> {
+  return runList<VersionRow>(db, {
+    from: db`entity_history h` as Fragment,
+    select: versionCols(db),
+    where: [db`h.entity_kind = ${kind} and h.entity_id = ${id}::int` as Fragment, versionVisible(db, auth, kind)],
+    parsed,
+    spec: HISTORY_LIST_SPEC,
+  });
+}
+
+/** The version current at `at` (RFC 3339 text), with whether the caller may read it. */
+export async function versionAt(
+  db: Db,
+  auth: Authority,
+  kind: HistoryKind,
+  id: number,
+  at: string,
+): Promise<(VersionRow & { visible: boolean }) | undefined> {
+  const [row] = await db<(VersionRow & { visible: boolean })[]>`
+    select ${versionCols(db)}, ${versionVisible(db, auth, kind)} as visible
+    from entity_history h
+    where h.entity_kind = ${kind} and h.entity_id = ${id}::int
+      and h.valid_from <= ${at}::text::timestamptz and (h.valid_to is null or h.valid_to > ${at}::text::timestamptz)
+    order by h.id desc limit 1`;
+  return row;
+}
+
+/** The entity's public representation as stored in a version (timestamps as the live views give them). */
+export function versionData(kind: HistoryKind, data: Record<string, unknown>): Record<string, unknown> {
+  const r = { ...data, created_at: new Date(String(data.created_at)), updated_at: new Date(String(data.updated_at)) };
+  switch (kind) {
+    case 'collection':
+      return collectionView(r as unknown as CollectionRow);
+    case 'class':
+      return classView(r as unknown as ClassRow);
+    case 'object':
+      return objectView(r as unknown as ObjectRow);
+    case 'class_relation':
+      return classRelationView(r as unknown as ClassRelationRow);
+    case 'object_relation':
+      return objectRelationView(r as unknown as ObjectRelationRow);
+    case 'export_template':
+      return exportTemplateView(r as unknown as ExportTemplateRow);
+    case 'remote_target':
+      return remoteTargetView(r as unknown as RemoteTargetRow);
+  }
+}
+
+/** A version on the wire (components.schemas.*Version). */
+export function versionView(kind: HistoryKind, v: VersionRow): Record<string, unknown> {
+  return {
+    revision: v.revision,
+    operation: v.operation,
+    valid_from: v.valid_from,
+    valid_to: v.valid_to,
+    actor: {
+      kind: v.actor_kind,
+      principal_id: v.actor_principal_id,
+      initiator_principal_id: v.initiator_principal_id,
+      task_id: v.task_id,
+    },
+    data: versionData(kind, v.data),
+  };
 }

@@ -13,6 +13,7 @@ import { eventsHandlers } from './events.ts';
 import { exportTemplatesHandlers } from './export-templates.ts';
 import { exportsHandlers } from './exports.ts';
 import { groupsHandlers } from './groups.ts';
+import { historyHandlers } from './history.ts';
 import { importsHandlers } from './imports.ts';
 import { meHandlers } from './me.ts';
 import { metaHandlers } from './meta.ts';
@@ -47,6 +48,7 @@ export const handlers = {
   ...exportTemplatesHandlers,
   ...exportsHandlers,
   ...groupsHandlers,
+  ...historyHandlers,
   ...importsHandlers,
   ...meHandlers,
   ...metaHandlers,

@@ -1,0 +1,72 @@
+// History (#11): every version of the versioned entities, read newest first or as of an instant.
+// One generic pair of handlers keyed by entity kind; each version is authorized with the
+// attributes stored in it (src/db/history.ts versionVisible).
+import type { Ctx, HandlerMap, Reply } from '../http/contract.ts';
+import { authOf } from '../http/contract.ts';
+import { listReply } from '../http/paging.ts';
+import { badRequest, forbidden, notFound } from '../domain/errors.ts';
+import { isUnscopedAdmin } from '../domain/authz.ts';
+import { parseListQuery, parseTimestamp } from '../domain/list-query.ts';
+import { HISTORY_LIST_SPEC, historyFacts, listVersions, versionAt, versionView, type HistoryKind } from '../db/history.ts';
+import { classIdByName } from '../db/classes.ts';
+import { objectIdByName } from '../db/objects.ts';
+
+const WHAT: Record<HistoryKind, string> = {
+  collection: 'collection',
+  class: 'class',
+  object: 'object',
+  class_relation: 'class relation',
+  object_relation: 'object relation',
+  export_template: 'export template',
+  remote_target: 'remote target',
+};
+
+/** 404 when the entity never existed (or is not of `classId`, or is deleted and the caller is not an unscoped admin); 403 when no version is visible. */
+async function requireHistory(ctx: Ctx, kind: HistoryKind, id: number, classId?: number): Promise<void> {
+  const auth = authOf(ctx);
+  const facts = await historyFacts(ctx.deps.sql, auth, kind, id);
+  if (!facts.exists || (classId !== undefined && facts.classId !== classId)) throw notFound(WHAT[kind]);
+  if (facts.deleted && !isUnscopedAdmin(auth)) throw notFound(WHAT[kind]);
+  if (!facts.anyVisible) throw forbidden(`you may not read any version of this ${WHAT[kind]}`);
+}
+
+async function historyList(ctx: Ctx, kind: HistoryKind, id: number, query: unknown, classId?: number): Promise<Reply> {
+  const parsed = parseListQuery(query as Record<string, unknown>, HISTORY_LIST_SPEC);
+  await requireHistory(ctx, kind, id, classId);
+  const page = await listVersions(ctx.deps.sql, authOf(ctx), kind, id, parsed);
+  return listReply(
+    page,
+    page.rows.map((v) => versionView(kind, v)),
+  );
+}
+
+async function historyAsOf(ctx: Ctx, kind: HistoryKind, id: number, at: string, classId?: number): Promise<Reply> {
+  const instant = parseTimestamp(at);
+  if (instant === undefined) throw badRequest('at must be an RFC 3339 timestamp', [{ path: 'query.at', message: 'not a timestamp' }]);
+  await requireHistory(ctx, kind, id, classId);
+  const v = await versionAt(ctx.deps.sql, authOf(ctx), kind, id, instant);
+  if (!v) throw notFound(`${WHAT[kind]} version at ${at}`);
+  if (!v.visible) throw forbidden(`you may not read this ${WHAT[kind]} as it was at ${at}`);
+  return { status: 200, body: versionView(kind, v) };
+}
+
+async function objectIdOf(ctx: Ctx, className: string, objectName: string): Promise<{ classId: number; objectId: number }> {
+  const classId = await classIdByName(ctx.deps.sql, className);
+  if (classId === undefined) throw notFound('class');
+  const objectId = await objectIdByName(ctx.deps.sql, classId, objectName);
+  if (objectId === undefined) throw notFound('object');
+  return { classId, objectId };
+}
+
+export const historyHandlers = {
+  listObjectHistory: async (input, ctx) => historyList(ctx, 'object', input.params.object_id, input.query, input.params.class_id),
+  getObjectAsOf: async (input, ctx) => historyAsOf(ctx, 'object', input.params.object_id, input.query.at, input.params.class_id),
+  listObjectHistoryByName: async (input, ctx) => {
+    const { classId, objectId } = await objectIdOf(ctx, input.params.class_name, input.params.object_name);
+    return historyList(ctx, 'object', objectId, input.query, classId);
+  },
+  getObjectAsOfByName: async (input, ctx) => {
+    const { classId, objectId } = await objectIdOf(ctx, input.params.class_name, input.params.object_name);
+    return historyAsOf(ctx, 'object', objectId, input.query.at, classId);
+  },
+} satisfies Partial<HandlerMap>;
