@@ -7,6 +7,7 @@ import type { Actor } from '../domain/actor.ts';
 import { objectView, type ObjectRow } from './objects.ts';
 import { computedFieldView, lockClassFieldRows } from './computed-fields.ts';
 import type { ClassRelationRow, ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 export interface ClassRow {
   [key: string]: unknown;
@@ -32,7 +33,7 @@ export interface ClassExpandedRow extends ClassRow {
 }
 
 /** The plain class (also the audit snapshot). */
-export function classView(r: ClassRow): Record<string, unknown> {
+export function classView(r: ClassRow): ResponseBody<'getClassByName', 200> {
   return {
     id: r.id,
     name: r.name,

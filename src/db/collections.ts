@@ -3,6 +3,7 @@ import type { Db, TransactionSql } from './sql.ts';
 import type { NewEvent } from './events.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 export interface CollectionRow {
   [key: string]: unknown;
@@ -46,7 +47,7 @@ function cols(db: Db): Fragment {
 }
 
 /** The public representation (also the audit snapshot: collections hold no secrets). */
-export function collectionView(r: CollectionRow): Record<string, unknown> {
+export function collectionView(r: CollectionRow): ResponseBody<'getCollection', 200> {
   return {
     id: r.id,
     name: r.name,

@@ -6,6 +6,7 @@ import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { classWhere } from './authz.ts';
 import type { Authority } from '../domain/authz.ts';
 import { sqlDefs, sqlPaths, type ComputedDef, type ComputedOperation, type ResultType } from '../domain/computed.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 export interface ComputedFieldRow {
   [key: string]: unknown;
@@ -25,7 +26,7 @@ export interface ComputedFieldRow {
 }
 
 /** The public representation (also the audit snapshot). */
-export function computedFieldView(r: ComputedFieldRow): Record<string, unknown> {
+export function computedFieldView(r: ComputedFieldRow): ResponseBody<'getClassComputedField', 200> {
   return {
     id: r.id,
     class_id: r.class_id,

@@ -5,6 +5,7 @@ import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { EventRow } from '../domain/audit.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 export type DeliveryStatus = 'pending' | 'in_flight' | 'succeeded' | 'failed' | 'dead';
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'in_flight', 'succeeded', 'failed', 'dead'];
@@ -47,7 +48,7 @@ function cols(db: Db): Fragment {
 }
 
 /** components.schemas.EventDelivery (the claim token stays internal). */
-export function eventDeliveryView(r: EventDeliveryRow): Record<string, unknown> {
+export function eventDeliveryView(r: EventDeliveryRow): ResponseBody<'getEventDelivery', 200> {
   return {
     id: r.id,
     event_id: r.event_id,

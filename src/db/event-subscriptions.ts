@@ -4,6 +4,7 @@ import { runList, type Fragment, type ListPage } from './list.ts';
 import type { NewEvent } from './events.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { SubscriptionFields, SubscriptionFilter } from '../domain/event-subscriptions.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 export interface EventSubscriptionRow {
   [key: string]: unknown;
@@ -48,7 +49,7 @@ function scopeWhere(db: Db, collectionId: number | null): Fragment {
 }
 
 /** The public representation (components.schemas.EventSubscription); also the audit snapshot. */
-export function eventSubscriptionView(r: EventSubscriptionRow): Record<string, unknown> {
+export function eventSubscriptionView(r: EventSubscriptionRow): ResponseBody<'getCollectionEventSubscription', 200> {
   return {
     id: r.id,
     collection_id: r.collection_id,

@@ -7,6 +7,7 @@ import type { NewEvent } from './events.ts';
 import { badRequest, type ErrorDetail } from '../domain/errors.ts';
 import { CONTENT_TYPES, TEMPLATE_KINDS, validateTemplateFields, type TemplateFields } from '../domain/exports.ts';
 import type { TemplateLimits } from '../domain/templates.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 export interface ExportTemplateRow extends TemplateFields {
   [key: string]: unknown;
@@ -38,7 +39,7 @@ function cols(db: Db): Fragment {
 }
 
 /** The public representation (components.schemas.ExportTemplate); also the audit snapshot. */
-export function exportTemplateView(r: ExportTemplateRow): Record<string, unknown> {
+export function exportTemplateView(r: ExportTemplateRow): ResponseBody<'getExportTemplate', 200> {
   return {
     id: r.id,
     collection_id: r.collection_id,

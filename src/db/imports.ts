@@ -6,6 +6,7 @@ import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { ENTITY_KINDS, RESULT_OUTCOMES, type EntityKind, type ResultAction, type ResultOutcome } from '../domain/imports.ts';
 import type { TaskProgress } from './tasks.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 // ---- natural keys -------------------------------------------------------------------------------
 
@@ -109,7 +110,7 @@ export interface NewImportResult {
   entityId: number | null;
 }
 
-export function importResultWire(r: ImportResultRow): Record<string, unknown> {
+export function importResultWire(r: ImportResultRow): ResponseBody<'listImportResults', 200>[number] {
   return { item_ref: r.item_ref, entity_kind: r.entity_kind, action: r.action, outcome: r.outcome, error: r.error };
 }
 

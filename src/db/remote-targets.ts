@@ -7,6 +7,7 @@ import type { Method, Subject, SubjectContext, SubjectType, TargetFields } from 
 import type { Authority } from '../domain/authz.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
 import { requireClassPermission, requireCollectionPermission, requireObjectPermission } from './authz.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 export interface RemoteTargetRow extends TargetFields {
   [key: string]: unknown;
@@ -38,7 +39,7 @@ function cols(db: Db): Fragment {
 }
 
 /** The public representation (components.schemas.RemoteTarget); also the audit snapshot (no secrets: aliases only). */
-export function remoteTargetView(r: RemoteTargetRow): Record<string, unknown> {
+export function remoteTargetView(r: RemoteTargetRow): ResponseBody<'getRemoteTarget', 200> {
   return {
     id: r.id,
     collection_id: r.collection_id,

@@ -27,6 +27,7 @@ import {
   type TaskStatus,
 } from '../domain/tasks.ts';
 import type { Authority } from '../domain/authz.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 export interface TaskProgress {
   total_items: number;
@@ -172,7 +173,7 @@ export interface TaskEventRow {
   created_at: Date;
 }
 
-export function taskEventWire(r: TaskEventRow): Record<string, unknown> {
+export function taskEventWire(r: TaskEventRow): ResponseBody<'listTaskEvents', 200>[number] {
   return { id: r.id, task_id: r.task_id, event_type: r.event_type, message: r.message, data: r.data ?? null, created_at: r.created_at };
 }
 

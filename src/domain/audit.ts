@@ -15,6 +15,7 @@
 import { badRequest } from './errors.ts';
 import type { Filter, ParsedList } from './list-query.ts';
 import { isUnscoped, type Authority } from './authz.ts';
+import type { ResponseBody } from './wire.ts';
 
 /** Collection-less events are for unscoped administrators only. */
 export function readsCollectionlessEvents(auth: Authority): boolean {
@@ -48,6 +49,8 @@ export function applyTimeWindow(parsed: ParsedList): ParsedList {
   return { ...parsed, filters };
 }
 
+type AuditEventBody = ResponseBody<'listEvents', 200>[number];
+
 /** An audit event as stored (the columns the event views read). */
 export interface EventRow {
   [key: string]: unknown;
@@ -63,7 +66,8 @@ export interface EventRow {
   actor_user_id: number | null;
   initiator_user_id: number | null;
   task_id: number | null;
-  provenance: unknown;
+  /** Who caused the event, as recorded by appendEvent (db/events.ts). */
+  provenance: AuditEventBody['provenance'];
   request_id: string | null;
   correlation_id: string | null;
   summary: string | null;
@@ -72,11 +76,11 @@ export interface EventRow {
   before_revision: number | null;
   after_revision: number | null;
   metadata: Record<string, unknown>;
-  schema_version: number;
+  schema_version: AuditEventBody['schema_version'];
 }
 
 /** The AuditEvent wire shape (components.schemas.AuditEvent). */
-export function eventWire(r: EventRow): Record<string, unknown> {
+export function eventWire(r: EventRow): ResponseBody<'listEvents', 200>[number] {
   return {
     id: r.id,
     event_id: r.event_id,

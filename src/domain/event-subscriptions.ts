@@ -13,6 +13,7 @@
 import { badRequest, type ErrorDetail } from './errors.ts';
 import { ACTIONS, ENTITY_TYPES, EVENT_CATALOG, isCatalogPair } from './event-catalog.ts';
 import { canonicalJson } from './canonical-json.ts';
+import type { TaskKind } from './tasks.ts';
 import { eventWire, type EventRow } from './audit.ts';
 
 export type SinkKind = 'webhook' | 'amqp' | 'redis_stream' | 'email';
@@ -39,7 +40,7 @@ export interface SubscriptionFilter {
   initiator_user_ids?: number[];
   request_ids?: string[];
   correlation_ids?: string[];
-  task_kinds?: string[];
+  task_kinds?: TaskKind[];
 }
 
 export const FILTER_MEMBERS = [
@@ -222,7 +223,7 @@ export function filterMatches(f: SubscriptionFilter, e: MatchableEvent): boolean
     member(f.initiator_user_ids, (v) => e.initiator_user_id !== null && v.includes(e.initiator_user_id)) &&
     member(f.request_ids, (v) => lowerRequest !== null && v.some((r) => r.toLowerCase() === lowerRequest)) &&
     member(f.correlation_ids, (v) => e.correlation_id !== null && v.includes(e.correlation_id)) &&
-    member(f.task_kinds, (v) => taskKind !== null && v.includes(taskKind))
+    member(f.task_kinds, (v) => taskKind !== null && v.some((k) => k === taskKind))
   );
 }
 

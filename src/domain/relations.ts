@@ -3,6 +3,7 @@
 // parser of the `related.<alias>.*` object-list filters. No SQL, no HTTP.
 import { ApiError, badRequest } from './errors.ts';
 import { parseFilter, type Filter, type ListSpec } from './list-query.ts';
+import type { ResponseBody } from './wire.ts';
 
 /** Traversal depth bounds (spec: related depth 1..10, default 1). */
 export const MIN_DEPTH = 1;
@@ -57,7 +58,7 @@ export interface RelationEnds {
 }
 
 /** The public class relation (also its audit snapshot). */
-export function classRelationView(r: ClassRelationRow): Record<string, unknown> {
+export function classRelationView(r: ClassRelationRow): ResponseBody<'listClassRelations', 200>[number] {
   return {
     id: r.id,
     from_class_id: r.from_class_id,
@@ -73,7 +74,7 @@ export function classRelationView(r: ClassRelationRow): Record<string, unknown> 
 }
 
 /** The public object relation (also its audit snapshot). */
-export function objectRelationView(r: ObjectRelationRow): Record<string, unknown> {
+export function objectRelationView(r: ObjectRelationRow): ResponseBody<'listObjectRelations', 200>[number] {
   return {
     id: r.id,
     class_relation_id: r.class_relation_id,

@@ -5,8 +5,9 @@ import { actorOf } from '../http/contract.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import type { TokenRow, TokenView } from '../db/tokens.ts';
 import { mintTokenAs, revokeTokenAs, type TokenMint } from '../mutations/tokens.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
-export function tokenWire(t: TokenView): Record<string, unknown> {
+export function tokenWire(t: TokenView): ResponseBody<'listPrincipalTokens', 200>[number] {
   return {
     id: t.id,
     principal_id: t.principal_id,

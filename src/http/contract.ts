@@ -3,6 +3,7 @@ import type { OperationId } from '../../generated/operations.ts';
 import type { Deps } from '../deps.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { AuthInfo } from './auth.ts';
+import type { Wire } from '../domain/wire.ts';
 
 type Get<T, K extends PropertyKey> = T extends Record<K, infer V> ? V : never;
 type JsonBody<T> = T extends { content: infer C } ? C[keyof C] : undefined;
@@ -34,20 +35,6 @@ export interface WireReply {
   raw?: RawBody;
   contentType?: string;
 }
-
-/**
- * A JSON value as handlers may hand it to the renderer: the contract's type, where a string may
- * also be a Date (JSON.stringify writes it as ISO 8601 text, which is what date-time members hold).
- */
-export type Wire<T> = T extends string
-  ? string extends T
-    ? string | Date
-    : T
-  : T extends readonly (infer U)[]
-    ? Wire<U>[]
-    : T extends object
-      ? { [P in keyof T]: Wire<T[P]> }
-      : T;
 
 type Responses<K extends OperationId> = Ops[K]['responses'];
 /** The statuses an operation declares (its `default` error response is rendered from thrown ApiErrors). */
