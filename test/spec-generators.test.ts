@@ -15,7 +15,7 @@ import { SchemaRegistry } from '../src/http/schemas.ts';
 import { ApiError } from '../src/domain/errors.ts';
 import { parseListQuery } from '../src/domain/list-query.ts';
 import { LIST_FILTER_OPERATIONS, accepts, extraParams, filterParams, sampleValue } from '../codegen/list-filters.ts';
-import { syncSpecText } from '../codegen/spec-blocks.ts';
+import { FILTER_EXPRESSIONS_REF, syncSpecText } from '../codegen/spec-blocks.ts';
 import { NO_DATABASE, insertConventions } from '../codegen/insert-conventions.ts';
 import { SDK_TYPE_OPTIONS } from '../codegen/sdk.ts';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
@@ -25,6 +25,9 @@ type Json = Record<string, unknown>;
 interface Param {
   name: string;
   in: string;
+  required?: boolean;
+  style?: string;
+  explode?: boolean;
   $ref?: string;
   schema?: Json;
 }
@@ -59,7 +62,7 @@ const queryNames = (opId: string): Map<string, string | undefined> => {
 };
 
 /** Parameters an operation declares that are not list filters (paging, sort, the free-form object, its own). */
-const NOT_FILTERS = new Set(['limit', 'cursor', 'sort', 'include_total', 'filters', 'include', 'group_by', 'aggregate']);
+const NOT_FILTERS = new Set(['limit', 'cursor', 'sort', 'include_total', 'filters', 'filter', 'include', 'group_by', 'aggregate']);
 
 describe('list filters declared as query parameters', () => {
   it('openapi.yaml holds the generated filter parameters as codegen writes them (make codegen)', () => {
@@ -115,6 +118,38 @@ describe('list filters declared as query parameters', () => {
       }
     }
     expect(checked).toBeGreaterThan(300);
+  });
+
+  it('every operation with the free-form filters object also declares the repeatable string parameter `filter`, and no list field is called filter', () => {
+    const withFilters = allOperations().filter(({ params }) => params.some(([p]) => p.in === 'query' && p.name === 'filters'));
+    expect(withFilters.length).toBeGreaterThanOrEqual(Object.keys(LIST_FILTER_OPERATIONS).length);
+    for (const { opId, params, op } of withFilters) {
+      const filter = params.filter(([p]) => p.in === 'query' && p.name === 'filter');
+      expect(filter, `${opId} does not declare filter`).toHaveLength(1);
+      expect(
+        (op.parameters as Param[]).some((p) => p.$ref === FILTER_EXPRESSIONS_REF),
+        opId,
+      ).toBe(true);
+      const [p] = filter[0]!;
+      expect(p).toMatchObject({ style: 'form', explode: true, schema: { type: 'array', items: { type: 'string' } } });
+      expect(p.required ?? false).toBe(false);
+    }
+    // Reserved: a field or alias named `filter` could not be told from the parameter.
+    for (const [opId, listOp] of Object.entries(LIST_FILTER_OPERATIONS)) {
+      expect(
+        filterParams(listOp).filter((f) => f.field === 'filter' || f.name.split('__')[0] === 'filter'),
+        opId,
+      ).toEqual([]);
+      expect(extraParams(listOp), opId).not.toContain('filter');
+    }
+    for (const { opId, params } of allOperations()) {
+      if (params.some(([p]) => p.in === 'query' && p.name === 'filter')) {
+        expect(
+          withFilters.some((o) => o.opId === opId),
+          `${opId} declares filter without the list filters`,
+        ).toBe(true);
+      }
+    }
   });
 
   it('declares nothing the generators could not tell apart: no two parameters of an operation with one identifier', () => {
@@ -367,6 +402,62 @@ describe('list filters against the running app', () => {
       // The bracketed form a deepObject serializer produces stays unknown too.
       const bracketed = await t.request('GET', pathOf(opId), { query: { 'filters[name]': 'x' } });
       expect(bracketed.status).toBe(400);
+    }
+  });
+
+  it('each value of `filter` is answered exactly as the filter sent as its own query parameter (a corpus of values)', async () => {
+    const objects = pathOf('listObjects');
+    const corpus: [string, Record<string, string | string[]>][] = [
+      ['listObjects', { json_data__equals: 'a,b=1' }],
+      ['listObjects', { json_data__equals: 'a,b=2' }],
+      ['listObjects', { name__startswith: 'o', id__gt: '0' }],
+      ['listObjects', { name__not_equals: ['x', 'y'] }],
+      ['listObjects', { 'related.r.class.id': '999999999' }],
+      ['listObjects', { 'related.r.class.name': 'nope' }],
+      ['listObjects', { 'related.r.class.id': '1', 'related.r.depth__lte': '2' }],
+      ['listObjects', { 'computed.shared.nope__gt': '4' }],
+      ['listObjects', { name__nearby: 'x' }],
+      ['listObjects', { id__gt: '1.0' }],
+      ['listObjects', { json_data__equals: 'novalue' }],
+      ['listObjects', { name: '' }],
+      ['listUsers', { name__in: 'admin,x', id__gte: '1' }],
+      ['listEvents', { action: 'created', entity_type: 'object' }],
+      ['listCollectionEvents', { collection_id: '1' }],
+    ];
+    expect(objects).toMatch(/^\/api\/v1\/classes\/\d+\/objects$/);
+    for (const [opId, direct] of corpus) {
+      const expressions = Object.entries(direct).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => `${k}=${x}`));
+      const a = await t.request('GET', pathOf(opId), { query: { ...direct, sort: '-id' } });
+      const b = await t.request('GET', pathOf(opId), { query: { filter: expressions, sort: '-id' } });
+      expect(b.status, `${opId} filter=${JSON.stringify(expressions)}: ${b.text}`).toBe(a.status);
+      expect(b.body, `${opId} filter=${JSON.stringify(expressions)}`).toEqual(a.body);
+      expect(b.headers.get('x-next-cursor')).toBe(a.headers.get('x-next-cursor'));
+    }
+    // Both forms at once: every filter applies (AND), as a repeated parameter does.
+    const [obj] = (await t.request('GET', objects, { query: { limit: 1 } })).body as { id: number; name: string }[];
+    const both = await t.request('GET', objects, {
+      query: { id__gte: String(obj!.id), filter: [`id__lte=${obj!.id}`, `name=${obj!.name}`] },
+    });
+    expect(both.status, both.text).toBe(200);
+    expect((both.body as { id: number }[]).map((o) => o.id)).toEqual([obj!.id]);
+    const none = await t.request('GET', objects, { query: { id__gte: String(obj!.id), filter: `id__lt=${obj!.id}` } });
+    expect(none.body).toEqual([]);
+    // A cursor made with one form pages the other (the same filters, the same signature).
+    await createObject(t, Number(pathValues.listObjects!.class_id), { a: { b: 2 } });
+    const first = await t.request('GET', objects, { query: { limit: 1, filter: 'id__gte=1' } });
+    const cursor = first.headers.get('x-next-cursor');
+    expect(cursor).toBeTruthy();
+    const second = await t.request('GET', objects, { query: { limit: 1, id__gte: '1', cursor: cursor! } });
+    expect(second.status, second.text).toBe(200);
+    expect(second.body).toHaveLength(1);
+  });
+
+  it('a `filter` value that is not <filter name>=<value> is a 400 naming filter', async () => {
+    for (const value of ['novalue', '=x', ' =x', 'limit=5', 'cursor=abc', 'sort=name', 'filters=x', 'filter=name=x']) {
+      const res = await t.request('GET', pathOf('listObjects'), { query: { filter: ['name=x', value] } });
+      expect(res.status, `${value}: ${res.text}`).toBe(400);
+      expect(res.body).toMatchObject({ error: 'Bad Request', reason: 'invalid_request', details: [{ path: 'query.filter' }] });
+      expect((res.body as { message: string }).message).toMatch(/^invalid request: query\.filter /);
     }
   });
 

@@ -31,10 +31,14 @@ export interface Routed {
 export class ContractRouter {
   readonly api: OpenAPIBackend;
   private readonly schemas = new SchemaRegistry();
+  /** Operations that declare the repeatable `filter` query parameter (`filter=<filter name>=<value>`). */
+  private readonly filterOperations: Set<string>;
 
   constructor() {
+    const doc = withoutListFilterParams(structuredClone(openapiDocument()));
+    this.filterOperations = operationsDeclaring(doc, FILTER_PARAMETER);
     this.api = new OpenAPIBackend({
-      definition: withoutListFilterParams(structuredClone(openapiDocument())),
+      definition: doc,
       quick: true,
       strict: false,
       validate: true,
@@ -132,10 +136,8 @@ export class ContractRouter {
     // Before openapi-backend, whose path parameter parsing throws URIError on malformed encoding.
     const hostile = [...pathDetails(op.path, req.path), ...queryNulDetails(req.query)];
     if (hostile.length) throw invalidRequest(hostile);
-    const result = this.api.validateRequest(
-      { method: req.method, path: req.path, headers: req.headers, query: req.query, body: undefined },
-      op,
-    );
+    const query = this.filterOperations.has(op.operationId!) ? expandFilterParameter(req.query) : req.query;
+    const result = this.api.validateRequest({ method: req.method, path: req.path, headers: req.headers, query, body: undefined }, op);
     const errors = (result.errors ?? []).filter(
       (e) =>
         !e.instancePath.startsWith('/requestBody') &&
@@ -209,4 +211,59 @@ function withoutListFilterParams(doc: Document): Document {
     }
   }
   return doc;
+}
+
+/** The declared, repeatable query parameter of list operations that carries one filter per value. */
+export const FILTER_PARAMETER = 'filter';
+/** Names a `filter` value may not carry: the list's own parameters, which are not filters. */
+const NOT_FILTERS = new Set(['limit', 'cursor', 'sort', 'include_total', FILTER_PARAMETER, 'filters']);
+
+/**
+ * `filter=<filter name>=<value>` (repeatable): each value becomes the query parameter it names,
+ * exactly as if it had been sent as its own (`filter=json_data.port__eq%3D80` is `json_data.port__eq=80`),
+ * after any such parameter sent directly; the list parser then reads them alike (repeated names
+ * AND, the same 400s naming the filter). It exists for the filter names that cannot be declared
+ * (`json_data.*`, `computed.*`, `related.*`): every generated client sends a string array, where a
+ * free-form object is serialized differently by each. A value without `=`, with an empty name or
+ * naming a list parameter that is not a filter is a 400 naming `filter`.
+ */
+export function expandFilterParameter(query: Record<string, string | string[]>): Record<string, string | string[]> {
+  const raw = query[FILTER_PARAMETER];
+  if (raw === undefined) return query;
+  const out: Record<string, string | string[]> = { ...query };
+  delete out[FILTER_PARAMETER];
+  const details: ErrorDetail[] = [];
+  for (const value of Array.isArray(raw) ? raw : [raw]) {
+    const eq = value.indexOf('=');
+    const name = eq < 0 ? '' : value.slice(0, eq);
+    const shown = JSON.stringify(value.length > 80 ? `${value.slice(0, 80)}...` : value);
+    if (eq < 0) details.push({ path: `query.${FILTER_PARAMETER}`, message: `${shown} is not <filter name>=<value>` });
+    else if (!name.trim()) details.push({ path: `query.${FILTER_PARAMETER}`, message: `${shown} has an empty filter name` });
+    else if (NOT_FILTERS.has(name))
+      details.push({ path: `query.${FILTER_PARAMETER}`, message: `${shown}: ${name} is not a filter (send it as its own parameter)` });
+    else {
+      const prev = out[name];
+      const v = value.slice(eq + 1);
+      out[name] = prev === undefined ? v : [...(Array.isArray(prev) ? prev : [prev]), v];
+    }
+  }
+  if (details.length) throw invalidRequest(details);
+  return out;
+}
+
+/** The operationIds whose query parameters (their own or their path's, references resolved) include `name`. */
+function operationsDeclaring(doc: Document, name: string): Set<string> {
+  const components = (doc.components?.parameters ?? {}) as Record<string, { name?: string; in?: string }>;
+  type P = { $ref?: string; name?: string; in?: string };
+  const resolve = (p: P): P | undefined => (p.$ref ? components[p.$ref.split('/').pop()!] : p);
+  const out = new Set<string>();
+  for (const item of Object.values((doc.paths ?? {}) as Record<string, Record<string, unknown>>)) {
+    const shared = (item.parameters ?? []) as P[];
+    for (const op of Object.values(item)) {
+      const o = op as { operationId?: string; parameters?: P[] } | undefined;
+      if (!o?.operationId || !Array.isArray(o.parameters)) continue;
+      if ([...shared, ...o.parameters].some((p) => resolve(p)?.in === 'query' && resolve(p)?.name === name)) out.add(o.operationId);
+    }
+  }
+  return out;
 }

@@ -9335,14 +9335,30 @@ export interface components {
         /** @description Matches unless `validate_schema` is null (`true`) or not null (`false`). */
         "ListFilter.validate_schema__not_is_null": components["schemas"]["ListFilterBoolean"];
         /**
+         * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+         *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+         *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+         *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+         *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+         *     query language is unchanged: all filters, these and those sent directly, combine with AND
+         *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+         *     a generated client sends the filters no list can declare as parameters of their own
+         *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+         *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+         *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+         */
+        ListFilterExpressions: string[];
+        /**
          * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
          *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
          *     all filters combine with AND, at most 64. See the list query language in the API description.
          *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-         *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-         *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-         *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-         *     `filters[name__startswith]` or a JSON text (both 400).
+         *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+         *     `related.*` object filters) go through the repeatable `filter` parameter
+         *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+         *     options. This free-form object stays for clients that already use it; its members go on the
+         *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+         *     a JSON text (both 400).
          */
         ListFilters: {
             [key: string]: string | string[];
@@ -10273,14 +10289,30 @@ export interface operations {
                 /** @description `description` starts with the value. */
                 description__startswith?: components["parameters"]["ListFilter.description__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -11304,14 +11336,30 @@ export interface operations {
                 /** @description `entity_type` starts with the value. */
                 entity_type__startswith?: components["parameters"]["ListFilter.entity_type__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -11593,14 +11641,30 @@ export interface operations {
                 /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
                 cursor?: components["parameters"]["Cursor"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description Whether to return X-Total-Count (default true). */
@@ -11992,14 +12056,30 @@ export interface operations {
                 /** @description Matches unless `enabled` is null (`true`) or not null (`false`). */
                 enabled__not_is_null?: components["parameters"]["ListFilter.enabled__not_is_null"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -12839,14 +12919,30 @@ export interface operations {
                 /** @description `entity_type` starts with the value. */
                 entity_type__startswith?: components["parameters"]["ListFilter.entity_type__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -13166,14 +13262,30 @@ export interface operations {
                 /** @description `description` starts with the value. */
                 description__startswith?: components["parameters"]["ListFilter.description__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /**
@@ -13604,14 +13716,30 @@ export interface operations {
                 /** @description `description` starts with the value. */
                 description__startswith?: components["parameters"]["ListFilter.description__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -14377,14 +14505,30 @@ export interface operations {
                 /** @description `description` starts with the value. */
                 description__startswith?: components["parameters"]["ListFilter.description__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /**
@@ -14815,14 +14959,30 @@ export interface operations {
                 /** @description `description` starts with the value. */
                 description__startswith?: components["parameters"]["ListFilter.description__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -15394,14 +15554,30 @@ export interface operations {
                 /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
                 cursor?: components["parameters"]["Cursor"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description Whether to return X-Total-Count (default true). */
@@ -15828,14 +16004,30 @@ export interface operations {
                 /** @description `description` starts with the value. */
                 description__startswith?: components["parameters"]["ListFilter.description__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -16408,14 +16600,30 @@ export interface operations {
                 /** @description `description` starts with the value. */
                 description__startswith?: components["parameters"]["ListFilter.description__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -16700,14 +16908,30 @@ export interface operations {
                 /** @description Matches unless `enabled` is null (`true`) or not null (`false`). */
                 enabled__not_is_null?: components["parameters"]["ListFilter.enabled__not_is_null"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -17481,14 +17705,30 @@ export interface operations {
                 /** @description `entity_type` starts with the value. */
                 entity_type__startswith?: components["parameters"]["ListFilter.entity_type__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -18340,14 +18580,30 @@ export interface operations {
                 /** @description `event_id` starts with the value. */
                 event_id__startswith?: components["parameters"]["ListFilter.event_id__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -18855,14 +19111,30 @@ export interface operations {
                 /** @description Matches unless `enabled` is null (`true`) or not null (`false`). */
                 enabled__not_is_null?: components["parameters"]["ListFilter.enabled__not_is_null"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -19725,14 +19997,30 @@ export interface operations {
                 /** @description `entity_type` starts with the value. */
                 entity_type__startswith?: components["parameters"]["ListFilter.entity_type__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -20125,14 +20413,30 @@ export interface operations {
                 /** @description `description` starts with the value. */
                 description__startswith?: components["parameters"]["ListFilter.description__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -20906,14 +21210,30 @@ export interface operations {
                 /** @description `entity_type` starts with the value. */
                 entity_type__startswith?: components["parameters"]["ListFilter.entity_type__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -21541,14 +21861,30 @@ export interface operations {
                 /** @description `external_key` starts with the value. */
                 external_key__startswith?: components["parameters"]["ListFilter.external_key__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -22406,14 +22742,30 @@ export interface operations {
                 /** @description `entity_type` starts with the value. */
                 entity_type__startswith?: components["parameters"]["ListFilter.entity_type__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -22914,14 +23266,30 @@ export interface operations {
                 /** @description Matches unless `enabled` is null (`true`) or not null (`false`). */
                 enabled__not_is_null?: components["parameters"]["ListFilter.enabled__not_is_null"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -24429,14 +24797,30 @@ export interface operations {
                 /** @description Matches unless `disabled_at` is less than or equal to the value. */
                 disabled_at__not_lte?: components["parameters"]["ListFilter.disabled_at__not_lte"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -25040,14 +25424,30 @@ export interface operations {
                 /** @description `email` starts with the value. */
                 email__startswith?: components["parameters"]["ListFilter.email__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -25907,14 +26307,30 @@ export interface operations {
                 /** @description `entity_type` starts with the value. */
                 entity_type__startswith?: components["parameters"]["ListFilter.entity_type__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -26285,14 +26701,30 @@ export interface operations {
                 /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
                 cursor?: components["parameters"]["Cursor"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `from_class_id` equals the value. */
@@ -26798,14 +27230,30 @@ export interface operations {
                 /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
                 cursor?: components["parameters"]["Cursor"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `from_object_id` equals the value. */
@@ -27295,14 +27743,30 @@ export interface operations {
                 /** @description `description` starts with the value. */
                 description__startswith?: components["parameters"]["ListFilter.description__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -28079,14 +28543,30 @@ export interface operations {
                 /** @description `entity_type` starts with the value. */
                 entity_type__startswith?: components["parameters"]["ListFilter.entity_type__startswith"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -28753,14 +29233,30 @@ export interface operations {
                 /** @description Matches unless `enabled` is null (`true`) or not null (`false`). */
                 enabled__not_is_null?: components["parameters"]["ListFilter.enabled__not_is_null"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `id` equals the value. */
@@ -29194,14 +29690,30 @@ export interface operations {
                 /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
                 cursor?: components["parameters"]["Cursor"];
                 /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
                  * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
                  *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
                  *     all filters combine with AND, at most 64. See the list query language in the API description.
                  *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
-                 *     `id__gt`, ...): send those. This free-form object stays for the filters that cannot be
-                 *     enumerated (`computed.*` and `related.*` object filters) and for clients that already use
-                 *     it; its members go on the query string as they are (`?name__startswith=web`), never as
-                 *     `filters[name__startswith]` or a JSON text (both 400).
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
                  */
                 filters?: components["parameters"]["ListFilters"];
                 /** @description `finished_at` equals the value. */
