@@ -6,6 +6,7 @@ import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { EventRow } from '../domain/audit.ts';
 import type { ResponseBody } from '../domain/wire.ts';
+import type { SinkKind } from '../domain/event-subscriptions.ts';
 
 export type DeliveryStatus = 'pending' | 'in_flight' | 'succeeded' | 'failed' | 'dead';
 export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'in_flight', 'succeeded', 'failed', 'dead'];
@@ -371,13 +372,13 @@ export async function deliveryFigures(db: Db): Promise<BacklogFigures> {
 export interface SinkFigures extends BacklogFigures {
   sink_id: number;
   name: string;
-  kind: string;
+  kind: SinkKind;
   enabled: boolean;
   subscriptions: number;
 }
 
 export async function sinkFigures(db: Db): Promise<SinkFigures[]> {
-  const rows = await db<(FigureRow & { sink_id: number; name: string; kind: string; enabled: boolean; subscriptions: number })[]>`
+  const rows = await db<(FigureRow & { sink_id: number; name: string; kind: SinkKind; enabled: boolean; subscriptions: number })[]>`
     select k.id as sink_id, k.name, k.kind, k.enabled,
       (select count(*)::int from event_subscriptions x where x.sink_id = k.id) as subscriptions,
       f.*

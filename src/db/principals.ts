@@ -1,5 +1,6 @@
 import type { Db } from './sql.ts';
 import type { PrincipalKind } from '../domain/principals.ts';
+import type { Permission } from '../domain/authz.ts';
 
 export interface LoginCandidate {
   id: number;
@@ -40,7 +41,7 @@ export interface PrincipalPermissionRow {
   group_name: string;
   group_identity_scope: string;
   collection_id: number;
-  permission: string;
+  permission: Permission;
 }
 
 /** Direct collection permission rows the principal holds through its groups, by group, collection, permission. */

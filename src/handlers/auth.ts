@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/contract.ts';
+import type { TypedHandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
 import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { isUnscopedAdmin } from '../domain/authz.ts';
@@ -70,7 +70,7 @@ export const authHandlers = {
       );
       return t;
     });
-    return { status: 200, body: { token: raw, expires_at: token.expires_at }, headers: { 'cache-control': 'no-store' } };
+    return { status: 200, body: { token: raw, expires_at: token.expires_at ?? expiresAt }, headers: { 'cache-control': 'no-store' } };
   },
 
   validateToken: async () => ({ status: 200, body: { message: 'token is valid' } }),
@@ -123,4 +123,4 @@ export const authHandlers = {
     status: 200,
     body: { providers: ['local', ...ctx.deps.config.ldapProviders.map((p) => p.scope)] },
   }),
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

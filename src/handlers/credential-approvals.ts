@@ -1,4 +1,4 @@
-import type { HandlerMap, Ctx } from '../http/contract.ts';
+import type { TypedHandlerMap, Ctx } from '../http/contract.ts';
 import { ApiError, conflict, notFound } from '../domain/errors.ts';
 import { requireHumanUnscoped, authorizeTokenOwner, approverOf } from './gates.ts';
 import { findApproval, findUserPasswordHash, insertApproval, userExists, type ApprovalRow } from '../db/approvals.ts';
@@ -9,6 +9,7 @@ import { verifyPassword } from '../domain/passwords.ts';
 import { newRawToken } from '../domain/token-secret.ts';
 import { loginLimiter, underLoginLimit } from '../services/login-limiter.ts';
 import { assertMintable, validateScope } from '../mutations/tokens.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 /**
  * Checks that the approved operation can run (ids exist, the caller may do it, its body is valid)
@@ -43,7 +44,7 @@ async function precheck(ctx: Ctx, op: ApprovalOperation): Promise<Date | null> {
   }
 }
 
-function recordWire(raw: string, r: ApprovalRow, now = Date.now()): Record<string, unknown> {
+function recordWire(raw: string, r: ApprovalRow, now = Date.now()): ResponseBody<'getCredentialApproval', 200> {
   return {
     id: raw,
     kind: r.kind,
@@ -89,4 +90,4 @@ export const credentialApprovalsHandlers = {
     if (!row) throw notFound('credential approval');
     return { status: 200, body: recordWire(raw, row), headers: { 'cache-control': 'no-store' } };
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/contract.ts';
+import type { TypedHandlerMap } from '../http/contract.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
 import { requireUnscopedAdmin } from './gates.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../domain/list-query.ts';
@@ -8,6 +8,13 @@ import { loginLimiter } from '../services/login-limiter.ts';
 
 const TASK_STATUSES = ['queued', 'validating', 'running', 'succeeded', 'failed', 'partially_succeeded', 'cancelled'] as const;
 const TASK_KINDS = ['import', 'export', 'remote_call', 'backup', 'restore'] as const;
+
+/** One count per key, every key present (the figures of GET /api/v1/meta/tasks). */
+function perKey<K extends string>(keys: readonly K[], count: (k: K) => number): Record<K, number> {
+  const out = {} as Record<K, number>;
+  for (const k of keys) out[k] = count(k);
+  return out;
+}
 
 export const metaHandlers = {
   getMetaDb: async (_input, ctx) => {
@@ -77,9 +84,9 @@ export const metaHandlers = {
   getMetaTasks: async (_input, ctx) => {
     requireUnscopedAdmin(ctx);
     const f = await taskQueueFigures(ctx.deps.sql);
-    const byStatus = Object.fromEntries(TASK_STATUSES.map((s) => [s, f.by_status.find((r) => r.status === s)?.n ?? 0]));
-    const byKind = Object.fromEntries(TASK_KINDS.map((k) => [k, f.by_kind.find((r) => r.kind === k)?.n ?? 0]));
-    const activeByKind = Object.fromEntries(TASK_KINDS.map((k) => [k, f.by_kind.find((r) => r.kind === k)?.active ?? 0]));
+    const byStatus = perKey(TASK_STATUSES, (s) => f.by_status.find((r) => r.status === s)?.n ?? 0);
+    const byKind = perKey(TASK_KINDS, (k) => f.by_kind.find((r) => r.kind === k)?.n ?? 0);
+    const activeByKind = perKey(TASK_KINDS, (k) => f.by_kind.find((r) => r.kind === k)?.active ?? 0);
     const cfg = ctx.deps.config;
     return {
       status: 200,
@@ -109,4 +116,4 @@ export const metaHandlers = {
       pagination: { default_page_limit: DEFAULT_LIMIT, max_page_limit: MAX_LIMIT },
     },
   }),
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/contract.ts';
+import type { TypedHandlerMap } from '../http/contract.ts';
 import type { Ctx } from '../http/contract.ts';
 import { requireHumanUnscoped } from './gates.ts';
 import { forbidden, notFound } from '../domain/errors.ts';
@@ -6,6 +6,7 @@ import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
 import { findPrincipalAccess, principalPermissionRows, type PrincipalAccess } from '../db/principals.ts';
 import { groupView, listPrincipalGroups, PRINCIPAL_GROUP_LIST } from '../db/groups.ts';
+import type { Permission } from '../domain/authz.ts';
 
 /**
  * Gates, then existence (404), then: a human principal is readable by itself or an admin; a
@@ -38,7 +39,7 @@ export const principalsHandlers = {
     const rows = await principalPermissionRows(ctx.deps.sql, p.id);
     const byGroup = new Map<
       number,
-      { group: { id: number; name: string; identity_scope: string }; permissions: { collection_id: number; permission: string }[] }
+      { group: { id: number; name: string; identity_scope: string }; permissions: { collection_id: number; permission: Permission }[] }
     >();
     for (const r of rows) {
       let entry = byGroup.get(r.group_id);
@@ -50,4 +51,4 @@ export const principalsHandlers = {
     }
     return { status: 200, body: [...byGroup.values()] };
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

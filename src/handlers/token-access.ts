@@ -4,7 +4,7 @@ import type { Ctx } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import type { TokenRow, TokenView } from '../db/tokens.ts';
-import { mintTokenAs, revokeTokenAs, type TokenMint } from '../mutations/tokens.ts';
+import { mintTokenAs, revokeTokenAs, type MintedToken, type TokenMint } from '../mutations/tokens.ts';
 import type { ResponseBody } from '../domain/wire.ts';
 
 export function tokenWire(t: TokenView): ResponseBody<'listPrincipalTokens', 200>[number] {
@@ -30,7 +30,7 @@ export async function mintToken(
   ctx: Ctx,
   owner: { id: number; name: string },
   t: TokenMint,
-): Promise<{ raw: string; row: TokenRow }> {
+): Promise<{ raw: string; row: MintedToken }> {
   return mintTokenAs(tx, ctx.deps.tokenKey, actorOf(ctx), owner, t);
 }
 

@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/contract.ts';
+import type { TypedHandlerMap } from '../http/contract.ts';
 import { badRequest, conflict, notFound } from '../domain/errors.ts';
 import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
 import { parseListQuery, type ListSpec } from '../domain/list-query.ts';
@@ -6,10 +6,10 @@ import { runList } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { consumeApproval } from '../db/approvals.ts';
-import { getTokenOfPrincipal, tokenStateWhere, tokenViewSelect, type TokenRow, type TokenView } from '../db/tokens.ts';
+import { getTokenOfPrincipal, tokenStateWhere, tokenViewSelect, type TokenView } from '../db/tokens.ts';
 import { checkExpiry, resolveExpiry } from '../domain/token-lifetime.ts';
 import { mintToken, revokeWithEvent, tokenWire } from './token-access.ts';
-import { assertMintable, validateScope } from '../mutations/tokens.ts';
+import { assertMintable, validateScope, type MintedToken } from '../mutations/tokens.ts';
 import { authorizeTokenOwner, presentedApproval } from './gates.ts';
 
 const TOKEN_LIST: ListSpec = {
@@ -39,9 +39,9 @@ function approvedExpiry(
 }
 
 /** The reply of a mint or renewal: the raw token, once, never cached. */
-function minted(raw: string, row: TokenRow) {
+function minted(raw: string, row: MintedToken) {
   return {
-    status: 201,
+    status: 201 as const,
     body: { token: raw, expires_at: row.expires_at },
     headers: {
       location: `/api/v1/iam/principals/${row.principal_id}/tokens/${row.id}`,
@@ -132,4 +132,4 @@ export const tokensHandlers = {
     });
     return { status: 204 };
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

@@ -33,6 +33,9 @@ export async function validateScope(db: Db, scope: unknown): Promise<TokenScopeV
   return s;
 }
 
+/** A token as minted: unlike legacy rows, it always has an expiry. */
+export type MintedToken = TokenRow & { expires_at: Date };
+
 export interface TokenMint {
   name: string | null;
   description: string | null;
@@ -48,7 +51,7 @@ export async function mintTokenAs(
   actor: Actor,
   owner: { id: number; name: string },
   t: TokenMint,
-): Promise<{ raw: string; row: TokenRow }> {
+): Promise<{ raw: string; row: MintedToken }> {
   const raw = newRawToken();
   const row = await insertToken(tx, {
     principalId: owner.id,
@@ -70,7 +73,8 @@ export async function mintTokenAs(
     afterRevision: row.revision,
     metadata: { principal_id: owner.id, ...(renewed ? { renewed_from_token_id: t.renewedFrom } : {}) },
   });
-  return { raw, row };
+  // insertToken stored t.expiresAt: a minted token always expires (only legacy rows have no expiry)
+  return { raw, row: { ...row, expires_at: row.expires_at ?? t.expiresAt } };
 }
 
 /** Soft-revokes a (locked) token and appends `token.revoked`; false when it was revoked already. */
