@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/contract.ts';
+import type { TypedHandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -22,7 +22,7 @@ import { createCollection, deleteCollection, moveCollection, updateCollection } 
 
 const KIND = 'collection';
 
-function ok(status: number, row: CollectionRow, extra: Record<string, string> = {}) {
+function ok<S extends number>(status: S, row: CollectionRow, extra: Record<string, string> = {}) {
   return { status, body: collectionView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
 }
 
@@ -93,4 +93,4 @@ export const collectionsHandlers = {
     const page = await listAncestorRows(db, id, parsed, [collectionWhere(db, auth, 'ReadCollection')]);
     return listReply(page, page.rows.map(collectionView));
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

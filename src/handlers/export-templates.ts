@@ -20,7 +20,7 @@ import { createExportTemplate, deleteExportTemplate, updateExportTemplate } from
 
 const KIND = 'export_template';
 
-function ok(status: number, row: ExportTemplateRow, extra: Record<string, string> = {}) {
+function ok<S extends number>(status: S, row: ExportTemplateRow, extra: Record<string, string> = {}) {
   return { status, body: exportTemplateView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
 }
 

@@ -1,4 +1,4 @@
-import type { Ctx, HandlerMap } from '../http/contract.ts';
+import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -51,11 +51,11 @@ import {
   requireObjectRelationPermission,
 } from '../mutations/relations.ts';
 
-function classRelationReply(status: number, row: ClassRelationRow, extra: Record<string, string> = {}) {
+function classRelationReply<S extends number>(status: S, row: ClassRelationRow, extra: Record<string, string> = {}) {
   return { status, body: classRelationView(row), headers: { ...etagHeader(CLASS_RELATION_KIND, row.id, row.revision), ...extra } };
 }
 
-function objectRelationReply(status: number, row: ObjectRelationRow, extra: Record<string, string> = {}) {
+function objectRelationReply<S extends number>(status: S, row: ObjectRelationRow, extra: Record<string, string> = {}) {
   return { status, body: objectRelationView(row), headers: { ...etagHeader(OBJECT_RELATION_KIND, row.id, row.revision), ...extra } };
 }
 
@@ -235,4 +235,4 @@ export const relationsHandlers = {
     await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteObjectRelation(m, input.params.relation_id, input.headers['if-match']));
     return { status: 204 };
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/contract.ts';
+import type { TypedHandlerMap } from '../http/contract.ts';
 import { actorOf, authOf, callerOf } from '../http/contract.ts';
 import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -26,7 +26,7 @@ import { createRemoteTarget, deleteRemoteTarget, updateRemoteTarget, type Remote
 
 const KIND = 'remote_target';
 
-function ok(status: number, row: RemoteTargetRow, extra: Record<string, string> = {}) {
+function ok<S extends number>(status: S, row: RemoteTargetRow, extra: Record<string, string> = {}) {
   return { status, body: remoteTargetView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
 }
 
@@ -129,4 +129,4 @@ export const remoteTargetsHandlers = {
     });
     return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

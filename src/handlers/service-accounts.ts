@@ -1,4 +1,4 @@
-import type { HandlerMap } from '../http/contract.ts';
+import type { TypedHandlerMap } from '../http/contract.ts';
 import { callerOf } from '../http/contract.ts';
 import { requireHumanUnscoped } from './gates.ts';
 import { notFound } from '../domain/errors.ts';
@@ -23,7 +23,7 @@ import {
 
 const LOCAL_SCOPE = 'local';
 
-const reply = (status: number, row: ServiceAccountRow) => ({
+const reply = <S extends number>(status: S, row: ServiceAccountRow) => ({
   status,
   body: serviceAccountView(row),
   headers: etagHeader('service_account', row.id, row.revision),
@@ -82,4 +82,4 @@ export const serviceAccountsHandlers = {
     await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteServiceAccount(m, input.params.id, input.headers['if-match']));
     return { status: 204 };
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;
