@@ -137,7 +137,7 @@ describe('the SDK against a running server', () => {
     expect(names).toEqual(['web-4', 'web-3', 'web-2', 'web-1', 'web-0']);
   });
 
-  it('sends every kind of filter: declared parameters, repeated values, JSON paths and the free-form object', async () => {
+  it('sends every kind of filter: declared parameters, repeated values, JSON paths, the free-form object and `filter`', async () => {
     const list = async (query: NonNullable<NonNullable<Parameters<typeof sdk.call<'listObjects'>>[1]>['params']>['query']) =>
       (
         await collect(sdk.paginate('listObjects', { params: { path: { class_id: serverClass.id }, query: { ...query, sort: 'name' } } }))
@@ -146,6 +146,9 @@ describe('the SDK against a running server', () => {
     expect(await list({ name__not_equals: ['web-0', 'web-1', 'web-2'], name__startswith: 'web' })).toEqual(['web-3', 'web-4']);
     expect(await list({ json_data__equals: 'rack=r2' })).toEqual(['db-5', 'web-1', 'web-3']);
     expect(await list({ filters: { name__endswith: '-6' } })).toEqual(['db-6']);
+    // The repeatable `filter` parameter (`<filter name>=<value>` each), paged with it kept on every request.
+    expect(await list({ filter: ['name__endswith=-6'] })).toEqual(['db-6']);
+    expect(await list({ filter: ['json_data__equals=rack=r2', 'name__startswith=web'], limit: 1 })).toEqual(['web-1', 'web-3']);
   });
 
   it('pages a structured search through `next`', async () => {

@@ -59,8 +59,13 @@ export async function workflow(input: WorkflowInput): Promise<Observed> {
     jsonPath: await names({ json_data__equals: 'rack=r2' }),
   };
 
-  // The free-form object for filters that cannot be declared: hey-api sends its members as they are.
-  const relatedFilter = await names({ filters: { 'related.r.class.id': String(rackClass.id) } });
+  // Filters through the repeatable string parameter `filter` (`<filter name>=<value>` each, as the
+  // filter would be sent on its own): the way to send the filters no list declares (related.*,
+  // computed.*), with the client's default options.
+  const viaFilter = {
+    jsonPath: await names({ filter: ['json_data__equals=rack=r2'] }),
+    related: await names({ filter: [`related.r.class.id=${rackClass.id}`, 'json_data__equals=rack=r1'] }),
+  };
 
   const searchNames: string[] = [];
   let searchPages = 0;
@@ -102,7 +107,7 @@ export async function workflow(input: WorkflowInput): Promise<Observed> {
     pagedNames,
     pageSizes,
     filtered,
-    relatedFilter,
+    viaFilter,
     searchNames,
     searchPages,
     eventEntityIds,

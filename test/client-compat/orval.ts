@@ -63,6 +63,14 @@ export async function workflow(input: WorkflowInput): Promise<Observed> {
     jsonPath: await names({ json_data__equals: 'rack=r2' }),
   };
 
+  // Filters through the repeatable string parameter `filter` (`<filter name>=<value>` each, as the
+  // filter would be sent on its own): the way to send the filters no list declares (related.*,
+  // computed.*), with the client's default options.
+  const viaFilter = {
+    jsonPath: await names({ filter: ['json_data__equals=rack=r2'] }),
+    related: await names({ filter: [`related.r.class.id=${rackClass.id}`, 'json_data__equals=rack=r1'] }),
+  };
+
   const searchNames: string[] = [];
   let searchPages = 0;
   const search: StructuredSearchRequest = {
@@ -100,9 +108,7 @@ export async function workflow(input: WorkflowInput): Promise<Observed> {
     pagedNames,
     pageSizes,
     filtered,
-    // orval sends an object-valued query parameter as String(value) (`filters=[object Object]`):
-    // its clients cannot send the free-form filters (computed.*, related.*) without a custom mutator.
-    relatedFilter: null,
+    viaFilter,
     searchNames,
     searchPages,
     eventEntityIds,

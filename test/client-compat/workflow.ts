@@ -37,10 +37,11 @@ export interface Observed {
   /** Names (sorted by name) for `name__in=web-1,db-6`, repeated `name__not_equals` with `name__startswith=web`, `json_data__equals=rack=r2`. */
   filtered: { in: string[]; notEquals: string[]; jsonPath: string[] };
   /**
-   * Names of the Servers related to a Rack, through the free-form `filters` object
-   * (`related.r.class.id=<Rack class id>`); null for a client that cannot send it.
+   * Names (sorted by name) through the repeatable `filter` parameter: `json_data__equals=rack=r2`
+   * (as `filtered.jsonPath` sent directly), and the Servers related to the Rack on rack r1
+   * (`related.r.class.id=<Rack class id>` and `json_data__equals=rack=r1`).
    */
-  relatedFilter: string[] | null;
+  viaFilter: { jsonPath: string[]; related: string[] };
   /** Structured search (json_data rack = r1, sorted by name, limit 1) followed through `next`: names and page count. */
   searchNames: string[];
   searchPages: number;
