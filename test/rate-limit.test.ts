@@ -10,10 +10,15 @@ import { RedisLoginLimiter } from '../src/services/login-limiter-redis.ts';
 const REDIS_URL = process.env.SVC_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const cfg: LimiterConfig = DEFAULT_LIMITER_CONFIG;
 
-/** A random address in 10/8 and, for subnet tests, a random /24 inside it. */
+/**
+ * A fresh /24 in 10/8 for every call (a random start, then the next network: tests of one limiter
+ * never share a network, however many they draw; concurrent runs on one Redis start apart), and an
+ * address inside it.
+ */
+let netSeq = randomBytes(2).readUInt16BE(0);
 function randomNet(): string {
-  const b = randomBytes(2);
-  return `10.${b[0]}.${b[1]}`;
+  netSeq = (netSeq + 1) % 65_536;
+  return `10.${netSeq >> 8}.${netSeq & 255}`;
 }
 function randomIp(): string {
   return `${randomNet()}.${(randomBytes(1)[0]! % 250) + 1}`;
