@@ -1,4 +1,4 @@
-import type { Ctx, HandlerMap, Reply } from '../http/contract.ts';
+import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import type { AuthInfo } from '../http/auth.ts';
 import { badRequest, forbidden, notFound } from '../domain/errors.ts';
@@ -20,7 +20,7 @@ import { createComputedField, deleteComputedField, updateComputedField } from '.
 
 const KIND = 'computed_field';
 
-function fieldReply(row: ComputedFieldRow, status = 200, extra: Record<string, string> = {}): Reply {
+function fieldReply<S extends number>(row: ComputedFieldRow, status: S, extra: Record<string, string> = {}) {
   return { status, body: computedFieldView(row), headers: { ...extra, ...etagHeader(KIND, row.id, row.revision) } };
 }
 
@@ -53,7 +53,7 @@ export const computedFieldsHandlers = {
     await requireClassPermission(ctx.deps.sql, authOf(ctx), input.params.class_id, 'ReadClass');
     const row = await findField(ctx.deps.sql, input.params.field_id);
     if (!row || row.class_id !== input.params.class_id || row.visibility !== 'shared') throw notFound('computed field');
-    return fieldReply(row);
+    return fieldReply(row, 200);
   },
 
   updateClassComputedField: async (input, ctx) => {
@@ -61,7 +61,7 @@ export const computedFieldsHandlers = {
     const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) =>
       updateComputedField(m, fieldId, { visibility: 'shared', classId }, input.body, input.headers['if-match']),
     );
-    return fieldReply(row);
+    return fieldReply(row, 200);
   },
 
   deleteClassComputedField: async (input, ctx) => {
@@ -90,7 +90,7 @@ export const computedFieldsHandlers = {
     const auth = requireHuman(ctx);
     const row = await findField(ctx.deps.sql, input.params.field_id);
     if (!row || row.visibility !== 'personal' || row.owner_user_id !== auth.principal.id) throw notFound('computed field');
-    return fieldReply(row);
+    return fieldReply(row, 200);
   },
 
   updateMyComputedField: async (input, ctx) => {
@@ -98,7 +98,7 @@ export const computedFieldsHandlers = {
     const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) =>
       updateComputedField(m, input.params.field_id, { visibility: 'personal' }, input.body, input.headers['if-match']),
     );
-    return fieldReply(row);
+    return fieldReply(row, 200);
   },
 
   deleteMyComputedField: async (input, ctx) => {
@@ -108,4 +108,4 @@ export const computedFieldsHandlers = {
     );
     return { status: 204 };
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

@@ -1,4 +1,4 @@
-import type { Ctx, HandlerMap } from '../http/contract.ts';
+import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -23,7 +23,7 @@ import {
 
 const KIND = 'event_subscription';
 
-function ok(status: number, row: EventSubscriptionRow, extra: Record<string, string> = {}) {
+function ok<S extends number>(status: S, row: EventSubscriptionRow, extra: Record<string, string> = {}) {
   return { status, body: eventSubscriptionView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
 }
 
@@ -63,7 +63,7 @@ async function update(ctx: Ctx, scope: SubscriptionScope, id: number, headers: R
 
 async function remove(ctx: Ctx, scope: SubscriptionScope, id: number, headers: Record<string, string>) {
   await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteEventSubscription(m, scope, id, headers['if-match']));
-  return { status: 204 };
+  return { status: 204 as const };
 }
 
 type NewBody = Parameters<typeof subscriptionFromNew>[1];
@@ -81,4 +81,4 @@ export const eventSubscriptionsHandlers = {
   updateSystemEventSubscription: (input, ctx) =>
     update(ctx, null, input.params.subscription_id, input.headers, input.body as SubscriptionPatch),
   deleteSystemEventSubscription: (input, ctx) => remove(ctx, null, input.params.subscription_id, input.headers),
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

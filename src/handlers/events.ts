@@ -1,4 +1,4 @@
-import type { Ctx, HandlerMap, Reply } from '../http/contract.ts';
+import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
 import { authOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { requireUnscopedAdmin } from './gates.ts';
@@ -22,11 +22,7 @@ import { WRAPPER_ENTITY_TYPES, applyTimeWindow } from '../domain/audit.ts';
 import { findExportTemplateRef } from '../db/export-templates.ts';
 
 /** The audit list with the caller's visibility, the query's filters and a wrapper's fixed conditions. */
-async function eventPage(
-  query: Record<string, unknown>,
-  ctx: Ctx,
-  fixed: (db: Ctx['deps']['sql']) => Fragment[] = () => [],
-): Promise<Reply> {
+async function eventPage(query: Record<string, unknown>, ctx: Ctx, fixed: (db: Ctx['deps']['sql']) => Fragment[] = () => []) {
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
   const parsed = applyTimeWindow(parseListQuery(query, EVENT_LIST_SPEC));
@@ -88,4 +84,4 @@ export const eventsHandlers = {
     await requireCollectionPermission(ctx.deps.sql, authOf(ctx), tpl.collection_id, 'ReadAudit');
     return eventPage(input.query, ctx, (db) => [entityIs(db, ['export_template'], id)]);
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;
