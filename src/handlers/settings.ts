@@ -1,4 +1,4 @@
-import type { HandlerMap, Reply } from '../http/contract.ts';
+import type { TypedHandlerMap } from '../http/contract.ts';
 import { actorOf, authOf, type Ctx } from '../http/contract.ts';
 import { isUnscopedAdmin } from '../domain/authz.ts';
 import { ApiError, notFound } from '../domain/errors.ts';
@@ -26,9 +26,9 @@ function targetOf(ctx: Ctx, pathId: number | null): number {
   throw settingsNotFound();
 }
 
-function reply(row: SettingsRow): Reply {
+function reply(row: SettingsRow) {
   return {
-    status: 200,
+    status: 200 as const,
     body: { revision: row.settings_revision, settings: row.settings },
     headers: etagHeader('settings', row.id, row.settings_revision),
   };
@@ -40,7 +40,7 @@ function toApiError(err: unknown): unknown {
   return new ApiError(err.errorKind, err.message, { reason: err.kind });
 }
 
-async function getSettings(ctx: Ctx, pathId: number | null): Promise<Reply> {
+async function getSettings(ctx: Ctx, pathId: number | null) {
   const row = await findSettings(ctx.deps.sql, targetOf(ctx, pathId));
   if (!row) throw settingsNotFound();
   return reply(row);
@@ -56,7 +56,7 @@ async function mutateSettings(
   headers: Record<string, string>,
   operation: Operation,
   compute: (current: Record<string, unknown>) => Record<string, unknown>,
-): Promise<Reply> {
+) {
   const id = targetOf(ctx, pathId);
   parseIfMatch(headers['if-match']);
   const row = await withTx(ctx.deps.sql, async (tx) => {
@@ -88,7 +88,7 @@ async function mutateSettings(
   return reply(row);
 }
 
-function replaceSettings(ctx: Ctx, pathId: number | null, input: { body: unknown; headers: Record<string, string> }): Promise<Reply> {
+function replaceSettings(ctx: Ctx, pathId: number | null, input: { body: unknown; headers: Record<string, string> }) {
   let doc: Record<string, unknown>;
   try {
     doc = checkSettingsDocument(input.body);
@@ -98,16 +98,12 @@ function replaceSettings(ctx: Ctx, pathId: number | null, input: { body: unknown
   return mutateSettings(ctx, pathId, input.headers, 'replace', () => doc);
 }
 
-function patchSettingsFor(
-  ctx: Ctx,
-  pathId: number | null,
-  input: { body: unknown; headers: Record<string, string>; contentType: string },
-): Promise<Reply> {
+function patchSettingsFor(ctx: Ctx, pathId: number | null, input: { body: unknown; headers: Record<string, string>; contentType: string }) {
   const operation: Operation = input.contentType === JSON_PATCH_MEDIA_TYPE ? 'json_patch' : 'merge_patch';
   return mutateSettings(ctx, pathId, input.headers, operation, (current) => patchSettings(current, input.contentType, input.body));
 }
 
-function resetSettings(ctx: Ctx, pathId: number | null, headers: Record<string, string>): Promise<Reply> {
+function resetSettings(ctx: Ctx, pathId: number | null, headers: Record<string, string>) {
   return mutateSettings(ctx, pathId, headers, 'reset', () => ({}));
 }
 
@@ -120,4 +116,4 @@ export const settingsHandlers = {
   replacePrincipalSettings: async (input, ctx) => replaceSettings(ctx, input.params.principal_id, input),
   resetPrincipalSettings: async (input, ctx) => resetSettings(ctx, input.params.principal_id, input.headers),
   patchPrincipalSettings: async (input, ctx) => patchSettingsFor(ctx, input.params.principal_id, input),
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;
