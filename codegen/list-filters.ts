@@ -83,6 +83,13 @@ export const LIST_FILTER_OPERATIONS: Record<string, ListOperation> = {
   listRemoteTargetEvents: EVENTS,
   listObjectHistory: { spec: HISTORY_LIST_SPEC },
   listObjectHistoryByName: { spec: HISTORY_LIST_SPEC },
+  listCollectionHistory: { spec: HISTORY_LIST_SPEC },
+  listClassHistory: { spec: HISTORY_LIST_SPEC },
+  listClassHistoryByName: { spec: HISTORY_LIST_SPEC },
+  listClassRelationHistory: { spec: HISTORY_LIST_SPEC },
+  listObjectRelationHistory: { spec: HISTORY_LIST_SPEC },
+  listExportTemplateHistory: { spec: HISTORY_LIST_SPEC },
+  listRemoteTargetHistory: { spec: HISTORY_LIST_SPEC },
 };
 
 const esc = (s: string) => s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');

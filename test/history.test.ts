@@ -201,3 +201,81 @@ describe('listObjectHistory and getObjectAsOf (and by name)', () => {
     expect((await t.request('GET', `/api/v1/classes/by-name/${cls.name}/objects/by-name/${o.name}/history`)).status).toBe(404);
   });
 });
+
+describe('the history of collections, classes, relations, export templates and remote targets', () => {
+  it('list and as-of for each kind (200, 403 for a reader of neither version, 404 unknown, 400 bad instant); relations judged by their ends then', async () => {
+    const c1 = await collection(t);
+    const c2 = await collection(t);
+    const a = await createClass(t, c1);
+    const b = await createClass(t, c1);
+    const oa = await createObject(t, a.id, {});
+    const ob = await createObject(t, b.id, {});
+    const cr = await t.request('POST', '/api/v1/relations/classes', { body: { from_class_id: a.id, to_class_id: b.id } });
+    expect(cr.status, cr.text).toBe(201);
+    const crId = (cr.body as { id: number }).id;
+    const or = await t.request('POST', '/api/v1/relations/objects', {
+      body: { class_relation_id: crId, from_object_id: oa.id, to_object_id: ob.id },
+    });
+    expect(or.status, or.text).toBe(201);
+    const tpl = await t.request('POST', '/api/v1/export-templates', { body: { collection_id: c1, name: uniq('tpl'), template: 'x' } });
+    expect(tpl.status, tpl.text).toBe(201);
+    const rt = await t.request('POST', '/api/v1/remote-targets', {
+      body: {
+        collection_id: c1,
+        name: uniq('rt'),
+        description: 'a target',
+        method: 'post',
+        url_template: 'https://hooks.example.com/x',
+        allowed_subject_types: ['collection'],
+      },
+    });
+    expect(rt.status, rt.text).toBe(201);
+    await sleep(3);
+    expect((await t.request('PATCH', `/api/v1/classes/${a.id}`, { body: { description: 'changed' } })).status).toBe(200);
+
+    const reader = await principalWith(t, [
+      [c1, ['ReadCollection', 'ReadClass', 'ReadObject', 'ReadClassRelation', 'ReadObjectRelation', 'ReadTemplate', 'ReadRemoteTarget']],
+    ]);
+    const outsider = await principalWith(t, [
+      [c2, ['ReadCollection', 'ReadClass', 'ReadClassRelation', 'ReadObjectRelation', 'ReadTemplate']],
+    ]);
+    const bases = [
+      `/api/v1/collections/${c1}/history`,
+      `/api/v1/classes/${a.id}/history`,
+      `/api/v1/classes/by-name/${a.name}/history`,
+      `/api/v1/relations/classes/${crId}/history`,
+      `/api/v1/relations/objects/${(or.body as { id: number }).id}/history`,
+      `/api/v1/export-templates/${(tpl.body as { id: number }).id}/history`,
+      `/api/v1/remote-targets/${(rt.body as { id: number }).id}/history`,
+    ];
+    for (const base of bases) {
+      const list = await t.request('GET', base, { token: reader.token });
+      expect(list.status, `${base}: ${list.text}`).toBe(200);
+      const versions = list.body as WireVersion[];
+      expect(versions.at(-1)!.operation, base).toBe('insert');
+      const at = versions.at(-1)!.valid_from;
+      const asOf = await t.request('GET', `${base}/as-of`, { token: reader.token, query: { at } });
+      expect(asOf.status, base).toBe(200);
+      expect(asOf.body, base).toEqual(versions.at(-1));
+      expect((await t.request('GET', base, { token: outsider.token })).status, base).toBe(403);
+      expect((await t.request('GET', `${base}/as-of`, { token: outsider.token, query: { at } })).status, base).toBe(403);
+      expect((await t.request('GET', `${base}/as-of`, { query: { at: '2001-01-01T00:00:00Z' } })).status, base).toBe(404);
+      expect((await t.request('GET', `${base}/as-of`, { query: { at: 'x' } })).status, base).toBe(400);
+    }
+    const classVersions = (await t.request('GET', `/api/v1/classes/${a.id}/history`)).body as WireVersion[];
+    expect(classVersions.map((v) => [v.revision, v.operation])).toEqual([
+      [2, 'update'],
+      [1, 'insert'],
+    ]);
+    for (const missing of [
+      '/api/v1/collections/2000000000/history',
+      '/api/v1/relations/classes/2000000000/history',
+      '/api/v1/relations/objects/2000000000/history',
+      '/api/v1/export-templates/2000000000/history',
+      '/api/v1/remote-targets/2000000000/history',
+      `/api/v1/classes/by-name/${uniq('none')}/history`,
+    ]) {
+      expect((await t.request('GET', missing)).status, missing).toBe(404);
+    }
+  });
+});

@@ -354,6 +354,16 @@ describe('list filters against the running app', () => {
       },
     });
     expect(rt.status, rt.text).toBe(201);
+    const cls2 = await createClass(t, col);
+    const obj2 = await createObject(t, cls2.id, {});
+    const cr = await t.request('POST', '/api/v1/relations/classes', { body: { from_class_id: cls.id, to_class_id: cls2.id } });
+    expect(cr.status, cr.text).toBe(201);
+    const crId = (cr.body as { id: number }).id;
+    const or = await t.request('POST', '/api/v1/relations/objects', {
+      body: { class_relation_id: crId, from_object_id: obj.id, to_object_id: obj2.id },
+    });
+    expect(or.status, or.text).toBe(201);
+    const orId = (or.body as { id: number }).id;
     const common = { collection_id: col, class_id: cls.id, class_name: cls.name, object_id: obj.id, object_name: obj.name };
     for (const opId of Object.keys(LIST_FILTER_OPERATIONS)) {
       pathValues[opId] = {
@@ -363,6 +373,7 @@ describe('list filters against the running app', () => {
         user_id: admin!.id,
         group_id: group!.id,
         object_class_id: cls.id,
+        relation_id: opId.includes('ObjectRelation') ? orId : crId,
       };
     }
   });

@@ -50,9 +50,14 @@ async function historyAsOf(ctx: Ctx, kind: HistoryKind, id: number, at: string, 
   return { status: 200, body: versionView(kind, v) };
 }
 
-async function objectIdOf(ctx: Ctx, className: string, objectName: string): Promise<{ classId: number; objectId: number }> {
+async function classIdOf(ctx: Ctx, className: string): Promise<number> {
   const classId = await classIdByName(ctx.deps.sql, className);
   if (classId === undefined) throw notFound('class');
+  return classId;
+}
+
+async function objectIdOf(ctx: Ctx, className: string, objectName: string): Promise<{ classId: number; objectId: number }> {
+  const classId = await classIdOf(ctx, className);
   const objectId = await objectIdByName(ctx.deps.sql, classId, objectName);
   if (objectId === undefined) throw notFound('object');
   return { classId, objectId };
@@ -69,4 +74,19 @@ export const historyHandlers = {
     const { classId, objectId } = await objectIdOf(ctx, input.params.class_name, input.params.object_name);
     return historyAsOf(ctx, 'object', objectId, input.query.at, classId);
   },
+
+  listCollectionHistory: async (input, ctx) => historyList(ctx, 'collection', input.params.collection_id, input.query),
+  getCollectionAsOf: async (input, ctx) => historyAsOf(ctx, 'collection', input.params.collection_id, input.query.at),
+  listClassHistory: async (input, ctx) => historyList(ctx, 'class', input.params.class_id, input.query),
+  getClassAsOf: async (input, ctx) => historyAsOf(ctx, 'class', input.params.class_id, input.query.at),
+  listClassHistoryByName: async (input, ctx) => historyList(ctx, 'class', await classIdOf(ctx, input.params.class_name), input.query),
+  getClassAsOfByName: async (input, ctx) => historyAsOf(ctx, 'class', await classIdOf(ctx, input.params.class_name), input.query.at),
+  listClassRelationHistory: async (input, ctx) => historyList(ctx, 'class_relation', input.params.relation_id, input.query),
+  getClassRelationAsOf: async (input, ctx) => historyAsOf(ctx, 'class_relation', input.params.relation_id, input.query.at),
+  listObjectRelationHistory: async (input, ctx) => historyList(ctx, 'object_relation', input.params.relation_id, input.query),
+  getObjectRelationAsOf: async (input, ctx) => historyAsOf(ctx, 'object_relation', input.params.relation_id, input.query.at),
+  listExportTemplateHistory: async (input, ctx) => historyList(ctx, 'export_template', input.params.template_id, input.query),
+  getExportTemplateAsOf: async (input, ctx) => historyAsOf(ctx, 'export_template', input.params.template_id, input.query.at),
+  listRemoteTargetHistory: async (input, ctx) => historyList(ctx, 'remote_target', input.params.target_id, input.query),
+  getRemoteTargetAsOf: async (input, ctx) => historyAsOf(ctx, 'remote_target', input.params.target_id, input.query.at),
 } satisfies Partial<HandlerMap>;

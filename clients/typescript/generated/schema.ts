@@ -637,7 +637,7 @@ export interface paths {
          *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
          *     Each version is authorized with the attributes stored in it (ReadObject on the collection it
          *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
-         *     versions of a deleted an object (and the tombstone, operation `delete`, that ends them) are visible
+         *     versions of an object that was deleted (and the tombstone, operation `delete`, that ends them) are visible
          *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
          *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
          *     query language.
@@ -801,6 +801,63 @@ export interface paths {
          *     visibility). Events of the class's objects are under the object events route.
          */
         get: operations["listClassEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/classes/{class_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the versions of a class
+         * @description Every version of the a class (entity history), newest first: the full representation as it
+         *     was (`data`), its revision, the operation that produced it, the interval it was current in
+         *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
+         *     Each version is authorized with the attributes stored in it (ReadClass on the collection it
+         *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
+         *     versions of a class that was deleted (and the tombstone, operation `delete`, that ends them) are visible
+         *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
+         *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
+         *     query language.
+         */
+        get: operations["listClassHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/classes/{class_id}/history/as-of": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a class as it was at an instant
+         * @description The version of the a class current at `at` (valid_from <= at < valid_to), with the same
+         *     authorization as its history: 403 when that version is not visible to the caller, 404 when
+         *     the a class did not exist then (or never existed). After a deletion the tombstone is current
+         *     (unscoped administrators only). 400 when `at` is not an RFC 3339 timestamp.
+         */
+        get: operations["getClassAsOf"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1050,6 +1107,63 @@ export interface paths {
         patch: operations["updateClassByName"];
         trace?: never;
     };
+    "/api/v1/classes/by-name/{class_name}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the versions of a class
+         * @description Every version of the a class (entity history), newest first: the full representation as it
+         *     was (`data`), its revision, the operation that produced it, the interval it was current in
+         *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
+         *     Each version is authorized with the attributes stored in it (ReadClass on the collection it
+         *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
+         *     versions of a class that was deleted (and the tombstone, operation `delete`, that ends them) are visible
+         *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
+         *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
+         *     query language.
+         */
+        get: operations["listClassHistoryByName"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/classes/by-name/{class_name}/history/as-of": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a class as it was at an instant
+         * @description The version of the a class current at `at` (valid_from <= at < valid_to), with the same
+         *     authorization as its history: 403 when that version is not visible to the caller, 404 when
+         *     the a class did not exist then (or never existed). After a deletion the tombstone is current
+         *     (unscoped administrators only). 400 when `at` is not an RFC 3339 timestamp.
+         */
+        get: operations["getClassAsOfByName"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/classes/by-name/{class_name}/object-aggregates": {
         parameters: {
             query?: never;
@@ -1162,7 +1276,7 @@ export interface paths {
          *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
          *     Each version is authorized with the attributes stored in it (ReadObject on the collection it
          *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
-         *     versions of a deleted an object (and the tombstone, operation `delete`, that ends them) are visible
+         *     versions of an object that was deleted (and the tombstone, operation `delete`, that ends them) are visible
          *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
          *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
          *     query language.
@@ -1511,6 +1625,63 @@ export interface paths {
          *     as `listEvents`.
          */
         get: operations["listCollectionEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/collections/{collection_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Collection id. */
+                collection_id: number;
+            };
+            cookie?: never;
+        };
+        /**
+         * List the versions of a collection
+         * @description Every version of the a collection (entity history), newest first: the full representation as it
+         *     was (`data`), its revision, the operation that produced it, the interval it was current in
+         *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
+         *     Each version is authorized with the attributes stored in it (ReadCollection on the collection it
+         *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
+         *     versions of a collection that was deleted (and the tombstone, operation `delete`, that ends them) are visible
+         *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
+         *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
+         *     query language.
+         */
+        get: operations["listCollectionHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/collections/{collection_id}/history/as-of": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Collection id. */
+                collection_id: number;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a collection as it was at an instant
+         * @description The version of the a collection current at `at` (valid_from <= at < valid_to), with the same
+         *     authorization as its history: 403 when that version is not visible to the caller, 404 when
+         *     the a collection did not exist then (or never existed). After a deletion the tombstone is current
+         *     (unscoped administrators only). 400 when `at` is not an RFC 3339 timestamp.
+         */
+        get: operations["getCollectionAsOf"];
         put?: never;
         post?: never;
         delete?: never;
@@ -2129,6 +2300,63 @@ export interface paths {
          *     `Idempotency-Key` and body return the same task.
          */
         post: operations["runExportTemplate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/export-templates/{template_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Export template id. */
+                template_id: number;
+            };
+            cookie?: never;
+        };
+        /**
+         * List the versions of an export template
+         * @description Every version of the an export template (entity history), newest first: the full representation as it
+         *     was (`data`), its revision, the operation that produced it, the interval it was current in
+         *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
+         *     Each version is authorized with the attributes stored in it (ReadTemplate on the collection it
+         *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
+         *     versions of an export template that was deleted (and the tombstone, operation `delete`, that ends them) are visible
+         *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
+         *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
+         *     query language.
+         */
+        get: operations["listExportTemplateHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/export-templates/{template_id}/history/as-of": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Export template id. */
+                template_id: number;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an export template as it was at an instant
+         * @description The version of the an export template current at `at` (valid_from <= at < valid_to), with the same
+         *     authorization as its history: 403 when that version is not visible to the caller, 404 when
+         *     the an export template did not exist then (or never existed). After a deletion the tombstone is current
+         *     (unscoped administrators only). 400 when `at` is not an RFC 3339 timestamp.
+         */
+        get: operations["getExportTemplateAsOf"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -3002,6 +3230,63 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/relations/classes/{relation_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Class-relation id. */
+                relation_id: components["parameters"]["ClassRelationIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the versions of a class relation
+         * @description Every version of the a class relation (entity history), newest first: the full representation as it
+         *     was (`data`), its revision, the operation that produced it, the interval it was current in
+         *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
+         *     Each version is authorized with the attributes stored in it (ReadClassRelation (on the collections of both classes as they were) on the collection it
+         *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
+         *     versions of a class relation that was deleted (and the tombstone, operation `delete`, that ends them) are visible
+         *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
+         *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
+         *     query language.
+         */
+        get: operations["listClassRelationHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/relations/classes/{relation_id}/history/as-of": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Class-relation id. */
+                relation_id: components["parameters"]["ClassRelationIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a class relation as it was at an instant
+         * @description The version of the a class relation current at `at` (valid_from <= at < valid_to), with the same
+         *     authorization as its history: 403 when that version is not visible to the caller, 404 when
+         *     the a class relation did not exist then (or never existed). After a deletion the tombstone is current
+         *     (unscoped administrators only). 400 when `at` is not an RFC 3339 timestamp.
+         */
+        get: operations["getClassRelationAsOf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/relations/objects": {
         parameters: {
             query?: never;
@@ -3057,6 +3342,63 @@ export interface paths {
          * @description Needs DeleteObjectRelation on the collections of both objects.
          */
         delete: operations["deleteObjectRelation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/relations/objects/{relation_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Object-relation id. */
+                relation_id: components["parameters"]["ObjectRelationIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the versions of an object relation
+         * @description Every version of the an object relation (entity history), newest first: the full representation as it
+         *     was (`data`), its revision, the operation that produced it, the interval it was current in
+         *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
+         *     Each version is authorized with the attributes stored in it (ReadObjectRelation (on the collections of both objects as they were) on the collection it
+         *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
+         *     versions of an object relation that was deleted (and the tombstone, operation `delete`, that ends them) are visible
+         *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
+         *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
+         *     query language.
+         */
+        get: operations["listObjectRelationHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/relations/objects/{relation_id}/history/as-of": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Object-relation id. */
+                relation_id: components["parameters"]["ObjectRelationIdPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an object relation as it was at an instant
+         * @description The version of the an object relation current at `at` (valid_from <= at < valid_to), with the same
+         *     authorization as its history: 403 when that version is not visible to the caller, 404 when
+         *     the an object relation did not exist then (or never existed). After a deletion the tombstone is current
+         *     (unscoped administrators only). 400 when `at` is not an RFC 3339 timestamp.
+         */
+        get: operations["getObjectRelationAsOf"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -3153,6 +3495,63 @@ export interface paths {
          *     target's collection (403 otherwise); a target that does not exist is 404.
          */
         get: operations["listRemoteTargetEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/remote-targets/{target_id}/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Remote target id. */
+                target_id: components["parameters"]["RemoteTargetId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the versions of a remote target
+         * @description Every version of the a remote target (entity history), newest first: the full representation as it
+         *     was (`data`), its revision, the operation that produced it, the interval it was current in
+         *     (`valid_from` inclusive, `valid_to` exclusive, null while current) and who made the change.
+         *     Each version is authorized with the attributes stored in it (ReadRemoteTarget on the collection it
+         *     lived in then), so a caller sees only the versions it may read; none visible is 403. The
+         *     versions of a remote target that was deleted (and the tombstone, operation `delete`, that ends them) are visible
+         *     to unscoped administrators only (404 for others); 404 also when it never existed. Filters:
+         *     `revision`, `operation`, `valid_from`, `valid_to`, `actor_kind`, `actor_principal_id` in the list
+         *     query language.
+         */
+        get: operations["listRemoteTargetHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/remote-targets/{target_id}/history/as-of": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Remote target id. */
+                target_id: components["parameters"]["RemoteTargetId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a remote target as it was at an instant
+         * @description The version of the a remote target current at `at` (valid_from <= at < valid_to), with the same
+         *     authorization as its history: 403 when that version is not visible to the caller, 404 when
+         *     the a remote target did not exist then (or never existed). After a deletion the tombstone is current
+         *     (unscoped administrators only). 400 when `at` is not an RFC 3339 timestamp.
+         */
+        get: operations["getRemoteTargetAsOf"];
         put?: never;
         post?: never;
         delete?: never;
@@ -3942,6 +4341,24 @@ export interface components {
             to_max_relations: number | null;
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** @description One version of a class relation (entity history). */
+        ClassRelationVersion: {
+            actor: components["schemas"]["HistoryActor"];
+            data: components["schemas"]["ClassRelation"];
+            operation: components["schemas"]["HistoryOperation"];
+            revision: components["schemas"]["HistoryRevision"];
+            valid_from: components["schemas"]["Timestamp"];
+            valid_to: components["schemas"]["NullableTimestamp"];
+        };
+        /** @description One version of a class (entity history). */
+        ClassVersion: {
+            actor: components["schemas"]["HistoryActor"];
+            data: components["schemas"]["Class"];
+            operation: components["schemas"]["HistoryOperation"];
+            revision: components["schemas"]["HistoryRevision"];
+            valid_from: components["schemas"]["Timestamp"];
+            valid_to: components["schemas"]["NullableTimestamp"];
+        };
         /** @description A collection. `parent_collection_id` is null for a top-level collection. */
         Collection: {
             created_at: components["schemas"]["Timestamp"];
@@ -3964,6 +4381,15 @@ export interface components {
             created_at: components["schemas"]["Timestamp"];
             group_id: components["schemas"]["Id"];
             permission: components["schemas"]["PermissionName"];
+        };
+        /** @description One version of a collection (entity history). */
+        CollectionVersion: {
+            actor: components["schemas"]["HistoryActor"];
+            data: components["schemas"]["Collection"];
+            operation: components["schemas"]["HistoryOperation"];
+            revision: components["schemas"]["HistoryRevision"];
+            valid_from: components["schemas"]["Timestamp"];
+            valid_to: components["schemas"]["NullableTimestamp"];
         };
         /** @description A computed-field definition. */
         ComputedField: {
@@ -4629,6 +5055,15 @@ export interface components {
             /** @description List query string (as in ExportRequest); replaces the template's `default_query` when given. `limit`, `cursor` and `include_total` are 400. */
             query?: string;
             scope: components["schemas"]["ExportScope"];
+        };
+        /** @description One version of an export template (entity history). */
+        ExportTemplateVersion: {
+            actor: components["schemas"]["HistoryActor"];
+            data: components["schemas"]["ExportTemplate"];
+            operation: components["schemas"]["HistoryOperation"];
+            revision: components["schemas"]["HistoryRevision"];
+            valid_from: components["schemas"]["Timestamp"];
+            valid_to: components["schemas"]["NullableTimestamp"];
         };
         /** @description A class of a relation graph (the root or a reached class), with its distance and one shortest path. */
         GraphClass: {
@@ -5777,6 +6212,15 @@ export interface components {
             to_object_id: components["schemas"]["Id"];
             updated_at: components["schemas"]["Timestamp"];
         };
+        /** @description One version of an object relation (entity history). */
+        ObjectRelationVersion: {
+            actor: components["schemas"]["HistoryActor"];
+            data: components["schemas"]["ObjectRelation"];
+            operation: components["schemas"]["HistoryOperation"];
+            revision: components["schemas"]["HistoryRevision"];
+            valid_from: components["schemas"]["Timestamp"];
+            valid_to: components["schemas"]["NullableTimestamp"];
+        };
         /** @description One version of an object (entity history). */
         ObjectVersion: {
             actor: components["schemas"]["HistoryActor"];
@@ -5927,6 +6371,15 @@ export interface components {
             secret: string;
             /** @constant */
             type: "api_key_header";
+        };
+        /** @description One version of a remote target (entity history). */
+        RemoteTargetVersion: {
+            actor: components["schemas"]["HistoryActor"];
+            data: components["schemas"]["RemoteTarget"];
+            operation: components["schemas"]["HistoryOperation"];
+            revision: components["schemas"]["HistoryRevision"];
+            valid_from: components["schemas"]["Timestamp"];
+            valid_to: components["schemas"]["NullableTimestamp"];
         };
         RestoreConfirmRequest: {
             /** @constant */
@@ -13132,6 +13585,358 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    listClassHistory: {
+        parameters: {
+            query?: {
+                /** @description `actor_kind` equals the value. */
+                actor_kind?: components["parameters"]["ListFilter.actor_kind"];
+                /** @description `actor_kind` contains the value. */
+                actor_kind__contains?: components["parameters"]["ListFilter.actor_kind__contains"];
+                /** @description `actor_kind` ends with the value. */
+                actor_kind__endswith?: components["parameters"]["ListFilter.actor_kind__endswith"];
+                /** @description `actor_kind` equals the value. */
+                actor_kind__equals?: components["parameters"]["ListFilter.actor_kind__equals"];
+                /** @description `actor_kind` contains the value, ignoring case. */
+                actor_kind__icontains?: components["parameters"]["ListFilter.actor_kind__icontains"];
+                /** @description `actor_kind` ends with the value, ignoring case. */
+                actor_kind__iendswith?: components["parameters"]["ListFilter.actor_kind__iendswith"];
+                /** @description `actor_kind` equals the value, ignoring case. */
+                actor_kind__iequals?: components["parameters"]["ListFilter.actor_kind__iequals"];
+                /** @description `actor_kind` is one of the comma-separated values. */
+                actor_kind__in?: components["parameters"]["ListFilter.actor_kind__in"];
+                /** @description `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__is_null?: components["parameters"]["ListFilter.actor_kind__is_null"];
+                /** @description `actor_kind` starts with the value, ignoring case. */
+                actor_kind__istartswith?: components["parameters"]["ListFilter.actor_kind__istartswith"];
+                /** @description `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__like?: components["parameters"]["ListFilter.actor_kind__like"];
+                /** @description Matches unless `actor_kind` contains the value. */
+                actor_kind__not_contains?: components["parameters"]["ListFilter.actor_kind__not_contains"];
+                /** @description Matches unless `actor_kind` ends with the value. */
+                actor_kind__not_endswith?: components["parameters"]["ListFilter.actor_kind__not_endswith"];
+                /** @description Matches unless `actor_kind` equals the value. */
+                actor_kind__not_equals?: components["parameters"]["ListFilter.actor_kind__not_equals"];
+                /** @description Matches unless `actor_kind` contains the value, ignoring case. */
+                actor_kind__not_icontains?: components["parameters"]["ListFilter.actor_kind__not_icontains"];
+                /** @description Matches unless `actor_kind` ends with the value, ignoring case. */
+                actor_kind__not_iendswith?: components["parameters"]["ListFilter.actor_kind__not_iendswith"];
+                /** @description Matches unless `actor_kind` equals the value, ignoring case. */
+                actor_kind__not_iequals?: components["parameters"]["ListFilter.actor_kind__not_iequals"];
+                /** @description Matches unless `actor_kind` is one of the comma-separated values. */
+                actor_kind__not_in?: components["parameters"]["ListFilter.actor_kind__not_in"];
+                /** @description Matches unless `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__not_is_null?: components["parameters"]["ListFilter.actor_kind__not_is_null"];
+                /** @description Matches unless `actor_kind` starts with the value, ignoring case. */
+                actor_kind__not_istartswith?: components["parameters"]["ListFilter.actor_kind__not_istartswith"];
+                /** @description Matches unless `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__not_like?: components["parameters"]["ListFilter.actor_kind__not_like"];
+                /** @description Matches unless `actor_kind` matches the POSIX regular expression. */
+                actor_kind__not_regex?: components["parameters"]["ListFilter.actor_kind__not_regex"];
+                /** @description Matches unless `actor_kind` starts with the value. */
+                actor_kind__not_startswith?: components["parameters"]["ListFilter.actor_kind__not_startswith"];
+                /** @description `actor_kind` matches the POSIX regular expression. */
+                actor_kind__regex?: components["parameters"]["ListFilter.actor_kind__regex"];
+                /** @description `actor_kind` starts with the value. */
+                actor_kind__startswith?: components["parameters"]["ListFilter.actor_kind__startswith"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id?: components["parameters"]["ListFilter.actor_principal_id"];
+                /** @description `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__between?: components["parameters"]["ListFilter.actor_principal_id__between"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id__equals?: components["parameters"]["ListFilter.actor_principal_id__equals"];
+                /** @description `actor_principal_id` is greater than the value. */
+                actor_principal_id__gt?: components["parameters"]["ListFilter.actor_principal_id__gt"];
+                /** @description `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__gte?: components["parameters"]["ListFilter.actor_principal_id__gte"];
+                /** @description `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__in?: components["parameters"]["ListFilter.actor_principal_id__in"];
+                /** @description `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__is_null?: components["parameters"]["ListFilter.actor_principal_id__is_null"];
+                /** @description `actor_principal_id` is less than the value. */
+                actor_principal_id__lt?: components["parameters"]["ListFilter.actor_principal_id__lt"];
+                /** @description `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__lte?: components["parameters"]["ListFilter.actor_principal_id__lte"];
+                /** @description Matches unless `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__not_between?: components["parameters"]["ListFilter.actor_principal_id__not_between"];
+                /** @description Matches unless `actor_principal_id` equals the value. */
+                actor_principal_id__not_equals?: components["parameters"]["ListFilter.actor_principal_id__not_equals"];
+                /** @description Matches unless `actor_principal_id` is greater than the value. */
+                actor_principal_id__not_gt?: components["parameters"]["ListFilter.actor_principal_id__not_gt"];
+                /** @description Matches unless `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__not_gte?: components["parameters"]["ListFilter.actor_principal_id__not_gte"];
+                /** @description Matches unless `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__not_in?: components["parameters"]["ListFilter.actor_principal_id__not_in"];
+                /** @description Matches unless `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__not_is_null?: components["parameters"]["ListFilter.actor_principal_id__not_is_null"];
+                /** @description Matches unless `actor_principal_id` is less than the value. */
+                actor_principal_id__not_lt?: components["parameters"]["ListFilter.actor_principal_id__not_lt"];
+                /** @description Matches unless `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__not_lte?: components["parameters"]["ListFilter.actor_principal_id__not_lte"];
+                /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
+                 *     all filters combine with AND, at most 64. See the list query language in the API description.
+                 *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
+                 */
+                filters?: components["parameters"]["ListFilters"];
+                /** @description Whether to return X-Total-Count (default true). */
+                include_total?: components["parameters"]["IncludeTotal"];
+                /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `operation` equals the value. */
+                operation?: components["parameters"]["ListFilter.operation"];
+                /** @description `operation` contains the value. */
+                operation__contains?: components["parameters"]["ListFilter.operation__contains"];
+                /** @description `operation` ends with the value. */
+                operation__endswith?: components["parameters"]["ListFilter.operation__endswith"];
+                /** @description `operation` equals the value. */
+                operation__equals?: components["parameters"]["ListFilter.operation__equals"];
+                /** @description `operation` contains the value, ignoring case. */
+                operation__icontains?: components["parameters"]["ListFilter.operation__icontains"];
+                /** @description `operation` ends with the value, ignoring case. */
+                operation__iendswith?: components["parameters"]["ListFilter.operation__iendswith"];
+                /** @description `operation` equals the value, ignoring case. */
+                operation__iequals?: components["parameters"]["ListFilter.operation__iequals"];
+                /** @description `operation` is one of the comma-separated values. */
+                operation__in?: components["parameters"]["ListFilter.operation__in"];
+                /** @description `operation` is null (`true`) or not null (`false`). */
+                operation__is_null?: components["parameters"]["ListFilter.operation__is_null"];
+                /** @description `operation` starts with the value, ignoring case. */
+                operation__istartswith?: components["parameters"]["ListFilter.operation__istartswith"];
+                /** @description `operation` matches the SQL LIKE pattern. */
+                operation__like?: components["parameters"]["ListFilter.operation__like"];
+                /** @description Matches unless `operation` contains the value. */
+                operation__not_contains?: components["parameters"]["ListFilter.operation__not_contains"];
+                /** @description Matches unless `operation` ends with the value. */
+                operation__not_endswith?: components["parameters"]["ListFilter.operation__not_endswith"];
+                /** @description Matches unless `operation` equals the value. */
+                operation__not_equals?: components["parameters"]["ListFilter.operation__not_equals"];
+                /** @description Matches unless `operation` contains the value, ignoring case. */
+                operation__not_icontains?: components["parameters"]["ListFilter.operation__not_icontains"];
+                /** @description Matches unless `operation` ends with the value, ignoring case. */
+                operation__not_iendswith?: components["parameters"]["ListFilter.operation__not_iendswith"];
+                /** @description Matches unless `operation` equals the value, ignoring case. */
+                operation__not_iequals?: components["parameters"]["ListFilter.operation__not_iequals"];
+                /** @description Matches unless `operation` is one of the comma-separated values. */
+                operation__not_in?: components["parameters"]["ListFilter.operation__not_in"];
+                /** @description Matches unless `operation` is null (`true`) or not null (`false`). */
+                operation__not_is_null?: components["parameters"]["ListFilter.operation__not_is_null"];
+                /** @description Matches unless `operation` starts with the value, ignoring case. */
+                operation__not_istartswith?: components["parameters"]["ListFilter.operation__not_istartswith"];
+                /** @description Matches unless `operation` matches the SQL LIKE pattern. */
+                operation__not_like?: components["parameters"]["ListFilter.operation__not_like"];
+                /** @description Matches unless `operation` matches the POSIX regular expression. */
+                operation__not_regex?: components["parameters"]["ListFilter.operation__not_regex"];
+                /** @description Matches unless `operation` starts with the value. */
+                operation__not_startswith?: components["parameters"]["ListFilter.operation__not_startswith"];
+                /** @description `operation` matches the POSIX regular expression. */
+                operation__regex?: components["parameters"]["ListFilter.operation__regex"];
+                /** @description `operation` starts with the value. */
+                operation__startswith?: components["parameters"]["ListFilter.operation__startswith"];
+                /** @description `revision` equals the value. */
+                revision?: components["parameters"]["ListFilter.revision"];
+                /** @description `revision` lies between `lo,hi` (inclusive). */
+                revision__between?: components["parameters"]["ListFilter.revision__between"];
+                /** @description `revision` equals the value. */
+                revision__equals?: components["parameters"]["ListFilter.revision__equals"];
+                /** @description `revision` is greater than the value. */
+                revision__gt?: components["parameters"]["ListFilter.revision__gt"];
+                /** @description `revision` is greater than or equal to the value. */
+                revision__gte?: components["parameters"]["ListFilter.revision__gte"];
+                /** @description `revision` is one of the comma-separated values. */
+                revision__in?: components["parameters"]["ListFilter.revision__in"];
+                /** @description `revision` is null (`true`) or not null (`false`). */
+                revision__is_null?: components["parameters"]["ListFilter.revision__is_null"];
+                /** @description `revision` is less than the value. */
+                revision__lt?: components["parameters"]["ListFilter.revision__lt"];
+                /** @description `revision` is less than or equal to the value. */
+                revision__lte?: components["parameters"]["ListFilter.revision__lte"];
+                /** @description Matches unless `revision` lies between `lo,hi` (inclusive). */
+                revision__not_between?: components["parameters"]["ListFilter.revision__not_between"];
+                /** @description Matches unless `revision` equals the value. */
+                revision__not_equals?: components["parameters"]["ListFilter.revision__not_equals"];
+                /** @description Matches unless `revision` is greater than the value. */
+                revision__not_gt?: components["parameters"]["ListFilter.revision__not_gt"];
+                /** @description Matches unless `revision` is greater than or equal to the value. */
+                revision__not_gte?: components["parameters"]["ListFilter.revision__not_gte"];
+                /** @description Matches unless `revision` is one of the comma-separated values. */
+                revision__not_in?: components["parameters"]["ListFilter.revision__not_in"];
+                /** @description Matches unless `revision` is null (`true`) or not null (`false`). */
+                revision__not_is_null?: components["parameters"]["ListFilter.revision__not_is_null"];
+                /** @description Matches unless `revision` is less than the value. */
+                revision__not_lt?: components["parameters"]["ListFilter.revision__not_lt"];
+                /** @description Matches unless `revision` is less than or equal to the value. */
+                revision__not_lte?: components["parameters"]["ListFilter.revision__not_lte"];
+                /** @description Comma-separated sort fields, `-field` or `field.desc` for descending, at most 8; an id tie-breaker is appended. */
+                sort?: components["parameters"]["Sort"];
+                /** @description `valid_from` equals the value. */
+                valid_from?: components["parameters"]["ListFilter.valid_from"];
+                /** @description `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__between?: components["parameters"]["ListFilter.valid_from__between"];
+                /** @description `valid_from` equals the value. */
+                valid_from__equals?: components["parameters"]["ListFilter.valid_from__equals"];
+                /** @description `valid_from` is greater than the value. */
+                valid_from__gt?: components["parameters"]["ListFilter.valid_from__gt"];
+                /** @description `valid_from` is greater than or equal to the value. */
+                valid_from__gte?: components["parameters"]["ListFilter.valid_from__gte"];
+                /** @description `valid_from` is one of the comma-separated values. */
+                valid_from__in?: components["parameters"]["ListFilter.valid_from__in"];
+                /** @description `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__is_null?: components["parameters"]["ListFilter.valid_from__is_null"];
+                /** @description `valid_from` is less than the value. */
+                valid_from__lt?: components["parameters"]["ListFilter.valid_from__lt"];
+                /** @description `valid_from` is less than or equal to the value. */
+                valid_from__lte?: components["parameters"]["ListFilter.valid_from__lte"];
+                /** @description Matches unless `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__not_between?: components["parameters"]["ListFilter.valid_from__not_between"];
+                /** @description Matches unless `valid_from` equals the value. */
+                valid_from__not_equals?: components["parameters"]["ListFilter.valid_from__not_equals"];
+                /** @description Matches unless `valid_from` is greater than the value. */
+                valid_from__not_gt?: components["parameters"]["ListFilter.valid_from__not_gt"];
+                /** @description Matches unless `valid_from` is greater than or equal to the value. */
+                valid_from__not_gte?: components["parameters"]["ListFilter.valid_from__not_gte"];
+                /** @description Matches unless `valid_from` is one of the comma-separated values. */
+                valid_from__not_in?: components["parameters"]["ListFilter.valid_from__not_in"];
+                /** @description Matches unless `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__not_is_null?: components["parameters"]["ListFilter.valid_from__not_is_null"];
+                /** @description Matches unless `valid_from` is less than the value. */
+                valid_from__not_lt?: components["parameters"]["ListFilter.valid_from__not_lt"];
+                /** @description Matches unless `valid_from` is less than or equal to the value. */
+                valid_from__not_lte?: components["parameters"]["ListFilter.valid_from__not_lte"];
+                /** @description `valid_to` equals the value. */
+                valid_to?: components["parameters"]["ListFilter.valid_to"];
+                /** @description `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__between?: components["parameters"]["ListFilter.valid_to__between"];
+                /** @description `valid_to` equals the value. */
+                valid_to__equals?: components["parameters"]["ListFilter.valid_to__equals"];
+                /** @description `valid_to` is greater than the value. */
+                valid_to__gt?: components["parameters"]["ListFilter.valid_to__gt"];
+                /** @description `valid_to` is greater than or equal to the value. */
+                valid_to__gte?: components["parameters"]["ListFilter.valid_to__gte"];
+                /** @description `valid_to` is one of the comma-separated values. */
+                valid_to__in?: components["parameters"]["ListFilter.valid_to__in"];
+                /** @description `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__is_null?: components["parameters"]["ListFilter.valid_to__is_null"];
+                /** @description `valid_to` is less than the value. */
+                valid_to__lt?: components["parameters"]["ListFilter.valid_to__lt"];
+                /** @description `valid_to` is less than or equal to the value. */
+                valid_to__lte?: components["parameters"]["ListFilter.valid_to__lte"];
+                /** @description Matches unless `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__not_between?: components["parameters"]["ListFilter.valid_to__not_between"];
+                /** @description Matches unless `valid_to` equals the value. */
+                valid_to__not_equals?: components["parameters"]["ListFilter.valid_to__not_equals"];
+                /** @description Matches unless `valid_to` is greater than the value. */
+                valid_to__not_gt?: components["parameters"]["ListFilter.valid_to__not_gt"];
+                /** @description Matches unless `valid_to` is greater than or equal to the value. */
+                valid_to__not_gte?: components["parameters"]["ListFilter.valid_to__not_gte"];
+                /** @description Matches unless `valid_to` is one of the comma-separated values. */
+                valid_to__not_in?: components["parameters"]["ListFilter.valid_to__not_in"];
+                /** @description Matches unless `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__not_is_null?: components["parameters"]["ListFilter.valid_to__not_is_null"];
+                /** @description Matches unless `valid_to` is less than the value. */
+                valid_to__not_lt?: components["parameters"]["ListFilter.valid_to__not_lt"];
+                /** @description Matches unless `valid_to` is less than or equal to the value. */
+                valid_to__not_lte?: components["parameters"]["ListFilter.valid_to__not_lte"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions, newest first. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Next-Cursor": components["headers"]["XNextCursor"];
+                    "X-Page-Limit": components["headers"]["XPageLimit"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Total-Count": components["headers"]["XTotalCount"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassVersion"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getClassAsOf: {
+        parameters: {
+            query: {
+                /** @description The instant (RFC 3339, e.g. `2026-03-04T12:00:00Z`; a date alone is its midnight UTC). */
+                at: components["parameters"]["HistoryAt"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Class id. */
+                class_id: components["parameters"]["ClassIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version current at `at`. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
     aggregateObjects: {
         parameters: {
             query?: {
@@ -14371,6 +15176,358 @@ export interface operations {
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listClassHistoryByName: {
+        parameters: {
+            query?: {
+                /** @description `actor_kind` equals the value. */
+                actor_kind?: components["parameters"]["ListFilter.actor_kind"];
+                /** @description `actor_kind` contains the value. */
+                actor_kind__contains?: components["parameters"]["ListFilter.actor_kind__contains"];
+                /** @description `actor_kind` ends with the value. */
+                actor_kind__endswith?: components["parameters"]["ListFilter.actor_kind__endswith"];
+                /** @description `actor_kind` equals the value. */
+                actor_kind__equals?: components["parameters"]["ListFilter.actor_kind__equals"];
+                /** @description `actor_kind` contains the value, ignoring case. */
+                actor_kind__icontains?: components["parameters"]["ListFilter.actor_kind__icontains"];
+                /** @description `actor_kind` ends with the value, ignoring case. */
+                actor_kind__iendswith?: components["parameters"]["ListFilter.actor_kind__iendswith"];
+                /** @description `actor_kind` equals the value, ignoring case. */
+                actor_kind__iequals?: components["parameters"]["ListFilter.actor_kind__iequals"];
+                /** @description `actor_kind` is one of the comma-separated values. */
+                actor_kind__in?: components["parameters"]["ListFilter.actor_kind__in"];
+                /** @description `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__is_null?: components["parameters"]["ListFilter.actor_kind__is_null"];
+                /** @description `actor_kind` starts with the value, ignoring case. */
+                actor_kind__istartswith?: components["parameters"]["ListFilter.actor_kind__istartswith"];
+                /** @description `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__like?: components["parameters"]["ListFilter.actor_kind__like"];
+                /** @description Matches unless `actor_kind` contains the value. */
+                actor_kind__not_contains?: components["parameters"]["ListFilter.actor_kind__not_contains"];
+                /** @description Matches unless `actor_kind` ends with the value. */
+                actor_kind__not_endswith?: components["parameters"]["ListFilter.actor_kind__not_endswith"];
+                /** @description Matches unless `actor_kind` equals the value. */
+                actor_kind__not_equals?: components["parameters"]["ListFilter.actor_kind__not_equals"];
+                /** @description Matches unless `actor_kind` contains the value, ignoring case. */
+                actor_kind__not_icontains?: components["parameters"]["ListFilter.actor_kind__not_icontains"];
+                /** @description Matches unless `actor_kind` ends with the value, ignoring case. */
+                actor_kind__not_iendswith?: components["parameters"]["ListFilter.actor_kind__not_iendswith"];
+                /** @description Matches unless `actor_kind` equals the value, ignoring case. */
+                actor_kind__not_iequals?: components["parameters"]["ListFilter.actor_kind__not_iequals"];
+                /** @description Matches unless `actor_kind` is one of the comma-separated values. */
+                actor_kind__not_in?: components["parameters"]["ListFilter.actor_kind__not_in"];
+                /** @description Matches unless `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__not_is_null?: components["parameters"]["ListFilter.actor_kind__not_is_null"];
+                /** @description Matches unless `actor_kind` starts with the value, ignoring case. */
+                actor_kind__not_istartswith?: components["parameters"]["ListFilter.actor_kind__not_istartswith"];
+                /** @description Matches unless `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__not_like?: components["parameters"]["ListFilter.actor_kind__not_like"];
+                /** @description Matches unless `actor_kind` matches the POSIX regular expression. */
+                actor_kind__not_regex?: components["parameters"]["ListFilter.actor_kind__not_regex"];
+                /** @description Matches unless `actor_kind` starts with the value. */
+                actor_kind__not_startswith?: components["parameters"]["ListFilter.actor_kind__not_startswith"];
+                /** @description `actor_kind` matches the POSIX regular expression. */
+                actor_kind__regex?: components["parameters"]["ListFilter.actor_kind__regex"];
+                /** @description `actor_kind` starts with the value. */
+                actor_kind__startswith?: components["parameters"]["ListFilter.actor_kind__startswith"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id?: components["parameters"]["ListFilter.actor_principal_id"];
+                /** @description `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__between?: components["parameters"]["ListFilter.actor_principal_id__between"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id__equals?: components["parameters"]["ListFilter.actor_principal_id__equals"];
+                /** @description `actor_principal_id` is greater than the value. */
+                actor_principal_id__gt?: components["parameters"]["ListFilter.actor_principal_id__gt"];
+                /** @description `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__gte?: components["parameters"]["ListFilter.actor_principal_id__gte"];
+                /** @description `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__in?: components["parameters"]["ListFilter.actor_principal_id__in"];
+                /** @description `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__is_null?: components["parameters"]["ListFilter.actor_principal_id__is_null"];
+                /** @description `actor_principal_id` is less than the value. */
+                actor_principal_id__lt?: components["parameters"]["ListFilter.actor_principal_id__lt"];
+                /** @description `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__lte?: components["parameters"]["ListFilter.actor_principal_id__lte"];
+                /** @description Matches unless `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__not_between?: components["parameters"]["ListFilter.actor_principal_id__not_between"];
+                /** @description Matches unless `actor_principal_id` equals the value. */
+                actor_principal_id__not_equals?: components["parameters"]["ListFilter.actor_principal_id__not_equals"];
+                /** @description Matches unless `actor_principal_id` is greater than the value. */
+                actor_principal_id__not_gt?: components["parameters"]["ListFilter.actor_principal_id__not_gt"];
+                /** @description Matches unless `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__not_gte?: components["parameters"]["ListFilter.actor_principal_id__not_gte"];
+                /** @description Matches unless `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__not_in?: components["parameters"]["ListFilter.actor_principal_id__not_in"];
+                /** @description Matches unless `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__not_is_null?: components["parameters"]["ListFilter.actor_principal_id__not_is_null"];
+                /** @description Matches unless `actor_principal_id` is less than the value. */
+                actor_principal_id__not_lt?: components["parameters"]["ListFilter.actor_principal_id__not_lt"];
+                /** @description Matches unless `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__not_lte?: components["parameters"]["ListFilter.actor_principal_id__not_lte"];
+                /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
+                 *     all filters combine with AND, at most 64. See the list query language in the API description.
+                 *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
+                 */
+                filters?: components["parameters"]["ListFilters"];
+                /** @description Whether to return X-Total-Count (default true). */
+                include_total?: components["parameters"]["IncludeTotal"];
+                /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `operation` equals the value. */
+                operation?: components["parameters"]["ListFilter.operation"];
+                /** @description `operation` contains the value. */
+                operation__contains?: components["parameters"]["ListFilter.operation__contains"];
+                /** @description `operation` ends with the value. */
+                operation__endswith?: components["parameters"]["ListFilter.operation__endswith"];
+                /** @description `operation` equals the value. */
+                operation__equals?: components["parameters"]["ListFilter.operation__equals"];
+                /** @description `operation` contains the value, ignoring case. */
+                operation__icontains?: components["parameters"]["ListFilter.operation__icontains"];
+                /** @description `operation` ends with the value, ignoring case. */
+                operation__iendswith?: components["parameters"]["ListFilter.operation__iendswith"];
+                /** @description `operation` equals the value, ignoring case. */
+                operation__iequals?: components["parameters"]["ListFilter.operation__iequals"];
+                /** @description `operation` is one of the comma-separated values. */
+                operation__in?: components["parameters"]["ListFilter.operation__in"];
+                /** @description `operation` is null (`true`) or not null (`false`). */
+                operation__is_null?: components["parameters"]["ListFilter.operation__is_null"];
+                /** @description `operation` starts with the value, ignoring case. */
+                operation__istartswith?: components["parameters"]["ListFilter.operation__istartswith"];
+                /** @description `operation` matches the SQL LIKE pattern. */
+                operation__like?: components["parameters"]["ListFilter.operation__like"];
+                /** @description Matches unless `operation` contains the value. */
+                operation__not_contains?: components["parameters"]["ListFilter.operation__not_contains"];
+                /** @description Matches unless `operation` ends with the value. */
+                operation__not_endswith?: components["parameters"]["ListFilter.operation__not_endswith"];
+                /** @description Matches unless `operation` equals the value. */
+                operation__not_equals?: components["parameters"]["ListFilter.operation__not_equals"];
+                /** @description Matches unless `operation` contains the value, ignoring case. */
+                operation__not_icontains?: components["parameters"]["ListFilter.operation__not_icontains"];
+                /** @description Matches unless `operation` ends with the value, ignoring case. */
+                operation__not_iendswith?: components["parameters"]["ListFilter.operation__not_iendswith"];
+                /** @description Matches unless `operation` equals the value, ignoring case. */
+                operation__not_iequals?: components["parameters"]["ListFilter.operation__not_iequals"];
+                /** @description Matches unless `operation` is one of the comma-separated values. */
+                operation__not_in?: components["parameters"]["ListFilter.operation__not_in"];
+                /** @description Matches unless `operation` is null (`true`) or not null (`false`). */
+                operation__not_is_null?: components["parameters"]["ListFilter.operation__not_is_null"];
+                /** @description Matches unless `operation` starts with the value, ignoring case. */
+                operation__not_istartswith?: components["parameters"]["ListFilter.operation__not_istartswith"];
+                /** @description Matches unless `operation` matches the SQL LIKE pattern. */
+                operation__not_like?: components["parameters"]["ListFilter.operation__not_like"];
+                /** @description Matches unless `operation` matches the POSIX regular expression. */
+                operation__not_regex?: components["parameters"]["ListFilter.operation__not_regex"];
+                /** @description Matches unless `operation` starts with the value. */
+                operation__not_startswith?: components["parameters"]["ListFilter.operation__not_startswith"];
+                /** @description `operation` matches the POSIX regular expression. */
+                operation__regex?: components["parameters"]["ListFilter.operation__regex"];
+                /** @description `operation` starts with the value. */
+                operation__startswith?: components["parameters"]["ListFilter.operation__startswith"];
+                /** @description `revision` equals the value. */
+                revision?: components["parameters"]["ListFilter.revision"];
+                /** @description `revision` lies between `lo,hi` (inclusive). */
+                revision__between?: components["parameters"]["ListFilter.revision__between"];
+                /** @description `revision` equals the value. */
+                revision__equals?: components["parameters"]["ListFilter.revision__equals"];
+                /** @description `revision` is greater than the value. */
+                revision__gt?: components["parameters"]["ListFilter.revision__gt"];
+                /** @description `revision` is greater than or equal to the value. */
+                revision__gte?: components["parameters"]["ListFilter.revision__gte"];
+                /** @description `revision` is one of the comma-separated values. */
+                revision__in?: components["parameters"]["ListFilter.revision__in"];
+                /** @description `revision` is null (`true`) or not null (`false`). */
+                revision__is_null?: components["parameters"]["ListFilter.revision__is_null"];
+                /** @description `revision` is less than the value. */
+                revision__lt?: components["parameters"]["ListFilter.revision__lt"];
+                /** @description `revision` is less than or equal to the value. */
+                revision__lte?: components["parameters"]["ListFilter.revision__lte"];
+                /** @description Matches unless `revision` lies between `lo,hi` (inclusive). */
+                revision__not_between?: components["parameters"]["ListFilter.revision__not_between"];
+                /** @description Matches unless `revision` equals the value. */
+                revision__not_equals?: components["parameters"]["ListFilter.revision__not_equals"];
+                /** @description Matches unless `revision` is greater than the value. */
+                revision__not_gt?: components["parameters"]["ListFilter.revision__not_gt"];
+                /** @description Matches unless `revision` is greater than or equal to the value. */
+                revision__not_gte?: components["parameters"]["ListFilter.revision__not_gte"];
+                /** @description Matches unless `revision` is one of the comma-separated values. */
+                revision__not_in?: components["parameters"]["ListFilter.revision__not_in"];
+                /** @description Matches unless `revision` is null (`true`) or not null (`false`). */
+                revision__not_is_null?: components["parameters"]["ListFilter.revision__not_is_null"];
+                /** @description Matches unless `revision` is less than the value. */
+                revision__not_lt?: components["parameters"]["ListFilter.revision__not_lt"];
+                /** @description Matches unless `revision` is less than or equal to the value. */
+                revision__not_lte?: components["parameters"]["ListFilter.revision__not_lte"];
+                /** @description Comma-separated sort fields, `-field` or `field.desc` for descending, at most 8; an id tie-breaker is appended. */
+                sort?: components["parameters"]["Sort"];
+                /** @description `valid_from` equals the value. */
+                valid_from?: components["parameters"]["ListFilter.valid_from"];
+                /** @description `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__between?: components["parameters"]["ListFilter.valid_from__between"];
+                /** @description `valid_from` equals the value. */
+                valid_from__equals?: components["parameters"]["ListFilter.valid_from__equals"];
+                /** @description `valid_from` is greater than the value. */
+                valid_from__gt?: components["parameters"]["ListFilter.valid_from__gt"];
+                /** @description `valid_from` is greater than or equal to the value. */
+                valid_from__gte?: components["parameters"]["ListFilter.valid_from__gte"];
+                /** @description `valid_from` is one of the comma-separated values. */
+                valid_from__in?: components["parameters"]["ListFilter.valid_from__in"];
+                /** @description `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__is_null?: components["parameters"]["ListFilter.valid_from__is_null"];
+                /** @description `valid_from` is less than the value. */
+                valid_from__lt?: components["parameters"]["ListFilter.valid_from__lt"];
+                /** @description `valid_from` is less than or equal to the value. */
+                valid_from__lte?: components["parameters"]["ListFilter.valid_from__lte"];
+                /** @description Matches unless `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__not_between?: components["parameters"]["ListFilter.valid_from__not_between"];
+                /** @description Matches unless `valid_from` equals the value. */
+                valid_from__not_equals?: components["parameters"]["ListFilter.valid_from__not_equals"];
+                /** @description Matches unless `valid_from` is greater than the value. */
+                valid_from__not_gt?: components["parameters"]["ListFilter.valid_from__not_gt"];
+                /** @description Matches unless `valid_from` is greater than or equal to the value. */
+                valid_from__not_gte?: components["parameters"]["ListFilter.valid_from__not_gte"];
+                /** @description Matches unless `valid_from` is one of the comma-separated values. */
+                valid_from__not_in?: components["parameters"]["ListFilter.valid_from__not_in"];
+                /** @description Matches unless `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__not_is_null?: components["parameters"]["ListFilter.valid_from__not_is_null"];
+                /** @description Matches unless `valid_from` is less than the value. */
+                valid_from__not_lt?: components["parameters"]["ListFilter.valid_from__not_lt"];
+                /** @description Matches unless `valid_from` is less than or equal to the value. */
+                valid_from__not_lte?: components["parameters"]["ListFilter.valid_from__not_lte"];
+                /** @description `valid_to` equals the value. */
+                valid_to?: components["parameters"]["ListFilter.valid_to"];
+                /** @description `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__between?: components["parameters"]["ListFilter.valid_to__between"];
+                /** @description `valid_to` equals the value. */
+                valid_to__equals?: components["parameters"]["ListFilter.valid_to__equals"];
+                /** @description `valid_to` is greater than the value. */
+                valid_to__gt?: components["parameters"]["ListFilter.valid_to__gt"];
+                /** @description `valid_to` is greater than or equal to the value. */
+                valid_to__gte?: components["parameters"]["ListFilter.valid_to__gte"];
+                /** @description `valid_to` is one of the comma-separated values. */
+                valid_to__in?: components["parameters"]["ListFilter.valid_to__in"];
+                /** @description `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__is_null?: components["parameters"]["ListFilter.valid_to__is_null"];
+                /** @description `valid_to` is less than the value. */
+                valid_to__lt?: components["parameters"]["ListFilter.valid_to__lt"];
+                /** @description `valid_to` is less than or equal to the value. */
+                valid_to__lte?: components["parameters"]["ListFilter.valid_to__lte"];
+                /** @description Matches unless `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__not_between?: components["parameters"]["ListFilter.valid_to__not_between"];
+                /** @description Matches unless `valid_to` equals the value. */
+                valid_to__not_equals?: components["parameters"]["ListFilter.valid_to__not_equals"];
+                /** @description Matches unless `valid_to` is greater than the value. */
+                valid_to__not_gt?: components["parameters"]["ListFilter.valid_to__not_gt"];
+                /** @description Matches unless `valid_to` is greater than or equal to the value. */
+                valid_to__not_gte?: components["parameters"]["ListFilter.valid_to__not_gte"];
+                /** @description Matches unless `valid_to` is one of the comma-separated values. */
+                valid_to__not_in?: components["parameters"]["ListFilter.valid_to__not_in"];
+                /** @description Matches unless `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__not_is_null?: components["parameters"]["ListFilter.valid_to__not_is_null"];
+                /** @description Matches unless `valid_to` is less than the value. */
+                valid_to__not_lt?: components["parameters"]["ListFilter.valid_to__not_lt"];
+                /** @description Matches unless `valid_to` is less than or equal to the value. */
+                valid_to__not_lte?: components["parameters"]["ListFilter.valid_to__not_lte"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions, newest first. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Next-Cursor": components["headers"]["XNextCursor"];
+                    "X-Page-Limit": components["headers"]["XPageLimit"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Total-Count": components["headers"]["XTotalCount"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassVersion"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getClassAsOfByName: {
+        parameters: {
+            query: {
+                /** @description The instant (RFC 3339, e.g. `2026-03-04T12:00:00Z`; a date alone is its midnight UTC). */
+                at: components["parameters"]["HistoryAt"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Exact class name; numeric-looking values are names, not ids. */
+                class_name: components["parameters"]["ClassNamePath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version current at `at`. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
         };
@@ -17907,6 +19064,358 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AuditEvent"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listCollectionHistory: {
+        parameters: {
+            query?: {
+                /** @description `actor_kind` equals the value. */
+                actor_kind?: components["parameters"]["ListFilter.actor_kind"];
+                /** @description `actor_kind` contains the value. */
+                actor_kind__contains?: components["parameters"]["ListFilter.actor_kind__contains"];
+                /** @description `actor_kind` ends with the value. */
+                actor_kind__endswith?: components["parameters"]["ListFilter.actor_kind__endswith"];
+                /** @description `actor_kind` equals the value. */
+                actor_kind__equals?: components["parameters"]["ListFilter.actor_kind__equals"];
+                /** @description `actor_kind` contains the value, ignoring case. */
+                actor_kind__icontains?: components["parameters"]["ListFilter.actor_kind__icontains"];
+                /** @description `actor_kind` ends with the value, ignoring case. */
+                actor_kind__iendswith?: components["parameters"]["ListFilter.actor_kind__iendswith"];
+                /** @description `actor_kind` equals the value, ignoring case. */
+                actor_kind__iequals?: components["parameters"]["ListFilter.actor_kind__iequals"];
+                /** @description `actor_kind` is one of the comma-separated values. */
+                actor_kind__in?: components["parameters"]["ListFilter.actor_kind__in"];
+                /** @description `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__is_null?: components["parameters"]["ListFilter.actor_kind__is_null"];
+                /** @description `actor_kind` starts with the value, ignoring case. */
+                actor_kind__istartswith?: components["parameters"]["ListFilter.actor_kind__istartswith"];
+                /** @description `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__like?: components["parameters"]["ListFilter.actor_kind__like"];
+                /** @description Matches unless `actor_kind` contains the value. */
+                actor_kind__not_contains?: components["parameters"]["ListFilter.actor_kind__not_contains"];
+                /** @description Matches unless `actor_kind` ends with the value. */
+                actor_kind__not_endswith?: components["parameters"]["ListFilter.actor_kind__not_endswith"];
+                /** @description Matches unless `actor_kind` equals the value. */
+                actor_kind__not_equals?: components["parameters"]["ListFilter.actor_kind__not_equals"];
+                /** @description Matches unless `actor_kind` contains the value, ignoring case. */
+                actor_kind__not_icontains?: components["parameters"]["ListFilter.actor_kind__not_icontains"];
+                /** @description Matches unless `actor_kind` ends with the value, ignoring case. */
+                actor_kind__not_iendswith?: components["parameters"]["ListFilter.actor_kind__not_iendswith"];
+                /** @description Matches unless `actor_kind` equals the value, ignoring case. */
+                actor_kind__not_iequals?: components["parameters"]["ListFilter.actor_kind__not_iequals"];
+                /** @description Matches unless `actor_kind` is one of the comma-separated values. */
+                actor_kind__not_in?: components["parameters"]["ListFilter.actor_kind__not_in"];
+                /** @description Matches unless `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__not_is_null?: components["parameters"]["ListFilter.actor_kind__not_is_null"];
+                /** @description Matches unless `actor_kind` starts with the value, ignoring case. */
+                actor_kind__not_istartswith?: components["parameters"]["ListFilter.actor_kind__not_istartswith"];
+                /** @description Matches unless `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__not_like?: components["parameters"]["ListFilter.actor_kind__not_like"];
+                /** @description Matches unless `actor_kind` matches the POSIX regular expression. */
+                actor_kind__not_regex?: components["parameters"]["ListFilter.actor_kind__not_regex"];
+                /** @description Matches unless `actor_kind` starts with the value. */
+                actor_kind__not_startswith?: components["parameters"]["ListFilter.actor_kind__not_startswith"];
+                /** @description `actor_kind` matches the POSIX regular expression. */
+                actor_kind__regex?: components["parameters"]["ListFilter.actor_kind__regex"];
+                /** @description `actor_kind` starts with the value. */
+                actor_kind__startswith?: components["parameters"]["ListFilter.actor_kind__startswith"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id?: components["parameters"]["ListFilter.actor_principal_id"];
+                /** @description `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__between?: components["parameters"]["ListFilter.actor_principal_id__between"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id__equals?: components["parameters"]["ListFilter.actor_principal_id__equals"];
+                /** @description `actor_principal_id` is greater than the value. */
+                actor_principal_id__gt?: components["parameters"]["ListFilter.actor_principal_id__gt"];
+                /** @description `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__gte?: components["parameters"]["ListFilter.actor_principal_id__gte"];
+                /** @description `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__in?: components["parameters"]["ListFilter.actor_principal_id__in"];
+                /** @description `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__is_null?: components["parameters"]["ListFilter.actor_principal_id__is_null"];
+                /** @description `actor_principal_id` is less than the value. */
+                actor_principal_id__lt?: components["parameters"]["ListFilter.actor_principal_id__lt"];
+                /** @description `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__lte?: components["parameters"]["ListFilter.actor_principal_id__lte"];
+                /** @description Matches unless `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__not_between?: components["parameters"]["ListFilter.actor_principal_id__not_between"];
+                /** @description Matches unless `actor_principal_id` equals the value. */
+                actor_principal_id__not_equals?: components["parameters"]["ListFilter.actor_principal_id__not_equals"];
+                /** @description Matches unless `actor_principal_id` is greater than the value. */
+                actor_principal_id__not_gt?: components["parameters"]["ListFilter.actor_principal_id__not_gt"];
+                /** @description Matches unless `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__not_gte?: components["parameters"]["ListFilter.actor_principal_id__not_gte"];
+                /** @description Matches unless `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__not_in?: components["parameters"]["ListFilter.actor_principal_id__not_in"];
+                /** @description Matches unless `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__not_is_null?: components["parameters"]["ListFilter.actor_principal_id__not_is_null"];
+                /** @description Matches unless `actor_principal_id` is less than the value. */
+                actor_principal_id__not_lt?: components["parameters"]["ListFilter.actor_principal_id__not_lt"];
+                /** @description Matches unless `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__not_lte?: components["parameters"]["ListFilter.actor_principal_id__not_lte"];
+                /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
+                 *     all filters combine with AND, at most 64. See the list query language in the API description.
+                 *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
+                 */
+                filters?: components["parameters"]["ListFilters"];
+                /** @description Whether to return X-Total-Count (default true). */
+                include_total?: components["parameters"]["IncludeTotal"];
+                /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `operation` equals the value. */
+                operation?: components["parameters"]["ListFilter.operation"];
+                /** @description `operation` contains the value. */
+                operation__contains?: components["parameters"]["ListFilter.operation__contains"];
+                /** @description `operation` ends with the value. */
+                operation__endswith?: components["parameters"]["ListFilter.operation__endswith"];
+                /** @description `operation` equals the value. */
+                operation__equals?: components["parameters"]["ListFilter.operation__equals"];
+                /** @description `operation` contains the value, ignoring case. */
+                operation__icontains?: components["parameters"]["ListFilter.operation__icontains"];
+                /** @description `operation` ends with the value, ignoring case. */
+                operation__iendswith?: components["parameters"]["ListFilter.operation__iendswith"];
+                /** @description `operation` equals the value, ignoring case. */
+                operation__iequals?: components["parameters"]["ListFilter.operation__iequals"];
+                /** @description `operation` is one of the comma-separated values. */
+                operation__in?: components["parameters"]["ListFilter.operation__in"];
+                /** @description `operation` is null (`true`) or not null (`false`). */
+                operation__is_null?: components["parameters"]["ListFilter.operation__is_null"];
+                /** @description `operation` starts with the value, ignoring case. */
+                operation__istartswith?: components["parameters"]["ListFilter.operation__istartswith"];
+                /** @description `operation` matches the SQL LIKE pattern. */
+                operation__like?: components["parameters"]["ListFilter.operation__like"];
+                /** @description Matches unless `operation` contains the value. */
+                operation__not_contains?: components["parameters"]["ListFilter.operation__not_contains"];
+                /** @description Matches unless `operation` ends with the value. */
+                operation__not_endswith?: components["parameters"]["ListFilter.operation__not_endswith"];
+                /** @description Matches unless `operation` equals the value. */
+                operation__not_equals?: components["parameters"]["ListFilter.operation__not_equals"];
+                /** @description Matches unless `operation` contains the value, ignoring case. */
+                operation__not_icontains?: components["parameters"]["ListFilter.operation__not_icontains"];
+                /** @description Matches unless `operation` ends with the value, ignoring case. */
+                operation__not_iendswith?: components["parameters"]["ListFilter.operation__not_iendswith"];
+                /** @description Matches unless `operation` equals the value, ignoring case. */
+                operation__not_iequals?: components["parameters"]["ListFilter.operation__not_iequals"];
+                /** @description Matches unless `operation` is one of the comma-separated values. */
+                operation__not_in?: components["parameters"]["ListFilter.operation__not_in"];
+                /** @description Matches unless `operation` is null (`true`) or not null (`false`). */
+                operation__not_is_null?: components["parameters"]["ListFilter.operation__not_is_null"];
+                /** @description Matches unless `operation` starts with the value, ignoring case. */
+                operation__not_istartswith?: components["parameters"]["ListFilter.operation__not_istartswith"];
+                /** @description Matches unless `operation` matches the SQL LIKE pattern. */
+                operation__not_like?: components["parameters"]["ListFilter.operation__not_like"];
+                /** @description Matches unless `operation` matches the POSIX regular expression. */
+                operation__not_regex?: components["parameters"]["ListFilter.operation__not_regex"];
+                /** @description Matches unless `operation` starts with the value. */
+                operation__not_startswith?: components["parameters"]["ListFilter.operation__not_startswith"];
+                /** @description `operation` matches the POSIX regular expression. */
+                operation__regex?: components["parameters"]["ListFilter.operation__regex"];
+                /** @description `operation` starts with the value. */
+                operation__startswith?: components["parameters"]["ListFilter.operation__startswith"];
+                /** @description `revision` equals the value. */
+                revision?: components["parameters"]["ListFilter.revision"];
+                /** @description `revision` lies between `lo,hi` (inclusive). */
+                revision__between?: components["parameters"]["ListFilter.revision__between"];
+                /** @description `revision` equals the value. */
+                revision__equals?: components["parameters"]["ListFilter.revision__equals"];
+                /** @description `revision` is greater than the value. */
+                revision__gt?: components["parameters"]["ListFilter.revision__gt"];
+                /** @description `revision` is greater than or equal to the value. */
+                revision__gte?: components["parameters"]["ListFilter.revision__gte"];
+                /** @description `revision` is one of the comma-separated values. */
+                revision__in?: components["parameters"]["ListFilter.revision__in"];
+                /** @description `revision` is null (`true`) or not null (`false`). */
+                revision__is_null?: components["parameters"]["ListFilter.revision__is_null"];
+                /** @description `revision` is less than the value. */
+                revision__lt?: components["parameters"]["ListFilter.revision__lt"];
+                /** @description `revision` is less than or equal to the value. */
+                revision__lte?: components["parameters"]["ListFilter.revision__lte"];
+                /** @description Matches unless `revision` lies between `lo,hi` (inclusive). */
+                revision__not_between?: components["parameters"]["ListFilter.revision__not_between"];
+                /** @description Matches unless `revision` equals the value. */
+                revision__not_equals?: components["parameters"]["ListFilter.revision__not_equals"];
+                /** @description Matches unless `revision` is greater than the value. */
+                revision__not_gt?: components["parameters"]["ListFilter.revision__not_gt"];
+                /** @description Matches unless `revision` is greater than or equal to the value. */
+                revision__not_gte?: components["parameters"]["ListFilter.revision__not_gte"];
+                /** @description Matches unless `revision` is one of the comma-separated values. */
+                revision__not_in?: components["parameters"]["ListFilter.revision__not_in"];
+                /** @description Matches unless `revision` is null (`true`) or not null (`false`). */
+                revision__not_is_null?: components["parameters"]["ListFilter.revision__not_is_null"];
+                /** @description Matches unless `revision` is less than the value. */
+                revision__not_lt?: components["parameters"]["ListFilter.revision__not_lt"];
+                /** @description Matches unless `revision` is less than or equal to the value. */
+                revision__not_lte?: components["parameters"]["ListFilter.revision__not_lte"];
+                /** @description Comma-separated sort fields, `-field` or `field.desc` for descending, at most 8; an id tie-breaker is appended. */
+                sort?: components["parameters"]["Sort"];
+                /** @description `valid_from` equals the value. */
+                valid_from?: components["parameters"]["ListFilter.valid_from"];
+                /** @description `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__between?: components["parameters"]["ListFilter.valid_from__between"];
+                /** @description `valid_from` equals the value. */
+                valid_from__equals?: components["parameters"]["ListFilter.valid_from__equals"];
+                /** @description `valid_from` is greater than the value. */
+                valid_from__gt?: components["parameters"]["ListFilter.valid_from__gt"];
+                /** @description `valid_from` is greater than or equal to the value. */
+                valid_from__gte?: components["parameters"]["ListFilter.valid_from__gte"];
+                /** @description `valid_from` is one of the comma-separated values. */
+                valid_from__in?: components["parameters"]["ListFilter.valid_from__in"];
+                /** @description `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__is_null?: components["parameters"]["ListFilter.valid_from__is_null"];
+                /** @description `valid_from` is less than the value. */
+                valid_from__lt?: components["parameters"]["ListFilter.valid_from__lt"];
+                /** @description `valid_from` is less than or equal to the value. */
+                valid_from__lte?: components["parameters"]["ListFilter.valid_from__lte"];
+                /** @description Matches unless `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__not_between?: components["parameters"]["ListFilter.valid_from__not_between"];
+                /** @description Matches unless `valid_from` equals the value. */
+                valid_from__not_equals?: components["parameters"]["ListFilter.valid_from__not_equals"];
+                /** @description Matches unless `valid_from` is greater than the value. */
+                valid_from__not_gt?: components["parameters"]["ListFilter.valid_from__not_gt"];
+                /** @description Matches unless `valid_from` is greater than or equal to the value. */
+                valid_from__not_gte?: components["parameters"]["ListFilter.valid_from__not_gte"];
+                /** @description Matches unless `valid_from` is one of the comma-separated values. */
+                valid_from__not_in?: components["parameters"]["ListFilter.valid_from__not_in"];
+                /** @description Matches unless `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__not_is_null?: components["parameters"]["ListFilter.valid_from__not_is_null"];
+                /** @description Matches unless `valid_from` is less than the value. */
+                valid_from__not_lt?: components["parameters"]["ListFilter.valid_from__not_lt"];
+                /** @description Matches unless `valid_from` is less than or equal to the value. */
+                valid_from__not_lte?: components["parameters"]["ListFilter.valid_from__not_lte"];
+                /** @description `valid_to` equals the value. */
+                valid_to?: components["parameters"]["ListFilter.valid_to"];
+                /** @description `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__between?: components["parameters"]["ListFilter.valid_to__between"];
+                /** @description `valid_to` equals the value. */
+                valid_to__equals?: components["parameters"]["ListFilter.valid_to__equals"];
+                /** @description `valid_to` is greater than the value. */
+                valid_to__gt?: components["parameters"]["ListFilter.valid_to__gt"];
+                /** @description `valid_to` is greater than or equal to the value. */
+                valid_to__gte?: components["parameters"]["ListFilter.valid_to__gte"];
+                /** @description `valid_to` is one of the comma-separated values. */
+                valid_to__in?: components["parameters"]["ListFilter.valid_to__in"];
+                /** @description `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__is_null?: components["parameters"]["ListFilter.valid_to__is_null"];
+                /** @description `valid_to` is less than the value. */
+                valid_to__lt?: components["parameters"]["ListFilter.valid_to__lt"];
+                /** @description `valid_to` is less than or equal to the value. */
+                valid_to__lte?: components["parameters"]["ListFilter.valid_to__lte"];
+                /** @description Matches unless `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__not_between?: components["parameters"]["ListFilter.valid_to__not_between"];
+                /** @description Matches unless `valid_to` equals the value. */
+                valid_to__not_equals?: components["parameters"]["ListFilter.valid_to__not_equals"];
+                /** @description Matches unless `valid_to` is greater than the value. */
+                valid_to__not_gt?: components["parameters"]["ListFilter.valid_to__not_gt"];
+                /** @description Matches unless `valid_to` is greater than or equal to the value. */
+                valid_to__not_gte?: components["parameters"]["ListFilter.valid_to__not_gte"];
+                /** @description Matches unless `valid_to` is one of the comma-separated values. */
+                valid_to__not_in?: components["parameters"]["ListFilter.valid_to__not_in"];
+                /** @description Matches unless `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__not_is_null?: components["parameters"]["ListFilter.valid_to__not_is_null"];
+                /** @description Matches unless `valid_to` is less than the value. */
+                valid_to__not_lt?: components["parameters"]["ListFilter.valid_to__not_lt"];
+                /** @description Matches unless `valid_to` is less than or equal to the value. */
+                valid_to__not_lte?: components["parameters"]["ListFilter.valid_to__not_lte"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Collection id. */
+                collection_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions, newest first. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Next-Cursor": components["headers"]["XNextCursor"];
+                    "X-Page-Limit": components["headers"]["XPageLimit"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Total-Count": components["headers"]["XTotalCount"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionVersion"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getCollectionAsOf: {
+        parameters: {
+            query: {
+                /** @description The instant (RFC 3339, e.g. `2026-03-04T12:00:00Z`; a date alone is its midnight UTC). */
+                at: components["parameters"]["HistoryAt"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Collection id. */
+                collection_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version current at `at`. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionVersion"];
                 };
             };
             400: components["responses"]["BadRequest"];
@@ -21473,6 +22982,358 @@ export interface operations {
                 };
             };
             415: components["responses"]["UnsupportedMediaType"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listExportTemplateHistory: {
+        parameters: {
+            query?: {
+                /** @description `actor_kind` equals the value. */
+                actor_kind?: components["parameters"]["ListFilter.actor_kind"];
+                /** @description `actor_kind` contains the value. */
+                actor_kind__contains?: components["parameters"]["ListFilter.actor_kind__contains"];
+                /** @description `actor_kind` ends with the value. */
+                actor_kind__endswith?: components["parameters"]["ListFilter.actor_kind__endswith"];
+                /** @description `actor_kind` equals the value. */
+                actor_kind__equals?: components["parameters"]["ListFilter.actor_kind__equals"];
+                /** @description `actor_kind` contains the value, ignoring case. */
+                actor_kind__icontains?: components["parameters"]["ListFilter.actor_kind__icontains"];
+                /** @description `actor_kind` ends with the value, ignoring case. */
+                actor_kind__iendswith?: components["parameters"]["ListFilter.actor_kind__iendswith"];
+                /** @description `actor_kind` equals the value, ignoring case. */
+                actor_kind__iequals?: components["parameters"]["ListFilter.actor_kind__iequals"];
+                /** @description `actor_kind` is one of the comma-separated values. */
+                actor_kind__in?: components["parameters"]["ListFilter.actor_kind__in"];
+                /** @description `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__is_null?: components["parameters"]["ListFilter.actor_kind__is_null"];
+                /** @description `actor_kind` starts with the value, ignoring case. */
+                actor_kind__istartswith?: components["parameters"]["ListFilter.actor_kind__istartswith"];
+                /** @description `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__like?: components["parameters"]["ListFilter.actor_kind__like"];
+                /** @description Matches unless `actor_kind` contains the value. */
+                actor_kind__not_contains?: components["parameters"]["ListFilter.actor_kind__not_contains"];
+                /** @description Matches unless `actor_kind` ends with the value. */
+                actor_kind__not_endswith?: components["parameters"]["ListFilter.actor_kind__not_endswith"];
+                /** @description Matches unless `actor_kind` equals the value. */
+                actor_kind__not_equals?: components["parameters"]["ListFilter.actor_kind__not_equals"];
+                /** @description Matches unless `actor_kind` contains the value, ignoring case. */
+                actor_kind__not_icontains?: components["parameters"]["ListFilter.actor_kind__not_icontains"];
+                /** @description Matches unless `actor_kind` ends with the value, ignoring case. */
+                actor_kind__not_iendswith?: components["parameters"]["ListFilter.actor_kind__not_iendswith"];
+                /** @description Matches unless `actor_kind` equals the value, ignoring case. */
+                actor_kind__not_iequals?: components["parameters"]["ListFilter.actor_kind__not_iequals"];
+                /** @description Matches unless `actor_kind` is one of the comma-separated values. */
+                actor_kind__not_in?: components["parameters"]["ListFilter.actor_kind__not_in"];
+                /** @description Matches unless `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__not_is_null?: components["parameters"]["ListFilter.actor_kind__not_is_null"];
+                /** @description Matches unless `actor_kind` starts with the value, ignoring case. */
+                actor_kind__not_istartswith?: components["parameters"]["ListFilter.actor_kind__not_istartswith"];
+                /** @description Matches unless `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__not_like?: components["parameters"]["ListFilter.actor_kind__not_like"];
+                /** @description Matches unless `actor_kind` matches the POSIX regular expression. */
+                actor_kind__not_regex?: components["parameters"]["ListFilter.actor_kind__not_regex"];
+                /** @description Matches unless `actor_kind` starts with the value. */
+                actor_kind__not_startswith?: components["parameters"]["ListFilter.actor_kind__not_startswith"];
+                /** @description `actor_kind` matches the POSIX regular expression. */
+                actor_kind__regex?: components["parameters"]["ListFilter.actor_kind__regex"];
+                /** @description `actor_kind` starts with the value. */
+                actor_kind__startswith?: components["parameters"]["ListFilter.actor_kind__startswith"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id?: components["parameters"]["ListFilter.actor_principal_id"];
+                /** @description `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__between?: components["parameters"]["ListFilter.actor_principal_id__between"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id__equals?: components["parameters"]["ListFilter.actor_principal_id__equals"];
+                /** @description `actor_principal_id` is greater than the value. */
+                actor_principal_id__gt?: components["parameters"]["ListFilter.actor_principal_id__gt"];
+                /** @description `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__gte?: components["parameters"]["ListFilter.actor_principal_id__gte"];
+                /** @description `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__in?: components["parameters"]["ListFilter.actor_principal_id__in"];
+                /** @description `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__is_null?: components["parameters"]["ListFilter.actor_principal_id__is_null"];
+                /** @description `actor_principal_id` is less than the value. */
+                actor_principal_id__lt?: components["parameters"]["ListFilter.actor_principal_id__lt"];
+                /** @description `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__lte?: components["parameters"]["ListFilter.actor_principal_id__lte"];
+                /** @description Matches unless `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__not_between?: components["parameters"]["ListFilter.actor_principal_id__not_between"];
+                /** @description Matches unless `actor_principal_id` equals the value. */
+                actor_principal_id__not_equals?: components["parameters"]["ListFilter.actor_principal_id__not_equals"];
+                /** @description Matches unless `actor_principal_id` is greater than the value. */
+                actor_principal_id__not_gt?: components["parameters"]["ListFilter.actor_principal_id__not_gt"];
+                /** @description Matches unless `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__not_gte?: components["parameters"]["ListFilter.actor_principal_id__not_gte"];
+                /** @description Matches unless `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__not_in?: components["parameters"]["ListFilter.actor_principal_id__not_in"];
+                /** @description Matches unless `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__not_is_null?: components["parameters"]["ListFilter.actor_principal_id__not_is_null"];
+                /** @description Matches unless `actor_principal_id` is less than the value. */
+                actor_principal_id__not_lt?: components["parameters"]["ListFilter.actor_principal_id__not_lt"];
+                /** @description Matches unless `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__not_lte?: components["parameters"]["ListFilter.actor_principal_id__not_lte"];
+                /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
+                 *     all filters combine with AND, at most 64. See the list query language in the API description.
+                 *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
+                 */
+                filters?: components["parameters"]["ListFilters"];
+                /** @description Whether to return X-Total-Count (default true). */
+                include_total?: components["parameters"]["IncludeTotal"];
+                /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `operation` equals the value. */
+                operation?: components["parameters"]["ListFilter.operation"];
+                /** @description `operation` contains the value. */
+                operation__contains?: components["parameters"]["ListFilter.operation__contains"];
+                /** @description `operation` ends with the value. */
+                operation__endswith?: components["parameters"]["ListFilter.operation__endswith"];
+                /** @description `operation` equals the value. */
+                operation__equals?: components["parameters"]["ListFilter.operation__equals"];
+                /** @description `operation` contains the value, ignoring case. */
+                operation__icontains?: components["parameters"]["ListFilter.operation__icontains"];
+                /** @description `operation` ends with the value, ignoring case. */
+                operation__iendswith?: components["parameters"]["ListFilter.operation__iendswith"];
+                /** @description `operation` equals the value, ignoring case. */
+                operation__iequals?: components["parameters"]["ListFilter.operation__iequals"];
+                /** @description `operation` is one of the comma-separated values. */
+                operation__in?: components["parameters"]["ListFilter.operation__in"];
+                /** @description `operation` is null (`true`) or not null (`false`). */
+                operation__is_null?: components["parameters"]["ListFilter.operation__is_null"];
+                /** @description `operation` starts with the value, ignoring case. */
+                operation__istartswith?: components["parameters"]["ListFilter.operation__istartswith"];
+                /** @description `operation` matches the SQL LIKE pattern. */
+                operation__like?: components["parameters"]["ListFilter.operation__like"];
+                /** @description Matches unless `operation` contains the value. */
+                operation__not_contains?: components["parameters"]["ListFilter.operation__not_contains"];
+                /** @description Matches unless `operation` ends with the value. */
+                operation__not_endswith?: components["parameters"]["ListFilter.operation__not_endswith"];
+                /** @description Matches unless `operation` equals the value. */
+                operation__not_equals?: components["parameters"]["ListFilter.operation__not_equals"];
+                /** @description Matches unless `operation` contains the value, ignoring case. */
+                operation__not_icontains?: components["parameters"]["ListFilter.operation__not_icontains"];
+                /** @description Matches unless `operation` ends with the value, ignoring case. */
+                operation__not_iendswith?: components["parameters"]["ListFilter.operation__not_iendswith"];
+                /** @description Matches unless `operation` equals the value, ignoring case. */
+                operation__not_iequals?: components["parameters"]["ListFilter.operation__not_iequals"];
+                /** @description Matches unless `operation` is one of the comma-separated values. */
+                operation__not_in?: components["parameters"]["ListFilter.operation__not_in"];
+                /** @description Matches unless `operation` is null (`true`) or not null (`false`). */
+                operation__not_is_null?: components["parameters"]["ListFilter.operation__not_is_null"];
+                /** @description Matches unless `operation` starts with the value, ignoring case. */
+                operation__not_istartswith?: components["parameters"]["ListFilter.operation__not_istartswith"];
+                /** @description Matches unless `operation` matches the SQL LIKE pattern. */
+                operation__not_like?: components["parameters"]["ListFilter.operation__not_like"];
+                /** @description Matches unless `operation` matches the POSIX regular expression. */
+                operation__not_regex?: components["parameters"]["ListFilter.operation__not_regex"];
+                /** @description Matches unless `operation` starts with the value. */
+                operation__not_startswith?: components["parameters"]["ListFilter.operation__not_startswith"];
+                /** @description `operation` matches the POSIX regular expression. */
+                operation__regex?: components["parameters"]["ListFilter.operation__regex"];
+                /** @description `operation` starts with the value. */
+                operation__startswith?: components["parameters"]["ListFilter.operation__startswith"];
+                /** @description `revision` equals the value. */
+                revision?: components["parameters"]["ListFilter.revision"];
+                /** @description `revision` lies between `lo,hi` (inclusive). */
+                revision__between?: components["parameters"]["ListFilter.revision__between"];
+                /** @description `revision` equals the value. */
+                revision__equals?: components["parameters"]["ListFilter.revision__equals"];
+                /** @description `revision` is greater than the value. */
+                revision__gt?: components["parameters"]["ListFilter.revision__gt"];
+                /** @description `revision` is greater than or equal to the value. */
+                revision__gte?: components["parameters"]["ListFilter.revision__gte"];
+                /** @description `revision` is one of the comma-separated values. */
+                revision__in?: components["parameters"]["ListFilter.revision__in"];
+                /** @description `revision` is null (`true`) or not null (`false`). */
+                revision__is_null?: components["parameters"]["ListFilter.revision__is_null"];
+                /** @description `revision` is less than the value. */
+                revision__lt?: components["parameters"]["ListFilter.revision__lt"];
+                /** @description `revision` is less than or equal to the value. */
+                revision__lte?: components["parameters"]["ListFilter.revision__lte"];
+                /** @description Matches unless `revision` lies between `lo,hi` (inclusive). */
+                revision__not_between?: components["parameters"]["ListFilter.revision__not_between"];
+                /** @description Matches unless `revision` equals the value. */
+                revision__not_equals?: components["parameters"]["ListFilter.revision__not_equals"];
+                /** @description Matches unless `revision` is greater than the value. */
+                revision__not_gt?: components["parameters"]["ListFilter.revision__not_gt"];
+                /** @description Matches unless `revision` is greater than or equal to the value. */
+                revision__not_gte?: components["parameters"]["ListFilter.revision__not_gte"];
+                /** @description Matches unless `revision` is one of the comma-separated values. */
+                revision__not_in?: components["parameters"]["ListFilter.revision__not_in"];
+                /** @description Matches unless `revision` is null (`true`) or not null (`false`). */
+                revision__not_is_null?: components["parameters"]["ListFilter.revision__not_is_null"];
+                /** @description Matches unless `revision` is less than the value. */
+                revision__not_lt?: components["parameters"]["ListFilter.revision__not_lt"];
+                /** @description Matches unless `revision` is less than or equal to the value. */
+                revision__not_lte?: components["parameters"]["ListFilter.revision__not_lte"];
+                /** @description Comma-separated sort fields, `-field` or `field.desc` for descending, at most 8; an id tie-breaker is appended. */
+                sort?: components["parameters"]["Sort"];
+                /** @description `valid_from` equals the value. */
+                valid_from?: components["parameters"]["ListFilter.valid_from"];
+                /** @description `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__between?: components["parameters"]["ListFilter.valid_from__between"];
+                /** @description `valid_from` equals the value. */
+                valid_from__equals?: components["parameters"]["ListFilter.valid_from__equals"];
+                /** @description `valid_from` is greater than the value. */
+                valid_from__gt?: components["parameters"]["ListFilter.valid_from__gt"];
+                /** @description `valid_from` is greater than or equal to the value. */
+                valid_from__gte?: components["parameters"]["ListFilter.valid_from__gte"];
+                /** @description `valid_from` is one of the comma-separated values. */
+                valid_from__in?: components["parameters"]["ListFilter.valid_from__in"];
+                /** @description `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__is_null?: components["parameters"]["ListFilter.valid_from__is_null"];
+                /** @description `valid_from` is less than the value. */
+                valid_from__lt?: components["parameters"]["ListFilter.valid_from__lt"];
+                /** @description `valid_from` is less than or equal to the value. */
+                valid_from__lte?: components["parameters"]["ListFilter.valid_from__lte"];
+                /** @description Matches unless `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__not_between?: components["parameters"]["ListFilter.valid_from__not_between"];
+                /** @description Matches unless `valid_from` equals the value. */
+                valid_from__not_equals?: components["parameters"]["ListFilter.valid_from__not_equals"];
+                /** @description Matches unless `valid_from` is greater than the value. */
+                valid_from__not_gt?: components["parameters"]["ListFilter.valid_from__not_gt"];
+                /** @description Matches unless `valid_from` is greater than or equal to the value. */
+                valid_from__not_gte?: components["parameters"]["ListFilter.valid_from__not_gte"];
+                /** @description Matches unless `valid_from` is one of the comma-separated values. */
+                valid_from__not_in?: components["parameters"]["ListFilter.valid_from__not_in"];
+                /** @description Matches unless `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__not_is_null?: components["parameters"]["ListFilter.valid_from__not_is_null"];
+                /** @description Matches unless `valid_from` is less than the value. */
+                valid_from__not_lt?: components["parameters"]["ListFilter.valid_from__not_lt"];
+                /** @description Matches unless `valid_from` is less than or equal to the value. */
+                valid_from__not_lte?: components["parameters"]["ListFilter.valid_from__not_lte"];
+                /** @description `valid_to` equals the value. */
+                valid_to?: components["parameters"]["ListFilter.valid_to"];
+                /** @description `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__between?: components["parameters"]["ListFilter.valid_to__between"];
+                /** @description `valid_to` equals the value. */
+                valid_to__equals?: components["parameters"]["ListFilter.valid_to__equals"];
+                /** @description `valid_to` is greater than the value. */
+                valid_to__gt?: components["parameters"]["ListFilter.valid_to__gt"];
+                /** @description `valid_to` is greater than or equal to the value. */
+                valid_to__gte?: components["parameters"]["ListFilter.valid_to__gte"];
+                /** @description `valid_to` is one of the comma-separated values. */
+                valid_to__in?: components["parameters"]["ListFilter.valid_to__in"];
+                /** @description `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__is_null?: components["parameters"]["ListFilter.valid_to__is_null"];
+                /** @description `valid_to` is less than the value. */
+                valid_to__lt?: components["parameters"]["ListFilter.valid_to__lt"];
+                /** @description `valid_to` is less than or equal to the value. */
+                valid_to__lte?: components["parameters"]["ListFilter.valid_to__lte"];
+                /** @description Matches unless `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__not_between?: components["parameters"]["ListFilter.valid_to__not_between"];
+                /** @description Matches unless `valid_to` equals the value. */
+                valid_to__not_equals?: components["parameters"]["ListFilter.valid_to__not_equals"];
+                /** @description Matches unless `valid_to` is greater than the value. */
+                valid_to__not_gt?: components["parameters"]["ListFilter.valid_to__not_gt"];
+                /** @description Matches unless `valid_to` is greater than or equal to the value. */
+                valid_to__not_gte?: components["parameters"]["ListFilter.valid_to__not_gte"];
+                /** @description Matches unless `valid_to` is one of the comma-separated values. */
+                valid_to__not_in?: components["parameters"]["ListFilter.valid_to__not_in"];
+                /** @description Matches unless `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__not_is_null?: components["parameters"]["ListFilter.valid_to__not_is_null"];
+                /** @description Matches unless `valid_to` is less than the value. */
+                valid_to__not_lt?: components["parameters"]["ListFilter.valid_to__not_lt"];
+                /** @description Matches unless `valid_to` is less than or equal to the value. */
+                valid_to__not_lte?: components["parameters"]["ListFilter.valid_to__not_lte"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Export template id. */
+                template_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions, newest first. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Next-Cursor": components["headers"]["XNextCursor"];
+                    "X-Page-Limit": components["headers"]["XPageLimit"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Total-Count": components["headers"]["XTotalCount"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportTemplateVersion"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getExportTemplateAsOf: {
+        parameters: {
+            query: {
+                /** @description The instant (RFC 3339, e.g. `2026-03-04T12:00:00Z`; a date alone is its midnight UTC). */
+                at: components["parameters"]["HistoryAt"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Export template id. */
+                template_id: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version current at `at`. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ExportTemplateVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
         };
@@ -27156,6 +29017,358 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    listClassRelationHistory: {
+        parameters: {
+            query?: {
+                /** @description `actor_kind` equals the value. */
+                actor_kind?: components["parameters"]["ListFilter.actor_kind"];
+                /** @description `actor_kind` contains the value. */
+                actor_kind__contains?: components["parameters"]["ListFilter.actor_kind__contains"];
+                /** @description `actor_kind` ends with the value. */
+                actor_kind__endswith?: components["parameters"]["ListFilter.actor_kind__endswith"];
+                /** @description `actor_kind` equals the value. */
+                actor_kind__equals?: components["parameters"]["ListFilter.actor_kind__equals"];
+                /** @description `actor_kind` contains the value, ignoring case. */
+                actor_kind__icontains?: components["parameters"]["ListFilter.actor_kind__icontains"];
+                /** @description `actor_kind` ends with the value, ignoring case. */
+                actor_kind__iendswith?: components["parameters"]["ListFilter.actor_kind__iendswith"];
+                /** @description `actor_kind` equals the value, ignoring case. */
+                actor_kind__iequals?: components["parameters"]["ListFilter.actor_kind__iequals"];
+                /** @description `actor_kind` is one of the comma-separated values. */
+                actor_kind__in?: components["parameters"]["ListFilter.actor_kind__in"];
+                /** @description `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__is_null?: components["parameters"]["ListFilter.actor_kind__is_null"];
+                /** @description `actor_kind` starts with the value, ignoring case. */
+                actor_kind__istartswith?: components["parameters"]["ListFilter.actor_kind__istartswith"];
+                /** @description `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__like?: components["parameters"]["ListFilter.actor_kind__like"];
+                /** @description Matches unless `actor_kind` contains the value. */
+                actor_kind__not_contains?: components["parameters"]["ListFilter.actor_kind__not_contains"];
+                /** @description Matches unless `actor_kind` ends with the value. */
+                actor_kind__not_endswith?: components["parameters"]["ListFilter.actor_kind__not_endswith"];
+                /** @description Matches unless `actor_kind` equals the value. */
+                actor_kind__not_equals?: components["parameters"]["ListFilter.actor_kind__not_equals"];
+                /** @description Matches unless `actor_kind` contains the value, ignoring case. */
+                actor_kind__not_icontains?: components["parameters"]["ListFilter.actor_kind__not_icontains"];
+                /** @description Matches unless `actor_kind` ends with the value, ignoring case. */
+                actor_kind__not_iendswith?: components["parameters"]["ListFilter.actor_kind__not_iendswith"];
+                /** @description Matches unless `actor_kind` equals the value, ignoring case. */
+                actor_kind__not_iequals?: components["parameters"]["ListFilter.actor_kind__not_iequals"];
+                /** @description Matches unless `actor_kind` is one of the comma-separated values. */
+                actor_kind__not_in?: components["parameters"]["ListFilter.actor_kind__not_in"];
+                /** @description Matches unless `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__not_is_null?: components["parameters"]["ListFilter.actor_kind__not_is_null"];
+                /** @description Matches unless `actor_kind` starts with the value, ignoring case. */
+                actor_kind__not_istartswith?: components["parameters"]["ListFilter.actor_kind__not_istartswith"];
+                /** @description Matches unless `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__not_like?: components["parameters"]["ListFilter.actor_kind__not_like"];
+                /** @description Matches unless `actor_kind` matches the POSIX regular expression. */
+                actor_kind__not_regex?: components["parameters"]["ListFilter.actor_kind__not_regex"];
+                /** @description Matches unless `actor_kind` starts with the value. */
+                actor_kind__not_startswith?: components["parameters"]["ListFilter.actor_kind__not_startswith"];
+                /** @description `actor_kind` matches the POSIX regular expression. */
+                actor_kind__regex?: components["parameters"]["ListFilter.actor_kind__regex"];
+                /** @description `actor_kind` starts with the value. */
+                actor_kind__startswith?: components["parameters"]["ListFilter.actor_kind__startswith"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id?: components["parameters"]["ListFilter.actor_principal_id"];
+                /** @description `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__between?: components["parameters"]["ListFilter.actor_principal_id__between"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id__equals?: components["parameters"]["ListFilter.actor_principal_id__equals"];
+                /** @description `actor_principal_id` is greater than the value. */
+                actor_principal_id__gt?: components["parameters"]["ListFilter.actor_principal_id__gt"];
+                /** @description `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__gte?: components["parameters"]["ListFilter.actor_principal_id__gte"];
+                /** @description `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__in?: components["parameters"]["ListFilter.actor_principal_id__in"];
+                /** @description `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__is_null?: components["parameters"]["ListFilter.actor_principal_id__is_null"];
+                /** @description `actor_principal_id` is less than the value. */
+                actor_principal_id__lt?: components["parameters"]["ListFilter.actor_principal_id__lt"];
+                /** @description `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__lte?: components["parameters"]["ListFilter.actor_principal_id__lte"];
+                /** @description Matches unless `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__not_between?: components["parameters"]["ListFilter.actor_principal_id__not_between"];
+                /** @description Matches unless `actor_principal_id` equals the value. */
+                actor_principal_id__not_equals?: components["parameters"]["ListFilter.actor_principal_id__not_equals"];
+                /** @description Matches unless `actor_principal_id` is greater than the value. */
+                actor_principal_id__not_gt?: components["parameters"]["ListFilter.actor_principal_id__not_gt"];
+                /** @description Matches unless `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__not_gte?: components["parameters"]["ListFilter.actor_principal_id__not_gte"];
+                /** @description Matches unless `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__not_in?: components["parameters"]["ListFilter.actor_principal_id__not_in"];
+                /** @description Matches unless `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__not_is_null?: components["parameters"]["ListFilter.actor_principal_id__not_is_null"];
+                /** @description Matches unless `actor_principal_id` is less than the value. */
+                actor_principal_id__not_lt?: components["parameters"]["ListFilter.actor_principal_id__not_lt"];
+                /** @description Matches unless `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__not_lte?: components["parameters"]["ListFilter.actor_principal_id__not_lte"];
+                /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
+                 *     all filters combine with AND, at most 64. See the list query language in the API description.
+                 *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
+                 */
+                filters?: components["parameters"]["ListFilters"];
+                /** @description Whether to return X-Total-Count (default true). */
+                include_total?: components["parameters"]["IncludeTotal"];
+                /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `operation` equals the value. */
+                operation?: components["parameters"]["ListFilter.operation"];
+                /** @description `operation` contains the value. */
+                operation__contains?: components["parameters"]["ListFilter.operation__contains"];
+                /** @description `operation` ends with the value. */
+                operation__endswith?: components["parameters"]["ListFilter.operation__endswith"];
+                /** @description `operation` equals the value. */
+                operation__equals?: components["parameters"]["ListFilter.operation__equals"];
+                /** @description `operation` contains the value, ignoring case. */
+                operation__icontains?: components["parameters"]["ListFilter.operation__icontains"];
+                /** @description `operation` ends with the value, ignoring case. */
+                operation__iendswith?: components["parameters"]["ListFilter.operation__iendswith"];
+                /** @description `operation` equals the value, ignoring case. */
+                operation__iequals?: components["parameters"]["ListFilter.operation__iequals"];
+                /** @description `operation` is one of the comma-separated values. */
+                operation__in?: components["parameters"]["ListFilter.operation__in"];
+                /** @description `operation` is null (`true`) or not null (`false`). */
+                operation__is_null?: components["parameters"]["ListFilter.operation__is_null"];
+                /** @description `operation` starts with the value, ignoring case. */
+                operation__istartswith?: components["parameters"]["ListFilter.operation__istartswith"];
+                /** @description `operation` matches the SQL LIKE pattern. */
+                operation__like?: components["parameters"]["ListFilter.operation__like"];
+                /** @description Matches unless `operation` contains the value. */
+                operation__not_contains?: components["parameters"]["ListFilter.operation__not_contains"];
+                /** @description Matches unless `operation` ends with the value. */
+                operation__not_endswith?: components["parameters"]["ListFilter.operation__not_endswith"];
+                /** @description Matches unless `operation` equals the value. */
+                operation__not_equals?: components["parameters"]["ListFilter.operation__not_equals"];
+                /** @description Matches unless `operation` contains the value, ignoring case. */
+                operation__not_icontains?: components["parameters"]["ListFilter.operation__not_icontains"];
+                /** @description Matches unless `operation` ends with the value, ignoring case. */
+                operation__not_iendswith?: components["parameters"]["ListFilter.operation__not_iendswith"];
+                /** @description Matches unless `operation` equals the value, ignoring case. */
+                operation__not_iequals?: components["parameters"]["ListFilter.operation__not_iequals"];
+                /** @description Matches unless `operation` is one of the comma-separated values. */
+                operation__not_in?: components["parameters"]["ListFilter.operation__not_in"];
+                /** @description Matches unless `operation` is null (`true`) or not null (`false`). */
+                operation__not_is_null?: components["parameters"]["ListFilter.operation__not_is_null"];
+                /** @description Matches unless `operation` starts with the value, ignoring case. */
+                operation__not_istartswith?: components["parameters"]["ListFilter.operation__not_istartswith"];
+                /** @description Matches unless `operation` matches the SQL LIKE pattern. */
+                operation__not_like?: components["parameters"]["ListFilter.operation__not_like"];
+                /** @description Matches unless `operation` matches the POSIX regular expression. */
+                operation__not_regex?: components["parameters"]["ListFilter.operation__not_regex"];
+                /** @description Matches unless `operation` starts with the value. */
+                operation__not_startswith?: components["parameters"]["ListFilter.operation__not_startswith"];
+                /** @description `operation` matches the POSIX regular expression. */
+                operation__regex?: components["parameters"]["ListFilter.operation__regex"];
+                /** @description `operation` starts with the value. */
+                operation__startswith?: components["parameters"]["ListFilter.operation__startswith"];
+                /** @description `revision` equals the value. */
+                revision?: components["parameters"]["ListFilter.revision"];
+                /** @description `revision` lies between `lo,hi` (inclusive). */
+                revision__between?: components["parameters"]["ListFilter.revision__between"];
+                /** @description `revision` equals the value. */
+                revision__equals?: components["parameters"]["ListFilter.revision__equals"];
+                /** @description `revision` is greater than the value. */
+                revision__gt?: components["parameters"]["ListFilter.revision__gt"];
+                /** @description `revision` is greater than or equal to the value. */
+                revision__gte?: components["parameters"]["ListFilter.revision__gte"];
+                /** @description `revision` is one of the comma-separated values. */
+                revision__in?: components["parameters"]["ListFilter.revision__in"];
+                /** @description `revision` is null (`true`) or not null (`false`). */
+                revision__is_null?: components["parameters"]["ListFilter.revision__is_null"];
+                /** @description `revision` is less than the value. */
+                revision__lt?: components["parameters"]["ListFilter.revision__lt"];
+                /** @description `revision` is less than or equal to the value. */
+                revision__lte?: components["parameters"]["ListFilter.revision__lte"];
+                /** @description Matches unless `revision` lies between `lo,hi` (inclusive). */
+                revision__not_between?: components["parameters"]["ListFilter.revision__not_between"];
+                /** @description Matches unless `revision` equals the value. */
+                revision__not_equals?: components["parameters"]["ListFilter.revision__not_equals"];
+                /** @description Matches unless `revision` is greater than the value. */
+                revision__not_gt?: components["parameters"]["ListFilter.revision__not_gt"];
+                /** @description Matches unless `revision` is greater than or equal to the value. */
+                revision__not_gte?: components["parameters"]["ListFilter.revision__not_gte"];
+                /** @description Matches unless `revision` is one of the comma-separated values. */
+                revision__not_in?: components["parameters"]["ListFilter.revision__not_in"];
+                /** @description Matches unless `revision` is null (`true`) or not null (`false`). */
+                revision__not_is_null?: components["parameters"]["ListFilter.revision__not_is_null"];
+                /** @description Matches unless `revision` is less than the value. */
+                revision__not_lt?: components["parameters"]["ListFilter.revision__not_lt"];
+                /** @description Matches unless `revision` is less than or equal to the value. */
+                revision__not_lte?: components["parameters"]["ListFilter.revision__not_lte"];
+                /** @description Comma-separated sort fields, `-field` or `field.desc` for descending, at most 8; an id tie-breaker is appended. */
+                sort?: components["parameters"]["Sort"];
+                /** @description `valid_from` equals the value. */
+                valid_from?: components["parameters"]["ListFilter.valid_from"];
+                /** @description `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__between?: components["parameters"]["ListFilter.valid_from__between"];
+                /** @description `valid_from` equals the value. */
+                valid_from__equals?: components["parameters"]["ListFilter.valid_from__equals"];
+                /** @description `valid_from` is greater than the value. */
+                valid_from__gt?: components["parameters"]["ListFilter.valid_from__gt"];
+                /** @description `valid_from` is greater than or equal to the value. */
+                valid_from__gte?: components["parameters"]["ListFilter.valid_from__gte"];
+                /** @description `valid_from` is one of the comma-separated values. */
+                valid_from__in?: components["parameters"]["ListFilter.valid_from__in"];
+                /** @description `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__is_null?: components["parameters"]["ListFilter.valid_from__is_null"];
+                /** @description `valid_from` is less than the value. */
+                valid_from__lt?: components["parameters"]["ListFilter.valid_from__lt"];
+                /** @description `valid_from` is less than or equal to the value. */
+                valid_from__lte?: components["parameters"]["ListFilter.valid_from__lte"];
+                /** @description Matches unless `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__not_between?: components["parameters"]["ListFilter.valid_from__not_between"];
+                /** @description Matches unless `valid_from` equals the value. */
+                valid_from__not_equals?: components["parameters"]["ListFilter.valid_from__not_equals"];
+                /** @description Matches unless `valid_from` is greater than the value. */
+                valid_from__not_gt?: components["parameters"]["ListFilter.valid_from__not_gt"];
+                /** @description Matches unless `valid_from` is greater than or equal to the value. */
+                valid_from__not_gte?: components["parameters"]["ListFilter.valid_from__not_gte"];
+                /** @description Matches unless `valid_from` is one of the comma-separated values. */
+                valid_from__not_in?: components["parameters"]["ListFilter.valid_from__not_in"];
+                /** @description Matches unless `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__not_is_null?: components["parameters"]["ListFilter.valid_from__not_is_null"];
+                /** @description Matches unless `valid_from` is less than the value. */
+                valid_from__not_lt?: components["parameters"]["ListFilter.valid_from__not_lt"];
+                /** @description Matches unless `valid_from` is less than or equal to the value. */
+                valid_from__not_lte?: components["parameters"]["ListFilter.valid_from__not_lte"];
+                /** @description `valid_to` equals the value. */
+                valid_to?: components["parameters"]["ListFilter.valid_to"];
+                /** @description `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__between?: components["parameters"]["ListFilter.valid_to__between"];
+                /** @description `valid_to` equals the value. */
+                valid_to__equals?: components["parameters"]["ListFilter.valid_to__equals"];
+                /** @description `valid_to` is greater than the value. */
+                valid_to__gt?: components["parameters"]["ListFilter.valid_to__gt"];
+                /** @description `valid_to` is greater than or equal to the value. */
+                valid_to__gte?: components["parameters"]["ListFilter.valid_to__gte"];
+                /** @description `valid_to` is one of the comma-separated values. */
+                valid_to__in?: components["parameters"]["ListFilter.valid_to__in"];
+                /** @description `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__is_null?: components["parameters"]["ListFilter.valid_to__is_null"];
+                /** @description `valid_to` is less than the value. */
+                valid_to__lt?: components["parameters"]["ListFilter.valid_to__lt"];
+                /** @description `valid_to` is less than or equal to the value. */
+                valid_to__lte?: components["parameters"]["ListFilter.valid_to__lte"];
+                /** @description Matches unless `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__not_between?: components["parameters"]["ListFilter.valid_to__not_between"];
+                /** @description Matches unless `valid_to` equals the value. */
+                valid_to__not_equals?: components["parameters"]["ListFilter.valid_to__not_equals"];
+                /** @description Matches unless `valid_to` is greater than the value. */
+                valid_to__not_gt?: components["parameters"]["ListFilter.valid_to__not_gt"];
+                /** @description Matches unless `valid_to` is greater than or equal to the value. */
+                valid_to__not_gte?: components["parameters"]["ListFilter.valid_to__not_gte"];
+                /** @description Matches unless `valid_to` is one of the comma-separated values. */
+                valid_to__not_in?: components["parameters"]["ListFilter.valid_to__not_in"];
+                /** @description Matches unless `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__not_is_null?: components["parameters"]["ListFilter.valid_to__not_is_null"];
+                /** @description Matches unless `valid_to` is less than the value. */
+                valid_to__not_lt?: components["parameters"]["ListFilter.valid_to__not_lt"];
+                /** @description Matches unless `valid_to` is less than or equal to the value. */
+                valid_to__not_lte?: components["parameters"]["ListFilter.valid_to__not_lte"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Class-relation id. */
+                relation_id: components["parameters"]["ClassRelationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions, newest first. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Next-Cursor": components["headers"]["XNextCursor"];
+                    "X-Page-Limit": components["headers"]["XPageLimit"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Total-Count": components["headers"]["XTotalCount"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassRelationVersion"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getClassRelationAsOf: {
+        parameters: {
+            query: {
+                /** @description The instant (RFC 3339, e.g. `2026-03-04T12:00:00Z`; a date alone is its midnight UTC). */
+                at: components["parameters"]["HistoryAt"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Class-relation id. */
+                relation_id: components["parameters"]["ClassRelationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version current at `at`. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ClassRelationVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
     listObjectRelations: {
         parameters: {
             query?: {
@@ -27581,6 +29794,358 @@ export interface operations {
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
             412: components["responses"]["PreconditionFailed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listObjectRelationHistory: {
+        parameters: {
+            query?: {
+                /** @description `actor_kind` equals the value. */
+                actor_kind?: components["parameters"]["ListFilter.actor_kind"];
+                /** @description `actor_kind` contains the value. */
+                actor_kind__contains?: components["parameters"]["ListFilter.actor_kind__contains"];
+                /** @description `actor_kind` ends with the value. */
+                actor_kind__endswith?: components["parameters"]["ListFilter.actor_kind__endswith"];
+                /** @description `actor_kind` equals the value. */
+                actor_kind__equals?: components["parameters"]["ListFilter.actor_kind__equals"];
+                /** @description `actor_kind` contains the value, ignoring case. */
+                actor_kind__icontains?: components["parameters"]["ListFilter.actor_kind__icontains"];
+                /** @description `actor_kind` ends with the value, ignoring case. */
+                actor_kind__iendswith?: components["parameters"]["ListFilter.actor_kind__iendswith"];
+                /** @description `actor_kind` equals the value, ignoring case. */
+                actor_kind__iequals?: components["parameters"]["ListFilter.actor_kind__iequals"];
+                /** @description `actor_kind` is one of the comma-separated values. */
+                actor_kind__in?: components["parameters"]["ListFilter.actor_kind__in"];
+                /** @description `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__is_null?: components["parameters"]["ListFilter.actor_kind__is_null"];
+                /** @description `actor_kind` starts with the value, ignoring case. */
+                actor_kind__istartswith?: components["parameters"]["ListFilter.actor_kind__istartswith"];
+                /** @description `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__like?: components["parameters"]["ListFilter.actor_kind__like"];
+                /** @description Matches unless `actor_kind` contains the value. */
+                actor_kind__not_contains?: components["parameters"]["ListFilter.actor_kind__not_contains"];
+                /** @description Matches unless `actor_kind` ends with the value. */
+                actor_kind__not_endswith?: components["parameters"]["ListFilter.actor_kind__not_endswith"];
+                /** @description Matches unless `actor_kind` equals the value. */
+                actor_kind__not_equals?: components["parameters"]["ListFilter.actor_kind__not_equals"];
+                /** @description Matches unless `actor_kind` contains the value, ignoring case. */
+                actor_kind__not_icontains?: components["parameters"]["ListFilter.actor_kind__not_icontains"];
+                /** @description Matches unless `actor_kind` ends with the value, ignoring case. */
+                actor_kind__not_iendswith?: components["parameters"]["ListFilter.actor_kind__not_iendswith"];
+                /** @description Matches unless `actor_kind` equals the value, ignoring case. */
+                actor_kind__not_iequals?: components["parameters"]["ListFilter.actor_kind__not_iequals"];
+                /** @description Matches unless `actor_kind` is one of the comma-separated values. */
+                actor_kind__not_in?: components["parameters"]["ListFilter.actor_kind__not_in"];
+                /** @description Matches unless `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__not_is_null?: components["parameters"]["ListFilter.actor_kind__not_is_null"];
+                /** @description Matches unless `actor_kind` starts with the value, ignoring case. */
+                actor_kind__not_istartswith?: components["parameters"]["ListFilter.actor_kind__not_istartswith"];
+                /** @description Matches unless `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__not_like?: components["parameters"]["ListFilter.actor_kind__not_like"];
+                /** @description Matches unless `actor_kind` matches the POSIX regular expression. */
+                actor_kind__not_regex?: components["parameters"]["ListFilter.actor_kind__not_regex"];
+                /** @description Matches unless `actor_kind` starts with the value. */
+                actor_kind__not_startswith?: components["parameters"]["ListFilter.actor_kind__not_startswith"];
+                /** @description `actor_kind` matches the POSIX regular expression. */
+                actor_kind__regex?: components["parameters"]["ListFilter.actor_kind__regex"];
+                /** @description `actor_kind` starts with the value. */
+                actor_kind__startswith?: components["parameters"]["ListFilter.actor_kind__startswith"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id?: components["parameters"]["ListFilter.actor_principal_id"];
+                /** @description `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__between?: components["parameters"]["ListFilter.actor_principal_id__between"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id__equals?: components["parameters"]["ListFilter.actor_principal_id__equals"];
+                /** @description `actor_principal_id` is greater than the value. */
+                actor_principal_id__gt?: components["parameters"]["ListFilter.actor_principal_id__gt"];
+                /** @description `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__gte?: components["parameters"]["ListFilter.actor_principal_id__gte"];
+                /** @description `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__in?: components["parameters"]["ListFilter.actor_principal_id__in"];
+                /** @description `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__is_null?: components["parameters"]["ListFilter.actor_principal_id__is_null"];
+                /** @description `actor_principal_id` is less than the value. */
+                actor_principal_id__lt?: components["parameters"]["ListFilter.actor_principal_id__lt"];
+                /** @description `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__lte?: components["parameters"]["ListFilter.actor_principal_id__lte"];
+                /** @description Matches unless `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__not_between?: components["parameters"]["ListFilter.actor_principal_id__not_between"];
+                /** @description Matches unless `actor_principal_id` equals the value. */
+                actor_principal_id__not_equals?: components["parameters"]["ListFilter.actor_principal_id__not_equals"];
+                /** @description Matches unless `actor_principal_id` is greater than the value. */
+                actor_principal_id__not_gt?: components["parameters"]["ListFilter.actor_principal_id__not_gt"];
+                /** @description Matches unless `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__not_gte?: components["parameters"]["ListFilter.actor_principal_id__not_gte"];
+                /** @description Matches unless `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__not_in?: components["parameters"]["ListFilter.actor_principal_id__not_in"];
+                /** @description Matches unless `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__not_is_null?: components["parameters"]["ListFilter.actor_principal_id__not_is_null"];
+                /** @description Matches unless `actor_principal_id` is less than the value. */
+                actor_principal_id__not_lt?: components["parameters"]["ListFilter.actor_principal_id__not_lt"];
+                /** @description Matches unless `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__not_lte?: components["parameters"]["ListFilter.actor_principal_id__not_lte"];
+                /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
+                 *     all filters combine with AND, at most 64. See the list query language in the API description.
+                 *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
+                 */
+                filters?: components["parameters"]["ListFilters"];
+                /** @description Whether to return X-Total-Count (default true). */
+                include_total?: components["parameters"]["IncludeTotal"];
+                /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `operation` equals the value. */
+                operation?: components["parameters"]["ListFilter.operation"];
+                /** @description `operation` contains the value. */
+                operation__contains?: components["parameters"]["ListFilter.operation__contains"];
+                /** @description `operation` ends with the value. */
+                operation__endswith?: components["parameters"]["ListFilter.operation__endswith"];
+                /** @description `operation` equals the value. */
+                operation__equals?: components["parameters"]["ListFilter.operation__equals"];
+                /** @description `operation` contains the value, ignoring case. */
+                operation__icontains?: components["parameters"]["ListFilter.operation__icontains"];
+                /** @description `operation` ends with the value, ignoring case. */
+                operation__iendswith?: components["parameters"]["ListFilter.operation__iendswith"];
+                /** @description `operation` equals the value, ignoring case. */
+                operation__iequals?: components["parameters"]["ListFilter.operation__iequals"];
+                /** @description `operation` is one of the comma-separated values. */
+                operation__in?: components["parameters"]["ListFilter.operation__in"];
+                /** @description `operation` is null (`true`) or not null (`false`). */
+                operation__is_null?: components["parameters"]["ListFilter.operation__is_null"];
+                /** @description `operation` starts with the value, ignoring case. */
+                operation__istartswith?: components["parameters"]["ListFilter.operation__istartswith"];
+                /** @description `operation` matches the SQL LIKE pattern. */
+                operation__like?: components["parameters"]["ListFilter.operation__like"];
+                /** @description Matches unless `operation` contains the value. */
+                operation__not_contains?: components["parameters"]["ListFilter.operation__not_contains"];
+                /** @description Matches unless `operation` ends with the value. */
+                operation__not_endswith?: components["parameters"]["ListFilter.operation__not_endswith"];
+                /** @description Matches unless `operation` equals the value. */
+                operation__not_equals?: components["parameters"]["ListFilter.operation__not_equals"];
+                /** @description Matches unless `operation` contains the value, ignoring case. */
+                operation__not_icontains?: components["parameters"]["ListFilter.operation__not_icontains"];
+                /** @description Matches unless `operation` ends with the value, ignoring case. */
+                operation__not_iendswith?: components["parameters"]["ListFilter.operation__not_iendswith"];
+                /** @description Matches unless `operation` equals the value, ignoring case. */
+                operation__not_iequals?: components["parameters"]["ListFilter.operation__not_iequals"];
+                /** @description Matches unless `operation` is one of the comma-separated values. */
+                operation__not_in?: components["parameters"]["ListFilter.operation__not_in"];
+                /** @description Matches unless `operation` is null (`true`) or not null (`false`). */
+                operation__not_is_null?: components["parameters"]["ListFilter.operation__not_is_null"];
+                /** @description Matches unless `operation` starts with the value, ignoring case. */
+                operation__not_istartswith?: components["parameters"]["ListFilter.operation__not_istartswith"];
+                /** @description Matches unless `operation` matches the SQL LIKE pattern. */
+                operation__not_like?: components["parameters"]["ListFilter.operation__not_like"];
+                /** @description Matches unless `operation` matches the POSIX regular expression. */
+                operation__not_regex?: components["parameters"]["ListFilter.operation__not_regex"];
+                /** @description Matches unless `operation` starts with the value. */
+                operation__not_startswith?: components["parameters"]["ListFilter.operation__not_startswith"];
+                /** @description `operation` matches the POSIX regular expression. */
+                operation__regex?: components["parameters"]["ListFilter.operation__regex"];
+                /** @description `operation` starts with the value. */
+                operation__startswith?: components["parameters"]["ListFilter.operation__startswith"];
+                /** @description `revision` equals the value. */
+                revision?: components["parameters"]["ListFilter.revision"];
+                /** @description `revision` lies between `lo,hi` (inclusive). */
+                revision__between?: components["parameters"]["ListFilter.revision__between"];
+                /** @description `revision` equals the value. */
+                revision__equals?: components["parameters"]["ListFilter.revision__equals"];
+                /** @description `revision` is greater than the value. */
+                revision__gt?: components["parameters"]["ListFilter.revision__gt"];
+                /** @description `revision` is greater than or equal to the value. */
+                revision__gte?: components["parameters"]["ListFilter.revision__gte"];
+                /** @description `revision` is one of the comma-separated values. */
+                revision__in?: components["parameters"]["ListFilter.revision__in"];
+                /** @description `revision` is null (`true`) or not null (`false`). */
+                revision__is_null?: components["parameters"]["ListFilter.revision__is_null"];
+                /** @description `revision` is less than the value. */
+                revision__lt?: components["parameters"]["ListFilter.revision__lt"];
+                /** @description `revision` is less than or equal to the value. */
+                revision__lte?: components["parameters"]["ListFilter.revision__lte"];
+                /** @description Matches unless `revision` lies between `lo,hi` (inclusive). */
+                revision__not_between?: components["parameters"]["ListFilter.revision__not_between"];
+                /** @description Matches unless `revision` equals the value. */
+                revision__not_equals?: components["parameters"]["ListFilter.revision__not_equals"];
+                /** @description Matches unless `revision` is greater than the value. */
+                revision__not_gt?: components["parameters"]["ListFilter.revision__not_gt"];
+                /** @description Matches unless `revision` is greater than or equal to the value. */
+                revision__not_gte?: components["parameters"]["ListFilter.revision__not_gte"];
+                /** @description Matches unless `revision` is one of the comma-separated values. */
+                revision__not_in?: components["parameters"]["ListFilter.revision__not_in"];
+                /** @description Matches unless `revision` is null (`true`) or not null (`false`). */
+                revision__not_is_null?: components["parameters"]["ListFilter.revision__not_is_null"];
+                /** @description Matches unless `revision` is less than the value. */
+                revision__not_lt?: components["parameters"]["ListFilter.revision__not_lt"];
+                /** @description Matches unless `revision` is less than or equal to the value. */
+                revision__not_lte?: components["parameters"]["ListFilter.revision__not_lte"];
+                /** @description Comma-separated sort fields, `-field` or `field.desc` for descending, at most 8; an id tie-breaker is appended. */
+                sort?: components["parameters"]["Sort"];
+                /** @description `valid_from` equals the value. */
+                valid_from?: components["parameters"]["ListFilter.valid_from"];
+                /** @description `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__between?: components["parameters"]["ListFilter.valid_from__between"];
+                /** @description `valid_from` equals the value. */
+                valid_from__equals?: components["parameters"]["ListFilter.valid_from__equals"];
+                /** @description `valid_from` is greater than the value. */
+                valid_from__gt?: components["parameters"]["ListFilter.valid_from__gt"];
+                /** @description `valid_from` is greater than or equal to the value. */
+                valid_from__gte?: components["parameters"]["ListFilter.valid_from__gte"];
+                /** @description `valid_from` is one of the comma-separated values. */
+                valid_from__in?: components["parameters"]["ListFilter.valid_from__in"];
+                /** @description `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__is_null?: components["parameters"]["ListFilter.valid_from__is_null"];
+                /** @description `valid_from` is less than the value. */
+                valid_from__lt?: components["parameters"]["ListFilter.valid_from__lt"];
+                /** @description `valid_from` is less than or equal to the value. */
+                valid_from__lte?: components["parameters"]["ListFilter.valid_from__lte"];
+                /** @description Matches unless `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__not_between?: components["parameters"]["ListFilter.valid_from__not_between"];
+                /** @description Matches unless `valid_from` equals the value. */
+                valid_from__not_equals?: components["parameters"]["ListFilter.valid_from__not_equals"];
+                /** @description Matches unless `valid_from` is greater than the value. */
+                valid_from__not_gt?: components["parameters"]["ListFilter.valid_from__not_gt"];
+                /** @description Matches unless `valid_from` is greater than or equal to the value. */
+                valid_from__not_gte?: components["parameters"]["ListFilter.valid_from__not_gte"];
+                /** @description Matches unless `valid_from` is one of the comma-separated values. */
+                valid_from__not_in?: components["parameters"]["ListFilter.valid_from__not_in"];
+                /** @description Matches unless `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__not_is_null?: components["parameters"]["ListFilter.valid_from__not_is_null"];
+                /** @description Matches unless `valid_from` is less than the value. */
+                valid_from__not_lt?: components["parameters"]["ListFilter.valid_from__not_lt"];
+                /** @description Matches unless `valid_from` is less than or equal to the value. */
+                valid_from__not_lte?: components["parameters"]["ListFilter.valid_from__not_lte"];
+                /** @description `valid_to` equals the value. */
+                valid_to?: components["parameters"]["ListFilter.valid_to"];
+                /** @description `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__between?: components["parameters"]["ListFilter.valid_to__between"];
+                /** @description `valid_to` equals the value. */
+                valid_to__equals?: components["parameters"]["ListFilter.valid_to__equals"];
+                /** @description `valid_to` is greater than the value. */
+                valid_to__gt?: components["parameters"]["ListFilter.valid_to__gt"];
+                /** @description `valid_to` is greater than or equal to the value. */
+                valid_to__gte?: components["parameters"]["ListFilter.valid_to__gte"];
+                /** @description `valid_to` is one of the comma-separated values. */
+                valid_to__in?: components["parameters"]["ListFilter.valid_to__in"];
+                /** @description `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__is_null?: components["parameters"]["ListFilter.valid_to__is_null"];
+                /** @description `valid_to` is less than the value. */
+                valid_to__lt?: components["parameters"]["ListFilter.valid_to__lt"];
+                /** @description `valid_to` is less than or equal to the value. */
+                valid_to__lte?: components["parameters"]["ListFilter.valid_to__lte"];
+                /** @description Matches unless `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__not_between?: components["parameters"]["ListFilter.valid_to__not_between"];
+                /** @description Matches unless `valid_to` equals the value. */
+                valid_to__not_equals?: components["parameters"]["ListFilter.valid_to__not_equals"];
+                /** @description Matches unless `valid_to` is greater than the value. */
+                valid_to__not_gt?: components["parameters"]["ListFilter.valid_to__not_gt"];
+                /** @description Matches unless `valid_to` is greater than or equal to the value. */
+                valid_to__not_gte?: components["parameters"]["ListFilter.valid_to__not_gte"];
+                /** @description Matches unless `valid_to` is one of the comma-separated values. */
+                valid_to__not_in?: components["parameters"]["ListFilter.valid_to__not_in"];
+                /** @description Matches unless `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__not_is_null?: components["parameters"]["ListFilter.valid_to__not_is_null"];
+                /** @description Matches unless `valid_to` is less than the value. */
+                valid_to__not_lt?: components["parameters"]["ListFilter.valid_to__not_lt"];
+                /** @description Matches unless `valid_to` is less than or equal to the value. */
+                valid_to__not_lte?: components["parameters"]["ListFilter.valid_to__not_lte"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Object-relation id. */
+                relation_id: components["parameters"]["ObjectRelationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions, newest first. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Next-Cursor": components["headers"]["XNextCursor"];
+                    "X-Page-Limit": components["headers"]["XPageLimit"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Total-Count": components["headers"]["XTotalCount"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObjectRelationVersion"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getObjectRelationAsOf: {
+        parameters: {
+            query: {
+                /** @description The instant (RFC 3339, e.g. `2026-03-04T12:00:00Z`; a date alone is its midnight UTC). */
+                at: components["parameters"]["HistoryAt"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Object-relation id. */
+                relation_id: components["parameters"]["ObjectRelationIdPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version current at `at`. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ObjectRelationVersion"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
             503: components["responses"]["ServiceUnavailable"];
             default: components["responses"]["Error"];
         };
@@ -28745,6 +31310,358 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AuditEvent"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listRemoteTargetHistory: {
+        parameters: {
+            query?: {
+                /** @description `actor_kind` equals the value. */
+                actor_kind?: components["parameters"]["ListFilter.actor_kind"];
+                /** @description `actor_kind` contains the value. */
+                actor_kind__contains?: components["parameters"]["ListFilter.actor_kind__contains"];
+                /** @description `actor_kind` ends with the value. */
+                actor_kind__endswith?: components["parameters"]["ListFilter.actor_kind__endswith"];
+                /** @description `actor_kind` equals the value. */
+                actor_kind__equals?: components["parameters"]["ListFilter.actor_kind__equals"];
+                /** @description `actor_kind` contains the value, ignoring case. */
+                actor_kind__icontains?: components["parameters"]["ListFilter.actor_kind__icontains"];
+                /** @description `actor_kind` ends with the value, ignoring case. */
+                actor_kind__iendswith?: components["parameters"]["ListFilter.actor_kind__iendswith"];
+                /** @description `actor_kind` equals the value, ignoring case. */
+                actor_kind__iequals?: components["parameters"]["ListFilter.actor_kind__iequals"];
+                /** @description `actor_kind` is one of the comma-separated values. */
+                actor_kind__in?: components["parameters"]["ListFilter.actor_kind__in"];
+                /** @description `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__is_null?: components["parameters"]["ListFilter.actor_kind__is_null"];
+                /** @description `actor_kind` starts with the value, ignoring case. */
+                actor_kind__istartswith?: components["parameters"]["ListFilter.actor_kind__istartswith"];
+                /** @description `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__like?: components["parameters"]["ListFilter.actor_kind__like"];
+                /** @description Matches unless `actor_kind` contains the value. */
+                actor_kind__not_contains?: components["parameters"]["ListFilter.actor_kind__not_contains"];
+                /** @description Matches unless `actor_kind` ends with the value. */
+                actor_kind__not_endswith?: components["parameters"]["ListFilter.actor_kind__not_endswith"];
+                /** @description Matches unless `actor_kind` equals the value. */
+                actor_kind__not_equals?: components["parameters"]["ListFilter.actor_kind__not_equals"];
+                /** @description Matches unless `actor_kind` contains the value, ignoring case. */
+                actor_kind__not_icontains?: components["parameters"]["ListFilter.actor_kind__not_icontains"];
+                /** @description Matches unless `actor_kind` ends with the value, ignoring case. */
+                actor_kind__not_iendswith?: components["parameters"]["ListFilter.actor_kind__not_iendswith"];
+                /** @description Matches unless `actor_kind` equals the value, ignoring case. */
+                actor_kind__not_iequals?: components["parameters"]["ListFilter.actor_kind__not_iequals"];
+                /** @description Matches unless `actor_kind` is one of the comma-separated values. */
+                actor_kind__not_in?: components["parameters"]["ListFilter.actor_kind__not_in"];
+                /** @description Matches unless `actor_kind` is null (`true`) or not null (`false`). */
+                actor_kind__not_is_null?: components["parameters"]["ListFilter.actor_kind__not_is_null"];
+                /** @description Matches unless `actor_kind` starts with the value, ignoring case. */
+                actor_kind__not_istartswith?: components["parameters"]["ListFilter.actor_kind__not_istartswith"];
+                /** @description Matches unless `actor_kind` matches the SQL LIKE pattern. */
+                actor_kind__not_like?: components["parameters"]["ListFilter.actor_kind__not_like"];
+                /** @description Matches unless `actor_kind` matches the POSIX regular expression. */
+                actor_kind__not_regex?: components["parameters"]["ListFilter.actor_kind__not_regex"];
+                /** @description Matches unless `actor_kind` starts with the value. */
+                actor_kind__not_startswith?: components["parameters"]["ListFilter.actor_kind__not_startswith"];
+                /** @description `actor_kind` matches the POSIX regular expression. */
+                actor_kind__regex?: components["parameters"]["ListFilter.actor_kind__regex"];
+                /** @description `actor_kind` starts with the value. */
+                actor_kind__startswith?: components["parameters"]["ListFilter.actor_kind__startswith"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id?: components["parameters"]["ListFilter.actor_principal_id"];
+                /** @description `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__between?: components["parameters"]["ListFilter.actor_principal_id__between"];
+                /** @description `actor_principal_id` equals the value. */
+                actor_principal_id__equals?: components["parameters"]["ListFilter.actor_principal_id__equals"];
+                /** @description `actor_principal_id` is greater than the value. */
+                actor_principal_id__gt?: components["parameters"]["ListFilter.actor_principal_id__gt"];
+                /** @description `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__gte?: components["parameters"]["ListFilter.actor_principal_id__gte"];
+                /** @description `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__in?: components["parameters"]["ListFilter.actor_principal_id__in"];
+                /** @description `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__is_null?: components["parameters"]["ListFilter.actor_principal_id__is_null"];
+                /** @description `actor_principal_id` is less than the value. */
+                actor_principal_id__lt?: components["parameters"]["ListFilter.actor_principal_id__lt"];
+                /** @description `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__lte?: components["parameters"]["ListFilter.actor_principal_id__lte"];
+                /** @description Matches unless `actor_principal_id` lies between `lo,hi` (inclusive). */
+                actor_principal_id__not_between?: components["parameters"]["ListFilter.actor_principal_id__not_between"];
+                /** @description Matches unless `actor_principal_id` equals the value. */
+                actor_principal_id__not_equals?: components["parameters"]["ListFilter.actor_principal_id__not_equals"];
+                /** @description Matches unless `actor_principal_id` is greater than the value. */
+                actor_principal_id__not_gt?: components["parameters"]["ListFilter.actor_principal_id__not_gt"];
+                /** @description Matches unless `actor_principal_id` is greater than or equal to the value. */
+                actor_principal_id__not_gte?: components["parameters"]["ListFilter.actor_principal_id__not_gte"];
+                /** @description Matches unless `actor_principal_id` is one of the comma-separated values. */
+                actor_principal_id__not_in?: components["parameters"]["ListFilter.actor_principal_id__not_in"];
+                /** @description Matches unless `actor_principal_id` is null (`true`) or not null (`false`). */
+                actor_principal_id__not_is_null?: components["parameters"]["ListFilter.actor_principal_id__not_is_null"];
+                /** @description Matches unless `actor_principal_id` is less than the value. */
+                actor_principal_id__not_lt?: components["parameters"]["ListFilter.actor_principal_id__not_lt"];
+                /** @description Matches unless `actor_principal_id` is less than or equal to the value. */
+                actor_principal_id__not_lte?: components["parameters"]["ListFilter.actor_principal_id__not_lte"];
+                /** @description Opaque cursor from X-Next-Cursor, passed back unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /**
+                 * @description One list filter per value, written `<filter name>=<value>` exactly as the filter would be sent
+                 *     as its own query parameter: `filter=computed.shared.cpu__gt=4` (on the wire
+                 *     `?filter=computed.shared.cpu__gt%3D4`) is `?computed.shared.cpu__gt=4`, and
+                 *     `filter=related.r.class.id=7` is `?related.r.class.id=7`. Repeat it for more filters
+                 *     (`?filter=...&filter=...`). The server reads each value as that query parameter, so the list
+                 *     query language is unchanged: all filters, these and those sent directly, combine with AND
+                 *     (at most 64), and an unknown or invalid filter is the same 400 naming the filter. This is how
+                 *     a generated client sends the filters no list can declare as parameters of their own
+                 *     (`computed.*`, `related.*`), or any other filter: every generator sends a string array with
+                 *     its default options. A value without `=`, with an empty name, or naming `limit`, `cursor`,
+                 *     `sort`, `include_total`, `filter` or `filters` is 400 naming `filter`.
+                 */
+                filter?: components["parameters"]["ListFilterExpressions"];
+                /**
+                 * @description List filters of the query language: `field=value`, `field__<op>=value`, `field__not_<op>=value`.
+                 *     Unknown fields or operators are 400. A filter may be repeated (`name__not_equals=a&name__not_equals=b`);
+                 *     all filters combine with AND, at most 64. See the list query language in the API description.
+                 *     Every filter of a fixed field is also declared as its own query parameter (`name__startswith`,
+                 *     `id__gt`, ...): send those. The filters that cannot be enumerated (`computed.*` and
+                 *     `related.*` object filters) go through the repeatable `filter` parameter
+                 *     (`filter=related.r.class.id=7`), which every generated client sends with its default
+                 *     options. This free-form object stays for clients that already use it; its members go on the
+                 *     query string as they are (`?name__startswith=web`), never as `filters[name__startswith]` or
+                 *     a JSON text (both 400).
+                 */
+                filters?: components["parameters"]["ListFilters"];
+                /** @description Whether to return X-Total-Count (default true). */
+                include_total?: components["parameters"]["IncludeTotal"];
+                /** @description Page size 1..250 (default 100); larger values are clamped to 250, 0 or negative is 400. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `operation` equals the value. */
+                operation?: components["parameters"]["ListFilter.operation"];
+                /** @description `operation` contains the value. */
+                operation__contains?: components["parameters"]["ListFilter.operation__contains"];
+                /** @description `operation` ends with the value. */
+                operation__endswith?: components["parameters"]["ListFilter.operation__endswith"];
+                /** @description `operation` equals the value. */
+                operation__equals?: components["parameters"]["ListFilter.operation__equals"];
+                /** @description `operation` contains the value, ignoring case. */
+                operation__icontains?: components["parameters"]["ListFilter.operation__icontains"];
+                /** @description `operation` ends with the value, ignoring case. */
+                operation__iendswith?: components["parameters"]["ListFilter.operation__iendswith"];
+                /** @description `operation` equals the value, ignoring case. */
+                operation__iequals?: components["parameters"]["ListFilter.operation__iequals"];
+                /** @description `operation` is one of the comma-separated values. */
+                operation__in?: components["parameters"]["ListFilter.operation__in"];
+                /** @description `operation` is null (`true`) or not null (`false`). */
+                operation__is_null?: components["parameters"]["ListFilter.operation__is_null"];
+                /** @description `operation` starts with the value, ignoring case. */
+                operation__istartswith?: components["parameters"]["ListFilter.operation__istartswith"];
+                /** @description `operation` matches the SQL LIKE pattern. */
+                operation__like?: components["parameters"]["ListFilter.operation__like"];
+                /** @description Matches unless `operation` contains the value. */
+                operation__not_contains?: components["parameters"]["ListFilter.operation__not_contains"];
+                /** @description Matches unless `operation` ends with the value. */
+                operation__not_endswith?: components["parameters"]["ListFilter.operation__not_endswith"];
+                /** @description Matches unless `operation` equals the value. */
+                operation__not_equals?: components["parameters"]["ListFilter.operation__not_equals"];
+                /** @description Matches unless `operation` contains the value, ignoring case. */
+                operation__not_icontains?: components["parameters"]["ListFilter.operation__not_icontains"];
+                /** @description Matches unless `operation` ends with the value, ignoring case. */
+                operation__not_iendswith?: components["parameters"]["ListFilter.operation__not_iendswith"];
+                /** @description Matches unless `operation` equals the value, ignoring case. */
+                operation__not_iequals?: components["parameters"]["ListFilter.operation__not_iequals"];
+                /** @description Matches unless `operation` is one of the comma-separated values. */
+                operation__not_in?: components["parameters"]["ListFilter.operation__not_in"];
+                /** @description Matches unless `operation` is null (`true`) or not null (`false`). */
+                operation__not_is_null?: components["parameters"]["ListFilter.operation__not_is_null"];
+                /** @description Matches unless `operation` starts with the value, ignoring case. */
+                operation__not_istartswith?: components["parameters"]["ListFilter.operation__not_istartswith"];
+                /** @description Matches unless `operation` matches the SQL LIKE pattern. */
+                operation__not_like?: components["parameters"]["ListFilter.operation__not_like"];
+                /** @description Matches unless `operation` matches the POSIX regular expression. */
+                operation__not_regex?: components["parameters"]["ListFilter.operation__not_regex"];
+                /** @description Matches unless `operation` starts with the value. */
+                operation__not_startswith?: components["parameters"]["ListFilter.operation__not_startswith"];
+                /** @description `operation` matches the POSIX regular expression. */
+                operation__regex?: components["parameters"]["ListFilter.operation__regex"];
+                /** @description `operation` starts with the value. */
+                operation__startswith?: components["parameters"]["ListFilter.operation__startswith"];
+                /** @description `revision` equals the value. */
+                revision?: components["parameters"]["ListFilter.revision"];
+                /** @description `revision` lies between `lo,hi` (inclusive). */
+                revision__between?: components["parameters"]["ListFilter.revision__between"];
+                /** @description `revision` equals the value. */
+                revision__equals?: components["parameters"]["ListFilter.revision__equals"];
+                /** @description `revision` is greater than the value. */
+                revision__gt?: components["parameters"]["ListFilter.revision__gt"];
+                /** @description `revision` is greater than or equal to the value. */
+                revision__gte?: components["parameters"]["ListFilter.revision__gte"];
+                /** @description `revision` is one of the comma-separated values. */
+                revision__in?: components["parameters"]["ListFilter.revision__in"];
+                /** @description `revision` is null (`true`) or not null (`false`). */
+                revision__is_null?: components["parameters"]["ListFilter.revision__is_null"];
+                /** @description `revision` is less than the value. */
+                revision__lt?: components["parameters"]["ListFilter.revision__lt"];
+                /** @description `revision` is less than or equal to the value. */
+                revision__lte?: components["parameters"]["ListFilter.revision__lte"];
+                /** @description Matches unless `revision` lies between `lo,hi` (inclusive). */
+                revision__not_between?: components["parameters"]["ListFilter.revision__not_between"];
+                /** @description Matches unless `revision` equals the value. */
+                revision__not_equals?: components["parameters"]["ListFilter.revision__not_equals"];
+                /** @description Matches unless `revision` is greater than the value. */
+                revision__not_gt?: components["parameters"]["ListFilter.revision__not_gt"];
+                /** @description Matches unless `revision` is greater than or equal to the value. */
+                revision__not_gte?: components["parameters"]["ListFilter.revision__not_gte"];
+                /** @description Matches unless `revision` is one of the comma-separated values. */
+                revision__not_in?: components["parameters"]["ListFilter.revision__not_in"];
+                /** @description Matches unless `revision` is null (`true`) or not null (`false`). */
+                revision__not_is_null?: components["parameters"]["ListFilter.revision__not_is_null"];
+                /** @description Matches unless `revision` is less than the value. */
+                revision__not_lt?: components["parameters"]["ListFilter.revision__not_lt"];
+                /** @description Matches unless `revision` is less than or equal to the value. */
+                revision__not_lte?: components["parameters"]["ListFilter.revision__not_lte"];
+                /** @description Comma-separated sort fields, `-field` or `field.desc` for descending, at most 8; an id tie-breaker is appended. */
+                sort?: components["parameters"]["Sort"];
+                /** @description `valid_from` equals the value. */
+                valid_from?: components["parameters"]["ListFilter.valid_from"];
+                /** @description `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__between?: components["parameters"]["ListFilter.valid_from__between"];
+                /** @description `valid_from` equals the value. */
+                valid_from__equals?: components["parameters"]["ListFilter.valid_from__equals"];
+                /** @description `valid_from` is greater than the value. */
+                valid_from__gt?: components["parameters"]["ListFilter.valid_from__gt"];
+                /** @description `valid_from` is greater than or equal to the value. */
+                valid_from__gte?: components["parameters"]["ListFilter.valid_from__gte"];
+                /** @description `valid_from` is one of the comma-separated values. */
+                valid_from__in?: components["parameters"]["ListFilter.valid_from__in"];
+                /** @description `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__is_null?: components["parameters"]["ListFilter.valid_from__is_null"];
+                /** @description `valid_from` is less than the value. */
+                valid_from__lt?: components["parameters"]["ListFilter.valid_from__lt"];
+                /** @description `valid_from` is less than or equal to the value. */
+                valid_from__lte?: components["parameters"]["ListFilter.valid_from__lte"];
+                /** @description Matches unless `valid_from` lies between `lo,hi` (inclusive). */
+                valid_from__not_between?: components["parameters"]["ListFilter.valid_from__not_between"];
+                /** @description Matches unless `valid_from` equals the value. */
+                valid_from__not_equals?: components["parameters"]["ListFilter.valid_from__not_equals"];
+                /** @description Matches unless `valid_from` is greater than the value. */
+                valid_from__not_gt?: components["parameters"]["ListFilter.valid_from__not_gt"];
+                /** @description Matches unless `valid_from` is greater than or equal to the value. */
+                valid_from__not_gte?: components["parameters"]["ListFilter.valid_from__not_gte"];
+                /** @description Matches unless `valid_from` is one of the comma-separated values. */
+                valid_from__not_in?: components["parameters"]["ListFilter.valid_from__not_in"];
+                /** @description Matches unless `valid_from` is null (`true`) or not null (`false`). */
+                valid_from__not_is_null?: components["parameters"]["ListFilter.valid_from__not_is_null"];
+                /** @description Matches unless `valid_from` is less than the value. */
+                valid_from__not_lt?: components["parameters"]["ListFilter.valid_from__not_lt"];
+                /** @description Matches unless `valid_from` is less than or equal to the value. */
+                valid_from__not_lte?: components["parameters"]["ListFilter.valid_from__not_lte"];
+                /** @description `valid_to` equals the value. */
+                valid_to?: components["parameters"]["ListFilter.valid_to"];
+                /** @description `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__between?: components["parameters"]["ListFilter.valid_to__between"];
+                /** @description `valid_to` equals the value. */
+                valid_to__equals?: components["parameters"]["ListFilter.valid_to__equals"];
+                /** @description `valid_to` is greater than the value. */
+                valid_to__gt?: components["parameters"]["ListFilter.valid_to__gt"];
+                /** @description `valid_to` is greater than or equal to the value. */
+                valid_to__gte?: components["parameters"]["ListFilter.valid_to__gte"];
+                /** @description `valid_to` is one of the comma-separated values. */
+                valid_to__in?: components["parameters"]["ListFilter.valid_to__in"];
+                /** @description `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__is_null?: components["parameters"]["ListFilter.valid_to__is_null"];
+                /** @description `valid_to` is less than the value. */
+                valid_to__lt?: components["parameters"]["ListFilter.valid_to__lt"];
+                /** @description `valid_to` is less than or equal to the value. */
+                valid_to__lte?: components["parameters"]["ListFilter.valid_to__lte"];
+                /** @description Matches unless `valid_to` lies between `lo,hi` (inclusive). */
+                valid_to__not_between?: components["parameters"]["ListFilter.valid_to__not_between"];
+                /** @description Matches unless `valid_to` equals the value. */
+                valid_to__not_equals?: components["parameters"]["ListFilter.valid_to__not_equals"];
+                /** @description Matches unless `valid_to` is greater than the value. */
+                valid_to__not_gt?: components["parameters"]["ListFilter.valid_to__not_gt"];
+                /** @description Matches unless `valid_to` is greater than or equal to the value. */
+                valid_to__not_gte?: components["parameters"]["ListFilter.valid_to__not_gte"];
+                /** @description Matches unless `valid_to` is one of the comma-separated values. */
+                valid_to__not_in?: components["parameters"]["ListFilter.valid_to__not_in"];
+                /** @description Matches unless `valid_to` is null (`true`) or not null (`false`). */
+                valid_to__not_is_null?: components["parameters"]["ListFilter.valid_to__not_is_null"];
+                /** @description Matches unless `valid_to` is less than the value. */
+                valid_to__not_lt?: components["parameters"]["ListFilter.valid_to__not_lt"];
+                /** @description Matches unless `valid_to` is less than or equal to the value. */
+                valid_to__not_lte?: components["parameters"]["ListFilter.valid_to__not_lte"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Remote target id. */
+                target_id: components["parameters"]["RemoteTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of versions, newest first. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Next-Cursor": components["headers"]["XNextCursor"];
+                    "X-Page-Limit": components["headers"]["XPageLimit"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    "X-Total-Count": components["headers"]["XTotalCount"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoteTargetVersion"][];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            405: components["responses"]["MethodNotAllowed"];
+            503: components["responses"]["ServiceUnavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getRemoteTargetAsOf: {
+        parameters: {
+            query: {
+                /** @description The instant (RFC 3339, e.g. `2026-03-04T12:00:00Z`; a date alone is its midnight UTC). */
+                at: components["parameters"]["HistoryAt"];
+            };
+            header?: {
+                /** @description Optional id tying this request to the caller's own trace: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is echoed in the response and recorded in the audit events the request causes; any other value is ignored (never an error). */
+                "X-Correlation-ID"?: components["parameters"]["XCorrelationId"];
+                /** @description Optional id a gateway gave this request: 1 to 128 of `A-Z a-z 0-9 . _ : -`. A valid value is kept as the request's id (the `X-Request-Id` response header, the log line, the audit events the request causes); any other value is replaced by a generated UUID (never an error). */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                /** @description Remote target id. */
+                target_id: components["parameters"]["RemoteTargetId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The version current at `at`. */
+            200: {
+                headers: {
+                    "X-Correlation-ID": components["headers"]["XCorrelationId"];
+                    "X-Request-Id": components["headers"]["XRequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RemoteTargetVersion"];
                 };
             };
             400: components["responses"]["BadRequest"];
