@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { HandlerMap } from '../http/contract.ts';
-import { actorOf } from '../http/contract.ts';
+import type { TypedHandlerMap } from '../http/contract.ts';
+import { actorOf, storedOutput } from '../http/contract.ts';
 import { ApiError, notFound } from '../domain/errors.ts';
 import { requireUnscopedAdmin } from './gates.ts';
 import { findTask, toTaskWire } from '../db/tasks.ts';
@@ -41,16 +41,11 @@ export const backupsHandlers = {
     const bytes = new Uint8Array(row.output);
     const digest = createHash('sha256').update(bytes);
     const raw = digest.copy().digest('base64');
-    return {
-      status: 200,
-      raw: bytes,
-      contentType: 'application/json',
-      headers: {
-        'cache-control': 'no-store',
-        'content-disposition': `attachment; filename="svc-backup-${id}.json"`,
-        digest: `SHA-256=${raw}`,
-        'x-svc-backup-sha256': digest.digest('hex'),
-      },
-    };
+    return storedOutput<'getBackupOutput'>(bytes, 'application/json', {
+      'cache-control': 'no-store',
+      'content-disposition': `attachment; filename="svc-backup-${id}.json"`,
+      digest: `SHA-256=${raw}`,
+      'x-svc-backup-sha256': digest.digest('hex'),
+    });
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

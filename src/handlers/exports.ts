@@ -1,5 +1,5 @@
-import type { Ctx, HandlerMap, Reply } from '../http/contract.ts';
-import { actorOf, authOf } from '../http/contract.ts';
+import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
+import { actorOf, authOf, storedOutput } from '../http/contract.ts';
 import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { withTx } from '../db/tx.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
@@ -22,7 +22,7 @@ interface ExportBody {
  * kind export), the limits, the scope's path resource (ReadClass / ReadObject) and the query
  * against the list it applies to. The worker re-checks all of it with the scope snapshot.
  */
-export async function submitExport(ctx: Ctx, raw: Record<string, unknown>, headers: Record<string, string>): Promise<Reply> {
+export async function submitExport(ctx: Ctx, raw: Record<string, unknown>, headers: Record<string, string>) {
   const auth = authOf(ctx);
   const body = raw as unknown as ExportBody;
   const idempotencyKey = parseIdempotencyKey(headers['idempotency-key']);
@@ -62,7 +62,7 @@ export async function submitExport(ctx: Ctx, raw: Record<string, unknown>, heade
       metadata: { scope_kind: scope.kind, ...(body.template_id !== undefined ? { export_template_id: body.template_id } : {}) },
     });
   });
-  return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
+  return { status: 202 as const, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
 }
 
 /** The export summary stored on the task (src/workers/export.ts). */
@@ -93,15 +93,10 @@ export const exportsHandlers = {
     }
     const summary = (row.summary ?? {}) as ExportSummary;
     const type = row.output_content_type ?? 'application/json';
-    return {
-      status: 200,
-      raw: new Uint8Array(row.output),
-      contentType: type.startsWith('text/') ? `${type}; charset=utf-8` : type,
-      headers: {
-        'x-svc-export-warnings': String(Array.isArray(summary.warnings) ? summary.warnings.length : 0),
-        'x-svc-export-truncated': summary.truncated === true ? 'true' : 'false',
-        'cache-control': 'no-store',
-      },
-    };
+    return storedOutput<'getExportOutput'>(new Uint8Array(row.output), type.startsWith('text/') ? `${type}; charset=utf-8` : type, {
+      'x-svc-export-warnings': String(Array.isArray(summary.warnings) ? summary.warnings.length : 0),
+      'x-svc-export-truncated': summary.truncated === true ? 'true' : 'false',
+      'cache-control': 'no-store',
+    });
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;

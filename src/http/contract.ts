@@ -75,6 +75,15 @@ export interface Ctx {
   signal: AbortSignal;
 }
 
+/**
+ * A 200 whose JSON body was encoded earlier and stored (backup and export outputs): the bytes are
+ * sent as they are. Bytes cannot be checked against the body type the contract declares, so this
+ * is the one narrow cast of a reply; use it only for outputs the service itself encoded.
+ */
+export function storedOutput<K extends OperationId>(raw: Uint8Array, contentType: string, headers: Record<string, string>): Reply<K> {
+  return { status: 200, raw, contentType, headers } as unknown as Reply<K>;
+}
+
 /** A handler of operation K: validated input in, a reply the contract declares for K out. */
 export type Handler<K extends OperationId> = (input: Input<K>, ctx: Ctx) => Promise<Reply<K>>;
 /** Every operation's handler, typed per operation (a tag file checks itself with `satisfies Partial<TypedHandlerMap>`). */
