@@ -137,6 +137,7 @@ export const SETTINGS = {
   SVC_EVENT_RETENTION_PURGE_BATCH_SIZE: { kind: 'int', default: '1000', min: 1, doc: 'events per purge batch' },
   SVC_EVENT_RETENTION_FILE_ARCHIVE_ENABLED: { kind: 'bool', default: 'false', doc: 'archive purged events to files' },
   SVC_EVENT_RETENTION_ARCHIVE_PATH: { kind: 'optional', doc: 'directory of event archive files' },
+  SVC_HISTORY_RETENTION_DAYS: { kind: 'int', default: '0', min: 0, doc: 'days closed entity versions are kept (0 = forever)' },
   SVC_LDAP_PROVIDERS: {
     kind: 'string',
     default: '',

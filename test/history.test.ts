@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { collection, createClass, createObject, principalWith } from './class-fixtures.ts';
+import { purgeHistory } from '../src/workers/history-retention.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -277,5 +278,26 @@ describe('the history of collections, classes, relations, export templates and r
     ]) {
       expect((await t.request('GET', missing)).status, missing).toBe(404);
     }
+  });
+});
+
+describe('history retention (SVC_HISTORY_RETENTION_DAYS)', () => {
+  it('purges closed versions older than the setting in batches; current versions stay; 0 is off', async () => {
+    const cls = await createClass(t, await collection(t));
+    const o = await createObject(t, cls.id, { v: 0 });
+    for (const v of [1, 2]) {
+      expect((await t.request('PATCH', `/api/v1/classes/${cls.id}/${o.id}`, { body: { json_data: { v } } })).status).toBe(200);
+    }
+    // Age the two closed versions by 40 days.
+    await t.deps.sql`update entity_history set valid_from = valid_from - interval '40 days', valid_to = valid_to - interval '40 days'
+      where entity_kind = 'object' and entity_id = ${o.id} and valid_to is not null`;
+    const off = await purgeHistory(t.deps);
+    expect(off).toBe(0);
+    expect((await versionsOf('object', o.id)).length).toBe(3);
+    await purgeHistory({ ...t.deps, config: { ...t.deps.config, SVC_HISTORY_RETENTION_DAYS: 30 } });
+    const left = await versionsOf('object', o.id);
+    expect(left.map((v) => [v.revision, v.valid_to])).toEqual([[3, null]]);
+    const res = await t.request('GET', `/api/v1/classes/${cls.id}/${o.id}/history`);
+    expect((res.body as WireVersion[]).map((v) => v.revision)).toEqual([3]);
   });
 });

@@ -213,3 +213,16 @@ export function versionView(kind: HistoryKind, v: VersionRow): Record<string, un
     data: versionData(kind, v.data),
   };
 }
+
+/**
+ * Deletes up to `limit` closed versions (valid_to before `cutoff`); current versions and
+ * tombstones are never purged. Rows another purger holds are skipped. Returns the number deleted.
+ */
+export async function purgeClosedVersions(db: Db, cutoff: Date, limit: number): Promise<number> {
+  const rows = await db`
+    delete from entity_history where id in (
+      select id from entity_history where valid_to is not null and valid_to < ${cutoff.toISOString()}::text::timestamptz
+      order by valid_to limit ${limit} for update skip locked)
+    returning id`;
+  return rows.length;
+}

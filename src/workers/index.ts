@@ -6,6 +6,7 @@ import { eventFanoutLoop } from './event-fanout.ts';
 import { eventDeliveryLoop } from './event-delivery.ts';
 import { eventRetentionLoop } from './event-retention.ts';
 import { ldapSyncLoop } from './ldap-sync.ts';
+import { historyRetentionLoop } from './history-retention.ts';
 
 export { sleep, type Loop } from './loop.ts';
 
@@ -14,7 +15,15 @@ export interface Workers {
 }
 
 /** Every background loop of a worker process. */
-const LOOPS: readonly Loop[] = [taskLoop, tokenPurgeLoop, eventFanoutLoop, eventDeliveryLoop, eventRetentionLoop, ldapSyncLoop];
+const LOOPS: readonly Loop[] = [
+  taskLoop,
+  tokenPurgeLoop,
+  eventFanoutLoop,
+  eventDeliveryLoop,
+  eventRetentionLoop,
+  ldapSyncLoop,
+  historyRetentionLoop,
+];
 
 /**
  * Starts the given loops (every one by default); stop() aborts them and waits (bounded) for the
