@@ -80,7 +80,7 @@ export function classUpdatedEvent(before: ClassRow, after: ClassRow, schemaChang
 }
 
 /** The expanded class: the collection object in place of collection_id. */
-export function classExpandedView(r: ClassExpandedRow): Record<string, unknown> {
+export function classExpandedView(r: ClassExpandedRow): ResponseBody<'getClass', 200> {
   return {
     id: r.id,
     name: r.name,

@@ -1,4 +1,4 @@
-import type { Ctx, HandlerMap, Reply, RequestBody } from '../http/contract.ts';
+import type { Ctx, TypedHandlerMap, RequestBody } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -18,23 +18,23 @@ import {
 import { inTx } from '../mutations/context.ts';
 import { createClass, deleteClass, recordingRefusal, updateClass, type ClassTarget } from '../mutations/classes.ts';
 
-async function expandedReply(ctx: Ctx, id: number, status = 200, extra: Record<string, string> = {}): Promise<Reply> {
+async function expandedReply<S extends number>(ctx: Ctx, id: number, status: S, extra: Record<string, string> = {}) {
   const row = await findClassExpanded(ctx.deps.sql, id);
   if (!row) throw notFound('class');
   return { status, body: classExpandedView(row), headers: { ...extra, ...etagHeader('class', row.id, row.revision) } };
 }
 
-async function updateClassBy(ctx: Ctx, t: ClassTarget, body: RequestBody<'updateClass'>, headers: Record<string, string>): Promise<Reply> {
+async function updateClassBy(ctx: Ctx, t: ClassTarget, body: RequestBody<'updateClass'>, headers: Record<string, string>) {
   const caller = callerOf(ctx);
   const { row } = await inTx(ctx.deps.sql, caller, (m) => updateClass(m, t, body, headers['if-match'])).catch(
     recordingRefusal(ctx.deps.sql, ctx.deps.log, caller.actor),
   );
-  return expandedReply(ctx, row.id);
+  return expandedReply(ctx, row.id, 200);
 }
 
-async function deleteClassBy(ctx: Ctx, t: ClassTarget, headers: Record<string, string>): Promise<Reply> {
+async function deleteClassBy(ctx: Ctx, t: ClassTarget, headers: Record<string, string>) {
   const before = await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteClass(m, t, headers['if-match']));
-  return { status: 204, headers: etagHeader('class', before.id, before.revision) };
+  return { status: 204 as const, headers: etagHeader('class', before.id, before.revision) };
 }
 
 async function idByName(ctx: Ctx, name: string): Promise<number> {
@@ -84,10 +84,10 @@ export const classesHandlers = {
 
   getClass: async (input, ctx) => {
     await requireClassPermission(ctx.deps.sql, authOf(ctx), input.params.class_id, 'ReadClass');
-    return expandedReply(ctx, input.params.class_id);
+    return expandedReply(ctx, input.params.class_id, 200);
   },
 
   updateClass: async (input, ctx) => updateClassBy(ctx, { classId: input.params.class_id }, input.body, input.headers),
 
   deleteClass: async (input, ctx) => deleteClassBy(ctx, { classId: input.params.class_id }, input.headers),
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;
