@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { collection, createClass, createObject, principalWith } from './class-fixtures.ts';
 import { purgeHistory } from '../src/workers/history-retention.ts';
+import { runTaskOnce } from '../src/workers/tasks.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -299,5 +300,20 @@ describe('history retention (SVC_HISTORY_RETENTION_DAYS)', () => {
     expect(left.map((v) => [v.revision, v.valid_to])).toEqual([[3, null]]);
     const res = await t.request('GET', `/api/v1/classes/${cls.id}/${o.id}/history`);
     expect((res.body as WireVersion[]).map((v) => v.revision)).toEqual([3]);
+  });
+});
+
+describe('history of task work', () => {
+  it('an imported collection: its version names the worker, the submitting user and the task', async () => {
+    const name = uniq('imported');
+    const res = await t.request('POST', '/api/v1/imports', { body: { version: 2, graph: { collections: [{ ref: 'c', name }] } } });
+    expect(res.status, res.text).toBe(202);
+    const taskId = (res.body as { id: number }).id;
+    expect((await runTaskOnce(t.deps, { taskIds: [taskId] }))?.id).toBe(taskId);
+    const [c] = await t.deps.sql<{ id: number }[]>`select id from collections where name = ${name} and parent_collection_id is null`;
+    const [admin] = await t.deps.sql<{ id: number }[]>`select id from principals where name = 'admin' and kind = 'human'`;
+    const [v] = await t.deps.sql<{ actor_kind: string; initiator_principal_id: number; task_id: number }[]>`
+      select actor_kind, initiator_principal_id, task_id from entity_history where entity_kind = 'collection' and entity_id = ${c!.id}`;
+    expect(v).toEqual({ actor_kind: 'worker', initiator_principal_id: admin!.id, task_id: taskId });
   });
 });
