@@ -11,6 +11,7 @@ import { evalExpr, evalSetExpr, type ActiveFields } from './computed-fields.ts';
 import { parseComputedName, type ComputedDef } from '../domain/computed.ts';
 import { relatedParamCondition } from './related-filters.ts';
 import type { ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 export interface ObjectRow {
   [key: string]: unknown;
@@ -26,7 +27,7 @@ export interface ObjectRow {
 }
 
 /** The public representation without `computed` (also the audit snapshot). */
-export function objectView(r: ObjectRow): Record<string, unknown> {
+export function objectView(r: ObjectRow): ResponseBody<'getObject', 200> {
   return {
     id: r.id,
     name: r.name,

@@ -1,4 +1,4 @@
-import type { Ctx, HandlerMap, Reply, RequestBody } from '../http/contract.ts';
+import type { Ctx, TypedHandlerMap, RequestBody } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -13,11 +13,12 @@ import { activeFields, type ActiveFields } from '../db/computed-fields.ts';
 import { valueSet, type ComputedDef } from '../domain/computed.ts';
 import { inTx } from '../mutations/context.ts';
 import { createObject, deleteObject, patchObjectData, updateObject, type ObjectTarget } from '../mutations/objects.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 /** Query parameters of the aggregate operations that are not object filters. */
 const AGGREGATE_PARAMS = new Set(['group_by', 'aggregate', 'sort', 'cursor', 'include_total']);
 
-async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string, unknown>): Promise<Reply> {
+async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string, unknown>) {
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
   await requireClassPermission(db, auth, classId, 'ReadClass');
@@ -65,12 +66,12 @@ async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string,
       skipped_count: g.count - g.measures[j]!.contributing,
     })),
   }));
-  return { status: 200, body, headers };
+  return { status: 200 as const, body, headers };
 }
 
 type Row = ObjectRow & { __cs?: unknown; __cp?: unknown };
 
-function wire(row: Row, active: ActiveFields | null): Record<string, unknown> {
+function wire(row: Row, active: ActiveFields | null): ResponseBody<'getObject', 200> {
   const view = objectView(row);
   if (!active) return view;
   return {
@@ -92,21 +93,14 @@ async function classIdOf(ctx: Ctx, name: string): Promise<number> {
   return id;
 }
 
-async function objectReply(
-  ctx: Ctx,
-  classId: number,
-  objectId: number,
-  include: boolean,
-  status = 200,
-  extra: Record<string, string> = {},
-): Promise<Reply> {
+async function objectReply(ctx: Ctx, classId: number, objectId: number, include: boolean, extra: Record<string, string> = {}) {
   const active = include ? await activeFields(ctx.deps.sql, classId, authOf(ctx).principal) : null;
   const row = await findObject(ctx.deps.sql, objectId, active);
   if (!row || row.class_id !== classId) throw notFound('object');
-  return { status, body: wire(row, active), headers: { ...extra, ...etagHeader('object', row.id, row.revision) } };
+  return { status: 200 as const, body: wire(row, active), headers: { ...extra, ...etagHeader('object', row.id, row.revision) } };
 }
 
-async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>): Promise<Reply> {
+async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>) {
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
   await requireClassPermission(db, auth, classId, 'ReadClass');
@@ -125,23 +119,23 @@ async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>)
   );
 }
 
-function objectWritten(row: ObjectRow, status = 200, extra: Record<string, string> = {}): Reply {
+function objectWritten<S extends number>(row: ObjectRow, status: S, extra: Record<string, string> = {}) {
   return { status, body: objectView(row), headers: { ...extra, ...etagHeader('object', row.id, row.revision) } };
 }
 
-async function createIn(ctx: Ctx, classId: number, className: string | null, body: RequestBody<'createObject'>): Promise<Reply> {
+async function createIn(ctx: Ctx, classId: number, className: string | null, body: RequestBody<'createObject'>) {
   const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createObject(m, classId, className, body));
   return objectWritten(row, 201, { location: `/api/v1/classes/${row.class_id}/${row.id}` });
 }
 
-async function updateIn(ctx: Ctx, t: ObjectTarget, body: RequestBody<'updateObject'>, headers: Record<string, string>): Promise<Reply> {
+async function updateIn(ctx: Ctx, t: ObjectTarget, body: RequestBody<'updateObject'>, headers: Record<string, string>) {
   const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) => updateObject(m, t, body, headers['if-match']));
-  return objectWritten(row);
+  return objectWritten(row, 200);
 }
 
-async function deleteIn(ctx: Ctx, t: ObjectTarget, headers: Record<string, string>): Promise<Reply> {
+async function deleteIn(ctx: Ctx, t: ObjectTarget, headers: Record<string, string>) {
   await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteObject(m, t, headers['if-match']));
-  return { status: 204 };
+  return { status: 204 as const };
 }
 
 export const objectsHandlers = {
@@ -163,7 +157,7 @@ export const objectsHandlers = {
     const reply = await objectReply(ctx, classId, objectId, wantsComputed(input.query));
     // A class renamed meanwhile no longer answers to the old name.
     if ((await classIdByName(ctx.deps.sql, class_name)) !== classId) throw notFound('class');
-    if ((reply.body as { name: string }).name !== object_name) throw notFound('object');
+    if (reply.body.name !== object_name) throw notFound('object');
     return reply;
   },
 
@@ -199,6 +193,6 @@ export const objectsHandlers = {
   patchObjectData: async (input, ctx) => {
     const t = { classId: input.params.class_id, objectId: input.params.object_id };
     const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) => patchObjectData(m, t, input.body, input.headers['if-match']));
-    return objectWritten(row);
+    return objectWritten(row, 200);
   },
-} satisfies Partial<HandlerMap>;
+} satisfies Partial<TypedHandlerMap>;
