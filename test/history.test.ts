@@ -282,6 +282,32 @@ describe('the history of collections, classes, relations, export templates and r
   });
 });
 
+describe('history operations without a token', () => {
+  it('401 for every list and as-of operation of every versioned kind (by id and by name)', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    const o = await createObject(t, cls.id, {});
+    const bases = [
+      `/api/v1/collections/${cid}/history`,
+      `/api/v1/classes/${cls.id}/history`,
+      `/api/v1/classes/by-name/${cls.name}/history`,
+      `/api/v1/relations/classes/1/history`,
+      `/api/v1/relations/objects/1/history`,
+      `/api/v1/export-templates/1/history`,
+      `/api/v1/remote-targets/1/history`,
+      `/api/v1/classes/${cls.id}/${o.id}/history`,
+      `/api/v1/classes/by-name/${cls.name}/objects/by-name/${o.name}/history`,
+    ];
+    const at = new Date().toISOString();
+    for (const base of bases) {
+      const list = await t.request('GET', base, { token: null });
+      expect(list.status, base).toBe(401);
+      const asOf = await t.request('GET', `${base}/as-of`, { token: null, query: { at } });
+      expect(asOf.status, `${base}/as-of`).toBe(401);
+    }
+  });
+});
+
 describe('history retention (SVC_HISTORY_RETENTION_DAYS)', () => {
   it('purges closed versions older than the setting in batches; current versions stay; 0 is off', async () => {
     const cls = await createClass(t, await collection(t));

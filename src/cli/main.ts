@@ -26,7 +26,7 @@ Commands:
   create-token <principal> [--identity-scope S] [--scope P|kind:id ...] [--lifetime-hours N]
                [--name TEXT] [--description TEXT]
                                     mint a token for a user or service account; printed once
-  backup --out FILE [--without-history] [--force]
+  backup --out FILE [--without-history] [--include-entity-history] [--force]
                                     write a backup document (the backup task of the API)
   restore --in FILE [--yes]         replace ALL data with a backup document
   import FILE [--mode strict|best-effort] [--dry-run]

@@ -4,7 +4,7 @@
 import type { Db, Sql, TransactionSql } from './sql.ts';
 import type { Fragment } from './list.ts';
 import { withTx } from './tx.ts';
-import { SECTIONS, type Row, type RowFilter, type SectionSpec } from '../domain/backup-format.ts';
+import { ENTITY_HISTORY, SECTIONS, type Row, type RowFilter, type SectionSpec } from '../domain/backup-format.ts';
 
 /** Advisory lock key of a running restore: held exclusively by confirmRestore while it applies. */
 export const RESTORE_LOCK = [727140, 1] as const;
@@ -38,7 +38,7 @@ function rowFilter(db: Db, f: RowFilter | undefined): Fragment {
   return db`${db(f.column)} in (select ${db(parent.key[0]!)} from ${db(parent.table)} where ${rowFilter(db, parent.rows)})` as Fragment;
 }
 
-async function readSection(tx: TransactionSql, s: SectionSpec): Promise<Row[]> {
+async function readSection(tx: TransactionSql, s: Pick<SectionSpec, 'table' | 'key' | 'fields' | 'rows'>): Promise<Row[]> {
   // Identifier lists after ORDER BY would be taken as values: join them one by one.
   const orderBy = s.key.slice(1).reduce<Fragment>((acc, k) => tx`${acc}, ${tx(k)}` as Fragment, tx`${tx(s.key[0]!)}` as Fragment);
   const rows = await tx<{ r: Row }[]>`
@@ -55,12 +55,15 @@ async function readSection(tx: TransactionSql, s: SectionSpec): Promise<Row[]> {
  * is consistent however long it takes and whatever commits meanwhile (a restore included: it
  * deletes and inserts rows, which a snapshot never sees half-done). Timestamps come out as RFC 3339
  * text in UTC with full precision. `between` runs before each section (cancel checkpoints).
+ * The entity versions (ENTITY_HISTORY) are read last in the same snapshot when asked for, so
+ * their current versions are the state's rows.
  */
 export async function readSnapshot(
   sql: Sql,
   includeHistory: boolean,
   between: () => Promise<void>,
-): Promise<{ state: Record<string, Row[]>; history: Record<string, Row[]> | null }> {
+  includeEntityHistory = false,
+): Promise<{ state: Record<string, Row[]>; history: Record<string, Row[]> | null; entityHistory: Row[] | null }> {
   return withTx(sql, async (tx) => {
     await tx`set transaction isolation level repeatable read, read only`;
     await tx`set local timezone = 'UTC'`;
@@ -72,7 +75,12 @@ export async function readSnapshot(
       await between();
       into[s.section] = await readSection(tx, s);
     }
-    return { state, history };
+    let entityHistory: Row[] | null = null;
+    if (includeEntityHistory) {
+      await between();
+      entityHistory = await readSection(tx, ENTITY_HISTORY);
+    }
+    return { state, history, entityHistory };
   });
 }
 

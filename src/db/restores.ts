@@ -8,7 +8,7 @@ import { appendEvent } from './events.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { Fragment } from './list.ts';
 import type { ErrorDetail } from '../domain/errors.ts';
-import { EXCLUDED_TABLES, SECTIONS, type BackupDocument, type BackupFormat } from '../domain/backup-format.ts';
+import { ENTITY_HISTORY, EXCLUDED_TABLES, SECTIONS, type BackupDocument, type BackupFormat } from '../domain/backup-format.ts';
 
 export interface StageRow {
   id: number;
@@ -54,11 +54,15 @@ function publicPgMessage(err: unknown): string {
  */
 export async function dryRunDocument(tx: TransactionSql, doc: BackupDocument): Promise<ErrorDetail[]> {
   const details: ErrorDetail[] = [];
-  for (const s of SECTIONS) {
-    const rows = (s.part === 'state' ? doc.state[s.section] : doc.history?.[s.section]) ?? [];
+  const sections = [
+    ...SECTIONS.map((s) => ({ s, path: `body.${s.part}.${s.section}`, rows: (s.part === 'state' ? doc.state : doc.history)?.[s.section] })),
+    // Entity versions: the table's checks and its one-current-version-per-entity unique index.
+    { s: ENTITY_HISTORY, path: `body.${ENTITY_HISTORY.section}`, rows: doc.entity_history },
+  ];
+  for (const { s, path, rows = [] } of sections) {
     if (rows.length === 0) continue;
     const copy = `${CHECK_PREFIX}${s.table}`;
-    const fields = s.fields as string[];
+    const fields = [...s.fields];
     try {
       await tx.savepoint(async (sp) => {
         await sp`create temp table ${sp(copy)} (like ${sp(s.table)} including defaults including constraints including indexes including identity)
@@ -68,7 +72,7 @@ export async function dryRunDocument(tx: TransactionSql, doc: BackupDocument): P
       });
     } catch (err) {
       if (!(err && typeof err === 'object' && 'code' in err)) throw err;
-      details.push({ path: `body.${s.part}.${s.section}`, message: publicPgMessage(err) });
+      details.push({ path, message: publicPgMessage(err) });
     }
   }
   return details;
@@ -172,7 +176,22 @@ export async function applyStage(tx: TransactionSql, stageId: number, actor: Act
   }
   for (const t of cleared) await tx`delete from ${tx(t)}`;
 
-  for (const s of SECTIONS) {
+  // Entity versions: a document with the section replaces the table (the versions the deletes and
+  // inserts above wrote by trigger go with it: the past of the restored entities is the
+  // document's); without it the table stays, with the restore recorded as deletes and inserts.
+  const [eh] = await tx<{ present: boolean }[]>`
+    select (document ? ${ENTITY_HISTORY.section}) as present from restore_stages where id = ${stageId}::int`;
+  const restoreVersions = eh?.present === true;
+  if (restoreVersions) {
+    const fields = [...ENTITY_HISTORY.fields];
+    await tx`delete from ${tx(ENTITY_HISTORY.table)}`;
+    await tx`
+      insert into ${tx(ENTITY_HISTORY.table)} (${tx(fields)}) overriding system value
+      select ${tx(fields)} from jsonb_populate_recordset(null::${tx(ENTITY_HISTORY.table)},
+        (select document -> ${ENTITY_HISTORY.section} from restore_stages where id = ${stageId}::int))`;
+  }
+
+  for (const s of [...SECTIONS, ...(restoreVersions ? [ENTITY_HISTORY] : [])]) {
     if (s.key.length !== 1) continue;
     const [seq] = await tx<{ name: string | null }[]>`select pg_get_serial_sequence(${s.table}, ${s.key[0]!}) as name`;
     if (!seq?.name) continue;

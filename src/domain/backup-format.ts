@@ -434,9 +434,42 @@ export const EXCLUDED_TABLES: readonly ExcludedTable[] = [
   {
     table: 'entity_history',
     onRestore: 'keep',
-    why: 'entity versions (#11) are not in the backup format yet; a restore is recorded in them as deletes and inserts by its actor',
+    why: 'entity versions (#11) are the optional top-level section ENTITY_HISTORY below, not a state or history section; a restore of a document without it keeps the table and is recorded in it as deletes and inserts by its actor',
   },
 ];
+
+/**
+ * Entity versions (#11): the optional top-level `entity_history` section, written only when a
+ * backup asks for it (`include_entity_history`, default false, so a default document has neither
+ * the member nor its manifest count). Rows are the table's columns, ordered by id; `data` is the
+ * versioned row as it was. A restore of a document with the section replaces the whole table with
+ * its rows after the state is applied (the versions the restore's own deletes and inserts wrote by
+ * trigger are dropped: the restored entities' past is the document's, not "deleted and re-created
+ * by the restore"); the identity sequence moves past the restored ids. A document without the
+ * section leaves the table as it is (today's behaviour). No links are checked: versions outlive
+ * their entities (tombstones), and principals and tasks named as actors may be gone.
+ */
+export const ENTITY_HISTORY = {
+  section: 'entity_history',
+  table: 'entity_history',
+  key: ['id'],
+  fields: [
+    'id',
+    'entity_kind',
+    'entity_id',
+    'revision',
+    'operation',
+    'data',
+    'valid_from',
+    'valid_to',
+    'actor_kind',
+    'actor_principal_id',
+    'initiator_principal_id',
+    'task_id',
+    'collection_id',
+    'class_id',
+  ],
+} as const satisfies Pick<SectionSpec, 'section' | 'table' | 'key' | 'fields'>;
 
 export function sectionsOf(part: Part, format: BackupFormat = BACKUP_FORMAT): SectionSpec[] {
   return SECTIONS.filter((s) => s.part === part && (s.since ?? 6) <= format);
@@ -456,6 +489,8 @@ export interface BackupDocument {
   manifest: { item_counts: Record<string, number> };
   state: Record<string, Row[]>;
   history: Record<string, Row[]> | null;
+  /** Only in documents of backups with include_entity_history (see ENTITY_HISTORY). */
+  entity_history?: Row[];
 }
 
 /** The document a backup writes (format 7) from the rows of each section. */
@@ -464,11 +499,13 @@ export function buildDocument(
   createdAt: Date,
   state: Record<string, Row[]>,
   history: Record<string, Row[]> | null,
+  entityHistory: Row[] | null = null,
 ): BackupDocument {
   const counts: Record<string, number> = {};
   for (const s of sectionsOf('state')) counts[countKey(s)] = state[s.section]?.length ?? 0;
   if (history) for (const s of sectionsOf('history')) counts[countKey(s)] = history[s.section]?.length ?? 0;
-  return {
+  if (entityHistory) counts[ENTITY_HISTORY.section] = entityHistory.length;
+  const doc: BackupDocument = {
     backup_version: BACKUP_FORMAT,
     source_version: sourceVersion,
     created_at: createdAt.toISOString(),
@@ -476,6 +513,8 @@ export function buildDocument(
     state,
     history,
   };
+  if (entityHistory) doc.entity_history = entityHistory;
+  return doc;
 }
 
 function keyOf(row: Row, fields: readonly string[]): string {
@@ -554,6 +593,29 @@ export function validateDocument(input: unknown): { document: BackupDocument; fo
       out[spec.section] = rows.map((raw, i) => normalizeRow(raw, spec, format, `${path}.${i}`, fail));
     }
   }
+  let outEntityHistory: Row[] | undefined;
+  if (Object.hasOwn(input, ENTITY_HISTORY.section)) {
+    const path = `body.${ENTITY_HISTORY.section}`;
+    const rows = input[ENTITY_HISTORY.section];
+    expectedKeys.add(ENTITY_HISTORY.section);
+    if (!Array.isArray(rows)) fail(path, 'must be an array of entity versions');
+    else {
+      const count = counts[ENTITY_HISTORY.section];
+      if (count !== rows.length) {
+        fail(
+          `body.manifest.item_counts.${ENTITY_HISTORY.section}`,
+          `says ${JSON.stringify(count ?? null)} but the section has ${rows.length} rows`,
+        );
+      }
+      outEntityHistory = rows.map((raw, i) => normalizeRow(raw, ENTITY_HISTORY, format, `${path}.${i}`, fail));
+      const seen = new Set<string>();
+      outEntityHistory.forEach((r, i) => {
+        const k = keyOf(r, ENTITY_HISTORY.key);
+        if (seen.has(k)) fail(`${path}.${i}`, `duplicate id ${k}`);
+        seen.add(k);
+      });
+    }
+  }
   for (const k of Object.keys(counts))
     if (!expectedKeys.has(k)) fail(`body.manifest.item_counts.${k}`, 'names no section of this document');
   if (details.length) throw invalid(details);
@@ -561,24 +623,32 @@ export function validateDocument(input: unknown): { document: BackupDocument; fo
   checkKeysAndRefs(outState, outHistory, fail);
   if (details.length) throw invalid(details);
 
-  return {
-    format,
-    document: {
-      backup_version: BACKUP_FORMAT,
-      source_version: typeof input.source_version === 'string' ? input.source_version : '',
-      created_at: typeof input.created_at === 'string' ? input.created_at : '',
-      manifest: { item_counts: itemCounts(outState, outHistory) },
-      state: outState,
-      history: outHistory,
-    },
+  const document: BackupDocument = {
+    backup_version: BACKUP_FORMAT,
+    source_version: typeof input.source_version === 'string' ? input.source_version : '',
+    created_at: typeof input.created_at === 'string' ? input.created_at : '',
+    manifest: { item_counts: itemCounts(outState, outHistory) },
+    state: outState,
+    history: outHistory,
   };
+  if (outEntityHistory) {
+    document.manifest.item_counts[ENTITY_HISTORY.section] = outEntityHistory.length;
+    document.entity_history = outEntityHistory;
+  }
+  return { format, document };
 }
 
 function invalid(details: ErrorDetail[]) {
   return badRequest(`the backup document is invalid: ${details[0]!.path} ${details[0]!.message}`, details);
 }
 
-function normalizeRow(raw: unknown, spec: SectionSpec, format: BackupFormat, path: string, fail: (p: string, m: string) => void): Row {
+function normalizeRow(
+  raw: unknown,
+  spec: Pick<SectionSpec, 'section' | 'fields' | 'legacyDefaults'>,
+  format: BackupFormat,
+  path: string,
+  fail: (p: string, m: string) => void,
+): Row {
   if (!isPlainObject(raw)) {
     fail(path, 'must be an object');
     return {};

@@ -11,7 +11,7 @@ import { submitBackup } from '../mutations/backups.ts';
 export const backupsHandlers = {
   createBackup: async (input, ctx) => {
     const auth = requireUnscopedAdmin(ctx);
-    const body = (input.body ?? {}) as { include_history?: boolean };
+    const body = (input.body ?? {}) as { include_history?: boolean; include_entity_history?: boolean };
     const includeHistory = body.include_history ?? true;
     const idempotencyKey = parseIdempotencyKey(input.headers['idempotency-key']);
     const task = await submitBackup(
@@ -20,6 +20,7 @@ export const backupsHandlers = {
       { principal: auth.principal, token: { id: auth.token.id, scope: auth.token.scope } },
       includeHistory,
       idempotencyKey,
+      body.include_entity_history ?? false,
     );
     return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
   },

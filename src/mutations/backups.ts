@@ -10,7 +10,9 @@ import { dropExpiredBackupOutputs, hasIdempotentBackup, lockAndCountActiveBackup
 /**
  * Queues a backup task for `submitter` (refused while a restore is applied, and 429 beyond
  * SVC_BACKUP_MAX_ACTIVE_TASKS unless it replays an Idempotency-Key). Shared by createBackup and
- * the admin command line.
+ * the admin command line. `includeEntityHistory` (default false) adds the entity versions
+ * section; the task request and event metadata carry it only when true, so a default submission
+ * is recorded as before.
  */
 export async function submitBackup(
   deps: Deps,
@@ -18,7 +20,9 @@ export async function submitBackup(
   submitter: NewTask['auth'],
   includeHistory: boolean,
   idempotencyKey: string | null,
+  includeEntityHistory = false,
 ): Promise<TaskRow> {
+  const options = { include_history: includeHistory, ...(includeEntityHistory ? { include_entity_history: true } : {}) };
   await dropExpiredBackupOutputs(deps.sql);
   const { task } = await withTx(deps.sql, async (tx) => {
     if (!(await noRestoreRunning(tx))) throw conflict('a restore is being applied; submit the backup after it finished', 'restore_running');
@@ -32,9 +36,9 @@ export async function submitBackup(
     return insertTask(tx, actor, {
       kind: 'backup',
       auth: submitter,
-      request: { include_history: includeHistory },
+      request: options,
       idempotencyKey,
-      metadata: { include_history: includeHistory },
+      metadata: options,
     });
   });
   return task;

@@ -25,16 +25,18 @@ export async function executeBackup(ctx: TaskRunContext): Promise<TaskOutcome> {
     };
   }
   const includeHistory = task.request.include_history !== false;
+  const includeEntityHistory = task.request.include_entity_history === true;
   const startedAt = new Date();
-  const { state, history } = await readSnapshot(deps.sql, includeHistory, () => ctx.checkpoint());
+  const { state, history, entityHistory } = await readSnapshot(deps.sql, includeHistory, () => ctx.checkpoint(), includeEntityHistory);
   await ctx.checkpoint();
-  const doc = buildDocument(SOURCE_VERSION, startedAt, state, history);
+  const doc = buildDocument(SOURCE_VERSION, startedAt, state, history, entityHistory);
   const bytes = Buffer.from(JSON.stringify(doc), 'utf8');
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const rows = Object.values(doc.manifest.item_counts).reduce((a, b) => a + b, 0);
   const summary = {
     backup_version: BACKUP_FORMAT,
     include_history: includeHistory,
+    include_entity_history: includeEntityHistory,
     item_counts: doc.manifest.item_counts,
     bytes: bytes.length,
     sha256,

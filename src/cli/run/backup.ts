@@ -10,6 +10,7 @@ import type { Session } from '../session.ts';
 export interface BackupArgs {
   out: string;
   includeHistory: boolean;
+  includeEntityHistory: boolean;
 }
 
 const CHUNK = 1 << 20;
@@ -44,6 +45,7 @@ export async function run(session: Session, args: BackupArgs): Promise<number> {
     { principal: { id: admin.id }, token: { id: null, scope: null } },
     args.includeHistory,
     null,
+    args.includeEntityHistory,
   );
   progress.step(`backup task ${task.id}: reading a consistent snapshot`);
   const done = await runTask(deps, task.id, () => progress.tick());
