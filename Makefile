@@ -2,7 +2,7 @@
 NPM ?= npm
 export NODE_OPTIONS ?=
 
-.PHONY: install run test check ci codegen codegen-check spec-lint contract-check lint typecheck format format-check layers bench bench-throughput
+.PHONY: install console run test check ci codegen codegen-check spec-lint contract-check lint typecheck format format-check layers bench bench-throughput
 
 node_modules/.install-stamp: package.json package-lock.json $(wildcard patches/*.patch)
 	$(NPM) ci --no-audit --no-fund
@@ -10,12 +10,20 @@ node_modules/.install-stamp: package.json package-lock.json $(wildcard patches/*
 
 install: node_modules/.install-stamp
 
+# The web console (README "Console"): Vite builds console/ into console/dist (not committed), which
+# the service serves at /console. Rebuilt only when its sources or the SDK changed (about a second).
+CONSOLE_SOURCES := console/index.html console/vite.config.ts $(wildcard console/src/*.ts console/src/*.tsx console/src/*.css console/src/views/*.tsx) $(wildcard clients/typescript/*.ts clients/typescript/generated/*.ts)
+console/dist/index.html: node_modules/.install-stamp $(CONSOLE_SOURCES)
+	npx vite build console --logLevel warn
+
+console: console/dist/index.html
+
 # exec: the server replaces make's shell, so a signal to it (or the SIGTERM make passes on) stops it;
 # `npx tsx` would leave the server running when npx is stopped.
-run: install
+run: install console
 	exec node --import tsx src/main.ts
 
-test: install
+test: install console
 	npx vitest run
 
 codegen: install
@@ -34,6 +42,7 @@ contract-check: install
 
 typecheck: install
 	npx tsc --noEmit
+	npx tsc --noEmit -p console
 
 lint: install
 	npx eslint .

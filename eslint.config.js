@@ -8,6 +8,8 @@ export default tseslint.config(
       'clients/typescript/generated/',
       'test/client-compat/',
       'data/',
+      'console/dist/',
+      'artifacts/',
       'spec/',
       'eslint.config.js',
       '.dependency-cruiser.cjs',

@@ -7,6 +7,7 @@ import { authenticate, type TokenLookup } from './http/auth.ts';
 import type { Ctx, Reply } from './http/contract.ts';
 import { handlers } from './handlers/index.ts';
 import { serveDocsAsset } from './http/docs.ts';
+import { serveConsole } from './http/console.ts';
 import { clientIp } from './http/client-ip.ts';
 import { translatePgError } from './db/pg-errors.ts';
 import { validateTokenHash } from './db/tokens.ts';
@@ -40,6 +41,13 @@ export async function createApp(deps: Deps): Promise<App> {
   hono.get('/docs/assets/:file', (c) => {
     requestFacts(c).route = '/docs/assets/{file}';
     return serveDocsAsset(c.req.param('file'));
+  });
+
+  // The web console (README "Console"): its built files and, for its own routes, index.html.
+  hono.get('/console', (c) => c.redirect('/console/', 301));
+  hono.get('/console/*', (c) => {
+    requestFacts(c).route = '/console/*';
+    return serveConsole(c.req.path);
   });
 
   hono.all('*', async (c) => {

@@ -1,0 +1,61 @@
+// A small history router under /console (the service answers every /console/* path with index.html).
+import { useEffect, useState } from 'preact/hooks';
+
+export const BASE = '/console';
+
+export type Route =
+  | { view: 'collections' }
+  | { view: 'class'; classId: number }
+  | { view: 'object'; classId: number; objectId: number }
+  | { view: 'not-found'; path: string };
+
+export function parseRoute(pathname: string): Route {
+  const rest = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname;
+  const parts = rest.split('/').filter(Boolean);
+  if (parts.length === 0 || (parts.length === 1 && parts[0] === 'collections')) return { view: 'collections' };
+  if (parts[0] === 'classes' && parts.length >= 2) {
+    const classId = Number(parts[1]);
+    if (Number.isInteger(classId) && classId > 0) {
+      if (parts.length === 2) return { view: 'class', classId };
+      const objectId = Number(parts[3]);
+      if (parts.length === 4 && parts[2] === 'objects' && Number.isInteger(objectId) && objectId > 0)
+        return { view: 'object', classId, objectId };
+    }
+  }
+  return { view: 'not-found', path: pathname };
+}
+
+export function href(route: Exclude<Route, { view: 'not-found' }>): string {
+  switch (route.view) {
+    case 'collections':
+      return `${BASE}/`;
+    case 'class':
+      return `${BASE}/classes/${route.classId}`;
+    case 'object':
+      return `${BASE}/classes/${route.classId}/objects/${route.objectId}`;
+  }
+}
+
+export function navigate(to: string): void {
+  window.history.pushState(null, '', to);
+  window.dispatchEvent(new PopStateEvent('popstate'));
+}
+
+/** Same-origin link clicks under /console go through the router instead of reloading the page. */
+export function onLinkClick(e: MouseEvent): void {
+  if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  const a = (e.target as Element | null)?.closest('a');
+  if (!a || a.origin !== window.location.origin || !a.pathname.startsWith(BASE)) return;
+  e.preventDefault();
+  navigate(a.pathname + a.search);
+}
+
+export function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(window.location.pathname));
+  useEffect(() => {
+    const on = () => setRoute(parseRoute(window.location.pathname));
+    window.addEventListener('popstate', on);
+    return () => window.removeEventListener('popstate', on);
+  }, []);
+  return route;
+}

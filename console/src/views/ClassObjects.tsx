@@ -1,0 +1,220 @@
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { CallInit, Page, Schemas } from '../../../clients/typescript/index.ts';
+import { inv, describeError, signedIn } from '../session.ts';
+import { href } from '../router.ts';
+
+type Query = NonNullable<NonNullable<CallInit<'listObjects'>['params']>['query']>;
+
+const PAGE_SIZE = 25;
+const COLUMNS = [
+  { field: 'id', label: 'Id' },
+  { field: 'name', label: 'Name' },
+  { field: 'description', label: 'Description' },
+  { field: 'revision', label: 'Revision' },
+  { field: 'updated_at', label: 'Updated' },
+] as const;
+type SortField = (typeof COLUMNS)[number]['field'];
+const FILTER_FIELDS = ['name', 'description'] as const;
+const FILTER_OPS = [
+  { op: 'contains', label: 'contains' },
+  { op: 'icontains', label: 'contains (any case)' },
+  { op: 'startswith', label: 'starts with' },
+  { op: 'equals', label: 'equals' },
+] as const;
+
+interface Filter {
+  field: (typeof FILTER_FIELDS)[number];
+  op: (typeof FILTER_OPS)[number]['op'];
+  value: string;
+}
+
+/** A class's objects: a sortable, filterable table paged by cursor (the SDK's `pages`). */
+export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthLost: () => void }) {
+  const [klass, setKlass] = useState<Schemas['ClassExpanded'] | null>(null);
+  const [sort, setSort] = useState<{ field: SortField; desc: boolean }>({ field: 'id', desc: false });
+  const [draft, setDraft] = useState<Filter>({ field: 'name', op: 'contains', value: '' });
+  const [filter, setFilter] = useState<Filter | null>(null);
+  const [pages, setPages] = useState<Page<'listObjects'>[]>([]);
+  const [index, setIndex] = useState(0);
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<string | null>(null);
+  const iterator = useRef<AsyncGenerator<Page<'listObjects'>, void, undefined> | null>(null);
+  const status = useRef<HTMLParagraphElement>(null);
+
+  function fail(e: unknown) {
+    setError(describeError(e));
+    if (!signedIn()) onAuthLost();
+  }
+
+  useEffect(() => {
+    inv.call('getClass', { params: { path: { class_id: classId } } }).then(setKlass, fail);
+  }, [classId]);
+
+  // A new sort or filter starts a new walk from the first page.
+  useEffect(() => {
+    const query = {
+      limit: PAGE_SIZE,
+      include_total: true,
+      sort: `${sort.desc ? '-' : ''}${sort.field}`,
+      ...(filter && filter.value !== '' ? { [`${filter.field}__${filter.op}`]: filter.value } : {}),
+    } as Query;
+    const it = inv.pages('listObjects', { params: { path: { class_id: classId }, query } });
+    iterator.current = it;
+    setPages([]);
+    setIndex(0);
+    setError(null);
+    setBusy(true);
+    it.next().then(
+      (r) => {
+        if (iterator.current !== it) return;
+        setPages(r.done ? [] : [r.value]);
+        setBusy(false);
+      },
+      (e: unknown) => {
+        setBusy(false);
+        fail(e);
+      },
+    );
+    return () => void it.return(undefined);
+  }, [classId, sort, filter]);
+
+  async function next() {
+    if (index + 1 < pages.length) {
+      setIndex(index + 1);
+      return;
+    }
+    const it = iterator.current;
+    if (!it) return;
+    setBusy(true);
+    try {
+      const r = await it.next();
+      if (iterator.current !== it) return;
+      if (!r.done) {
+        setPages((ps) => [...ps, r.value]);
+        setIndex(index + 1);
+      }
+    } catch (e) {
+      fail(e);
+    } finally {
+      setBusy(false);
+      status.current?.focus();
+    }
+  }
+
+  function toggleSort(field: SortField) {
+    setSort((s) => (s.field === field ? { field, desc: !s.desc } : { field, desc: false }));
+  }
+
+  const page = pages[index];
+  const total = page?.total ?? null;
+  const first = index * PAGE_SIZE + 1;
+  const last = index * PAGE_SIZE + (page?.items.length ?? 0);
+
+  return (
+    <section>
+      <p class="crumbs">
+        <a href={href({ view: 'collections' })}>Collections</a>
+        {klass && <> / {klass.collection.name}</>}
+      </p>
+      <h1>{klass ? klass.name : `Class ${classId}`}</h1>
+      {klass?.description && <p class="muted">{klass.description}</p>}
+
+      <form
+        class="filter"
+        role="search"
+        aria-label="Filter objects"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setFilter({ ...draft });
+        }}
+      >
+        <label for="filter-field">Field</label>
+        <select
+          id="filter-field"
+          value={draft.field}
+          onChange={(e) => setDraft({ ...draft, field: e.currentTarget.value as Filter['field'] })}
+        >
+          {FILTER_FIELDS.map((f) => (
+            <option key={f} value={f}>
+              {f}
+            </option>
+          ))}
+        </select>
+        <label for="filter-op">Match</label>
+        <select id="filter-op" value={draft.op} onChange={(e) => setDraft({ ...draft, op: e.currentTarget.value as Filter['op'] })}>
+          {FILTER_OPS.map((o) => (
+            <option key={o.op} value={o.op}>
+              {o.label}
+            </option>
+          ))}
+        </select>
+        <label for="filter-value">Filter value</label>
+        <input id="filter-value" type="search" value={draft.value} onInput={(e) => setDraft({ ...draft, value: e.currentTarget.value })} />
+        <button type="submit">Apply filter</button>
+        {filter && filter.value !== '' && (
+          <button
+            type="button"
+            onClick={() => {
+              setDraft({ ...draft, value: '' });
+              setFilter(null);
+            }}
+          >
+            Clear filter
+          </button>
+        )}
+      </form>
+
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+
+      <div class="table-wrap">
+        <table aria-describedby="objects-status" aria-busy={busy}>
+          <caption class="visually-hidden">Objects of this class</caption>
+          <thead>
+            <tr>
+              {COLUMNS.map((c) => (
+                <th key={c.field} scope="col" aria-sort={sort.field === c.field ? (sort.desc ? 'descending' : 'ascending') : undefined}>
+                  <button type="button" class="sort" onClick={() => toggleSort(c.field)}>
+                    {c.label}
+                    <span aria-hidden="true">{sort.field === c.field ? (sort.desc ? ' ▼' : ' ▲') : ''}</span>
+                  </button>
+                </th>
+              ))}
+            </tr>
+          </thead>
+          <tbody>
+            {page?.items.map((o) => (
+              <tr key={o.id}>
+                <td>{o.id}</td>
+                <td>
+                  <a href={href({ view: 'object', classId, objectId: o.id })}>{o.name}</a>
+                </td>
+                <td>{o.description}</td>
+                <td>{o.revision}</td>
+                <td>{new Date(o.updated_at).toLocaleString()}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <div class="pager">
+        <button type="button" disabled={busy || index === 0} onClick={() => setIndex(index - 1)}>
+          Previous page
+        </button>
+        <p id="objects-status" ref={status} tabIndex={-1} aria-live="polite">
+          {busy && !page
+            ? 'Loading…'
+            : page && page.items.length > 0
+              ? `Objects ${first}–${last}${total !== null ? ` of ${total}` : ''}`
+              : 'No objects match.'}
+        </p>
+        <button type="button" disabled={busy || !page || (index + 1 >= pages.length && page.next === null)} onClick={() => void next()}>
+          Next page
+        </button>
+      </div>
+    </section>
+  );
+}

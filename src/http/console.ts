@@ -1,0 +1,71 @@
+import { readFile } from 'node:fs/promises';
+import { extname, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+// The web console (README "Console"): a single-page app built by `make console` (Vite, console/)
+// into console/dist and served from there at /console by this process. Everything it loads comes
+// from this origin: the CSP allows only 'self'. Paths that are not a built file get index.html, so
+// the console's own routes (/console/classes/7, ...) survive a reload.
+const DIST = fileURLToPath(new URL('../../console/dist/', import.meta.url));
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.json': 'application/json',
+  '.map': 'application/json',
+  '.woff2': 'font/woff2',
+};
+
+export const CONSOLE_CSP = [
+  "default-src 'self'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "font-src 'self'",
+  "connect-src 'self'",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+async function readIfFile(path: string) {
+  try {
+    return await readFile(path);
+  } catch {
+    return null;
+  }
+}
+
+/** The response for GET /console and everything under it (`path` is the request path). */
+export async function serveConsole(path: string): Promise<Response> {
+  const headers = new Headers({ 'content-security-policy': CONSOLE_CSP });
+  const rel = decodeURIComponent(path.replace(/^\/console\/?/, ''));
+  const file = resolve(DIST, rel);
+  // A built asset (never outside console/dist); the hashed names under assets/ never change.
+  if (rel !== '' && file.startsWith(DIST.endsWith(sep) ? DIST : DIST + sep) && TYPES[extname(file)]) {
+    const body = await readIfFile(file);
+    if (body) {
+      headers.set('content-type', TYPES[extname(file)]!);
+      headers.set('cache-control', rel.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');
+      return new Response(body, { headers });
+    }
+    if (rel.startsWith('assets/')) {
+      headers.set('content-type', 'application/json');
+      return new Response(JSON.stringify({ error: 'Not Found', message: 'no such console asset' }), { status: 404, headers });
+    }
+  }
+  const index = await readIfFile(resolve(DIST, 'index.html'));
+  if (!index) {
+    headers.set('content-type', 'application/json');
+    const message = 'the console is not built: run `make console` (or `make run`, which builds it)';
+    return new Response(JSON.stringify({ error: 'Service Unavailable', message }), { status: 503, headers });
+  }
+  headers.set('content-type', 'text/html; charset=utf-8');
+  headers.set('cache-control', 'no-cache');
+  return new Response(index, { headers });
+}
