@@ -10,7 +10,7 @@ import { serveDocsAsset } from './http/docs.ts';
 import { serveConsole } from './http/console.ts';
 import { clientIp } from './http/client-ip.ts';
 import { translatePgError } from './db/pg-errors.ts';
-import { validateTokenHash } from './db/tokens.ts';
+import { tokenCache } from './services/token-cache.ts';
 import { decodeUtf8Body, parseJsonBody } from './http/input.ts';
 import { observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
 
@@ -25,6 +25,7 @@ export interface App {
 export async function createApp(deps: Deps): Promise<App> {
   const router = new ContractRouter();
   await router.init();
+  await tokenCache(deps).start();
   const hono = new Hono();
 
   // request ids, security headers, HTTP metrics and the request log line
@@ -114,13 +115,13 @@ export async function createApp(deps: Deps): Promise<App> {
   return { fetch: (req, env) => hono.fetch(req, env as never), hono };
 }
 
-/** How http/auth.ts finds a bearer token: db/tokens.ts with the configured admin group and legacy lifetime. */
+/**
+ * How http/auth.ts finds a bearer token: this process's token cache (services/token-cache.ts), which
+ * reads db/tokens.ts validateTokenHash on a miss.
+ */
 function tokenLookup(deps: Deps): TokenLookup {
-  return (hash) =>
-    validateTokenHash(deps.sql, hash, deps.config.SVC_TOKEN_LIFETIME_HOURS, {
-      group: deps.config.SVC_ADMIN_GROUPNAME,
-      scope: deps.config.SVC_ADMIN_IDENTITY_SCOPE,
-    });
+  const cache = tokenCache(deps);
+  return (hash) => cache.lookup(hash);
 }
 
 function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {

@@ -72,6 +72,18 @@ export const SETTINGS = {
   SVC_TOKEN_HASH_KEY: { kind: 'optional', secret: true, doc: 'HMAC key for token hashes; unset = generated once and kept in the database' },
   SVC_TOKEN_LIFETIME_HOURS: { kind: 'int', default: '24', min: 1, doc: 'default token lifetime' },
   SVC_MAX_TOKEN_LIFETIME_HOURS: { kind: 'int', default: '8760', min: 1, doc: 'longest token lifetime' },
+  SVC_TOKEN_CACHE_SIZE: {
+    kind: 'int',
+    default: '10000',
+    min: 0,
+    doc: 'validated tokens an api process keeps in memory (0 = no cache: every request reads its token from the database)',
+  },
+  SVC_TOKEN_CACHE_MAX_AGE_MS: {
+    kind: 'int',
+    default: '30000',
+    min: 0,
+    doc: 'longest time a validated token is used from the cache before it is read again (0 = no cache)',
+  },
   SVC_TOKEN_RETENTION_DAYS: { kind: 'int', default: '30', min: 0, doc: 'days a revoked or expired token is kept' },
   SVC_TOKEN_RETENTION_PURGE_ENABLED: { kind: 'bool', default: 'true', doc: 'run the token purge worker' },
   SVC_TOKEN_RETENTION_PURGE_BATCH_SIZE: { kind: 'int', default: '1000', min: 10, doc: 'tokens purged per batch' },

@@ -12,6 +12,7 @@ import { Lifecycle } from './http/lifecycle.ts';
 import type { Deps } from './deps.ts';
 import { sleep, startWorkers, type Workers } from './workers/index.ts';
 import { closeLoginLimiter, loginLimiter } from './services/login-limiter.ts';
+import { closeTokenCache } from './services/token-cache.ts';
 import { RedisLoginLimiter } from './services/login-limiter-redis.ts';
 import { closeTransports } from './sinks/index.ts';
 import { serveMetrics } from './http/metrics-listener.ts';
@@ -110,6 +111,7 @@ async function main(): Promise<void> {
     });
     await run('transports', () => closeTransports());
     if (built.deps) await run('login limiter', () => closeLoginLimiter(built.deps!));
+    if (built.deps) await run('token cache', () => closeTokenCache(built.deps!));
     await run('database pool', () => sql.end({ timeout: 5 }));
     await run('embedded PostgreSQL', async () => embedded?.stop());
     process.exit(code);

@@ -82,7 +82,13 @@ export const loginLimiterBlocks = new Counter({
 });
 export const tokenValidations = new Counter({
   name: 'svc_token_validations_total',
-  help: 'Bearer token validations, by outcome (valid; invalid: unknown, revoked or expired; malformed). There is no token cache.',
+  help: 'Bearer token validations, by outcome (valid; invalid: unknown, revoked or expired; malformed).',
+  labelNames: ['outcome'] as const,
+  registers,
+});
+export const tokenCacheLookups = new Counter({
+  name: 'svc_token_cache_lookups_total',
+  help: 'Bearer token lookups by outcome: hit (validated from the in-process cache), miss (read from the database), bypass (cache off, or suspended while its LISTEN connection is not confirmed).',
   labelNames: ['outcome'] as const,
   registers,
 });

@@ -35,9 +35,18 @@ export function uniq(prefix = 't'): string {
   return `${prefix}-${randomBytes(5).toString('hex')}`;
 }
 
+// The token cache is off in tests unless a test (or SVC_TOKEN_CACHE_SIZE in the environment) turns
+// it on: many tests change tokens, memberships and service accounts with plain SQL and use the token
+// at once, which a cache learns of only by NOTIFY, a moment later (test/token-cache.test.ts covers it).
 export function testConfig(overrides: Partial<Config> = {}): Config {
   return loadConfig(
-    { ...process.env, SVC_ADMIN_PASSWORD: ADMIN_PASSWORD, SVC_DATABASE_URL: inject('dbUrl'), SVC_LOG_LEVEL: 'silent' },
+    {
+      SVC_TOKEN_CACHE_SIZE: '0',
+      ...process.env,
+      SVC_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      SVC_DATABASE_URL: inject('dbUrl'),
+      SVC_LOG_LEVEL: 'silent',
+    },
     overrides,
   );
 }

@@ -1,5 +1,6 @@
 import type { Db } from './sql.ts';
 import type { Actor } from '../domain/actor.ts';
+import { AUTH_ENTITY_TYPES, markAuthChange } from './auth-changes.ts';
 
 export interface NewEvent {
   entityType: string;
@@ -21,6 +22,7 @@ export interface NewEvent {
  * commits. Snapshots must never hold secrets, raw tokens, token hashes or password hashes.
  */
 export async function appendEvent(tx: Db, actor: Actor, e: NewEvent): Promise<{ id: number; event_id: string }> {
+  if (AUTH_ENTITY_TYPES.has(e.entityType)) markAuthChange(tx);
   const initiatorId = actor.initiatorId ?? (actor.kind === 'user' ? actor.principalId : null);
   const initiatorName = actor.initiatorName ?? (actor.kind === 'user' ? actor.principalName : null);
   const provenance = {

@@ -228,3 +228,15 @@ export async function lockPurgeableTokens(db: Db, cutoff: Date, legacyLifetimeHo
 export async function deleteTokens(db: Db, ids: number[]): Promise<void> {
   if (ids.length) await db`delete from tokens where id = any(${ids}::int[])`;
 }
+
+/**
+ * Writes batched token uses (services/token-cache.ts): each token's last_used_at becomes the later
+ * of its stored value and the use given (uses reach here out of order across processes).
+ */
+export async function recordTokenUses(db: Db, uses: { id: number; at: Date }[]): Promise<void> {
+  if (uses.length === 0) return;
+  await db`
+    update tokens t set last_used_at = u.at_text::timestamptz
+    from unnest(${uses.map((u) => u.id)}::int[], ${uses.map((u) => u.at.toISOString())}::text[]) as u(id, at_text)
+    where t.id = u.id and (t.last_used_at is null or t.last_used_at < u.at_text::timestamptz)`;
+}

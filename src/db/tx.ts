@@ -1,6 +1,7 @@
 import { acquireTimeoutOf, transactionObserver, type Db, type Sql, type TransactionSql } from './sql.ts';
 import { translatePgError } from './pg-errors.ts';
 import { ApiError } from '../domain/errors.ts';
+import { afterCommit, trackTransaction } from './auth-changes.ts';
 
 class AbandonedTransaction extends Error {}
 
@@ -21,14 +22,24 @@ export async function withTx<T>(db: Db, fn: (tx: TransactionSql) => Promise<T>):
   const observer = transactionObserver();
   const asked = performance.now();
   let got = 0;
+  let committed: object | undefined;
   const run = (db as Sql).begin((tx) => {
     started = true;
     clearTimeout(timer);
     if (abandoned) throw new AbandonedTransaction();
     got = performance.now();
     observer?.acquired((got - asked) / 1000);
-    return fn(tx);
+    trackTransaction(tx);
+    return fn(tx).then((result) => {
+      committed = tx;
+      return result;
+    });
   }) as Promise<T>;
+  // After COMMIT: this process's token cache drops what a committed auth change made stale.
+  void run.then(
+    () => committed && afterCommit(db as Sql, committed),
+    () => {},
+  );
   if (observer) {
     void run.then(
       () => observer.finished((performance.now() - got) / 1000, 'commit'),

@@ -11,6 +11,7 @@ import { checkExpiry, resolveExpiry } from '../domain/token-lifetime.ts';
 import { mintToken, revokeWithEvent, tokenWire } from './token-access.ts';
 import { assertMintable, validateScope, type MintedToken } from '../mutations/tokens.ts';
 import { authorizeTokenOwner, presentedApproval } from './gates.ts';
+import { flushTokenUses } from '../services/token-cache.ts';
 
 const TOKEN_LIST: ListSpec = {
   fields: {
@@ -59,6 +60,7 @@ export const tokensHandlers = {
     const state = parsed.extras.state ?? 'active';
     if (!(STATES as readonly string[]).includes(state)) throw badRequest('state must be active, expired, revoked or all');
     const legacy = ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS;
+    await flushTokenUses(ctx.deps); // last_used_at shows this process's cached uses
     const page = await runList<TokenView & Record<string, unknown>>(db, {
       from: db`tokens t`,
       select: tokenViewSelect(db, legacy),
@@ -90,6 +92,7 @@ export const tokensHandlers = {
   getPrincipalToken: async (input, ctx) => {
     const db = ctx.deps.sql;
     const { owner } = await authorizeTokenOwner(ctx, db, input.params.principal_id);
+    await flushTokenUses(ctx.deps); // last_used_at shows this process's cached uses
     const token = await getTokenOfPrincipal(db, owner.id, input.params.token_id, ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS);
     if (!token) throw notFound('token');
     return { status: 200, body: tokenWire(token), headers: etagHeader('token', token.id, token.revision) };

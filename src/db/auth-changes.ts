@@ -1,0 +1,60 @@
+// In-process signal of changes that bear on bearer-token validation, so this process's token cache
+// (services/token-cache.ts) drops what it holds as soon as such a change commits, before the
+// response that reports the change is sent. Other processes learn of the same change from the
+// NOTIFY the database triggers send at commit (migrations/0180_token_cache_notify.sql).
+//
+// appendEvent marks the transaction when it records an event of one of AUTH_ENTITY_TYPES; withTx
+// signals the marked transaction's pool after COMMIT. Listeners are per pool, so two app instances
+// in one process (as tests run them) behave like two processes.
+import type { Db, Sql } from './sql.ts';
+
+/** Audit entity types whose changes may revoke, disable or re-scope a token or change who is admin. */
+export const AUTH_ENTITY_TYPES: ReadonlySet<string> = new Set([
+  'token',
+  'user',
+  'principal',
+  'service_account',
+  'group',
+  'group_membership',
+  'permission',
+  'credential_approval',
+  'restore',
+]);
+
+const open = new WeakSet<object>();
+const marked = new WeakSet<object>();
+const listeners = new Map<object, Set<() => void>>();
+
+/** Calls `fn` after each committed change of this pool that bore on token validation; returns the unsubscribe. */
+export function onAuthChange(sql: Sql, fn: () => void): () => void {
+  let set = listeners.get(sql);
+  if (!set) listeners.set(sql, (set = new Set()));
+  set.add(fn);
+  return () => {
+    set.delete(fn);
+    if (set.size === 0) listeners.delete(sql);
+  };
+}
+
+/** withTx registers each transaction it opens, so a change recorded in it is signalled after COMMIT. */
+export function trackTransaction(tx: object): void {
+  open.add(tx);
+}
+
+/**
+ * Marks `db` as having changed auth. A transaction of withTx is signalled after its COMMIT; anything
+ * else (a savepoint, a bare pool) signals every pool at once, and its NOTIFY follows at commit.
+ */
+export function markAuthChange(db: Db): void {
+  if (open.has(db)) marked.add(db);
+  else for (const set of listeners.values()) for (const fn of set) fn();
+}
+
+/** After COMMIT of `tx` on `sql`: signals the pool's listeners when the transaction was marked. */
+export function afterCommit(sql: Sql, tx: object): void {
+  if (marked.has(tx)) signalAuthChange(sql);
+}
+
+function signalAuthChange(sql: Sql): void {
+  for (const fn of listeners.get(sql) ?? []) fn();
+}

@@ -1,0 +1,204 @@
+// The api process's cache of validated bearer tokens, keyed by token hash, so most requests are
+// authenticated without a database round trip (issue #14, reads).
+//
+// Safety (a revoked token must not get through beyond the notification delay):
+// - every change that bears on validation is announced at commit on LISTEN channel svc_token_cache
+//   by database triggers (migrations/0180_token_cache_notify.sql): 't:<id>' drops one token,
+//   'g' (principals, users, groups, memberships, service accounts, permissions) drops them all;
+// - a change made through this process drops the cache before its response is sent
+//   (db/auth-changes.ts), so it takes effect at once here and within the NOTIFY delay elsewhere;
+// - a lookup that started before a drop does not put its (possibly older) row into the cache;
+// - expiry is checked against the cached row on every use; an entry is read again after
+//   SVC_TOKEN_CACHE_MAX_AGE_MS whatever happens (the safety net);
+// - the cache is used only while its LISTEN connection is confirmed: every HEARTBEAT_MS the process
+//   sends itself a notification, and with no notification received for LIVE_WINDOW_MS (or before
+//   LISTEN succeeded) every lookup goes to the database; when notifications are heard again, the
+//   cache starts empty. A silently lost LISTEN connection thus lets a cached token live at most
+//   LIVE_WINDOW_MS after a change.
+//
+// last_used_at of a cached token is advanced in memory and written in batches at most
+// LAST_USED_FLUSH_MS after the use (the later of stored and batched time wins); token reads of this
+// process flush first (flushTokenUses), so they show the latest use of this process.
+import type { Deps } from '../deps.ts';
+import { onAuthChange } from '../db/auth-changes.ts';
+import { recordTokenUses, validateTokenHash } from '../db/tokens.ts';
+import type { ValidatedTokenRow } from '../domain/tokens.ts';
+import { tokenCacheLookups } from '../metrics.ts';
+
+export const TOKEN_CACHE_CHANNEL = 'svc_token_cache';
+export const HEARTBEAT_MS = 1000;
+export const LIVE_WINDOW_MS = 3000;
+/** Longest delay between a cached use of a token and its write to last_used_at. */
+export const LAST_USED_FLUSH_MS = 1000;
+
+interface Entry {
+  row: ValidatedTokenRow;
+  cachedAt: number;
+  /** Effective expiry (ms since epoch): expires_at, or issued + the legacy lifetime. */
+  expiresAt: number;
+}
+
+export class TokenCache {
+  private readonly entries = new Map<string, Entry>();
+  private generation = 0;
+  private listening = false;
+  private lastHeard = 0;
+  private readonly pending = new Map<number, Date>();
+  private flushTimer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+  private heartbeat: NodeJS.Timeout | undefined;
+  private unlisten: (() => Promise<void>) | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private closed = false;
+  readonly enabled: boolean;
+
+  constructor(private readonly deps: Deps) {
+    this.enabled = deps.config.SVC_TOKEN_CACHE_SIZE > 0 && deps.config.SVC_TOKEN_CACHE_MAX_AGE_MS > 0;
+  }
+
+  /** Subscribes to invalidations; the cache stays unused until LISTEN succeeds. */
+  async start(): Promise<void> {
+    if (!this.enabled) return;
+    this.unsubscribe = onAuthChange(this.deps.sql, () => this.clear());
+    try {
+      const sub = await this.deps.sql.listen(
+        TOKEN_CACHE_CHANNEL,
+        (payload) => this.onNotify(payload),
+        () => {
+          // (re)connected: notifications in between may be lost
+          this.clear();
+          this.listening = true;
+          this.lastHeard = Date.now();
+        },
+      );
+      this.unlisten = () => sub.unlisten();
+    } catch (err) {
+      this.deps.log.warn({ err }, 'token cache: LISTEN failed; tokens are read from the database until it succeeds');
+    }
+    this.heartbeat = setInterval(() => {
+      this.deps.sql`select pg_notify(${TOKEN_CACHE_CHANNEL}, 'p')`.catch(() => {});
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
+  }
+
+  private onNotify(payload: string): void {
+    const now = Date.now();
+    if (now - this.lastHeard >= LIVE_WINDOW_MS) this.clear();
+    this.lastHeard = now;
+    if (payload === 'p') return;
+    if (payload.startsWith('t:')) this.dropToken(Number(payload.slice(2)));
+    else this.clear();
+  }
+
+  private live(now: number): boolean {
+    return this.listening && !this.closed && now - this.lastHeard < LIVE_WINDOW_MS;
+  }
+
+  /** Drops every entry; lookups under way no longer fill the cache. */
+  clear(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+
+  private dropToken(id: number): void {
+    this.generation++;
+    for (const [key, e] of this.entries) if (e.row.token_id === id) this.entries.delete(key);
+  }
+
+  private fromDb(hash: Buffer): Promise<ValidatedTokenRow | undefined> {
+    const { config } = this.deps;
+    return validateTokenHash(this.deps.sql, hash, config.SVC_TOKEN_LIFETIME_HOURS, {
+      group: config.SVC_ADMIN_GROUPNAME,
+      scope: config.SVC_ADMIN_IDENTITY_SCOPE,
+    });
+  }
+
+  /** The live token with this hash and its principal, from the cache when it may be used. */
+  async lookup(hash: Buffer): Promise<ValidatedTokenRow | undefined> {
+    const now = Date.now();
+    if (!this.enabled || !this.live(now)) {
+      tokenCacheLookups.inc({ outcome: 'bypass' });
+      return this.fromDb(hash);
+    }
+    const key = hash.toString('base64');
+    const entry = this.entries.get(key);
+    if (entry) {
+      if (now - entry.cachedAt < this.deps.config.SVC_TOKEN_CACHE_MAX_AGE_MS && now < entry.expiresAt) {
+        tokenCacheLookups.inc({ outcome: 'hit' });
+        const at = new Date(now);
+        this.noteUse(entry.row.token_id, at);
+        return { ...entry.row, last_used_at: at };
+      }
+      this.entries.delete(key);
+    }
+    tokenCacheLookups.inc({ outcome: 'miss' });
+    const generation = this.generation;
+    const row = await this.fromDb(hash);
+    if (row && generation === this.generation && this.live(Date.now())) {
+      const expiresAt = (
+        row.expires_at ?? new Date(row.issued.getTime() + this.deps.config.SVC_TOKEN_LIFETIME_HOURS * 3_600_000)
+      ).getTime();
+      if (this.entries.size >= this.deps.config.SVC_TOKEN_CACHE_SIZE) {
+        const oldest = this.entries.keys().next();
+        if (!oldest.done) this.entries.delete(oldest.value);
+      }
+      this.entries.set(key, { row, cachedAt: now, expiresAt });
+    }
+    return row;
+  }
+
+  private noteUse(tokenId: number, at: Date): void {
+    this.pending.set(tokenId, at);
+    if (!this.flushTimer) {
+      this.flushTimer = setTimeout(() => void this.flush(), LAST_USED_FLUSH_MS);
+      this.flushTimer.unref();
+    }
+  }
+
+  /** Writes the pending uses now (and waits for a write under way). */
+  flush(): Promise<void> {
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const uses = [...this.pending].map(([id, at]) => ({ id, at }));
+    this.pending.clear();
+    const previous = this.flushing;
+    this.flushing = previous.then(() =>
+      recordTokenUses(this.deps.sql, uses).catch((err: unknown) => {
+        this.deps.log.warn({ err, tokens: uses.length }, 'token cache: writing last_used_at failed');
+      }),
+    );
+    return this.flushing;
+  }
+
+  /** Shutdown: stops listening and writes the pending uses. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.heartbeat);
+    this.unsubscribe?.();
+    this.clear();
+    await this.unlisten?.().catch(() => {});
+    await this.flush();
+  }
+}
+
+/** This process's token cache (created, not started, on first use). */
+export function tokenCache(deps: Deps): TokenCache {
+  const existing = deps.services.tokenCache as TokenCache | undefined;
+  if (existing) return existing;
+  const cache = new TokenCache(deps);
+  deps.services.tokenCache = cache;
+  return cache;
+}
+
+/** Writes this process's pending token uses, so a token read that follows shows them. */
+export async function flushTokenUses(deps: Deps): Promise<void> {
+  const existing = deps.services.tokenCache as TokenCache | undefined;
+  if (existing) await existing.flush();
+}
+
+/** Shutdown: stops the cache and writes its pending uses. */
+export async function closeTokenCache(deps: Deps): Promise<void> {
+  const existing = deps.services.tokenCache as TokenCache | undefined;
+  delete deps.services.tokenCache;
+  await existing?.close();
+}

@@ -1,0 +1,154 @@
+// The token cache (src/services/token-cache.ts) on two app instances sharing one database, as two
+// api processes do: a change made through one instance takes effect there at once (before its
+// response), and on the other as soon as the NOTIFY of the change arrives (polled, never timed).
+// Each token is first used on both instances, so both hold it in their caches. (Other test files
+// run with the cache off: test/helpers.ts.)
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { addMember, adminGroupId, createGroup, createHuman, createServiceAccount, grant, tokenFor } from './iam-fixtures.ts';
+import { insertToken } from '../src/db/tokens.ts';
+import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
+import { tokenCacheLookups } from '../src/metrics.ts';
+
+let a: TestApp;
+let b: TestApp;
+beforeAll(async () => {
+  a = await startTestApp({ SVC_TOKEN_CACHE_SIZE: 10000 });
+  b = await startTestApp({ SVC_TOKEN_CACHE_SIZE: 10000 });
+});
+afterAll(async () => {
+  await a.close();
+  await b.close();
+});
+
+const validate = (t: TestApp, token: string) => t.request('GET', '/api/v0/auth/validate', { token });
+
+async function hits(): Promise<number> {
+  const m = await tokenCacheLookups.get();
+  return m.values.filter((v) => v.labels.outcome === 'hit').reduce((s, v) => s + v.value, 0);
+}
+
+/** Uses `token` twice on each instance (the second use of each is answered from its cache). */
+async function warm(token: string, path = '/api/v0/auth/validate'): Promise<void> {
+  for (const t of [a, b, a, b]) expect((await t.request('GET', path, { token })).status).toBe(200);
+}
+
+/** Polls until `token` is refused on `t` (the other instance learns of a change by NOTIFY). */
+async function refusedOn(t: TestApp, token: string, path = '/api/v0/auth/validate', status = 401): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if ((await t.request('GET', path, { token })).status === status) return;
+    await new Promise((ok) => setTimeout(ok, 10));
+  }
+  throw new Error(`${path} was not refused with ${status} on the other instance`);
+}
+
+async function tokenIdOf(token: string): Promise<number> {
+  const me = await a.request('GET', '/api/v1/iam/me', { token });
+  return (me.body as { token: { id: number } }).token.id;
+}
+
+describe('token cache', () => {
+  it('answers repeated uses from memory', async () => {
+    const h = await createHuman(a);
+    const before = await hits();
+    await warm(h.token);
+    expect(await hits()).toBeGreaterThanOrEqual(before + 2);
+  });
+
+  it('logout: refused at once on the same instance, and on the other after its NOTIFY', async () => {
+    const h = await createHuman(a);
+    await warm(h.token);
+    expect((await a.request('POST', '/api/v0/auth/logout', { token: h.token })).status).toBe(200);
+    expect((await validate(a, h.token)).status).toBe(401);
+    await refusedOn(b, h.token);
+  });
+
+  it('revoke through the tokens API', async () => {
+    const h = await createHuman(a);
+    const id = await tokenIdOf(h.token);
+    await warm(h.token);
+    expect((await a.request('POST', `/api/v1/iam/principals/${h.id}/tokens/${id}/revoke`)).status).toBe(204);
+    expect((await validate(a, h.token)).status).toBe(401);
+    await refusedOn(b, h.token);
+  });
+
+  it('deleting the user', async () => {
+    const h = await createHuman(a);
+    await warm(h.token);
+    expect((await a.request('DELETE', `/api/v1/iam/users/${h.id}`)).status).toBe(204);
+    expect((await validate(a, h.token)).status).toBe(401);
+    await refusedOn(b, h.token);
+  });
+
+  it('disabling a service account', async () => {
+    const g = await createGroup(a);
+    const sa = await createServiceAccount(a, g.id);
+    const token = await tokenFor(a, sa.id);
+    await warm(token);
+    expect((await a.request('POST', `/api/v1/iam/service-accounts/${sa.id}/disable`)).status).toBe(200);
+    expect((await validate(a, token)).status).toBe(401);
+    await refusedOn(b, token);
+  });
+
+  it('removal from the admin group ends admin rights', async () => {
+    const h = await createHuman(a);
+    const admins = await adminGroupId(a);
+    await addMember(a, admins, h.id);
+    await warm(h.token, '/api/v1/iam/users');
+    expect((await a.request('DELETE', `/api/v1/iam/groups/${admins}/members/${h.id}`)).status).toBe(204);
+    expect((await a.request('GET', '/api/v1/iam/users', { token: h.token })).status).toBe(403);
+    await refusedOn(b, h.token, '/api/v1/iam/users', 403);
+  });
+
+  it('revoking a collection permission', async () => {
+    const c = await a.request('POST', '/api/v1/collections', { body: { name: uniq('c') } });
+    expect(c.status, c.text).toBe(201);
+    const cid = (c.body as { id: number }).id;
+    const h = await createHuman(a);
+    const g = await createGroup(a);
+    await addMember(a, g.id, h.id);
+    await grant(a, cid, g.id, ['ReadCollection']);
+    await warm(h.token, `/api/v1/collections/${cid}`);
+    const res = await a.request('DELETE', `/api/v1/collections/${cid}/permissions/group/${g.id}/ReadCollection`);
+    expect(res.status, res.text).toBeLessThan(300);
+    const after = await a.request('GET', `/api/v1/collections/${cid}`, { token: h.token });
+    expect([403, 404]).toContain(after.status);
+    await refusedOn(b, h.token, `/api/v1/collections/${cid}`, after.status);
+  });
+
+  it('a change made in the database directly reaches both instances by NOTIFY', async () => {
+    const h = await createHuman(a);
+    await warm(h.token);
+    await a.deps.sql`update tokens set revoked_at = now() where id = ${await tokenIdOf(h.token)}`;
+    await refusedOn(a, h.token);
+    await refusedOn(b, h.token);
+  });
+
+  it('expiry is checked against the cached token on every use', async () => {
+    const h = await createHuman(a);
+    const raw = newRawToken();
+    await insertToken(a.deps.sql, {
+      principalId: h.id,
+      hash: hashToken(a.deps.tokenKey, raw),
+      expiresAt: new Date(Date.now() + 1500),
+    });
+    // no change is notified: only the cached expiry can refuse it
+    const first = await validate(a, raw);
+    if (first.status === 200) await refusedOn(a, raw);
+    await refusedOn(b, raw);
+  });
+
+  it('last_used_at of cached uses shows on a token read', async () => {
+    const h = await createHuman(a);
+    await a.request('GET', '/api/v1/iam/me', { token: h.token });
+    const me = await a.request('GET', '/api/v1/iam/me', { token: h.token });
+    const { id, last_used_at: used } = (me.body as { token: { id: number; last_used_at: string } }).token;
+    const read = await a.request('GET', `/api/v1/iam/principals/${h.id}/tokens/${id}`);
+    expect(read.status).toBe(200);
+    const shown = (read.body as { last_used_at: string }).last_used_at;
+    expect(new Date(shown).getTime()).toBeGreaterThanOrEqual(new Date(used).getTime());
+    const list = await a.request('GET', `/api/v1/iam/principals/${h.id}/tokens`);
+    const listed = (list.body as { id: number; last_used_at: string }[]).find((x) => x.id === id)!;
+    expect(new Date(listed.last_used_at).getTime()).toBeGreaterThanOrEqual(new Date(used).getTime());
+  });
+});
