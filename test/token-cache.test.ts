@@ -124,6 +124,28 @@ describe('token cache', () => {
     await refusedOn(b, h.token);
   });
 
+  it('a lost LISTEN connection fails closed: a change it missed still ends the cached token', async () => {
+    const h = await createHuman(a);
+    await warm(h.token);
+    // Drop every LISTEN connection of the channel, then revoke while they reconnect: the NOTIFY may
+    // reach no one, so only the reconnect (which empties the cache) or the heartbeat window (which
+    // bypasses it) can refuse the token within the poll, long before SVC_TOKEN_CACHE_MAX_AGE_MS.
+    await a.deps
+      .sql`select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and query ilike 'listen%svc_token_cache%'`;
+    await a.deps.sql`update tokens set revoked_at = now() where id = ${await tokenIdOf(h.token)}`;
+    await refusedOn(a, h.token);
+    await refusedOn(b, h.token);
+    // and the cache works again once notifications are heard
+    const other = await createHuman(a);
+    for (let i = 0; i < 500; i++) {
+      const before = await hits();
+      await warm(other.token);
+      if ((await hits()) > before) return;
+      await new Promise((ok) => setTimeout(ok, 10));
+    }
+    throw new Error('the cache did not resume');
+  });
+
   it('expiry is checked against the cached token on every use', async () => {
     const h = await createHuman(a);
     const raw = newRawToken();
