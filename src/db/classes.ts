@@ -32,8 +32,8 @@ export interface ClassExpandedRow extends ClassRow {
   c_revision: number;
 }
 
-/** The plain class (also the audit snapshot). */
-export function classView(r: ClassRow): ResponseBody<'getClassByName', 200> {
+/** The plain class (also the audit snapshot and a class version's data); getClassByName's body without include=collection. */
+export function classView(r: ClassRow): ResponseBody<'getClassAsOf', 200>['data'] {
   return {
     id: r.id,
     name: r.name,

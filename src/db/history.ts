@@ -2,6 +2,7 @@
 // write, and the one place that tells those triggers who is acting.
 import type { Db } from './sql.ts';
 import type { Actor } from '../domain/actor.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 import { isUnscopedAdmin, type Authority } from '../domain/authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { classRelationView, objectRelationView, type ClassRelationRow, type ObjectRelationRow } from '../domain/relations.ts';
@@ -60,7 +61,7 @@ export interface VersionRow {
   data: Record<string, unknown>;
   valid_from: Date;
   valid_to: Date | null;
-  actor_kind: string;
+  actor_kind: 'user' | 'worker' | 'system';
   actor_principal_id: number | null;
   initiator_principal_id: number | null;
   task_id: number | null;
@@ -176,29 +177,51 @@ export async function versionAt(
   return row;
 }
 
-/** The entity's public representation as stored in a version (timestamps as the live views give them). */
-export function versionData(kind: HistoryKind, data: Record<string, unknown>): Record<string, unknown> {
-  const r = { ...data, created_at: new Date(String(data.created_at)), updated_at: new Date(String(data.updated_at)) };
-  switch (kind) {
-    case 'collection':
-      return collectionView(r as unknown as CollectionRow);
-    case 'class':
-      return classView(r as unknown as ClassRow);
-    case 'object':
-      return objectView(r as unknown as ObjectRow);
-    case 'class_relation':
-      return classRelationView(r as unknown as ClassRelationRow);
-    case 'object_relation':
-      return objectRelationView(r as unknown as ObjectRelationRow);
-    case 'export_template':
-      return exportTemplateView(r as unknown as ExportTemplateRow);
-    case 'remote_target':
-      return remoteTargetView(r as unknown as RemoteTargetRow);
-  }
+/** What `data` of a version of each kind holds: the contract's get<Kind>AsOf body's data (the live view). */
+export interface VersionData {
+  collection: ResponseBody<'getCollectionAsOf', 200>['data'];
+  class: ResponseBody<'getClassAsOf', 200>['data'];
+  object: ResponseBody<'getObjectAsOf', 200>['data'];
+  class_relation: ResponseBody<'getClassRelationAsOf', 200>['data'];
+  object_relation: ResponseBody<'getObjectRelationAsOf', 200>['data'];
+  export_template: ResponseBody<'getExportTemplateAsOf', 200>['data'];
+  remote_target: ResponseBody<'getRemoteTargetAsOf', 200>['data'];
 }
 
-/** A version on the wire (components.schemas.*Version). */
-export function versionView(kind: HistoryKind, v: VersionRow): Record<string, unknown> {
+// The stored `data` is the row as the history trigger encoded it (to_jsonb of the entity's row), so
+// it is read back as that kind's row type: the one cast here, of a payload the database wrote.
+const VERSION_DATA: { [K in HistoryKind]: (r: Record<string, unknown>) => VersionData[K] } = {
+  collection: (r) => collectionView(r as unknown as CollectionRow),
+  class: (r) => classView(r as unknown as ClassRow),
+  object: (r) => objectView(r as unknown as ObjectRow),
+  class_relation: (r) => classRelationView(r as unknown as ClassRelationRow),
+  object_relation: (r) => objectRelationView(r as unknown as ObjectRelationRow),
+  export_template: (r) => exportTemplateView(r as unknown as ExportTemplateRow),
+  remote_target: (r) => remoteTargetView(r as unknown as RemoteTargetRow),
+};
+
+/** The entity's public representation as stored in a version (timestamps as the live views give them). */
+export function versionData<K extends HistoryKind>(kind: K, data: Record<string, unknown>): VersionData[K] {
+  const r = { ...data, created_at: new Date(String(data.created_at)), updated_at: new Date(String(data.updated_at)) };
+  return VERSION_DATA[kind](r);
+}
+
+/** A version on the wire (components.schemas.*Version): what get<Kind>AsOf answers for kind K. */
+export interface VersionView<K extends HistoryKind> {
+  revision: number;
+  operation: VersionRow['operation'];
+  valid_from: Date;
+  valid_to: Date | null;
+  actor: {
+    kind: VersionRow['actor_kind'];
+    principal_id: number | null;
+    initiator_principal_id: number | null;
+    task_id: number | null;
+  };
+  data: VersionData[K];
+}
+
+export function versionView<K extends HistoryKind>(kind: K, v: VersionRow): VersionView<K> {
   return {
     revision: v.revision,
     operation: v.operation,

@@ -17,8 +17,12 @@ import { serviceAccountView, type ServiceAccountRow } from './service-accounts.t
 import type { FieldDef, ListSpec, ParsedList } from '../domain/list-query.ts';
 import { DEFAULT_SORT, TARGET_FIELDS, type TargetKind } from '../domain/search.ts';
 import type { Authority } from '../domain/authz.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 
 type Row = Record<string, unknown>;
+
+/** One search result as the contract declares it (SearchResult): the kind and its list representation. */
+export type SearchResult = ResponseBody<'searchStructured', 200>['results'][number];
 
 export interface TargetSql {
   /** Field → column of the target (columns on the aliases its list query uses). */
@@ -27,8 +31,8 @@ export interface TargetSql {
   where: Fragment[];
   /** One page with the resource's own list query (its FROM, select list and any built-in visibility). */
   list: (parsed: ParsedList, where: Fragment[]) => Promise<ListPage<Row>>;
-  /** The public representation of the resource's list endpoint. */
-  view: (row: Row) => Record<string, unknown>;
+  /** The result of a row: its kind and the public representation of the resource's list endpoint. */
+  result: (row: Row) => SearchResult;
 }
 
 /** Field → column per target; types and sortability come from the domain's field table. */
@@ -153,14 +157,14 @@ export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { cla
         spec,
         where: [collectionWhere(db, auth, 'ReadCollection', { id: 'c.id' })],
         list: (parsed, where) => listCollectionRows(db, parsed, where) as Promise<ListPage<Row>>,
-        view: (r) => collectionView(r as CollectionRow),
+        result: (r) => ({ kind: 'collection', resource: collectionView(r as CollectionRow) }),
       };
     case 'class':
       return {
         spec,
         where: [classWhere(db, auth, 'ReadClass', { id: 'k.id', collectionId: 'k.collection_id' })],
         list: (parsed, where) => listClasses(db, parsed, where) as Promise<ListPage<Row>>,
-        view: (r) => classExpandedView(r as ClassExpandedRow),
+        result: (r) => ({ kind: 'class', resource: classExpandedView(r as ClassExpandedRow) }),
       };
     case 'object': {
       const where = [objectWhere(db, auth, 'ReadObject', { id: 'o.id', classId: 'o.class_id', collectionId: 'o.collection_id' })];
@@ -170,7 +174,7 @@ export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { cla
         where,
         list: (parsed, w) =>
           listObjects(db, { parsed, spec, where: [], computedFilters: 0, computedSort: false }, w, null) as Promise<ListPage<Row>>,
-        view: (r) => objectView(r as ObjectRow),
+        result: (r) => ({ kind: 'object', resource: objectView(r as ObjectRow) }),
       };
     }
     case 'audit_event':
@@ -179,7 +183,7 @@ export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { cla
         spec,
         where: [],
         list: (parsed, where) => listEventRows(db, auth, parsed, where) as Promise<ListPage<Row>>,
-        view: (r) => eventWire(r as EventRow),
+        result: (r) => ({ kind: 'audit_event', resource: eventWire(r as EventRow) }),
       };
     case 'user':
       return {
@@ -194,7 +198,7 @@ export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { cla
             parsed,
             spec,
           }),
-        view: (r) => userView(r as unknown as UserRow),
+        result: (r) => ({ kind: 'user', resource: userView(r as unknown as UserRow) }),
       };
     case 'group':
       return {
@@ -209,7 +213,7 @@ export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { cla
             parsed,
             spec,
           }),
-        view: (r) => groupView(r as unknown as GroupRow),
+        result: (r) => ({ kind: 'group', resource: groupView(r as unknown as GroupRow) }),
       };
     case 'service_account':
       return {
@@ -229,7 +233,7 @@ export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { cla
             parsed,
             spec,
           }),
-        view: (r) => serviceAccountView(r as unknown as ServiceAccountRow),
+        result: (r) => ({ kind: 'service_account', resource: serviceAccountView(r as unknown as ServiceAccountRow) }),
       };
   }
 }

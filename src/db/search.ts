@@ -7,7 +7,7 @@ import type { Db } from './sql.ts';
 import { and, filterSql, or, type Fragment } from './list.ts';
 import { translatePgError } from './pg-errors.ts';
 import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
-import { targetSql } from './search-targets.ts';
+import { targetSql, type SearchResult } from './search-targets.ts';
 import { ApiError } from '../domain/errors.ts';
 import type { Filter, ListSpec, ParsedList, SortKey } from '../domain/list-query.ts';
 import type { Authority } from '../domain/authz.ts';
@@ -16,7 +16,7 @@ import type { ClassSelector, PlainKind, PlanNode, PlannedPredicate, SearchPlan }
 type RelatedNode = Extract<PlanNode, { op: 'related' }>;
 
 export interface SearchPage {
-  resources: Record<string, unknown>[];
+  results: SearchResult[];
   /** Sort values of the last row when more rows follow (to sign into the next cursor). */
   nextValues: unknown[] | null;
   total: number | null;
@@ -124,7 +124,7 @@ export async function runStructuredSearch(
   if (plan.filter) where.push(exprSql(db, plan.filter, t.spec, (n) => relatedCondition(db, auth, n, opts.relatedClassIds[n.index]!)));
   try {
     const page = await t.list(parsedFor(plan.sort, plan.limit, opts.after, plan.includeTotal), where);
-    return { resources: page.rows.map(t.view), nextValues: listCursorValues(page.nextCursor), total: page.total };
+    return { results: page.rows.map(t.result), nextValues: listCursorValues(page.nextCursor), total: page.total };
   } catch (err) {
     throw searchError(err);
   }
@@ -166,7 +166,7 @@ export async function runPlainSearch(
   const t = targetSql(db, auth, kind, { classId: null });
   try {
     const page = await t.list(parsedFor(PLAIN_SORT, opts.limit, opts.after, false), [...t.where, plainMatch(db, kind, opts.q, opts)]);
-    return { resources: page.rows.map(t.view), nextValues: listCursorValues(page.nextCursor), total: null };
+    return { results: page.rows.map(t.result), nextValues: listCursorValues(page.nextCursor), total: null };
   } catch (err) {
     throw searchError(err);
   }

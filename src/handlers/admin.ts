@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { requireUnscopedAdmin } from './gates.ts';
 import { openapiDocument } from '../http/openapi.ts';
 import { redactedConfig } from '../config.ts';
@@ -13,4 +13,4 @@ export const adminHandlers = {
       headers: { 'cache-control': 'no-store' },
     };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
 import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { isUnscopedAdmin } from '../domain/authz.ts';
@@ -123,4 +123,4 @@ export const authHandlers = {
     status: 200,
     body: { providers: ['local', ...ctx.deps.config.ldapProviders.map((p) => p.scope)] },
   }),
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { actorOf, storedOutput } from '../http/contract.ts';
 import { ApiError, notFound } from '../domain/errors.ts';
 import { requireUnscopedAdmin } from './gates.ts';
@@ -49,4 +49,4 @@ export const backupsHandlers = {
       'x-svc-backup-sha256': digest.digest('hex'),
     });
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import type { Ctx, TypedHandlerMap, RequestBody } from '../http/contract.ts';
+import type { Ctx, HandlerMap, RequestBody } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -90,4 +90,4 @@ export const classesHandlers = {
   updateClass: async (input, ctx) => updateClassBy(ctx, { classId: input.params.class_id }, input.body, input.headers),
 
   deleteClass: async (input, ctx) => deleteClassBy(ctx, { classId: input.params.class_id }, input.headers),
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -93,4 +93,4 @@ export const collectionsHandlers = {
     const page = await listAncestorRows(db, id, parsed, [collectionWhere(db, auth, 'ReadCollection')]);
     return listReply(page, page.rows.map(collectionView));
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

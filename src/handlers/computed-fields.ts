@@ -1,4 +1,4 @@
-import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import type { AuthInfo } from '../http/auth.ts';
 import { badRequest, forbidden, notFound } from '../domain/errors.ts';
@@ -108,4 +108,4 @@ export const computedFieldsHandlers = {
     );
     return { status: 204 };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

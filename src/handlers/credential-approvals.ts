@@ -1,4 +1,4 @@
-import type { TypedHandlerMap, Ctx } from '../http/contract.ts';
+import type { HandlerMap, Ctx } from '../http/contract.ts';
 import { ApiError, conflict, notFound } from '../domain/errors.ts';
 import { requireHumanUnscoped, authorizeTokenOwner, approverOf } from './gates.ts';
 import { findApproval, findUserPasswordHash, insertApproval, userExists, type ApprovalRow } from '../db/approvals.ts';
@@ -90,4 +90,4 @@ export const credentialApprovalsHandlers = {
     if (!row) throw notFound('credential approval');
     return { status: 200, body: recordWire(raw, row), headers: { 'cache-control': 'no-store' } };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import { actorOf, type TypedHandlerMap } from '../http/contract.ts';
+import { actorOf, type HandlerMap } from '../http/contract.ts';
 import { appendEvent } from '../db/events.ts';
 import { conflict, notFound } from '../domain/errors.ts';
 import { requireUnscopedAdmin } from './gates.ts';
@@ -105,7 +105,7 @@ export const eventDeliveriesHandlers = {
     });
     return { status: 200, body: eventDeliveryView(row) };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;
 
 /** The audit event of an administrator action on a delivery (collection-less: admins only read it). */
 function deliveryEvent(action: 'retried' | 'dead', before: EventDeliveryRow, after: EventDeliveryRow) {

@@ -1,4 +1,4 @@
-import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -81,4 +81,4 @@ export const eventSubscriptionsHandlers = {
   updateSystemEventSubscription: (input, ctx) =>
     update(ctx, null, input.params.subscription_id, input.headers, input.body as SubscriptionPatch),
   deleteSystemEventSubscription: (input, ctx) => remove(ctx, null, input.params.subscription_id, input.headers),
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

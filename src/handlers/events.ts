@@ -1,4 +1,4 @@
-import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { authOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { requireUnscopedAdmin } from './gates.ts';
@@ -84,4 +84,4 @@ export const eventsHandlers = {
     await requireCollectionPermission(ctx.deps.sql, authOf(ctx), tpl.collection_id, 'ReadAudit');
     return eventPage(input.query, ctx, (db) => [entityIs(db, ['export_template'], id)]);
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -63,4 +63,4 @@ export const exportTemplatesHandlers = {
 
   runExportTemplate: async (input, ctx) =>
     submitExport(ctx, { ...(input.body as Record<string, unknown>), template_id: input.params.template_id }, input.headers),
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

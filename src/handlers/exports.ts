@@ -1,4 +1,4 @@
-import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf, storedOutput } from '../http/contract.ts';
 import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { withTx } from '../db/tx.ts';
@@ -99,4 +99,4 @@ export const exportsHandlers = {
       'cache-control': 'no-store',
     });
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

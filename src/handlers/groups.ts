@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { callerOf } from '../http/contract.ts';
 import { requireHumanUnscoped } from './gates.ts';
 import { forbidden, notFound } from '../domain/errors.ts';
@@ -88,4 +88,4 @@ export const groupsHandlers = {
     await inTx(ctx.deps.sql, callerOf(ctx), (m) => removeGroupMember(m, groupId, principalId));
     return { status: 204 };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,13 +1,21 @@
 // History (#11): every version of the versioned entities, read newest first or as of an instant.
 // One generic pair of handlers keyed by entity kind; each version is authorized with the
 // attributes stored in it (src/db/history.ts versionVisible).
-import type { Ctx, HandlerMap, Reply } from '../http/contract.ts';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { authOf } from '../http/contract.ts';
 import { listReply } from '../http/paging.ts';
 import { badRequest, forbidden, notFound } from '../domain/errors.ts';
 import { isUnscopedAdmin } from '../domain/authz.ts';
 import { parseListQuery, parseTimestamp } from '../domain/list-query.ts';
-import { HISTORY_LIST_SPEC, historyFacts, listVersions, versionAt, versionView, type HistoryKind } from '../db/history.ts';
+import {
+  HISTORY_LIST_SPEC,
+  historyFacts,
+  listVersions,
+  versionAt,
+  versionView,
+  type HistoryKind,
+  type VersionView,
+} from '../db/history.ts';
 import { classIdByName } from '../db/classes.ts';
 import { objectIdByName } from '../db/objects.ts';
 
@@ -30,7 +38,14 @@ async function requireHistory(ctx: Ctx, kind: HistoryKind, id: number, classId?:
   if (!facts.anyVisible) throw forbidden(`you may not read any version of this ${WHAT[kind]}`);
 }
 
-async function historyList(ctx: Ctx, kind: HistoryKind, id: number, query: unknown, classId?: number): Promise<Reply> {
+// Both return kind K's version view; each handler below checks it against its operation's body.
+async function historyList<K extends HistoryKind>(
+  ctx: Ctx,
+  kind: K,
+  id: number,
+  query: unknown,
+  classId?: number,
+): Promise<{ status: 200; body: VersionView<K>[]; headers: Record<string, string> }> {
   const parsed = parseListQuery(query as Record<string, unknown>, HISTORY_LIST_SPEC);
   await requireHistory(ctx, kind, id, classId);
   const page = await listVersions(ctx.deps.sql, authOf(ctx), kind, id, parsed);
@@ -40,7 +55,13 @@ async function historyList(ctx: Ctx, kind: HistoryKind, id: number, query: unkno
   );
 }
 
-async function historyAsOf(ctx: Ctx, kind: HistoryKind, id: number, at: string, classId?: number): Promise<Reply> {
+async function historyAsOf<K extends HistoryKind>(
+  ctx: Ctx,
+  kind: K,
+  id: number,
+  at: string,
+  classId?: number,
+): Promise<{ status: 200; body: VersionView<K> }> {
   const instant = parseTimestamp(at);
   if (instant === undefined) throw badRequest('at must be an RFC 3339 timestamp', [{ path: 'query.at', message: 'not a timestamp' }]);
   await requireHistory(ctx, kind, id, classId);

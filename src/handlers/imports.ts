@@ -1,4 +1,4 @@
-import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
 import { forbidden, notFound } from '../domain/errors.ts';
 import { isUnscopedAdmin } from '../domain/authz.ts';
@@ -55,4 +55,4 @@ export const importsHandlers = {
     const page = await listImportResultRows(ctx.deps.sql, row.id, parsed);
     return listReply(page, page.rows.map(importResultWire));
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

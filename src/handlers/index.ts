@@ -32,7 +32,7 @@ import { tasksHandlers } from './tasks.ts';
 import { tokensHandlers } from './tokens.ts';
 import { usersHandlers } from './users.ts';
 
-/** operationId → handler. `satisfies HandlerMap` makes a missing operation a compile error. */
+/** operationId → handler. `satisfies HandlerMap` makes a missing operation, or a reply its contract does not declare, a compile error. */
 export const handlers = {
   ...adminHandlers,
   ...authHandlers,

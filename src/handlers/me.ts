@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { authOf } from '../http/contract.ts';
 
 export const meHandlers = {
@@ -29,4 +29,4 @@ export const meHandlers = {
       },
     };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
 import { requireUnscopedAdmin } from './gates.ts';
 import { DEFAULT_LIMIT, MAX_LIMIT } from '../domain/list-query.ts';
@@ -116,4 +116,4 @@ export const metaHandlers = {
       pagination: { default_page_limit: DEFAULT_LIMIT, max_page_limit: MAX_LIMIT },
     },
   }),
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

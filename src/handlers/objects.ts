@@ -1,4 +1,4 @@
-import type { Ctx, TypedHandlerMap, RequestBody } from '../http/contract.ts';
+import type { Ctx, HandlerMap, RequestBody } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -195,4 +195,4 @@ export const objectsHandlers = {
     const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) => patchObjectData(m, t, input.body, input.headers['if-match']));
     return objectWritten(row, 200);
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -15,7 +15,9 @@ export const opsHandlers = {
     return { status: 200, body: { status: 'ready' } };
   },
 
-  getOpenApiDocument: async () => ({ status: 200, body: openapiDocument() }),
+  // The contract declares an open object; openapi-backend's Document is an interface (no index
+  // signature), so its members are copied into a plain object (a shallow copy of the parsed file).
+  getOpenApiDocument: async () => ({ status: 200, body: { ...openapiDocument() } }),
 
   getApiReference: async () => ({ status: 200, raw: DOCS_HTML, contentType: 'text/html; charset=utf-8' }),
 

@@ -1,4 +1,4 @@
-import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { parseListQuery } from '../domain/list-query.ts';
@@ -87,4 +87,4 @@ export const permissionsHandlers = {
     const page = await listEffectivePermissionRows(db, input.params.collection_id, input.params.principal_id, parsed);
     return listReply(page, page.rows);
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import type { Ctx } from '../http/contract.ts';
 import { requireHumanUnscoped } from './gates.ts';
 import { forbidden, notFound } from '../domain/errors.ts';
@@ -51,4 +51,4 @@ export const principalsHandlers = {
     }
     return { status: 200, body: [...byGroup.values()] };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

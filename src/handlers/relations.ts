@@ -1,4 +1,4 @@
-import type { Ctx, TypedHandlerMap } from '../http/contract.ts';
+import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -235,4 +235,4 @@ export const relationsHandlers = {
     await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteObjectRelation(m, input.params.relation_id, input.headers['if-match']));
     return { status: 204 };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf, callerOf } from '../http/contract.ts';
 import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
@@ -129,4 +129,4 @@ export const remoteTargetsHandlers = {
     });
     return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
 import { badRequest, forbidden, notFound } from '../domain/errors.ts';
 import { requireHumanUnscoped, requireUnscopedAdmin, presentedApproval } from './gates.ts';
@@ -42,4 +42,4 @@ export const restoresHandlers = {
     if (!capabilityMatches(ctx.deps.tokenKey, stage, raw)) throw forbidden('the restore capability does not match this restore');
     return { status: 200, body: statusWire(stage), headers: { 'cache-control': 'no-store' } };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

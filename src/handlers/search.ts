@@ -1,11 +1,13 @@
-import type { Ctx, HandlerMap, Input, Reply } from '../http/contract.ts';
+import type { Ctx, HandlerMap, Input } from '../http/contract.ts';
 import { authOf } from '../http/contract.ts';
 import { ApiError, forbidden, isClientError, notFound } from '../domain/errors.ts';
 import { requireHumanUnscoped } from './gates.ts';
 import { sseReply } from '../http/sse.ts';
 import type { AuthInfo } from '../http/auth.ts';
 import { requireClassPermission } from '../db/authz.ts';
-import { resolveClassSelector, runPlainSearch, runStructuredSearch, type SearchPage } from '../db/search.ts';
+import { resolveClassSelector, runPlainSearch, runStructuredSearch } from '../db/search.ts';
+import type { SearchResult } from '../db/search-targets.ts';
+import type { ResponseBody } from '../domain/wire.ts';
 import {
   LIMITS,
   PLAIN_GROUP,
@@ -36,7 +38,7 @@ interface PreparedStructured {
 }
 
 interface StructuredResult {
-  results: { kind: TargetKind; resource: Record<string, unknown> }[];
+  results: SearchResult[];
   next: string | null;
   total: number | null;
 }
@@ -93,7 +95,7 @@ async function executeStructured(ctx: Ctx, p: PreparedStructured): Promise<Struc
     after: p.after,
   });
   return {
-    results: page.resources.map((resource) => ({ kind: p.plan.kind, resource })),
+    results: page.results,
     next: page.nextValues ? signCursor(ctx.deps.tokenKey, page.nextValues, p.binding) : null,
     total: page.total,
   };
@@ -134,11 +136,7 @@ function preparePlain(input: Input<'searchPlainText'>, ctx: Ctx): PreparedPlain 
   return { auth, plan, after };
 }
 
-async function plainKind(
-  ctx: Ctx,
-  p: PreparedPlain,
-  kind: PlainKind,
-): Promise<{ resources: SearchPage['resources']; next: string | null }> {
+async function plainKind(ctx: Ctx, p: PreparedPlain, kind: PlainKind): Promise<{ results: SearchResult[]; next: string | null }> {
   const page = await runPlainSearch(ctx.deps.sql, p.auth, kind, {
     q: p.plan.q,
     limit: p.plan.limit,
@@ -147,26 +145,42 @@ async function plainKind(
     searchObjectData: p.plan.searchObjectData,
   });
   const next = page.nextValues ? signCursor(ctx.deps.tokenKey, page.nextValues, bindingOf(p.auth, canonicalPlain(p.plan, kind))) : null;
-  return { resources: page.resources, next };
+  return { results: page.results, next };
 }
 
-type Groups = Record<'collections' | 'classes' | 'objects', Record<string, unknown>[]>;
-type NextCursors = Record<'collections' | 'classes' | 'objects', string | null>;
+type PlainBody = ResponseBody<'searchPlainText', 200>;
+type Groups = PlainBody['results'];
+type NextCursors = PlainBody['next'];
+
+/** One kind's page (only results of that kind) into its group of the plain-text body. */
+function fillGroup(groups: Groups, kind: PlainKind, results: SearchResult[]): void {
+  switch (kind) {
+    case 'collection':
+      groups.collections = results.flatMap((r) => (r.kind === 'collection' ? [r.resource] : []));
+      break;
+    case 'class':
+      groups.classes = results.flatMap((r) => (r.kind === 'class' ? [r.resource] : []));
+      break;
+    case 'object':
+      groups.objects = results.flatMap((r) => (r.kind === 'object' ? [r.resource] : []));
+      break;
+  }
+}
 
 export const searchHandlers = {
-  searchPlainText: async (input, ctx): Promise<Reply> => {
+  searchPlainText: async (input, ctx) => {
     const p = preparePlain(input, ctx);
     const results: Groups = { collections: [], classes: [], objects: [] };
     const next: NextCursors = { collections: null, classes: null, objects: null };
     const pages = await Promise.all(p.plan.kinds.map(async (kind) => [kind, await plainKind(ctx, p, kind)] as const));
     for (const [kind, page] of pages) {
-      results[PLAIN_GROUP[kind]] = page.resources;
+      fillGroup(results, kind, page.results);
       next[PLAIN_GROUP[kind]] = page.next;
     }
     return { status: 200, body: { query: p.plan.q, results, next }, headers: { 'x-page-limit': String(p.plan.limit) } };
   },
 
-  searchPlainTextStream: async (input, ctx): Promise<Reply> => {
+  searchPlainTextStream: async (input, ctx) => {
     const p = preparePlain(input as unknown as Input<'searchPlainText'>, ctx);
     return sseReply(
       async (w) => {
@@ -178,7 +192,14 @@ export const searchHandlers = {
               const page = await plainKind(ctx, p, kind);
               if (failed) return;
               const group = PLAIN_GROUP[kind];
-              w.send('batch', { kind: group, collections: [], classes: [], objects: [], [group]: page.resources, next: page.next });
+              w.send('batch', {
+                kind: group,
+                collections: [],
+                classes: [],
+                objects: [],
+                [group]: page.results.map((r) => r.resource),
+                next: page.next,
+              });
             } catch (err) {
               if (failed) return;
               failed = true;
@@ -192,7 +213,7 @@ export const searchHandlers = {
     );
   },
 
-  searchStructured: async (input, ctx): Promise<Reply> => {
+  searchStructured: async (input, ctx) => {
     const p = await prepareStructured(input, ctx);
     const r = await executeStructured(ctx, p);
     return {
@@ -202,7 +223,7 @@ export const searchHandlers = {
     };
   },
 
-  searchStructuredStream: async (input, ctx): Promise<Reply> => {
+  searchStructuredStream: async (input, ctx) => {
     const p = await prepareStructured(input as unknown as Input<'searchStructured'>, ctx);
     const head = { version: 1, kind: p.plan.kind };
     return sseReply(async (w) => {

@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { callerOf } from '../http/contract.ts';
 import { requireHumanUnscoped } from './gates.ts';
 import { notFound } from '../domain/errors.ts';
@@ -82,4 +82,4 @@ export const serviceAccountsHandlers = {
     await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteServiceAccount(m, input.params.id, input.headers['if-match']));
     return { status: 204 };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf, type Ctx } from '../http/contract.ts';
 import { isUnscopedAdmin } from '../domain/authz.ts';
 import { ApiError, notFound } from '../domain/errors.ts';
@@ -116,4 +116,4 @@ export const settingsHandlers = {
   replacePrincipalSettings: async (input, ctx) => replaceSettings(ctx, input.params.principal_id, input),
   resetPrincipalSettings: async (input, ctx) => resetSettings(ctx, input.params.principal_id, input.headers),
   patchPrincipalSettings: async (input, ctx) => patchSettingsFor(ctx, input.params.principal_id, input),
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

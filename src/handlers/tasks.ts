@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf } from '../http/contract.ts';
 import { ApiError, notFound } from '../domain/errors.ts';
 import { parseListQuery } from '../domain/list-query.ts';
@@ -80,4 +80,4 @@ export const tasksHandlers = {
     });
     return { status: 200, body: toTaskWire(task) };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

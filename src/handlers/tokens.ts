@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { badRequest, conflict, notFound } from '../domain/errors.ts';
 import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
 import { parseListQuery, type ListSpec } from '../domain/list-query.ts';
@@ -135,4 +135,4 @@ export const tokensHandlers = {
     });
     return { status: 204 };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

@@ -1,4 +1,4 @@
-import type { TypedHandlerMap } from '../http/contract.ts';
+import type { HandlerMap } from '../http/contract.ts';
 import { callerOf } from '../http/contract.ts';
 import { requireHumanUnscoped, presentedApproval } from './gates.ts';
 import { forbidden, notFound } from '../domain/errors.ts';
@@ -77,4 +77,4 @@ export const usersHandlers = {
     await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteUser(m, input.params.id, input.headers['if-match']));
     return { status: 204 };
   },
-} satisfies Partial<TypedHandlerMap>;
+} satisfies Partial<HandlerMap>;

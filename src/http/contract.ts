@@ -26,7 +26,7 @@ export interface Input<K extends OperationId> {
 /** A non-JSON payload: text, bytes or a stream. */
 export type RawBody = string | Uint8Array | ReadableStream<Uint8Array>;
 
-/** Any reply as the adapter renders it (app.ts, the error renderer): status, JSON body or raw payload. */
+/** Any reply as the adapter renders it (app.ts, the error renderer): status, JSON body or raw payload; handlers return Reply<K>. */
 export interface WireReply {
   status: number;
   body?: unknown;
@@ -86,14 +86,12 @@ export function storedOutput<K extends OperationId>(raw: Uint8Array, contentType
 
 /** A handler of operation K: validated input in, a reply the contract declares for K out. */
 export type Handler<K extends OperationId> = (input: Input<K>, ctx: Ctx) => Promise<Reply<K>>;
-/** Every operation's handler, typed per operation (a tag file checks itself with `satisfies Partial<TypedHandlerMap>`). */
-export type TypedHandlerMap = { [K in OperationId]: Handler<K> };
 /**
- * The handler table the adapter dispatches. Transitional: tag files not yet checked against their
- * operations' reply types still return WireReply; once every tag file satisfies TypedHandlerMap,
- * this becomes TypedHandlerMap.
+ * The handler table the adapter dispatches: every operation's handler, typed per operation, so a
+ * missing operation or a body its contract does not declare is a compile error (a tag file checks
+ * itself with `satisfies Partial<HandlerMap>`, src/handlers/index.ts the whole table).
  */
-export type HandlerMap = { [K in OperationId]: (input: Input<K>, ctx: Ctx) => Promise<WireReply> };
+export type HandlerMap = { [K in OperationId]: Handler<K> };
 
 /** The audit actor of a request. */
 export function actorOf(ctx: Ctx): Actor {
