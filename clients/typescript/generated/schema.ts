@@ -365,7 +365,8 @@ export interface paths {
          * Submit a full backup
          * @description Unscoped administrators only (403 otherwise, including scoped admin tokens and non-admin
          *     service accounts). Creates a task of kind `backup` that writes a BackupDocument (format 7)
-         *     from one consistent snapshot. The body may be omitted (`include_history` defaults to true).
+         *     from one consistent snapshot. The body may be omitted (`include_history` defaults to true,
+         *     `include_entity_history` to false).
          *     The worker re-checks that the submitter is still an administrator (else the task fails with
          *     `details.reason: permission_denied`); the task summary carries `{backup_version,
          *     include_history, item_counts, bytes, sha256}`. The output can be read for
@@ -3657,7 +3658,10 @@ export interface paths {
          *     staged document; tokens, credential approvals, the event fan-out queue, sink pacing and the
          *     event retention purge's batches (open claims and the ledger of the replaced history; archive
          *     files stay on disk) are cleared; identity sequences continue after the restored ids; restored events are not
-         *     delivered to sinks again and restored deliveries are unclaimed. Writes by other requests and
+         *     delivered to sinks again and restored deliveries are unclaimed. Entity versions: a document
+         *     with `entity_history` replaces every stored version with its rows after the state is applied
+         *     (so the restore's own deletes and re-inserts leave no versions); a document without it keeps
+         *     the stored versions, and the restore is recorded in them as deletes and inserts by its actor. Writes by other requests and
          *     workers wait until the restore commits (reads go on). The 200 body reports
          *     `succeeded`, or `failed` with `error` when applying failed (then no application data
          *     changed, the approval is used and the stage cannot be confirmed again). A `restore.succeeded`
@@ -4198,6 +4202,9 @@ export interface components {
          *     differences: `event_sinks` rows may lack `min_interval_ms` (restored as null: no pacing);
          *     webhook `config` without a `response` member uses the default response policy; history has
          *     no `event_deliveries` (restored empty) and must not name it.
+         *
+         *     `entity_history` is present only when the backup was requested with `include_entity_history`
+         *     true; then `manifest.item_counts` also has the key `entity_history`.
          */
         BackupDocument: {
             /**
@@ -4206,6 +4213,19 @@ export interface components {
              */
             backup_version: 6 | 7;
             created_at: components["schemas"]["Timestamp"];
+            /**
+             * @description Optional; only in backups requested with `include_entity_history` true. Every stored
+             *     entity version, ordered by `id`: `{id, entity_kind, entity_id, revision, operation, data,
+             *     valid_from, valid_to, actor_kind, actor_principal_id, initiator_principal_id, task_id,
+             *     collection_id, class_id}` (`data` is the versioned row, `valid_to` null for the current
+             *     version, tombstones of deleted entities included). Read from the same snapshot as
+             *     `state`, so the current versions are the state's rows. A restore of a document with this
+             *     section replaces all stored versions with these rows after applying the state (the
+             *     restore's own deletes and inserts leave no versions); versions are checked against the
+             *     table's constraints (one current version per entity) but their entities need not exist.
+             *     Without the section a restore keeps the stored versions and records itself in them.
+             */
+            entity_history?: components["schemas"]["BackupRows"];
             /** @description Terminal history; null when the backup was requested with `include_history` false. */
             history: {
                 /**
@@ -4229,8 +4249,8 @@ export interface components {
             manifest: {
                 /**
                  * @description Row count per section, keyed `<section>` for state and `history.<section>` for history
-                 *     (no history keys when `history` is null). A restore requires exactly these keys with
-                 *     counts equal to the sections' lengths.
+                 *     (no history keys when `history` is null), and `entity_history` when that section is
+                 *     present. A restore requires exactly these keys with counts equal to the sections' lengths.
                  */
                 item_counts: {
                     [key: string]: number;
@@ -4275,6 +4295,14 @@ export interface components {
             };
         };
         BackupRequest: {
+            /**
+             * @description Add the `entity_history` section (every stored version of collections, classes, objects,
+             *     relations, export templates and remote targets, the same versions the `…/history`
+             *     operations read). False (the default) writes no such member and no manifest count, so the
+             *     document is exactly the format described without it. Independent of `include_history`.
+             * @default false
+             */
+            include_entity_history?: boolean;
             /**
              * @description Include the `history` sections; false writes `history: null` (a restore then starts with empty history).
              * @default true
