@@ -9,6 +9,7 @@
 //   every task here starts on a notification;
 // - every delivery is fenced: each event reaches the peer exactly once;
 // - login lockouts are shared through Redis: failures on api #1 lock out on api #2;
+// - token caches are invalidated across processes: a logout on api #1 is refused on api #2 (NOTIFY);
 // - kill -9 of a worker mid-task and mid-delivery loses nothing: its task is failed by the lease
 //   rules (worker_lost, never run twice), its delivery is delivered by the other worker (the one
 //   repeat an unanswered request may cause is the only one allowed);
@@ -248,6 +249,18 @@ describe('2 api + 2 worker processes on one database and one Redis', () => {
       headers: { 'x-forwarded-for': `203.0.113.${randomInt(1, 255)}` },
     });
     expect(elsewhere.status, elsewhere.text).toBe(200);
+  }, 60_000);
+
+  it('token cache: a logout on api #1 is refused there at once and on api #2 once its NOTIFY arrives', async () => {
+    const login = await call(apis[0]!.base, 'POST', '/api/v0/auth/login', { body: { name: 'admin', password: ADMIN_PASSWORD } });
+    expect(login.status, login.text).toBe(200);
+    const fresh = (login.body as { token: string }).token;
+    const validate = (n: 1 | 2) => call(apis[n - 1]!.base, 'GET', '/api/v0/auth/validate', { token: fresh });
+    // used twice on each process, so both hold it in their token caches
+    for (const n of [1, 2, 1, 2] as const) expect((await validate(n)).status).toBe(200);
+    expect((await call(apis[0]!.base, 'POST', '/api/v0/auth/logout', { token: fresh })).status).toBe(200);
+    expect((await validate(1)).status).toBe(401);
+    await until('api #2 to refuse the logged-out token', async () => ((await validate(2)).status === 401 ? true : undefined));
   }, 60_000);
 
   it('every delivery is fenced: 12 events from both api processes reach the peer exactly once each', async () => {
