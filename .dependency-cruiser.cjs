@@ -32,6 +32,14 @@ module.exports = {
       to: { path: '^(src|codegen|test|bench|bin)/', pathNot: '^src/(db|domain)/' },
     },
     {
+      name: 'only-db-imports-the-driver',
+      severity: 'error',
+      comment:
+        'SQL lives in src/db: only src/db imports the PostgreSQL driver (postgres.js); other layers name its types through src/db/sql.ts (Db, Sql, TransactionSql).',
+      from: { pathNot: '^src/db/' },
+      to: { path: '(^|/)node_modules/postgres/' },
+    },
+    {
       name: 'mutations-below-handlers',
       severity: 'error',
       comment:
