@@ -46,6 +46,11 @@ function cols(db: Db): Fragment {
   return db`c.id, c.name, c.description, c.parent_collection_id, c.created_at, c.updated_at, c.revision` as Fragment;
 }
 
+/** Condition over alias `c`: the collection is a direct child of `parentId`. */
+export function childOfWhere(db: Db, parentId: number): Fragment {
+  return db`c.parent_collection_id = ${parentId}::int` as Fragment;
+}
+
 /** The public representation (also the audit snapshot: collections hold no secrets). */
 export function collectionView(r: CollectionRow): ResponseBody<'getCollection', 200> {
   return {

@@ -26,6 +26,11 @@ export interface ObjectRow {
   revision: number;
 }
 
+/** Condition over alias `o`: the object is of class `classId`. */
+export function ofClassWhere(db: Db, classId: number): Fragment {
+  return db`o.class_id = ${classId}::int` as Fragment;
+}
+
 /** The public representation without `computed` (also the audit snapshot). */
 export function objectView(r: ObjectRow): ResponseBody<'getObject', 200> {
   return {

@@ -1,4 +1,6 @@
 import type { Db } from './sql.ts';
+import { runList, type ListPage } from './list.ts';
+import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { PrincipalKind } from '../domain/principals.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
 import type { TokenScopeValue } from '../domain/scope.ts';
@@ -106,7 +108,7 @@ export function tokenViewSelect(db: Db, legacyLifetimeHours: number) {
 }
 
 /** The condition of a token list `state` over alias `t`. */
-export function tokenStateWhere(db: Db, state: 'active' | 'expired' | 'revoked' | 'all', legacyLifetimeHours: number) {
+export function tokenStateWhere(db: Db, state: TokenState, legacyLifetimeHours: number) {
   const effective = db`coalesce(t.expires_at, t.issued + make_interval(hours => ${legacyLifetimeHours}))`;
   switch (state) {
     case 'active':
@@ -119,6 +121,39 @@ export function tokenStateWhere(db: Db, state: 'active' | 'expired' | 'revoked' 
     default:
       return db`true`;
   }
+}
+
+/** The list query language on a principal's tokens (listPrincipalTokens; `state` is its extra parameter). */
+export const TOKEN_LIST_SPEC: ListSpec = {
+  fields: {
+    id: { type: 'integer', column: 't.id' },
+    name: { type: 'text', column: 't.name' },
+    issued: { type: 'timestamp', column: 't.issued' },
+    expires_at: { type: 'timestamp', column: 't.expires_at' },
+    last_used_at: { type: 'timestamp', column: 't.last_used_at' },
+  },
+  defaultSort: [{ field: 'issued', desc: true }],
+  extraParams: ['state'],
+};
+
+export const TOKEN_STATES = ['active', 'expired', 'revoked', 'all'] as const;
+export type TokenState = (typeof TOKEN_STATES)[number];
+
+/** One page of principal `principalId`'s tokens in `state`. */
+export function listTokensOfPrincipal(
+  db: Db,
+  principalId: number,
+  state: TokenState,
+  legacyLifetimeHours: number,
+  parsed: ParsedList,
+): Promise<ListPage<TokenView & Record<string, unknown>>> {
+  return runList<TokenView & Record<string, unknown>>(db, {
+    from: db`tokens t`,
+    select: tokenViewSelect(db, legacyLifetimeHours),
+    where: [db`t.principal_id = ${principalId}`, tokenStateWhere(db, state, legacyLifetimeHours)],
+    parsed,
+    spec: TOKEN_LIST_SPEC,
+  });
 }
 
 /** The token `tokenId` of principal `principalId` (404 material when absent); `lock` takes a row lock. */

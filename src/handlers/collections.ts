@@ -9,6 +9,7 @@ import { collectionWhere, permissionsFilter, requireCollectionPermission } from 
 import {
   ANCESTOR_LIST_SPEC,
   COLLECTION_LIST_SPEC,
+  childOfWhere,
   collectionView,
   findCollection,
   listAncestorRows,
@@ -78,7 +79,7 @@ export const collectionsHandlers = {
     const id = input.params.collection_id;
     await requireCollectionPermission(db, auth, id, 'ReadCollection');
     const parsed = parseListQuery(input.query, COLLECTION_LIST_SPEC);
-    const where = [db`c.parent_collection_id = ${id}::int` as Fragment, ...visibility(db, auth, parsed.extras.permissions)];
+    const where = [childOfWhere(db, id), ...visibility(db, auth, parsed.extras.permissions)];
     const page = await listCollectionRows(db, parsed, where);
     return listReply(page, page.rows.map(collectionView));
   },

@@ -6,7 +6,16 @@ import { filterSql, type Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
 import { objectWhere, permissionsFilter, requireClassPermission, requireObjectPermission } from '../db/authz.ts';
 import { classIdByName } from '../db/classes.ts';
-import { findObject, listObjects, objectIdByName, objectView, parseObjectQuery, computedDef, type ObjectRow } from '../db/objects.ts';
+import {
+  findObject,
+  listObjects,
+  objectIdByName,
+  objectView,
+  ofClassWhere,
+  parseObjectQuery,
+  computedDef,
+  type ObjectRow,
+} from '../db/objects.ts';
 import { runAggregate } from '../db/aggregates.ts';
 import { STATES, aggregateSignature, decodeAggregateCursor, encodeAggregateCursor, parseAggregateRequest } from '../domain/aggregates.ts';
 import { activeFields, type ActiveFields } from '../db/computed-fields.ts';
@@ -35,7 +44,7 @@ async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string,
   const cursorLength = req.dimensions.length * 2 + (req.sort.startsWith('object_count') ? 1 : 0);
   const after = typeof query.cursor === 'string' ? decodeAggregateCursor(query.cursor, signature, cursorLength) : null;
   const where: Fragment[] = [
-    db`o.class_id = ${classId}::int` as Fragment,
+    ofClassWhere(db, classId),
     objectWhere(db, auth, 'ReadObject'),
     ...permissionsFilter(q.parsed.extras.permissions, (p) => objectWhere(db, auth, p)),
     ...q.parsed.filters.map((f) => filterSql(db, f)),
@@ -108,7 +117,7 @@ async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>)
   const include = wantsComputed(query);
   const q = parseObjectQuery(db, query, active, auth, classId, { reserved: ['include'] });
   const where: Fragment[] = [
-    db`o.class_id = ${classId}::int` as Fragment,
+    ofClassWhere(db, classId),
     objectWhere(db, auth, 'ReadObject'),
     ...permissionsFilter(q.parsed.extras.permissions, (p) => objectWhere(db, auth, p)),
   ];

@@ -1,31 +1,16 @@
 import type { HandlerMap } from '../http/contract.ts';
 import { badRequest, conflict, notFound } from '../domain/errors.ts';
 import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
-import { parseListQuery, type ListSpec } from '../domain/list-query.ts';
-import { runList } from '../db/list.ts';
+import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { consumeApproval } from '../db/approvals.ts';
-import { getTokenOfPrincipal, tokenStateWhere, tokenViewSelect, type TokenView } from '../db/tokens.ts';
+import { TOKEN_LIST_SPEC, TOKEN_STATES, getTokenOfPrincipal, listTokensOfPrincipal, type TokenState } from '../db/tokens.ts';
 import { checkExpiry, resolveExpiry } from '../domain/token-lifetime.ts';
 import { mintToken, revokeWithEvent, tokenWire } from './token-access.ts';
 import { assertMintable, validateScope, type MintedToken } from '../mutations/tokens.ts';
 import { authorizeTokenOwner, presentedApproval } from './gates.ts';
 import { flushTokenUses } from '../services/token-cache.ts';
-
-const TOKEN_LIST: ListSpec = {
-  fields: {
-    id: { type: 'integer', column: 't.id' },
-    name: { type: 'text', column: 't.name' },
-    issued: { type: 'timestamp', column: 't.issued' },
-    expires_at: { type: 'timestamp', column: 't.expires_at' },
-    last_used_at: { type: 'timestamp', column: 't.last_used_at' },
-  },
-  defaultSort: [{ field: 'issued', desc: true }],
-  extraParams: ['state'],
-};
-
-const STATES = ['active', 'expired', 'revoked', 'all'] as const;
 
 /** The expiry a mint or renewal uses: the one resolved at approval, still in the future and within the maximum. */
 function approvedExpiry(
@@ -56,18 +41,12 @@ export const tokensHandlers = {
   listPrincipalTokens: async (input, ctx) => {
     const db = ctx.deps.sql;
     const { owner } = await authorizeTokenOwner(ctx, db, input.params.principal_id);
-    const parsed = parseListQuery(input.query, TOKEN_LIST);
+    const parsed = parseListQuery(input.query, TOKEN_LIST_SPEC);
     const state = parsed.extras.state ?? 'active';
-    if (!(STATES as readonly string[]).includes(state)) throw badRequest('state must be active, expired, revoked or all');
+    if (!(TOKEN_STATES as readonly string[]).includes(state)) throw badRequest('state must be active, expired, revoked or all');
     const legacy = ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS;
     await flushTokenUses(ctx.deps); // last_used_at shows this process's cached uses
-    const page = await runList<TokenView & Record<string, unknown>>(db, {
-      from: db`tokens t`,
-      select: tokenViewSelect(db, legacy),
-      where: [db`t.principal_id = ${owner.id}`, tokenStateWhere(db, state as (typeof STATES)[number], legacy)],
-      parsed,
-      spec: TOKEN_LIST,
-    });
+    const page = await listTokensOfPrincipal(db, owner.id, state as TokenState, legacy, parsed);
     return listReply(page, page.rows.map(tokenWire));
   },
 
