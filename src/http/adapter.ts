@@ -58,23 +58,27 @@ export class ContractRouter {
 
   /**
    * Matches a request to an operation: 404 for unknown paths, 405 for a known path with another
-   * method. Paths are precompiled once; literal segments win over templated ones (a longer
-   * literal part is tried first), as openapi-backend orders them, without its per-request regex
-   * compilation. Of the routes that match, the first whose integer path parameters are integers
-   * wins (`/classes/by-name/computed-fields` is the class named `computed-fields`, not the
-   * computed fields of class `by-name`: the path pairs redocly.yaml lists as ambiguous); only when
-   * none fits does the first match answer (400 for `/classes/abc/objects`, as before).
+   * method. Paths are compiled once into a per-segment trie (a map of literal segments and one
+   * parameter branch per node), so a lookup costs the path's segments, not the number of routes.
+   * The routes found keep openapi-backend's precedence: literal segments win over templated ones
+   * (a longer literal part is tried first). Of the routes that match, the first whose integer path
+   * parameters are integers wins (`/classes/by-name/computed-fields` is the class named
+   * `computed-fields`, not the computed fields of class `by-name`: the path pairs redocly.yaml lists
+   * as ambiguous); only when none fits does the first match answer (400 for `/classes/abc/objects`,
+   * as before).
    */
   match(req: RawRequest): Operation {
     this.routes ??= this.compileRoutes();
+    const candidates: Route[] = [];
+    collectRoutes(this.routes, req.path.split('/'), 0, candidates);
+    if (candidates.length > 1) candidates.sort((a, b) => a.order - b.order);
     let pathMatched = false;
     let loose: Operation | undefined;
-    for (const route of this.routes) {
-      if (!route.regex.test(req.path)) continue;
+    for (const route of candidates) {
       const op = route.methods.get(req.method);
       if (!op) {
         pathMatched = true;
-      } else if (route.typed.test(req.path)) {
+      } else if (route.typed === undefined || route.typed.test(req.path)) {
         return op;
       } else {
         loose ??= op;
@@ -85,9 +89,9 @@ export class ContractRouter {
     throw new ApiError('not_found', 'no route matches this request');
   }
 
-  private routes?: { regex: RegExp; typed: RegExp; methods: Map<string, Operation> }[];
+  private routes?: RouteNode;
 
-  private compileRoutes(): { regex: RegExp; typed: RegExp; methods: Map<string, Operation> }[] {
+  private compileRoutes(): RouteNode {
     const byPath = new Map<string, Map<string, Operation>>();
     for (const op of this.api.router.getOperations()) {
       const methods = byPath.get(op.path) ?? new Map<string, Operation>();
@@ -105,7 +109,7 @@ export class ContractRouter {
             .join('') +
           '$',
       );
-    return [...byPath.entries()]
+    const ordered = [...byPath.entries()]
       .map(([path, methods]) => {
         const integers = new Set(
           [...methods.values()].flatMap((op) =>
@@ -115,15 +119,34 @@ export class ContractRouter {
           ),
         );
         return {
-          regex: compile(path, () => '[^/]+'),
-          typed: compile(path, (name) => (integers.has(name) ? '-?[0-9]+' : '[^/]+')),
+          path,
+          typed: integers.size ? compile(path, (name) => (integers.has(name) ? '-?[0-9]+' : '[^/]+')) : undefined,
           literal: path.replace(/\{[^}]+\}/g, '').length,
           exact: !path.includes('{'),
           methods,
         };
       })
-      .sort((a, b) => Number(b.exact) - Number(a.exact) || b.literal - a.literal)
-      .map(({ regex, typed, methods }) => ({ regex, typed, methods }));
+      .sort((a, b) => Number(b.exact) - Number(a.exact) || b.literal - a.literal);
+    const root = newNode();
+    ordered.forEach(({ path, typed, methods }, order) => {
+      const route: Route = { order, typed, methods };
+      let node = root;
+      for (const segment of path.split('/')) {
+        if (/^\{[^}]+\}$/.test(segment)) {
+          node = node.param ??= newNode();
+        } else if (segment.includes('{')) {
+          // A parameter inside a segment (none in openapi.yaml today): matched by its regex.
+          node.partial.push({ route, regex: compile(path, () => '[^/]+') });
+          return;
+        } else {
+          let next = node.literal.get(segment);
+          if (!next) node.literal.set(segment, (next = newNode()));
+          node = next;
+        }
+      }
+      node.routes.push(route);
+    });
+    return root;
   }
 
   needsAuth(op: Operation): boolean {
@@ -173,6 +196,42 @@ export class ContractRouter {
     if (validate(req.body)) return [];
     return (validate.errors ?? []).slice(0, 20).map((e) => toDetail(e, 'body'));
   }
+}
+
+interface Route {
+  /** Precedence: lower first (literal paths, then longer literal parts). */
+  order: number;
+  /** The path with its integer parameters as integers; undefined when it has none. */
+  typed: RegExp | undefined;
+  methods: Map<string, Operation>;
+}
+
+/** A node of the route trie: one path segment. */
+interface RouteNode {
+  literal: Map<string, RouteNode>;
+  /** A segment that is a whole path parameter (`{name}`): any non-empty segment. */
+  param?: RouteNode;
+  /** Routes whose path ends here. */
+  routes: Route[];
+  /** Routes with a parameter inside this (next) segment, matched whole by their regex. */
+  partial: { route: Route; regex: RegExp }[];
+}
+
+function newNode(): RouteNode {
+  return { literal: new Map(), routes: [], partial: [] };
+}
+
+/** Every route whose path template matches the segments (parameters matching any non-empty segment). */
+function collectRoutes(node: RouteNode, segments: string[], i: number, out: Route[]): void {
+  for (const p of node.partial) if (p.regex.test(segments.join('/'))) out.push(p.route);
+  if (i === segments.length) {
+    out.push(...node.routes);
+    return;
+  }
+  const segment = segments[i]!;
+  const next = node.literal.get(segment);
+  if (next) collectRoutes(next, segments, i + 1, out);
+  if (node.param && segment !== '') collectRoutes(node.param, segments, i + 1, out);
 }
 
 function invalidRequest(details: ErrorDetail[]): ApiError {
