@@ -2,13 +2,10 @@
 // database: it creates its own database on the same server, migrates it and runs the app there
 // (the tests of this file run one after another in that database).
 import { createHash } from 'node:crypto';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
+import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
 import { addMember, adminGroupId, approve, createGroup, createHuman, createServiceAccount, tokenFor, type Human } from './iam-fixtures.ts';
-import { createSql } from '../src/db/sql.ts';
-import { migrate } from '../src/db/migrate.ts';
-import { loadConfig } from '../src/config.ts';
 import { runTaskOnce } from '../src/workers/tasks.ts';
 import { insertTask } from '../src/db/tasks.ts';
 import { withTx } from '../src/db/tx.ts';
@@ -26,37 +23,19 @@ type Doc = {
   history: Record<string, Record<string, unknown>[]> | null;
 };
 
-const dbName = `svc_backup_${Date.now()}_${process.pid}`;
-let serverUrl: URL;
+let db: OwnDatabase | undefined;
 let t: TestApp;
 let user: Human; // a plain human, created before the first backup
 
-async function createDatabase(): Promise<string> {
-  serverUrl = new URL(inject('dbUrl'));
-  const admin = postgres(serverUrl.toString(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${dbName}`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${dbName}`;
-  const sql = createSql(url.toString(), loadConfig({}));
-  await migrate(sql);
-  await sql.end();
-  return url.toString();
-}
-
 beforeAll(async () => {
-  const url = await createDatabase();
-  t = await startTestApp({ SVC_DATABASE_URL: url });
+  db = await createDatabase('svc_backup', { migrate: true });
+  t = await startTestApp({ SVC_DATABASE_URL: db.url });
   user = await createHuman(t);
 });
 
 afterAll(async () => {
   await t?.close();
-  if (serverUrl) {
-    const admin = postgres(serverUrl.toString(), { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`).catch(() => {});
-    await admin.end();
-  }
+  await db?.drop();
 });
 
 async function ok(method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {

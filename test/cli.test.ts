@@ -8,13 +8,13 @@ import { mkdtemp, readFile, rm, writeFile, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
 import { createGroup, createHuman, createServiceAccount } from './iam-fixtures.ts';
+import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
 
 const SVC = fileURLToPath(new URL('../bin/svc', import.meta.url));
-const dbName = `svc_cli_${Date.now()}_${process.pid}`;
+let db: OwnDatabase | undefined;
 let serverUrl: URL;
 let dbUrl: string;
 let work: string;
@@ -48,24 +48,16 @@ function app(): TestApp {
 }
 
 beforeAll(async () => {
-  serverUrl = new URL(inject('dbUrl'));
-  const admin = postgres(serverUrl.toString(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${dbName}`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${dbName}`;
-  dbUrl = url.toString();
+  db = await createDatabase('svc_cli');
+  serverUrl = new URL(db.serverUrl);
+  dbUrl = db.url;
   work = await mkdtemp(join(tmpdir(), 'svc-cli-'));
 });
 
 afterAll(async () => {
   await t?.close();
   if (work) await rm(work, { recursive: true, force: true });
-  if (serverUrl) {
-    const admin = postgres(serverUrl.toString(), { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`).catch(() => {});
-    await admin.end();
-  }
+  await db?.drop();
 });
 
 describe('svc', () => {

@@ -5,17 +5,14 @@
 // and none may be a 5xx. It runs on a database of its own, so destructive requests of an
 // administrator touch nothing of the other test files.
 import { connect } from 'node:net';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openapiDocument } from '../src/http/openapi.ts';
 import { serveApp } from '../src/http/server.ts';
 import { SchemaRegistry } from '../src/http/schemas.ts';
-import { createSql } from '../src/db/sql.ts';
-import { migrate } from '../src/db/migrate.ts';
-import { loadConfig } from '../src/config.ts';
 import { closeLoginLimiter } from '../src/services/login-limiter.ts';
 import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
 import { checkResponse } from './contract-check.ts';
+import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
 
 const SEED = 0x5eed_0007;
 const REQUESTS_PER_OPERATION = 12;
@@ -581,7 +578,7 @@ function build(op: Operation, token: string): Built {
 // ---- the run -----------------------------------------------------------------------------------
 
 let t: TestApp;
-let dbName = '';
+let db: OwnDatabase | undefined;
 let token = '';
 
 async function freshAdminToken(): Promise<string> {
@@ -635,28 +632,15 @@ async function seed(): Promise<void> {
 
 beforeAll(async () => {
   // A database of its own, migrated like the shared one.
-  const shared = new URL(inject('dbUrl'));
-  dbName = `${shared.pathname.slice(1)}_fuzz`;
-  const admin = postgres(shared.toString(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${dbName}`);
-  await admin.end();
-  const url = new URL(shared);
-  url.pathname = `/${dbName}`;
-  const sql = createSql(url.toString(), loadConfig({}));
-  await migrate(sql);
-  await sql.end();
-  t = await startTestApp({ SVC_DATABASE_URL: url.toString() });
+  db = await createDatabase('svc_fuzz', { migrate: true });
+  t = await startTestApp({ SVC_DATABASE_URL: db.url });
   token = t.adminToken;
   await seed();
 }, 120_000);
 
 afterAll(async () => {
   await t?.close();
-  if (dbName) {
-    const admin = postgres(inject('dbUrl'), { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`);
-    await admin.end();
-  }
+  await db?.drop();
 });
 
 interface Finding {

@@ -5,14 +5,11 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
+import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
 import { approve } from './iam-fixtures.ts';
 import { collection, createClass, createObject, principalWith, type Cls, type Obj } from './class-fixtures.ts';
-import { createSql } from '../src/db/sql.ts';
-import { migrate } from '../src/db/migrate.ts';
-import { loadConfig } from '../src/config.ts';
 import { runTaskOnce } from '../src/workers/tasks.ts';
 import { ENTITY_HISTORY } from '../src/domain/backup-format.ts';
 import { backupArgs } from '../src/cli/commands/backup.ts';
@@ -26,30 +23,17 @@ type Doc = {
   entity_history?: Row[];
 };
 
-const dbName = `svc_history_backup_${Date.now()}_${process.pid}`;
-let serverUrl: URL;
+let db: OwnDatabase | undefined;
 let t: TestApp;
 
 beforeAll(async () => {
-  serverUrl = new URL(inject('dbUrl'));
-  const admin = postgres(serverUrl.toString(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${dbName}`);
-  await admin.end();
-  const url = new URL(serverUrl);
-  url.pathname = `/${dbName}`;
-  const sql = createSql(url.toString(), loadConfig({}));
-  await migrate(sql);
-  await sql.end();
-  t = await startTestApp({ SVC_DATABASE_URL: url.toString() });
+  db = await createDatabase('svc_history_backup', { migrate: true });
+  t = await startTestApp({ SVC_DATABASE_URL: db.url });
 });
 
 afterAll(async () => {
   await t?.close();
-  if (serverUrl) {
-    const admin = postgres(serverUrl.toString(), { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop database if exists ${dbName} with (force)`).catch(() => {});
-    await admin.end();
-  }
+  await db?.drop();
 });
 
 /** Submits a backup, runs it, and returns the task, the output text and the parsed document. */

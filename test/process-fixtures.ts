@@ -8,8 +8,6 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { createServer } from 'node:net';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import postgres from 'postgres';
-import { inject } from 'vitest';
 import { checkResponse, type CheckedResponse } from './contract-check.ts';
 
 export const REPO = fileURLToPath(new URL('..', import.meta.url));
@@ -57,23 +55,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** A new, empty (unmigrated) database on the test server; drop() removes it. */
-export async function createDatabase(prefix: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const server = new URL(inject('dbUrl'));
-  const name = `${prefix}_${Date.now()}_${process.pid}`;
-  const admin = postgres(server.toString(), { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
-  await admin.end();
-  const url = new URL(server);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    async drop() {
-      const a = postgres(server.toString(), { max: 1, onnotice: () => {} });
-      await a.unsafe(`drop database if exists ${name} with (force)`).catch(() => {});
-      await a.end();
-    },
-  };
-}
+export { createDatabase } from './db-fixtures.ts';
 
 /** The environment of a child: this one without any SVC_* or database setting of the test runner. */
 export function childEnv(settings: Record<string, string>): NodeJS.ProcessEnv {
