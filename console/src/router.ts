@@ -7,12 +7,18 @@ export type Route =
   | { view: 'collections' }
   | { view: 'class'; classId: number }
   | { view: 'object'; classId: number; objectId: number }
+  | { view: 'audit' }
+  | { view: 'tasks' }
+  | { view: 'deliveries' }
+  | { view: 'search' }
   | { view: 'not-found'; path: string };
 
 export function parseRoute(pathname: string): Route {
   const rest = pathname.startsWith(BASE) ? pathname.slice(BASE.length) : pathname;
   const parts = rest.split('/').filter(Boolean);
   if (parts.length === 0 || (parts.length === 1 && parts[0] === 'collections')) return { view: 'collections' };
+  if (parts.length === 1 && (parts[0] === 'audit' || parts[0] === 'tasks' || parts[0] === 'deliveries' || parts[0] === 'search'))
+    return { view: parts[0] };
   if (parts[0] === 'classes' && parts.length >= 2) {
     const classId = Number(parts[1]);
     if (Number.isInteger(classId) && classId > 0) {
@@ -33,6 +39,8 @@ export function href(route: Exclude<Route, { view: 'not-found' }>): string {
       return `${BASE}/classes/${route.classId}`;
     case 'object':
       return `${BASE}/classes/${route.classId}/objects/${route.objectId}`;
+    default:
+      return `${BASE}/${route.view}`;
   }
 }
 

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { isApiRequestError, type ErrorDetail, type Schemas } from '../../../clients/typescript/index.ts';
+import { may } from '../access.ts';
 import { inv, describeError, signedIn } from '../session.ts';
 import { href } from '../router.ts';
 
@@ -25,6 +26,8 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
   const [saved, setSaved] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [loadError, setLoadError] = useState<string | null>(null);
+  // Whether the caller may change the object (UpdateObject on its collection); false until known.
+  const [canEdit, setCanEdit] = useState(false);
 
   function show(o: Obj, tag: string | null) {
     setObj(o);
@@ -47,7 +50,13 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
 
   useEffect(() => {
     void load();
-    inv.call('getClass', { params: { path: { class_id: classId } } }).then(setKlass, () => setKlass(null));
+    inv.call('getClass', { params: { path: { class_id: classId } } }).then(
+      (k) => {
+        setKlass(k);
+        may(k.collection.id, 'UpdateObject').then(setCanEdit, () => setCanEdit(false));
+      },
+      () => setKlass(null),
+    );
   }, [classId, objectId]);
 
   async function save(e: Event) {
@@ -120,13 +129,14 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
       <div class="detail">
         <form class="edit" onSubmit={(e) => void save(e)} aria-label="Edit object">
           <label for="obj-name">Name</label>
-          <input id="obj-name" value={name} required onInput={(e) => setName(e.currentTarget.value)} />
+          <input id="obj-name" value={name} readOnly={!canEdit} required onInput={(e) => setName(e.currentTarget.value)} />
           <label for="obj-description">Description</label>
-          <input id="obj-description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+          <input id="obj-description" value={description} readOnly={!canEdit} onInput={(e) => setDescription(e.currentTarget.value)} />
           <label for="obj-json">JSON data</label>
           <textarea
             id="obj-json"
             rows={14}
+            readOnly={!canEdit}
             spellcheck={false}
             value={json}
             aria-invalid={jsonProblem}
@@ -153,7 +163,12 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
             </div>
           )}
           <div class="actions">
-            <button type="submit" disabled={busy}>
+            {!canEdit && klass && (
+              <span id="obj-readonly" class="muted">
+                Read only: you may not change objects in {klass.collection.name}.
+              </span>
+            )}
+            <button type="submit" disabled={busy || !canEdit} aria-describedby={!canEdit && klass ? 'obj-readonly' : undefined}>
               {busy ? 'Saving…' : 'Save'}
             </button>
             {saved && (

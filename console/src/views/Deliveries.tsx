@@ -1,0 +1,152 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { Schemas } from '../../../clients/typescript/index.ts';
+import { describeError, inv, signedIn } from '../session.ts';
+import { PagerControls, usePager } from '../pager.tsx';
+
+type Health = Schemas['DeliveryHealth'];
+const STATUSES = ['pending', 'in_flight', 'succeeded', 'failed', 'dead'] as const;
+const PAGE_SIZE = 25;
+
+/** Event delivery health (getEventDeliveryHealth) and the dead deliveries with a retry each. Admins only. */
+export function Deliveries({ onAuthLost }: { onAuthLost: () => void }) {
+  const [health, setHealth] = useState<Health | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [generation, setGeneration] = useState(0);
+  const [message, setMessage] = useState<string | null>(null);
+
+  function fail(e: unknown) {
+    setError(describeError(e));
+    if (!signedIn()) onAuthLost();
+  }
+
+  useEffect(() => {
+    inv.call('getEventDeliveryHealth').then(setHealth, fail);
+  }, [generation]);
+
+  const dead = usePager(
+    () => inv.pages('listEventDeliveries', { params: { query: { status: 'dead', sort: '-id', limit: PAGE_SIZE, include_total: true } } }),
+    String(generation),
+    onAuthLost,
+  );
+
+  async function retry(id: number) {
+    setMessage(null);
+    try {
+      const d = await inv.call('retryEventDelivery', { params: { path: { delivery_id: id } } });
+      setMessage(`Delivery ${d.id} released for retry (now ${d.status}).`);
+      setGeneration((g) => g + 1);
+    } catch (e) {
+      fail(e);
+    }
+  }
+
+  return (
+    <section>
+      <h1>Delivery health</h1>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {message && (
+        <p class="ok" role="status">
+          {message}
+        </p>
+      )}
+      {!health ? (
+        <p aria-busy="true">Loading…</p>
+      ) : (
+        <>
+          <dl class="counts" aria-label="Deliveries by status">
+            {STATUSES.map((s) => (
+              <div key={s}>
+                <dt>{s.replace('_', ' ')}</dt>
+                <dd data-status={s}>{health.delivery.counts[s]}</dd>
+              </div>
+            ))}
+            <div>
+              <dt>retryable failed</dt>
+              <dd>{health.delivery.retryable_failed}</dd>
+            </div>
+            <div>
+              <dt>events not fanned out</dt>
+              <dd>{health.fanout.pending_events}</dd>
+            </div>
+          </dl>
+          <h2>Sinks</h2>
+          {health.sinks.length === 0 ? (
+            <p>No event sinks.</p>
+          ) : (
+            <div class="table-wrap">
+              <table aria-label="Sinks">
+                <thead>
+                  <tr>
+                    <th scope="col">Sink</th>
+                    <th scope="col">Kind</th>
+                    <th scope="col">Enabled</th>
+                    {STATUSES.map((s) => (
+                      <th scope="col" key={s}>
+                        {s.replace('_', ' ')}
+                      </th>
+                    ))}
+                  </tr>
+                </thead>
+                <tbody>
+                  {health.sinks.map((s) => (
+                    <tr key={s.sink_id}>
+                      <td>{s.name}</td>
+                      <td>{s.kind}</td>
+                      <td>{s.enabled ? 'yes' : 'no'}</td>
+                      {STATUSES.map((st) => (
+                        <td key={st}>{s.counts[st]}</td>
+                      ))}
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </>
+      )}
+      <h2>Dead deliveries</h2>
+      {dead.error && (
+        <p class="error" role="alert">
+          {dead.error}
+        </p>
+      )}
+      <div class="table-wrap">
+        <table aria-label="Dead deliveries" aria-describedby="dead-status" aria-busy={dead.busy}>
+          <thead>
+            <tr>
+              <th scope="col">Id</th>
+              <th scope="col">Sink</th>
+              <th scope="col">Subscription</th>
+              <th scope="col">Attempts</th>
+              <th scope="col">Last error</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {(dead.page?.items ?? []).map((d) => (
+              <tr key={d.id}>
+                <td>{d.id}</td>
+                <td>{d.sink_id}</td>
+                <td>{d.subscription_id}</td>
+                <td>{d.attempts}</td>
+                <td>{d.last_error ?? '—'}</td>
+                <td>
+                  <button type="button" aria-label={`Retry delivery ${d.id}`} onClick={() => void retry(d.id)}>
+                    Retry
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <PagerControls pager={dead} size={PAGE_SIZE} noun="Dead deliveries" id="dead-status" />
+    </section>
+  );
+}

@@ -1,0 +1,149 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { Schemas } from '../../../clients/typescript/index.ts';
+import { inv } from '../session.ts';
+import { href } from '../router.ts';
+import { PagerControls, usePager } from '../pager.tsx';
+
+type Klass = Schemas['ClassExpanded'];
+type Operator = Schemas['SearchFieldPredicate']['operator'];
+const PAGE_SIZE = 25;
+const FIELDS = [
+  { field: 'name', label: 'name' },
+  { field: 'description', label: 'description' },
+  { field: 'json_data', label: 'JSON data at path' },
+] as const;
+const OPERATORS: { op: Operator; label: string }[] = [
+  { op: 'equals', label: 'equals' },
+  { op: 'contains', label: 'contains' },
+  { op: 'icontains', label: 'contains (any case)' },
+  { op: 'startswith', label: 'starts with' },
+];
+
+interface Query {
+  classId: string;
+  field: (typeof FIELDS)[number]['field'];
+  path: string;
+  op: Operator;
+  value: string;
+}
+
+/** Structured search (searchStructured, DSL v1): the objects of one class matching one field predicate, paged. */
+export function Search({ onAuthLost }: { onAuthLost: () => void }) {
+  const [classes, setClasses] = useState<Klass[]>([]);
+  const [draft, setDraft] = useState<Query>({ classId: '', field: 'name', path: '', op: 'contains', value: '' });
+  const [query, setQuery] = useState<Query | null>(null);
+
+  useEffect(() => {
+    (async () => {
+      const list: Klass[] = [];
+      for await (const c of inv.paginate('listClasses', { params: { query: { sort: 'name', limit: 500 } } })) list.push(c);
+      setClasses(list);
+      setDraft((d) => (d.classId === '' && list[0] ? { ...d, classId: String(list[0].id) } : d));
+    })().catch(() => setClasses([]));
+  }, []);
+
+  const pager = usePager(
+    async function* () {
+      if (!query) return;
+      const predicate: Schemas['SearchFieldPredicate'] = {
+        field: query.field,
+        operator: query.op,
+        value: query.value,
+        ...(query.field === 'json_data' ? { path: query.path } : {}),
+      };
+      yield* inv.pages('searchStructured', {
+        body: {
+          version: 1,
+          target: { kind: 'object', class: { id: Number(query.classId) } },
+          filter: { op: 'field', predicate },
+          sort: [{ field: 'name' }],
+          limit: PAGE_SIZE,
+          include_total: true,
+        },
+      });
+    },
+    JSON.stringify(query),
+    onAuthLost,
+  );
+
+  return (
+    <section>
+      <h1>Structured search</h1>
+      <form
+        class="filter"
+        role="search"
+        aria-label="Structured search"
+        onSubmit={(e) => {
+          e.preventDefault();
+          setQuery({ ...draft });
+        }}
+      >
+        <label for="search-class">Class</label>
+        <select id="search-class" value={draft.classId} required onChange={(e) => setDraft({ ...draft, classId: e.currentTarget.value })}>
+          {classes.map((c) => (
+            <option key={c.id} value={String(c.id)}>
+              {c.collection.name} / {c.name}
+            </option>
+          ))}
+        </select>
+        <label for="search-field">Field</label>
+        <select
+          id="search-field"
+          value={draft.field}
+          onChange={(e) => setDraft({ ...draft, field: e.currentTarget.value as Query['field'] })}
+        >
+          {FIELDS.map((f) => (
+            <option key={f.field} value={f.field}>
+              {f.label}
+            </option>
+          ))}
+        </select>
+        {draft.field === 'json_data' && (
+          <>
+            <label for="search-path">JSON path</label>
+            <input
+              id="search-path"
+              value={draft.path}
+              required
+              placeholder="e.g. rack"
+              onInput={(e) => setDraft({ ...draft, path: e.currentTarget.value })}
+            />
+          </>
+        )}
+        <label for="search-op">Operator</label>
+        <select id="search-op" value={draft.op} onChange={(e) => setDraft({ ...draft, op: e.currentTarget.value as Operator })}>
+          {OPERATORS.map((o) => (
+            <option key={o.op} value={o.op}>
+              {o.label}
+            </option>
+          ))}
+        </select>
+        <label for="search-value">Value</label>
+        <input id="search-value" value={draft.value} onInput={(e) => setDraft({ ...draft, value: e.currentTarget.value })} />
+        <button type="submit" disabled={draft.classId === ''}>
+          Search
+        </button>
+      </form>
+      {pager.error && (
+        <p class="error" role="alert">
+          {pager.error}
+        </p>
+      )}
+      {query && (
+        <>
+          <ul class="results" aria-label="Search results" aria-describedby="search-status" aria-busy={pager.busy}>
+            {(pager.page?.items ?? []).map((r) =>
+              r.kind === 'object' ? (
+                <li key={r.resource.id}>
+                  <a href={href({ view: 'object', classId: Number(query.classId), objectId: r.resource.id })}>{r.resource.name}</a>
+                  {r.resource.description && <span class="muted"> — {r.resource.description}</span>}
+                </li>
+              ) : null,
+            )}
+          </ul>
+          <PagerControls pager={pager} size={PAGE_SIZE} noun="Results" id="search-status" />
+        </>
+      )}
+    </section>
+  );
+}

@@ -1,0 +1,104 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { Schemas } from '../../../clients/typescript/index.ts';
+import { describeError, inv, signedIn } from '../session.ts';
+
+type Task = Schemas['Task'];
+const LIMIT = 25;
+const POLL_MS = 1000;
+const IDLE_POLL_MS = 5000;
+const ACTIVE: ReadonlySet<Task['status']> = new Set(['queued', 'validating', 'running']);
+
+/** Percentage done, or undefined while the total is not known yet (an indeterminate bar). */
+function percent(t: Task): number | undefined {
+  if (!ACTIVE.has(t.status)) return 100;
+  const { total_items, processed_items } = t.progress;
+  return total_items > 0 ? Math.min(100, Math.round((processed_items / total_items) * 100)) : undefined;
+}
+
+/** The caller's tasks (all tasks for an admin), newest first; refreshed every second while any is still active (every 5 s otherwise). */
+export function Tasks({ onAuthLost }: { onAuthLost: () => void }) {
+  const [tasks, setTasks] = useState<Task[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [tick, setTick] = useState(0);
+
+  useEffect(() => {
+    let live = true;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    inv.call('listTasks', { params: { query: { sort: '-id', limit: LIMIT } } }).then(
+      (list) => {
+        if (!live) return;
+        setTasks(list);
+        setError(null);
+        timer = setTimeout(() => setTick((n) => n + 1), list.some((t) => ACTIVE.has(t.status)) ? POLL_MS : IDLE_POLL_MS);
+      },
+      (e: unknown) => {
+        if (!live) return;
+        setError(describeError(e));
+        if (!signedIn()) onAuthLost();
+      },
+    );
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [tick]);
+
+  return (
+    <section>
+      <h1>Tasks</h1>
+      <p class="muted">
+        Imports, exports and backups, newest first (the latest {LIMIT}). Progress refreshes by itself.{' '}
+        <button type="button" onClick={() => setTick((n) => n + 1)}>
+          Refresh
+        </button>
+      </p>
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {tasks === null ? (
+        <p aria-busy="true">Loading…</p>
+      ) : tasks.length === 0 ? (
+        <p>No tasks.</p>
+      ) : (
+        <div class="table-wrap">
+          <table aria-label="Tasks">
+            <thead>
+              <tr>
+                <th scope="col">Id</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Status</th>
+                <th scope="col">Progress</th>
+                <th scope="col">Created</th>
+              </tr>
+            </thead>
+            <tbody>
+              {tasks.map((t) => {
+                const pct = percent(t);
+                const { processed_items, total_items, failed_items } = t.progress;
+                return (
+                  <tr key={t.id} data-task-id={t.id}>
+                    <td>{t.id}</td>
+                    <td>{t.kind}</td>
+                    <td class="task-status">
+                      {t.status}
+                      {t.cancel_requested && ACTIVE.has(t.status) ? ' (cancel requested)' : ''}
+                    </td>
+                    <td>
+                      <progress max={100} value={pct} aria-label={`Task ${t.id} progress`} />{' '}
+                      <span class="muted">
+                        {processed_items}/{total_items || '?'} items{failed_items ? `, ${failed_items} failed` : ''}
+                      </span>
+                    </td>
+                    <td>{new Date(t.created_at).toLocaleString()}</td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </div>
+      )}
+    </section>
+  );
+}
