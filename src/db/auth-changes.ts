@@ -58,3 +58,24 @@ export function afterCommit(sql: Sql, tx: object): void {
 function signalAuthChange(sql: Sql): void {
   for (const fn of listeners.get(sql) ?? []) fn();
 }
+
+/** The LISTEN channel the token triggers of migrations/0180_token_cache_notify.sql announce on. */
+export const TOKEN_CACHE_CHANNEL = 'svc_token_cache';
+
+/**
+ * Listens on the token-cache channel: `onMessage` gets each payload ('t:<id>', 'g', or the
+ * heartbeat 'p'), `onListen` runs on every (re)connection of the listening connection.
+ */
+export async function listenForTokenChanges(
+  sql: Sql,
+  onMessage: (payload: string) => void,
+  onListen: () => void,
+): Promise<() => Promise<void>> {
+  const sub = await sql.listen(TOKEN_CACHE_CHANNEL, onMessage, onListen);
+  return () => sub.unlisten();
+}
+
+/** Sends the heartbeat a listener uses to know its connection still hears notifications. */
+export function sendTokenCacheHeartbeat(sql: Sql): Promise<void> {
+  return sql`select pg_notify(${TOKEN_CACHE_CHANNEL}, 'p')`.then(() => undefined);
+}

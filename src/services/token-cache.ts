@@ -20,12 +20,11 @@
 // LAST_USED_FLUSH_MS after the use (the later of stored and batched time wins); token reads of this
 // process flush first (flushTokenUses), so they show the latest use of this process.
 import type { Deps } from '../deps.ts';
-import { onAuthChange } from '../db/auth-changes.ts';
+import { listenForTokenChanges, onAuthChange, sendTokenCacheHeartbeat } from '../db/auth-changes.ts';
 import { recordTokenUses, validateTokenHash } from '../db/tokens.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
 import { tokenCacheLookups } from '../metrics.ts';
 
-export const TOKEN_CACHE_CHANNEL = 'svc_token_cache';
 export const HEARTBEAT_MS = 1000;
 export const LIVE_WINDOW_MS = 3000;
 /** Longest delay between a cached use of a token and its write to last_used_at. */
@@ -61,8 +60,8 @@ export class TokenCache {
     if (!this.enabled) return;
     this.unsubscribe = onAuthChange(this.deps.sql, () => this.clear());
     try {
-      const sub = await this.deps.sql.listen(
-        TOKEN_CACHE_CHANNEL,
+      this.unlisten = await listenForTokenChanges(
+        this.deps.sql,
         (payload) => this.onNotify(payload),
         () => {
           // (re)connected: notifications in between may be lost
@@ -71,12 +70,11 @@ export class TokenCache {
           this.lastHeard = Date.now();
         },
       );
-      this.unlisten = () => sub.unlisten();
     } catch (err) {
       this.deps.log.warn({ err }, 'token cache: LISTEN failed; tokens are read from the database until it succeeds');
     }
     this.heartbeat = setInterval(() => {
-      this.deps.sql`select pg_notify(${TOKEN_CACHE_CHANNEL}, 'p')`.catch(() => {});
+      sendTokenCacheHeartbeat(this.deps.sql).catch(() => {});
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
   }
