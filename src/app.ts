@@ -31,13 +31,13 @@ export async function createApp(deps: Deps): Promise<App> {
   // request ids, security headers, HTTP metrics and the request log line
   hono.use('*', observeRequests(deps));
 
-  hono.use(
-    '*',
-    bodyLimit({
-      maxSize: deps.config.SVC_BODY_LIMIT_BYTES,
-      onError: (c) => render(c, errorReply(new ApiError('payload_too_large', 'the request body is too large'))),
-    }),
-  );
+  const limitBody = bodyLimit({
+    maxSize: deps.config.SVC_BODY_LIMIT_BYTES,
+    onError: (c) => render(c, errorReply(new ApiError('payload_too_large', 'the request body is too large'))),
+  });
+  // A GET or HEAD request has no body (bodyLimit would find none and pass it on), and asking for
+  // one makes @hono/node-server build a whole Request with its Headers and AbortSignal.
+  hono.use('*', (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next)));
 
   hono.get('/docs/assets/:file', (c) => {
     requestFacts(c).route = '/docs/assets/{file}';
@@ -85,7 +85,10 @@ export async function createApp(deps: Deps): Promise<App> {
       correlationId: facts.correlationId,
       clientIp: clientIp(c, deps.config.SVC_TRUSTED_PROXIES),
       operationId: op.operationId as Ctx['operationId'],
-      signal: c.req.raw.signal,
+      // Read when a handler asks: the AbortSignal is made on first use.
+      get signal() {
+        return c.req.raw.signal;
+      },
     };
     if (router.needsAuth(op)) {
       ctx.auth = await authenticate(deps, headers.authorization, tokenLookup(deps));
