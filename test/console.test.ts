@@ -116,11 +116,16 @@ afterAll(async () => {
 
 async function signInAs(name: string, password: string): Promise<void> {
   await page.goto(`${baseUrl}/console/`);
-  await expect.poll(() => page.getByLabel('Identity scope').locator('option').allTextContents()).toContain('local');
+  await poll(() => page.getByLabel('Identity scope').locator('option').allTextContents()).toContain('local');
   await page.getByLabel('Name').fill(name);
   await page.getByLabel('Password').fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('heading', { name: 'Collections' }).waitFor();
+}
+
+/** expect.poll with room for a loaded machine (vitest's default waits only 1 s); a bound, not a timed assertion. */
+function poll<T>(fn: () => T | Promise<T>, options: { timeout: number } = { timeout: 10_000 }) {
+  return expect.poll(fn, options);
 }
 
 const mainNav = () => page.getByRole('navigation', { name: 'Main' });
@@ -153,7 +158,7 @@ describe('the web console', () => {
 
   it('signs in with name, password and identity scope; the token is kept in sessionStorage only', async () => {
     await page.goto(`${baseUrl}/console/`);
-    await expect.poll(() => page.getByLabel('Identity scope').locator('option').allTextContents()).toContain('local');
+    await poll(() => page.getByLabel('Identity scope').locator('option').allTextContents()).toContain('local');
     await page.getByLabel('Name').fill('admin');
     await page.getByLabel('Password').fill('wrong-password');
     await page.getByRole('button', { name: 'Sign in' }).click();
@@ -179,26 +184,26 @@ describe('the web console', () => {
     await tree.getByRole('link', { name: className }).click();
     await page.getByRole('heading', { name: className }).waitFor();
     const rows = page.locator('tbody tr');
-    await expect.poll(() => rows.count()).toBe(25);
-    await expect.poll(() => page.locator('#objects-status').textContent()).toBe('Objects 1–25 of 30');
+    await poll(() => rows.count()).toBe(25);
+    await poll(() => page.locator('#objects-status').textContent()).toBe('Objects 1–25 of 30');
     await shot('03-objects-page-1');
     await page.getByRole('button', { name: 'Next page' }).click();
-    await expect.poll(() => page.locator('#objects-status').textContent()).toBe('Objects 26–30 of 30');
+    await poll(() => page.locator('#objects-status').textContent()).toBe('Objects 26–30 of 30');
     expect(await rows.count()).toBe(5);
     expect(await page.getByRole('button', { name: 'Next page' }).isDisabled()).toBe(true);
     await page.getByRole('button', { name: 'Previous page' }).click();
-    await expect.poll(() => page.locator('#objects-status').textContent()).toBe('Objects 1–25 of 30');
+    await poll(() => page.locator('#objects-status').textContent()).toBe('Objects 1–25 of 30');
   });
 
   it('sorts by a column and filters through the list query language', async () => {
     await page.getByRole('button', { name: 'Name' }).click();
     await page.getByRole('button', { name: 'Name' }).click(); // second click: descending
-    await expect.poll(() => page.locator('tbody tr td:nth-child(2)').first().textContent()).toBe('host-030');
+    await poll(() => page.locator('tbody tr td:nth-child(2)').first().textContent()).toBe('host-030');
     expect(await page.getByRole('columnheader', { name: /Name/ }).getAttribute('aria-sort')).toBe('descending');
     // keyboard only: type the filter value and press Enter
     await page.getByLabel('Filter value').fill('host-01');
     await page.getByLabel('Filter value').press('Enter');
-    await expect.poll(() => page.locator('#objects-status').textContent()).toBe('Objects 1–10 of 10');
+    await poll(() => page.locator('#objects-status').textContent()).toBe('Objects 1–10 of 10');
     expect(await page.locator('tbody tr td:nth-child(2)').allTextContents()).toEqual(
       Array.from({ length: 10 }, (_, i) => `host-0${19 - i}`),
     );
@@ -206,7 +211,7 @@ describe('the web console', () => {
     await page.getByLabel('Match').selectOption('equals');
     await page.getByLabel('Filter value').fill('even');
     await page.getByRole('button', { name: 'Apply filter' }).click();
-    await expect.poll(() => page.locator('#objects-status').textContent()).toBe('Objects 1–15 of 15');
+    await poll(() => page.locator('#objects-status').textContent()).toBe('Objects 1–15 of 15');
     await shot('04-objects-filtered');
   });
 
@@ -225,7 +230,7 @@ describe('the web console', () => {
     await shot('05-object-schema-error');
     await data.fill('{"rack": "r9", "units": 2');
     await page.getByRole('button', { name: 'Save' }).click();
-    await expect.poll(() => problem.textContent()).toContain('not valid JSON');
+    await poll(() => problem.textContent()).toContain('not valid JSON');
     await data.fill('{"rack": "r9", "units": 2}');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
@@ -247,9 +252,7 @@ describe('the web console', () => {
     const current = await sdk.call('getObject', { params: { path: { class_id: classId, object_id: objectId } } });
     expect(current.json_data).toEqual({ rack: 'elsewhere', units: 4 });
     await page.getByRole('button', { name: 'Reload latest version' }).click();
-    await expect
-      .poll(async () => JSON.parse(await page.getByLabel('JSON data').inputValue()) as unknown)
-      .toEqual({ rack: 'elsewhere', units: 4 });
+    await poll(async () => JSON.parse(await page.getByLabel('JSON data').inputValue()) as unknown).toEqual({ rack: 'elsewhere', units: 4 });
   });
 
   it('is usable on a narrow window, and a reload of a deep link keeps the session', async () => {
@@ -271,7 +274,7 @@ describe('the web console', () => {
     await signInAs('admin', ADMIN_PASSWORD);
     await mainNav().getByRole('link', { name: 'Audit events' }).click();
     await page.getByRole('heading', { name: 'Audit events' }).waitFor();
-    await expect.poll(() => page.getByLabel('Collection').locator('option').allTextContents()).toContain(collectionName);
+    await poll(() => page.getByLabel('Collection').locator('option').allTextContents()).toContain(collectionName);
     await page.getByLabel('Collection').selectOption({ label: collectionName });
     await page.getByRole('button', { name: 'Apply filter' }).click();
     // the collection, its class, 30 objects and the edits: more than one page
@@ -279,16 +282,16 @@ describe('the web console', () => {
       status: await page.locator('#audit-status').textContent(),
       collections: [...new Set(await page.locator('tbody tr td:nth-child(5)').allTextContents())],
     });
-    await expect.poll(shown).toMatchObject({ status: expect.stringMatching(/^Events 1–25 of \d+$/), collections: [collectionName] });
+    await poll(shown).toMatchObject({ status: expect.stringMatching(/^Events 1–25 of \d+$/), collections: [collectionName] });
     const total = Number(/of (\d+)$/.exec((await page.locator('#audit-status').textContent())!)![1]);
     expect(total).toBeGreaterThan(25);
     await page.getByRole('button', { name: 'Next page' }).click();
-    await expect.poll(() => page.locator('#audit-status').textContent()).toBe(`Events 26–${Math.min(50, total)} of ${total}`);
+    await poll(() => page.locator('#audit-status').textContent()).toBe(`Events 26–${Math.min(50, total)} of ${total}`);
     // keyboard: type the action and press Enter
     await page.getByLabel('Action').fill('updated');
     await page.getByLabel('Action').press('Enter');
-    await expect.poll(async () => [...new Set(await page.locator('tbody tr td:nth-child(4)').allTextContents())]).toEqual(['updated']);
-    await expect.poll(() => page.locator('#audit-status').textContent()).toMatch(/^Events 1–\d+ of \d+$/);
+    await poll(async () => [...new Set(await page.locator('tbody tr td:nth-child(4)').allTextContents())]).toEqual(['updated']);
+    await poll(() => page.locator('#audit-status').textContent()).toMatch(/^Events 1–\d+ of \d+$/);
     const rows = page.locator('tbody tr');
     expect(await rows.count()).toBeGreaterThanOrEqual(2); // the console's save and the SDK's update of host-030
     expect(new Set(await page.locator('tbody tr td:nth-child(4)').allTextContents())).toEqual(new Set(['updated']));
@@ -308,7 +311,7 @@ describe('the web console', () => {
     await shot('09-task-queued');
     // no task workers run in the test app: run this one now; the page's polling picks up the result
     await runTaskOnce(t.deps, { taskIds: [task.id] });
-    await expect.poll(() => row.locator('.task-status').textContent(), { timeout: 15_000 }).toBe('succeeded');
+    await poll(() => row.locator('.task-status').textContent(), { timeout: 15_000 }).toBe('succeeded');
     expect(await bar.getAttribute('value')).toBe('100');
     expect(await row.textContent()).toContain('30/30 items');
     await shot('10-task-succeeded');
@@ -349,24 +352,24 @@ describe('the web console', () => {
   it('runs a structured search (class + one field predicate) with paged results', async () => {
     await mainNav().getByRole('link', { name: 'Search' }).click();
     await page.getByRole('heading', { name: 'Structured search' }).waitFor();
-    await expect.poll(() => page.getByLabel('Class').locator('option').allTextContents()).toContain(`${collectionName} / ${className}`);
+    await poll(() => page.getByLabel('Class').locator('option').allTextContents()).toContain(`${collectionName} / ${className}`);
     await page.getByLabel('Class').selectOption({ label: `${collectionName} / ${className}` });
     await page.getByLabel('Field').selectOption('name');
     await page.getByLabel('Operator').selectOption('startswith');
     await page.getByLabel('Value').fill('host-0');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
-    await expect.poll(() => page.locator('#search-status').textContent()).toBe('Results 1–25 of 30');
+    await poll(() => page.locator('#search-status').textContent()).toBe('Results 1–25 of 30');
     const results = page.getByRole('list', { name: 'Search results' }).getByRole('link');
     expect(await results.first().textContent()).toBe('host-001');
     await page.getByRole('button', { name: 'Next page' }).click();
-    await expect.poll(() => page.locator('#search-status').textContent()).toBe('Results 26–30 of 30');
+    await poll(() => page.locator('#search-status').textContent()).toBe('Results 26–30 of 30');
     expect(await results.allTextContents()).toEqual(['host-026', 'host-027', 'host-028', 'host-029', 'host-030']);
     await page.getByLabel('Field').selectOption('json_data');
     await page.getByLabel('JSON path').fill('rack');
     await page.getByLabel('Operator').selectOption('equals');
     await page.getByLabel('Value').fill('r1');
     await page.getByLabel('Value').press('Enter');
-    await expect.poll(() => page.locator('#search-status').textContent()).toBe('Results 1–10 of 10');
+    await poll(() => page.locator('#search-status').textContent()).toBe('Results 1–10 of 10');
     await shot('12-search');
   });
 
@@ -382,7 +385,7 @@ describe('the web console', () => {
     await tree.getByText(col.name).waitFor();
     expect(await tree.locator('strong').allTextContents()).toEqual([col.name]);
     expect(await tree.getByRole('link').allTextContents()).toEqual([cls.name]);
-    await expect.poll(() => mainNav().getByRole('link').allTextContents()).toEqual(['Collections', 'Search', 'Tasks', 'Audit events']);
+    await poll(() => mainNav().getByRole('link').allTextContents()).toEqual(['Collections', 'Search', 'Tasks', 'Audit events']);
     await tree.getByRole('link', { name: cls.name }).click();
     await page.getByRole('link', { name: 'sw-1' }).click();
     await page.getByRole('heading', { name: 'sw-1' }).waitFor();
