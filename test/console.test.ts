@@ -15,6 +15,7 @@ import { checkResponse } from './contract-check.ts';
 import { createSink, createSubscription, fanOutAll } from './event-fixtures.ts';
 import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
 import { userWith } from './iam-fixtures.ts';
+import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
 
 const CHROMIUM = '/usr/bin/chromium';
 const ROOT = join(import.meta.dirname, '..');
@@ -45,6 +46,7 @@ const pageErrors: string[] = [];
 let collectionName: string;
 let className: string;
 let classId: number;
+let db: OwnDatabase | undefined;
 
 beforeAll(async () => {
   ensureChromium();
@@ -53,7 +55,10 @@ beforeAll(async () => {
     execFileSync('npx', ['vite', 'build', 'console', '--logLevel', 'warn'], { cwd: ROOT, stdio: 'inherit' });
   mkdirSync(ARTIFACTS, { recursive: true });
 
-  t = await startTestApp();
+  // A database of its own: the console loads the whole collection tree, and the shared test database
+  // holds thousands of collections and classes from the other files by the time this one runs.
+  db = await createDatabase('svc_console', { migrate: true });
+  t = await startTestApp({ SVC_DATABASE_URL: db.url });
   const server = serve({
     hostname: '127.0.0.1',
     port: 0,
@@ -112,6 +117,7 @@ afterAll(async () => {
   await browser?.close();
   await closeServer?.();
   await t?.close();
+  await db?.drop();
 });
 
 async function signInAs(name: string, password: string): Promise<void> {
