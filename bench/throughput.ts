@@ -345,7 +345,7 @@ async function main(): Promise<void> {
   const started = performance.now();
   const load0 = loadavg()[0]!;
   const dbUrl = await createDatabase();
-  const service = async (role = 'api') => {
+  const service = async (role = 'api', extra: Record<string, string> = {}) => {
     const port = await freePort();
     const env = {
       SVC_DATABASE_URL: dbUrl,
@@ -353,6 +353,7 @@ async function main(): Promise<void> {
       SVC_LOG_LEVEL: 'warn',
       SVC_ADMIN_PASSWORD: ADMIN_PASSWORD,
       SVC_RUNTIME_ROLE: role,
+      ...extra,
     };
     return startProc(`service:${port}`, 'src/main.ts', env, port, '/readyz');
   };
@@ -362,7 +363,8 @@ async function main(): Promise<void> {
   };
 
   process.stderr.write('seeding through the API\n');
-  const first = await service();
+  // The first process migrates the new database (an api process alone waits for migrations).
+  const first = await service('api', { SVC_MIGRATE: 'apply' });
   const s = await seed(first.port).finally(() => stopProc(first));
   const scratch = postgres(dbUrl, { max: 1, onnotice: () => {} });
   await scratch`vacuum analyze`.finally(() => scratch.end());
