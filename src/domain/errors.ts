@@ -26,7 +26,6 @@ export const ERROR_STATUS = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   too_many_requests: 429,
-  not_implemented: 501,
   unavailable: 503,
 } as const satisfies Record<string, number>;
 
@@ -89,5 +88,3 @@ export const unauthorized = () =>
 export const forbidden = (message = 'you do not have permission for this operation') => new ApiError('forbidden', message);
 export const notFound = (what = 'resource') => new ApiError('not_found', `${what} not found`);
 export const conflict = (message: string, reason?: string) => new ApiError('conflict', message, { reason });
-export const notImplemented = (operationId: string) =>
-  new ApiError('not_implemented', `operation ${operationId} is not implemented yet`, { reason: 'not_implemented' });
