@@ -1,7 +1,8 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { CallInit, Page, Schemas } from '../../../clients/typescript/index.ts';
+import type { CallInit, Schemas } from '../../../clients/typescript/index.ts';
 import { inv, describeError, signedIn } from '../session.ts';
 import { href } from '../router.ts';
+import { usePager } from '../pager.tsx';
 
 type Query = NonNullable<NonNullable<CallInit<'listObjects'>['params']>['query']>;
 
@@ -34,11 +35,7 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
   const [sort, setSort] = useState<{ field: SortField; desc: boolean }>({ field: 'id', desc: false });
   const [draft, setDraft] = useState<Filter>({ field: 'name', op: 'contains', value: '' });
   const [filter, setFilter] = useState<Filter | null>(null);
-  const [pages, setPages] = useState<Page<'listObjects'>[]>([]);
-  const [index, setIndex] = useState(0);
-  const [busy, setBusy] = useState(false);
   const [error, setError] = useState<string | null>(null);
-  const iterator = useRef<AsyncGenerator<Page<'listObjects'>, void, undefined> | null>(null);
   const status = useRef<HTMLParagraphElement>(null);
 
   function fail(e: unknown) {
@@ -51,61 +48,25 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
   }, [classId]);
 
   // A new sort or filter starts a new walk from the first page.
-  useEffect(() => {
-    const query = {
-      limit: PAGE_SIZE,
-      include_total: true,
-      sort: `${sort.desc ? '-' : ''}${sort.field}`,
-      ...(filter && filter.value !== '' ? { [`${filter.field}__${filter.op}`]: filter.value } : {}),
-    } as Query;
-    const it = inv.pages('listObjects', { params: { path: { class_id: classId }, query } });
-    iterator.current = it;
-    setPages([]);
-    setIndex(0);
-    setError(null);
-    setBusy(true);
-    it.next().then(
-      (r) => {
-        if (iterator.current !== it) return;
-        setPages(r.done ? [] : [r.value]);
-        setBusy(false);
-      },
-      (e: unknown) => {
-        setBusy(false);
-        fail(e);
-      },
-    );
-    return () => void it.return(undefined);
-  }, [classId, sort, filter]);
-
-  async function next() {
-    if (index + 1 < pages.length) {
-      setIndex(index + 1);
-      return;
-    }
-    const it = iterator.current;
-    if (!it) return;
-    setBusy(true);
-    try {
-      const r = await it.next();
-      if (iterator.current !== it) return;
-      if (!r.done) {
-        setPages((ps) => [...ps, r.value]);
-        setIndex(index + 1);
-      }
-    } catch (e) {
-      fail(e);
-    } finally {
-      setBusy(false);
-      status.current?.focus();
-    }
-  }
+  const pager = usePager(
+    () => {
+      const query = {
+        limit: PAGE_SIZE,
+        include_total: true,
+        sort: `${sort.desc ? '-' : ''}${sort.field}`,
+        ...(filter && filter.value !== '' ? { [`${filter.field}__${filter.op}`]: filter.value } : {}),
+      } as Query;
+      return inv.pages('listObjects', { params: { path: { class_id: classId }, query } });
+    },
+    JSON.stringify([classId, sort, filter]),
+    onAuthLost,
+  );
+  const { page, index, busy } = pager;
 
   function toggleSort(field: SortField) {
     setSort((s) => (s.field === field ? { field, desc: !s.desc } : { field, desc: false }));
   }
 
-  const page = pages[index];
   const total = page?.total ?? null;
   const first = index * PAGE_SIZE + 1;
   const last = index * PAGE_SIZE + (page?.items.length ?? 0);
@@ -164,9 +125,9 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
         )}
       </form>
 
-      {error && (
+      {(error ?? pager.error) && (
         <p class="error" role="alert">
-          {error}
+          {error ?? pager.error}
         </p>
       )}
 
@@ -201,7 +162,7 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
         </table>
       </div>
       <div class="pager">
-        <button type="button" disabled={busy || index === 0} onClick={() => setIndex(index - 1)}>
+        <button type="button" disabled={busy || index === 0} onClick={pager.prev}>
           Previous page
         </button>
         <p id="objects-status" ref={status} tabIndex={-1} aria-live="polite">
@@ -211,7 +172,11 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
               ? `Objects ${first}–${last}${total !== null ? ` of ${total}` : ''}`
               : 'No objects match.'}
         </p>
-        <button type="button" disabled={busy || !page || (index + 1 >= pages.length && page.next === null)} onClick={() => void next()}>
+        <button
+          type="button"
+          disabled={busy || !page || !pager.hasNext}
+          onClick={() => void pager.next().then(() => status.current?.focus())}
+        >
           Next page
         </button>
       </div>
