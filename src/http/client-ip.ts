@@ -3,11 +3,16 @@ import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 import { parseTrustedProxies } from '../domain/address-list.ts';
 
-let cached: { value: string; list: BlockList } | undefined;
+const parsed = new Map<string, BlockList>();
 
-function trustedList(value: string): BlockList {
-  if (cached?.value !== value) cached = { value, list: parseTrustedProxies(value) };
-  return cached.list;
+/**
+ * An address list setting (SVC_TRUSTED_PROXIES, SVC_METRICS_ALLOW), parsed once per distinct value
+ * (config loading has already refused a bad one).
+ */
+export function addressList(value: string): BlockList {
+  let list = parsed.get(value);
+  if (!list) parsed.set(value, (list = parseTrustedProxies(value)));
+  return list;
 }
 
 /** Whether `ip` is in a list parsed by parseTrustedProxies (SVC_METRICS_ALLOW uses the same syntax). */
@@ -35,7 +40,7 @@ export function clientIp(c: Context, trustedProxies: string): string {
   const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
   const peer = normalize(incoming?.socket?.remoteAddress ?? '127.0.0.1');
   if (!trustedProxies.trim()) return peer;
-  const list = trustedList(trustedProxies);
+  const list = addressList(trustedProxies);
   if (!isTrusted(list, peer)) return peer;
   const chain = (c.req.header('x-forwarded-for') ?? '')
     .split(',')

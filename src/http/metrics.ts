@@ -6,16 +6,13 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Config } from '../config.ts';
 import { forbidden, unauthorized } from '../domain/errors.ts';
-import { addressInList } from './client-ip.ts';
-import { parseTrustedProxies } from '../domain/address-list.ts';
+import { addressInList, addressList } from './client-ip.ts';
 
 const BEARER = /^Bearer\s+(\S+)\s*$/;
 
 function digest(s: string): Buffer {
   return createHash('sha256').update(s).digest();
 }
-
-let allowCache: { value: string; list: ReturnType<typeof parseTrustedProxies> } | undefined;
 
 /** Throws 401 or 403 unless this request may read the metrics. */
 export function checkMetricsAccess(
@@ -25,8 +22,7 @@ export function checkMetricsAccess(
 ): void {
   const allow = config.SVC_METRICS_ALLOW.trim();
   if (allow) {
-    if (allowCache?.value !== allow) allowCache = { value: allow, list: parseTrustedProxies(allow) };
-    if (!addressInList(allowCache.list, ip)) throw forbidden('this address may not read the metrics (SVC_METRICS_ALLOW)');
+    if (!addressInList(addressList(allow), ip)) throw forbidden('this address may not read the metrics (SVC_METRICS_ALLOW)');
   }
   const expected = config.SVC_METRICS_TOKEN;
   if (expected) {
