@@ -382,10 +382,3 @@ export async function insertRemoteCallResult(db: Db, r: RemoteCallResult): Promi
       body_preview, body_truncated, duration_ms, success, error, created_at`;
   return row!;
 }
-
-export async function listRemoteCallResults(db: Db, taskId: number): Promise<RemoteCallResultRow[]> {
-  return db<RemoteCallResultRow[]>`
-    select id, task_id, target_id, subject_type, subject_id, method, url, response_status, response_headers,
-      body_preview, body_truncated, duration_ms, success, error, created_at
-    from remote_call_results where task_id = ${taskId}::int order by id`;
-}

@@ -36,7 +36,6 @@ export type ResultType = (typeof RESULT_TYPES)[number];
 export const MAX_SHARED_PER_CLASS = 32;
 export const MAX_PERSONAL_PER_CLASS = 16;
 export const MAX_PATHS = 16;
-export const KEY_PATTERN = /^[a-z][a-z0-9_]{0,63}$/;
 
 export interface ComputedOperation {
   type: ComputedOperationType;

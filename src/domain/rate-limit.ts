@@ -50,7 +50,6 @@ export const DEFAULT_LIMITER_CONFIG: LimiterConfig = {
 };
 
 export type LimitScope = 'user_ip' | 'ip' | 'subnet' | 'user';
-export const LIMIT_SCOPES: readonly LimitScope[] = ['user_ip', 'ip', 'subnet', 'user'];
 
 /** One rate-limit key of an attempt. `id` is opaque: base64url SHA-256 of scope and identity. */
 export interface LimitKey {

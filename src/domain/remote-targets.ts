@@ -45,7 +45,6 @@ export const MAX_BODY_TEMPLATE = 1_048_576;
 export const MAX_NAME = 255;
 /** Rendered output bounds: URL and each header value; the body is bounded by the engine's memory limit. */
 export const MAX_RENDERED_URL = 8192;
-export const MAX_RENDERED_BODY = 4 * 1_048_576;
 
 // ---- the target document --------------------------------------------------------------------
 
