@@ -3,84 +3,27 @@
 // in, walks collections → class → a cursor-paged, sorted and filtered objects table → an object,
 // sees a schema error inline and a stale edit's conflict. Screenshots go to artifacts/console/
 // (not committed). API responses are checked against openapi.yaml; /console is not part of it.
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { serve } from '@hono/node-server';
-import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createClient, type InventoryClient } from '../clients/typescript/index.ts';
+import type { Page } from 'playwright-core';
+import type { InventoryClient } from '../clients/typescript/index.ts';
 import { runTaskOnce } from '../src/workers/tasks.ts';
-import { checkResponse } from './contract-check.ts';
 import { createSink, createSubscription, fanOutAll } from './event-fixtures.ts';
-import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
+import { ADMIN_PASSWORD, uniq, type TestApp } from './helpers.ts';
 import { userWith } from './iam-fixtures.ts';
-import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
+import { poll, startConsole, unexpectedPageErrors, type ConsoleSession } from './console-harness.ts';
 
-const CHROMIUM = '/usr/bin/chromium';
-const ROOT = join(import.meta.dirname, '..');
-const ARTIFACTS = join(ROOT, 'artifacts', 'console');
-
-/** Debian's Chromium: installed here when missing and running as root (CI's .ci/run installs it first). */
-function ensureChromium(): void {
-  if (existsSync(CHROMIUM)) return;
-  if (process.getuid?.() !== 0)
-    throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (apt-get install chromium) to run the console tests`);
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  try {
-    execFileSync('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'chromium'], { env, stdio: 'inherit' });
-  } catch {
-    execFileSync('apt-get', ['update', '-q'], { env, stdio: 'inherit' });
-    execFileSync('apt-get', ['install', '-y', '-q', '--no-install-recommends', 'chromium'], { env, stdio: 'inherit' });
-  }
-}
-
+let session: ConsoleSession;
 let t: TestApp;
 let baseUrl: string;
-let closeServer: () => Promise<void>;
-const violations: string[] = [];
-let browser: Browser;
 let page: Page;
 let sdk: InventoryClient;
-const pageErrors: string[] = [];
 let collectionName: string;
 let className: string;
 let classId: number;
-let db: OwnDatabase | undefined;
 
 beforeAll(async () => {
-  ensureChromium();
-  // `make test` builds the console first (make console); a direct vitest run builds it when missing.
-  if (!existsSync(join(ROOT, 'console', 'dist', 'index.html')))
-    execFileSync('npx', ['vite', 'build', 'console', '--logLevel', 'warn'], { cwd: ROOT, stdio: 'inherit' });
-  mkdirSync(ARTIFACTS, { recursive: true });
-
-  // A database of its own: the console loads the whole collection tree, and the shared test database
-  // holds thousands of collections and classes from the other files by the time this one runs.
-  db = await createDatabase('svc_console', { migrate: true });
-  t = await startTestApp({ SVC_DATABASE_URL: db.url });
-  const server = serve({
-    hostname: '127.0.0.1',
-    port: 0,
-    fetch: async (req: Request) => {
-      const res = await t.app.fetch(req);
-      const path = new URL(req.url).pathname;
-      if (path.startsWith('/api/')) {
-        try {
-          checkResponse(req.method, path, res.status, res.headers, await res.clone().text());
-        } catch (e) {
-          violations.push(String(e));
-        }
-      }
-      return res;
-    },
-  });
-  await new Promise<void>((ok) => server.once('listening', () => ok()));
-  baseUrl = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
-  closeServer = () => new Promise<void>((ok) => server.close(() => ok()));
-
-  sdk = createClient({ baseUrl });
-  await sdk.login('admin', ADMIN_PASSWORD);
+  session = await startConsole('svc_console');
+  ({ t, baseUrl, page, sdk } = session);
   collectionName = uniq('console-col');
   className = uniq('Server');
   const col = await sdk.call('createCollection', { body: { name: collectionName, description: 'console test' } });
@@ -104,38 +47,15 @@ beforeAll(async () => {
       body: { name: `host-${n}`, description: i % 2 ? 'odd' : 'even', json_data: { rack: `r${i % 3}`, units: 1 } },
     });
   }
-
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
-  page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-  page.on('pageerror', (e) => pageErrors.push(String(e)));
-  page.on('console', (m) => {
-    if (m.type() === 'error') pageErrors.push(m.text());
-  });
 });
 
 afterAll(async () => {
-  await browser?.close();
-  await closeServer?.();
-  await t?.close();
-  await db?.drop();
+  await session?.close();
 });
 
-async function signInAs(name: string, password: string): Promise<void> {
-  await page.goto(`${baseUrl}/console/`);
-  await poll(() => page.getByLabel('Identity scope').locator('option').allTextContents()).toContain('local');
-  await page.getByLabel('Name').fill(name);
-  await page.getByLabel('Password').fill(password);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('heading', { name: 'Collections' }).waitFor();
-}
-
-/** expect.poll with room for a loaded machine (vitest's default waits only 1 s); a bound, not a timed assertion. */
-function poll<T>(fn: () => T | Promise<T>, options: { timeout: number } = { timeout: 10_000 }) {
-  return expect.poll(fn, options);
-}
-
+const signInAs = (name: string, password: string) => session.signInAs(name, password);
+const shot = (name: string) => session.shot(name);
 const mainNav = () => page.getByRole('navigation', { name: 'Main' });
-const shot = (name: string) => page.screenshot({ path: join(ARTIFACTS, `${name}.png`), fullPage: true });
 
 describe('the web console', () => {
   it('is served at /console with a self-only CSP, typed assets and an SPA fallback', async () => {
@@ -408,8 +328,7 @@ describe('the web console', () => {
   it('raised no page errors or CSP violations, and every API response matched the contract', () => {
     // the browser logs the answers the flow provokes (wrong password, schema error, stale edit) as failed loads
     // (and 403: the console learns that a non-admin is not an administrator by asking an admin-only read)
-    const expected = /^Failed to load resource: the server responded with a status of (401|400|412|403) /;
-    expect(pageErrors.filter((e) => !expected.test(e))).toEqual([]);
-    expect(violations).toEqual([]);
+    expect(unexpectedPageErrors(session.pageErrors, [401, 400, 412, 403])).toEqual([]);
+    expect(session.violations).toEqual([]);
   });
 });
