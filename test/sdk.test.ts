@@ -1,7 +1,8 @@
 // The shipped TypeScript SDK (clients/typescript) against the app over a real socket: login sets the
 // bearer, typed calls by operationId, filtered lists paged with the iterator (X-Next-Cursor), the
-// structured search paged through `next`, audit events, and non-2xx answers thrown as ApiRequestError
-// with the typed error body. Every response is checked against openapi.yaml (test/http-fixtures.ts).
+// structured search paged through `next`, the streamed searches as typed events, audit events, and
+// non-2xx answers thrown as ApiRequestError with the typed error body. Every response is checked
+// against openapi.yaml (test/http-fixtures.ts).
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import {
   ApiRequestError,
@@ -13,6 +14,7 @@ import {
   type ListOperationId,
   type PageItem,
   type Schemas,
+  readServerSentEvents,
 } from '../clients/typescript/index.ts';
 import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
 import { serveOverHttp, type HttpServer } from './http-fixtures.ts';
@@ -181,6 +183,90 @@ describe('the SDK against a running server', () => {
       sdk.paginate('searchPlainText', { params: { query: { q: tag, kinds: ['object'], limit_per_kind: 3 } } }),
     );
     expect(objectsOnly.map((h) => (h.kind === 'object' ? h.resource.name : h.kind))).toEqual(servers.map((o) => o.name));
+  });
+
+  it('streams a structured search as typed events: started, one result per match, done with next and total', async () => {
+    const events = await collect(
+      sdk.stream('searchStructuredStream', {
+        body: {
+          version: 1,
+          target: { kind: 'object', class: { id: serverClass.id } },
+          filter: { op: 'field', predicate: { field: 'name', operator: 'startswith', value: 'web-' } },
+          sort: [{ field: 'name', direction: 'asc' }],
+          limit: 3,
+          include_total: true,
+        },
+      }),
+    );
+    expect(events.map((e) => e.event)).toEqual(['started', 'result', 'result', 'result', 'done']);
+    expect(events[0]!.data).toEqual({ version: 1, kind: 'object' });
+    const names = events.flatMap((e) => (e.event === 'result' && e.data.kind === 'object' ? [e.data.resource.name] : []));
+    expect(names).toEqual(['web-0', 'web-1', 'web-2']);
+    const done = events.at(-1)!;
+    if (done.event !== 'done') throw new Error('the stream did not end with done');
+    expect(done.data).toMatchObject({ total: 5, page_limit: 3, next: expect.any(String) });
+    // the next page through the cursor of `done`
+    const rest = await collect(
+      sdk.stream('searchStructuredStream', {
+        body: {
+          version: 1,
+          target: { kind: 'object', class: { id: serverClass.id } },
+          filter: { op: 'field', predicate: { field: 'name', operator: 'startswith', value: 'web-' } },
+          sort: [{ field: 'name', direction: 'asc' }],
+          limit: 3,
+          include_total: true,
+          cursor: done.data.next!,
+        },
+      }),
+    );
+    expect(rest.flatMap((e) => (e.event === 'result' && e.data.kind === 'object' ? [e.data.resource.name] : []))).toEqual([
+      'web-3',
+      'web-4',
+    ]);
+    expect(rest.at(-1)).toMatchObject({ event: 'done', data: { next: null } });
+  });
+
+  it('streams the plain-text search: one batch per kind, then done; a refused request throws before any event', async () => {
+    const events = await collect(sdk.stream('searchPlainTextStream', { params: { query: { q: tag, kinds: ['class', 'object'] } } }));
+    expect(events[0]).toEqual({ event: 'started', data: { query: tag } });
+    expect(events.at(-1)).toEqual({ event: 'done', data: { query: tag } });
+    const batches = events.flatMap((e) => (e.event === 'batch' ? [e.data] : []));
+    expect(batches.map((b) => b.kind).sort()).toEqual(['classes', 'objects']);
+    const objects = batches.find((b) => b.kind === 'objects')!;
+    expect(objects.objects.map((o) => o.id)).toEqual(servers.map((o) => o.id));
+    expect(objects.classes).toEqual([]);
+
+    const refused = await rejection(
+      collect(sdk.stream('searchPlainTextStream', { params: { query: { q: tag, kinds: ['widget' as 'object'] } } })),
+    );
+    expect(refused.status).toBe(400);
+  });
+
+  it('reads server-sent events split anywhere across chunks; an abort ends the wait for the next event', async () => {
+    const text = 'event: started\r\ndata: {"a":1}\r\n\r\n: a comment\n\nevent: batch\ndata: {"b":\ndata: [2]}\n\nevent: done\ndata: {}\n\n';
+    const bytes = new TextEncoder().encode(text);
+    const chunked = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (let i = 0; i < bytes.length; i += 3) c.enqueue(bytes.slice(i, i + 3));
+        c.close();
+      },
+    });
+    expect(await collect(readServerSentEvents(chunked))).toEqual([
+      { event: 'started', data: { a: 1 } },
+      { event: 'batch', data: { b: [2] } },
+      { event: 'done', data: {} },
+    ]);
+
+    // aborting the request's signal mid-stream ends the iteration with an AbortError
+    const abort = new AbortController();
+    const it = sdk.stream('searchPlainTextStream', { params: { query: { q: tag } }, signal: abort.signal });
+    expect((await it.next()).value).toEqual({ event: 'started', data: { query: tag } });
+    abort.abort();
+    const after = await collect({ [Symbol.asyncIterator]: () => it }).then(
+      () => 'ended',
+      (e: unknown) => (e instanceof Error ? e.name : String(e)),
+    );
+    expect(after).toBe('AbortError');
   });
 
   it('reads the audit events of the collection', async () => {

@@ -2,7 +2,8 @@
 // from openapi.yaml (clients/typescript/generated/, `make codegen`); requests go through openapi-fetch.
 // This file is the small hand-written layer on top: a bearer token that `login` sets, every non-2xx
 // response thrown as an ApiRequestError carrying the typed error body, calls by operationId, and
-// one async iterator over any paged list (X-Next-Cursor) or structured search (`next` in the body).
+// one async iterator over any paged list (X-Next-Cursor) or structured search (`next` in the body),
+// and the typed events of the streamed searches (server-sent events).
 import createFetchClient, { type Client, type FetchOptions, type HeadersOptions, type Middleware, type ParseAs } from 'openapi-fetch';
 import type { components, operations, paths } from './generated/schema.ts';
 import { OPERATIONS, PAGED_OPERATIONS, type OperationId } from './generated/operations.ts';
@@ -79,6 +80,81 @@ export interface Page<K extends PagedOperationId> {
   /** The total number of matches when the server counted them (X-Total-Count; a search's `total`), else null. */
   total: number | null;
   response: Response;
+}
+
+/** The operations that answer with server-sent events (text/event-stream). */
+export type StreamOperationId = 'searchPlainTextStream' | 'searchStructuredStream';
+
+type TargetKind = Schemas['SearchResult']['kind'];
+/** The events of searchPlainTextStream: `started`, one `batch` per requested kind, then `done` or `error`. */
+export type PlainSearchStreamEvent =
+  | { event: 'started'; data: { query: string } }
+  | {
+      event: 'batch';
+      data: {
+        kind: 'collections' | 'classes' | 'objects';
+        collections: PlainResults['collections'];
+        classes: PlainResults['classes'];
+        objects: PlainResults['objects'];
+        /** The cursor to pass as `cursor_<kind>`; null when the kind has no more results. */
+        next: string | null;
+      };
+    }
+  | { event: 'done'; data: { query: string } }
+  | { event: 'error'; data: { message: string } };
+/** The events of searchStructuredStream (one page): `started`, a `result` per match in sort order, then `done` or `error`. */
+export type StructuredSearchStreamEvent =
+  | { event: 'started'; data: { version: 1; kind: TargetKind } }
+  | { event: 'result'; data: Schemas['SearchResult'] }
+  | { event: 'done'; data: { version: 1; kind: TargetKind; next: string | null; total: number | null; page_limit: number } }
+  | { event: 'error'; data: { version: 1; kind: TargetKind; message: string } };
+/** The typed events of a streamed operation. */
+export type StreamEvent<K extends StreamOperationId> = K extends 'searchPlainTextStream'
+  ? PlainSearchStreamEvent
+  : StructuredSearchStreamEvent;
+
+/**
+ * The events of a text/event-stream body, as they arrive: `event:` names the event and its `data:`
+ * lines (joined by newlines) hold one JSON document. Comments and events without data are skipped.
+ */
+export async function* readServerSentEvents(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<{ event: string; data: unknown }, void, undefined> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let event = 'message';
+  let data: string[] = [];
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      buffer += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      let end: number;
+      while ((end = buffer.search(/\r\n|\r|\n/)) >= 0) {
+        // a CR at the end of a chunk may be the first half of a CRLF: wait for the next chunk
+        if (!done && end === buffer.length - 1 && buffer.endsWith('\r')) break;
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + (buffer.startsWith('\r\n', end) ? 2 : 1));
+        if (line === '') {
+          if (data.length > 0) yield { event, data: JSON.parse(data.join('\n')) as unknown };
+          event = 'message';
+          data = [];
+          continue;
+        }
+        const colon = line.indexOf(':');
+        const field = colon < 0 ? line : line.slice(0, colon);
+        const raw = colon < 0 ? '' : line.slice(colon + 1);
+        const text = raw.startsWith(' ') ? raw.slice(1) : raw;
+        if (field === 'event') event = text;
+        else if (field === 'data') data.push(text);
+      }
+      if (done) break;
+    }
+    if (data.length > 0) yield { event, data: JSON.parse(data.join('\n')) as unknown };
+  } finally {
+    // A consumer that stops early (break, return) closes the connection.
+    await reader.cancel().catch(() => undefined);
+  }
 }
 
 /** A non-2xx response: its status, the error body (reason, details) and the request it answered. */
@@ -160,6 +236,13 @@ export interface InventoryClient {
   paginate<K extends PagedOperationId>(operationId: K, ...init: CallArgs<K>): AsyncGenerator<PageItem<K>, void, undefined>;
   /** The pages of a paged list or search (items, next cursor, total, response). */
   pages<K extends PagedOperationId>(operationId: K, ...init: CallArgs<K>): AsyncGenerator<Page<K>, void, undefined>;
+  /**
+   * The typed server-sent events of a streamed search (searchPlainTextStream, searchStructuredStream),
+   * each as soon as it arrives. A refused request (400, 401, 403, ...) throws ApiRequestError before
+   * the first event. Stopping the loop closes the connection; so does aborting `init.signal`, which
+   * also ends a wait for the next event (the iterator then throws the abort reason).
+   */
+  stream<K extends StreamOperationId>(operationId: K, ...init: CallArgs<K>): AsyncGenerator<StreamEvent<K>, void, undefined>;
 }
 
 /** What the layer sends through openapi-fetch when the operation is only known at run time. */
@@ -280,6 +363,18 @@ export function createClient(options: ClientOptions): InventoryClient {
     } while (next);
   }
 
+  async function* stream<K extends StreamOperationId>(
+    operationId: K,
+    ...[init]: CallArgs<K>
+  ): AsyncGenerator<StreamEvent<K>, void, undefined> {
+    const op = OPERATIONS[operationId];
+    const loose = (init ?? {}) as LooseInit;
+    const { data, response } = await send(op.method, op.path, { ...loose, parseAs: 'stream' });
+    const body = data as ReadableStream<Uint8Array> | null | undefined;
+    if (!body) throw new Error(`${op.method.toUpperCase()} ${response.url} answered ${response.status} without a body`);
+    for await (const e of readServerSentEvents(body)) yield e as StreamEvent<K>;
+  }
+
   async function* paginate<K extends PagedOperationId>(operationId: K, ...init: CallArgs<K>): AsyncGenerator<PageItem<K>, void, undefined> {
     for await (const page of pages(operationId, ...init)) yield* page.items;
   }
@@ -310,5 +405,6 @@ export function createClient(options: ClientOptions): InventoryClient {
     callWithResponse,
     paginate,
     pages,
+    stream,
   };
 }
