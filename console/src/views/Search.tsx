@@ -3,6 +3,8 @@ import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv } from '../session.ts';
 import { href } from '../router.ts';
 import { PagerControls, usePager } from '../pager.tsx';
+import { PlainSearch } from './PlainSearch.tsx';
+import { StreamResults, useStream, type StreamSink } from './SearchHits.tsx';
 
 type Klass = Schemas['ClassExpanded'];
 type Operator = Schemas['SearchFieldPredicate']['operator'];
@@ -25,13 +27,68 @@ interface Query {
   path: string;
   op: Operator;
   value: string;
+  stream: boolean;
 }
 
-/** Structured search (searchStructured, DSL v1): the objects of one class matching one field predicate, paged. */
+type Body = Schemas['StructuredSearchRequest'];
+
+function requestOf(query: Query): Body {
+  const predicate: Schemas['SearchFieldPredicate'] = {
+    field: query.field,
+    operator: query.op,
+    value: query.value,
+    ...(query.field === 'json_data' ? { path: query.path } : {}),
+  };
+  return {
+    version: 1,
+    target: { kind: 'object', class: { id: Number(query.classId) } },
+    filter: { op: 'field', predicate },
+    sort: [{ field: 'name' }],
+    limit: PAGE_SIZE,
+    include_total: true,
+  };
+}
+
+/**
+ * Plain-text search (PlainSearch.tsx) and structured search (searchStructured, DSL v1): the objects
+ * of one class matching one field predicate, paged, or streamed page after page
+ * (searchStructuredStream) with a running count and Stop.
+ */
 export function Search({ onAuthLost }: { onAuthLost: () => void }) {
+  return (
+    <>
+      <h1>Search</h1>
+      <PlainSearch onAuthLost={onAuthLost} />
+      <StructuredSearch onAuthLost={onAuthLost} />
+    </>
+  );
+}
+
+/** Every page of a streamed structured search, following `next` of each page's `done`. */
+async function streamStructured(body: Body, signal: AbortSignal, sink: StreamSink): Promise<void> {
+  let cursor: string | null = null;
+  do {
+    const page: Body = { ...body, ...(cursor ? { cursor } : {}) };
+    cursor = null;
+    let finished = false;
+    for await (const e of inv.stream('searchStructuredStream', { body: page, signal })) {
+      if (e.event === 'result') sink.push([e.data]);
+      else if (e.event === 'error') throw new Error(e.data.message);
+      else if (e.event === 'done') {
+        finished = true;
+        cursor = e.data.next;
+        sink.total(e.data.total);
+      }
+    }
+    if (!finished) throw new Error('the stream ended before its last event');
+  } while (cursor && !signal.aborted);
+}
+
+function StructuredSearch({ onAuthLost }: { onAuthLost: () => void }) {
   const [classes, setClasses] = useState<Klass[]>([]);
-  const [draft, setDraft] = useState<Query>({ classId: '', field: 'name', path: '', op: 'contains', value: '' });
+  const [draft, setDraft] = useState<Query>({ classId: '', field: 'name', path: '', op: 'contains', value: '', stream: false });
   const [query, setQuery] = useState<Query | null>(null);
+  const stream = useStream(onAuthLost);
 
   useEffect(() => {
     (async () => {
@@ -44,38 +101,26 @@ export function Search({ onAuthLost }: { onAuthLost: () => void }) {
 
   const pager = usePager(
     async function* () {
-      if (!query) return;
-      const predicate: Schemas['SearchFieldPredicate'] = {
-        field: query.field,
-        operator: query.op,
-        value: query.value,
-        ...(query.field === 'json_data' ? { path: query.path } : {}),
-      };
-      yield* inv.pages('searchStructured', {
-        body: {
-          version: 1,
-          target: { kind: 'object', class: { id: Number(query.classId) } },
-          filter: { op: 'field', predicate },
-          sort: [{ field: 'name' }],
-          limit: PAGE_SIZE,
-          include_total: true,
-        },
-      });
+      if (!query || query.stream) return;
+      yield* inv.pages('searchStructured', { body: requestOf(query) });
     },
     JSON.stringify(query),
     onAuthLost,
   );
 
   return (
-    <section>
-      <h1>Structured search</h1>
+    <section aria-labelledby="structured-heading">
+      <h2 id="structured-heading">Structured search</h2>
       <form
         class="filter"
         role="search"
         aria-label="Structured search"
         onSubmit={(e) => {
           e.preventDefault();
-          setQuery({ ...draft });
+          const q = { ...draft };
+          setQuery(q);
+          stream.stop();
+          if (q.stream) stream.start((signal, sink) => streamStructured(requestOf(q), signal, sink));
         }}
       >
         <label for="search-class">Class</label>
@@ -120,6 +165,15 @@ export function Search({ onAuthLost }: { onAuthLost: () => void }) {
         </select>
         <label for="search-value">Value</label>
         <input id="search-value" value={draft.value} onInput={(e) => setDraft({ ...draft, value: e.currentTarget.value })} />
+        <span class="check">
+          <input
+            id="search-stream"
+            type="checkbox"
+            checked={draft.stream}
+            onChange={(e) => setDraft({ ...draft, stream: e.currentTarget.checked })}
+          />
+          <label for="search-stream">Stream all pages as they arrive</label>
+        </span>
         <button type="submit" disabled={draft.classId === ''}>
           Search
         </button>
@@ -129,7 +183,10 @@ export function Search({ onAuthLost }: { onAuthLost: () => void }) {
           {pager.error}
         </p>
       )}
-      {query && (
+      {query?.stream && stream.state && (
+        <StreamResults state={stream.state} stop={stream.stop} id="search-stream-status" label="Streamed search results" />
+      )}
+      {query && !query.stream && (
         <>
           <ul class="results" aria-label="Search results" aria-describedby="search-status" aria-busy={pager.busy}>
             {(pager.page?.items ?? []).map((r) =>
