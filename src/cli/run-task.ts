@@ -3,7 +3,8 @@
 // When a running service's worker claims it first, the command follows it to its end instead.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Deps } from '../deps.ts';
-import { findTask, type TaskRow } from '../db/tasks.ts';
+import { findTask } from '../db/tasks.ts';
+import { type TaskRow } from '../domain/views/tasks.ts';
 import { ACTIVE_STATUSES } from '../domain/tasks.ts';
 import { runTaskOnce } from '../workers/tasks.ts';
 

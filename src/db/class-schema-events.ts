@@ -9,10 +9,12 @@
 import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from './sql.ts';
 import { withTx } from './tx.ts';
-import { appendEvent, type NewEvent } from './events.ts';
+import { appendEvent } from './events.ts';
+import { type NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
-import { appendMany, classObjectsCursor, type ClassRow, type ClassValues } from './classes.ts';
-import type { ObjectRow } from './objects.ts';
+import { appendMany, classObjectsCursor, type ClassValues } from './classes.ts';
+import { type ClassRow } from '../domain/views/classes.ts';
+import type { ObjectRow } from '../domain/views/objects.ts';
 import {
   ExistingObjectsInvalid,
   INVALID_SAMPLE,

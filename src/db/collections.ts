@@ -1,20 +1,8 @@
 // Collections: SQL only. Authorization is src/db/authz.ts; rules for moves are in the handler.
 import type { Db, TransactionSql } from './sql.ts';
-import type { NewEvent } from './events.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import type { ResponseBody } from '../domain/wire.ts';
-
-export interface CollectionRow {
-  [key: string]: unknown;
-  id: number;
-  name: string;
-  description: string;
-  parent_collection_id: number | null;
-  created_at: Date;
-  updated_at: Date;
-  revision: number;
-}
+import type { CollectionRow } from '../domain/views/collections.ts';
 
 /** The advisory lock every tree move holds (the cycle-check trigger of migration 0010 takes the same one). */
 const TREE_LOCK = 727010;
@@ -49,41 +37,6 @@ function cols(db: Db): Fragment {
 /** Condition over alias `c`: the collection is a direct child of `parentId`. */
 export function childOfWhere(db: Db, parentId: number): Fragment {
   return db`c.parent_collection_id = ${parentId}::int` as Fragment;
-}
-
-/** The public representation (also the audit snapshot: collections hold no secrets). */
-export function collectionView(r: CollectionRow): ResponseBody<'getCollection', 200> {
-  return {
-    id: r.id,
-    name: r.name,
-    description: r.description,
-    parent_collection_id: r.parent_collection_id,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-    revision: r.revision,
-  };
-}
-
-/** The audit event of a collection change (`related`: other collections involved, nulls skipped). */
-export function collectionEvent(
-  row: CollectionRow,
-  action: string,
-  before: CollectionRow | null,
-  related: (number | null)[] = [],
-): NewEvent {
-  return {
-    entityType: 'collection',
-    entityId: row.id,
-    entityName: row.name,
-    collectionId: row.id,
-    relatedCollectionIds: related.filter((r): r is number => r !== null),
-    action,
-    summary: `collection ${row.name} ${action}`,
-    before: before ? collectionView(before) : null,
-    after: action === 'deleted' ? null : collectionView(row),
-    beforeRevision: before?.revision ?? null,
-    afterRevision: action === 'deleted' ? null : row.revision,
-  };
 }
 
 export async function findCollection(db: Db, id: number): Promise<CollectionRow | undefined> {

@@ -6,43 +6,7 @@ import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { classWhere } from './authz.ts';
 import type { Authority } from '../domain/authz.ts';
 import { sqlDefs, sqlPaths, type ComputedDef, type ComputedOperation, type ResultType } from '../domain/computed.ts';
-import type { ResponseBody } from '../domain/wire.ts';
-
-export interface ComputedFieldRow {
-  [key: string]: unknown;
-  id: number;
-  class_id: number;
-  key: string;
-  label: string;
-  description: string;
-  enabled: boolean;
-  operation: ComputedOperation;
-  result_type: ResultType;
-  visibility: 'shared' | 'personal';
-  owner_user_id: number | null;
-  created_at: Date;
-  updated_at: Date;
-  revision: number;
-}
-
-/** The public representation (also the audit snapshot). */
-export function computedFieldView(r: ComputedFieldRow): ResponseBody<'getClassComputedField', 200> {
-  return {
-    id: r.id,
-    class_id: r.class_id,
-    key: r.key,
-    label: r.label,
-    description: r.description,
-    enabled: r.enabled,
-    operation: { type: r.operation.type, paths: r.operation.paths },
-    result_type: r.result_type,
-    visibility: r.visibility,
-    owner_user_id: r.owner_user_id,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-    revision: r.revision,
-  };
-}
+import { type ComputedFieldRow } from '../domain/views/computed-fields.ts';
 
 function cols(db: Db): Fragment {
   return db`f.id, f.class_id, f.key, f.label, f.description, f.enabled, f.operation, f.result_type, f.visibility,

@@ -1,8 +1,8 @@
 // SQL of provider-managed identities: the users and groups an identity provider (LDAP) owns in
 // its identity scope, their memberships, and the group sync's claims and timestamps.
 import type { Db, TransactionSql } from './sql.ts';
-import type { GroupRow, MemberRow } from './groups.ts';
-import type { UserRow } from './users.ts';
+import type { GroupRow, MemberRow } from '../domain/views/groups.ts';
+import type { UserRow } from '../domain/views/users.ts';
 
 const GROUP_COLUMNS = (db: Db) =>
   db`id, name, description, identity_scope, managed_by, external_key, last_sync_attempted_at, last_sync_success_at, created_at,

@@ -5,28 +5,8 @@ import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { EventRow } from '../domain/audit.ts';
-import type { ResponseBody } from '../domain/wire.ts';
 import type { SinkKind } from '../domain/event-subscriptions.ts';
-
-export type DeliveryStatus = 'pending' | 'in_flight' | 'succeeded' | 'failed' | 'dead';
-export const DELIVERY_STATUSES: readonly DeliveryStatus[] = ['pending', 'in_flight', 'succeeded', 'failed', 'dead'];
-
-export interface EventDeliveryRow {
-  [key: string]: unknown;
-  id: number;
-  event_id: string;
-  subscription_id: number;
-  sink_id: number;
-  purpose: 'event' | 'test';
-  status: DeliveryStatus;
-  attempts: number;
-  last_error: string | null;
-  deferred_reason: 'configured_rate' | 'provider_rate' | null;
-  next_attempt_at: Date;
-  locked_until: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
+import { DELIVERY_STATUSES, type EventDeliveryRow } from '../domain/views/event-deliveries.ts';
 
 export const EVENT_DELIVERY_LIST_SPEC: ListSpec = {
   fields: {
@@ -46,25 +26,6 @@ export const EVENT_DELIVERY_LIST_SPEC: ListSpec = {
 function cols(db: Db): Fragment {
   return db`d.id, d.event_id::text as event_id, d.subscription_id, d.sink_id, d.purpose, d.status, d.attempts, d.last_error,
     d.deferred_reason, d.next_attempt_at, d.locked_until, d.created_at, d.updated_at` as Fragment;
-}
-
-/** components.schemas.EventDelivery (the claim token stays internal). */
-export function eventDeliveryView(r: EventDeliveryRow): ResponseBody<'getEventDelivery', 200> {
-  return {
-    id: r.id,
-    event_id: r.event_id,
-    subscription_id: r.subscription_id,
-    sink_id: r.sink_id,
-    purpose: r.purpose,
-    status: r.status,
-    attempts: r.attempts,
-    last_error: r.last_error,
-    deferred_reason: r.deferred_reason,
-    next_attempt_at: r.next_attempt_at,
-    locked_until: r.locked_until,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-  };
 }
 
 export function listEventDeliveryRows(db: Db, parsed: ParsedList): Promise<ListPage<EventDeliveryRow>> {

@@ -1,29 +1,9 @@
 // Event subscriptions (collection and system): SQL only. Rules are in src/domain/event-subscriptions.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import type { NewEvent } from './events.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import type { SubscriptionFields, SubscriptionFilter } from '../domain/event-subscriptions.ts';
-import type { ResponseBody } from '../domain/wire.ts';
-
-export interface EventSubscriptionRow {
-  [key: string]: unknown;
-  id: number;
-  collection_id: number | null;
-  sink_id: number;
-  name: string;
-  description: string;
-  entity_types: string[];
-  actions: string[];
-  filter: SubscriptionFilter;
-  routing: Record<string, unknown>;
-  enabled: boolean;
-  /** An unscoped administrator set this routing for this sink (see src/sinks/allowed-routing.ts). */
-  routing_admin_approved: boolean;
-  created_at: Date;
-  updated_at: Date;
-  revision: number;
-}
+import type { SubscriptionFields } from '../domain/event-subscriptions.ts';
+import { type EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
 
 export const EVENT_SUBSCRIPTION_LIST_SPEC: ListSpec = {
   fields: {
@@ -46,43 +26,6 @@ function cols(db: Db): Fragment {
 /** Where the subscriptions of one scope live: a collection, or the system scope (null). */
 function scopeWhere(db: Db, collectionId: number | null): Fragment {
   return (collectionId === null ? db`s.collection_id is null` : db`s.collection_id = ${collectionId}::int`) as Fragment;
-}
-
-/** The public representation (components.schemas.EventSubscription); also the audit snapshot. */
-export function eventSubscriptionView(r: EventSubscriptionRow): ResponseBody<'getCollectionEventSubscription', 200> {
-  return {
-    id: r.id,
-    collection_id: r.collection_id,
-    sink_id: r.sink_id,
-    name: r.name,
-    description: r.description,
-    entity_types: r.entity_types,
-    actions: r.actions,
-    filter: r.filter,
-    routing: r.routing,
-    enabled: r.enabled,
-    routing_admin_approved: r.routing_admin_approved,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-    revision: r.revision,
-  };
-}
-
-/** The audit event of a subscription change; a deleted subscription has no after snapshot. */
-export function eventSubscriptionEvent(row: EventSubscriptionRow, action: string, before: EventSubscriptionRow | null): NewEvent {
-  return {
-    entityType: 'event_subscription',
-    entityId: row.id,
-    entityName: row.name,
-    collectionId: row.collection_id,
-    action,
-    summary: `event subscription ${row.name} ${action}`,
-    before: before ? eventSubscriptionView(before) : null,
-    after: action === 'deleted' ? null : eventSubscriptionView(row),
-    beforeRevision: before?.revision ?? null,
-    afterRevision: action === 'deleted' ? null : row.revision,
-    metadata: { sink_id: row.sink_id },
-  };
 }
 
 export function subscriptionFields(r: EventSubscriptionRow): SubscriptionFields {

@@ -1,21 +1,7 @@
 import type { Db } from './sql.ts';
 import type { Actor } from '../domain/actor.ts';
 import { AUTH_ENTITY_TYPES, markAuthChange } from './auth-changes.ts';
-
-export interface NewEvent {
-  entityType: string;
-  entityId: number | null;
-  entityName?: string | null;
-  collectionId?: number | null;
-  relatedCollectionIds?: number[];
-  action: string;
-  summary?: string | null;
-  before?: unknown;
-  after?: unknown;
-  beforeRevision?: number | null;
-  afterRevision?: number | null;
-  metadata?: Record<string, unknown>;
-}
+import type { NewEvent } from '../domain/new-event.ts';
 
 /**
  * Appends one audit event inside the caller's transaction, so the event exists only if the change

@@ -3,19 +3,10 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import type { NewEvent } from './events.ts';
 import { badRequest, type ErrorDetail } from '../domain/errors.ts';
 import { CONTENT_TYPES, TEMPLATE_KINDS, validateTemplateFields, type TemplateFields } from '../domain/exports.ts';
 import type { TemplateLimits } from '../domain/templates.ts';
-import type { ResponseBody } from '../domain/wire.ts';
-
-export interface ExportTemplateRow extends TemplateFields {
-  [key: string]: unknown;
-  id: number;
-  created_at: Date;
-  updated_at: Date;
-  revision: number;
-}
+import { type ExportTemplateRow } from '../domain/views/export-templates.ts';
 
 export const EXPORT_TEMPLATE_LIST_SPEC: ListSpec = {
   fields: {
@@ -36,45 +27,6 @@ export const EXPORT_TEMPLATE_LIST_SPEC: ListSpec = {
 function cols(db: Db): Fragment {
   return db`et.id, et.collection_id, et.name, et.description, et.kind, et.content_type, et.template, et.default_query,
     et.created_at, et.updated_at, et.revision` as Fragment;
-}
-
-/** The public representation (components.schemas.ExportTemplate); also the audit snapshot. */
-export function exportTemplateView(r: ExportTemplateRow): ResponseBody<'getExportTemplate', 200> {
-  return {
-    id: r.id,
-    collection_id: r.collection_id,
-    name: r.name,
-    description: r.description,
-    kind: r.kind,
-    content_type: r.content_type,
-    template: r.template,
-    default_query: r.default_query,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-    revision: r.revision,
-  };
-}
-
-/** The audit event of a template change; a deleted template has no after snapshot. */
-export function exportTemplateEvent(
-  row: ExportTemplateRow,
-  action: string,
-  before: ExportTemplateRow | null,
-  related: number[] = [],
-): NewEvent {
-  return {
-    entityType: 'export_template',
-    entityId: row.id,
-    entityName: row.name,
-    collectionId: row.collection_id,
-    relatedCollectionIds: related,
-    action,
-    summary: `export template ${row.name} ${action}`,
-    before: before ? exportTemplateView(before) : null,
-    after: action === 'deleted' ? null : exportTemplateView(row),
-    beforeRevision: before?.revision ?? null,
-    afterRevision: action === 'deleted' ? null : row.revision,
-  };
 }
 
 export function templateRowFields(r: ExportTemplateRow): TemplateFields {

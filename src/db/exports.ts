@@ -10,9 +10,12 @@ import type { Authority } from '../domain/authz.ts';
 import type { ExportScope } from '../domain/exports.ts';
 import { classRelationView, ignoredObjectClasses, objectRelationView, parseDepth } from '../domain/relations.ts';
 import { classWhere, collectionWhere, objectWhere, permissionsFilter, requireClassPermission, requireObjectPermission } from './authz.ts';
-import { COLLECTION_LIST_SPEC, collectionView, listCollectionRows } from './collections.ts';
-import { CLASS_LIST_SPEC, classExpandedView, listClasses } from './classes.ts';
-import { listObjects, objectView, parseObjectQuery } from './objects.ts';
+import { COLLECTION_LIST_SPEC, listCollectionRows } from './collections.ts';
+import { collectionView } from '../domain/views/collections.ts';
+import { CLASS_LIST_SPEC, listClasses } from './classes.ts';
+import { classExpandedView } from '../domain/views/classes.ts';
+import { listObjects, parseObjectQuery } from './objects.ts';
+import { objectView } from '../domain/views/objects.ts';
 import { activeFields } from './computed-fields.ts';
 import {
   CLASS_RELATION_LIST_SPEC,

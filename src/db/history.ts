@@ -2,17 +2,11 @@
 // write, and the one place that tells those triggers who is acting.
 import type { Db } from './sql.ts';
 import type { Actor } from '../domain/actor.ts';
-import type { ResponseBody } from '../domain/wire.ts';
 import { isUnscopedAdmin, type Authority } from '../domain/authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import { classRelationView, objectRelationView, type ClassRelationRow, type ObjectRelationRow } from '../domain/relations.ts';
 import { and, runList, type Fragment, type ListPage } from './list.ts';
 import { classWhere, collectionWhere, objectWhere } from './authz.ts';
-import { collectionView, type CollectionRow } from './collections.ts';
-import { classView, type ClassRow } from './classes.ts';
-import { objectView, type ObjectRow } from './objects.ts';
-import { exportTemplateView, type ExportTemplateRow } from './export-templates.ts';
-import { remoteTargetView, type RemoteTargetRow } from './remote-targets.ts';
+import { type HistoryKind, type VersionRow } from '../domain/views/history.ts';
 
 /**
  * Binds the actor to the current transaction (transaction-local settings the history triggers
@@ -28,17 +22,6 @@ function str(n: number | null | undefined): string {
   return n === null || n === undefined ? '' : String(n);
 }
 
-export const HISTORY_KINDS = [
-  'collection',
-  'class',
-  'object',
-  'class_relation',
-  'object_relation',
-  'export_template',
-  'remote_target',
-] as const;
-export type HistoryKind = (typeof HISTORY_KINDS)[number];
-
 /** The list query language on versions: newest first (version_id is the order they were written in). */
 export const HISTORY_LIST_SPEC: ListSpec = {
   fields: {
@@ -53,19 +36,6 @@ export const HISTORY_LIST_SPEC: ListSpec = {
   defaultSort: [{ field: 'version_id', desc: true }],
   idField: 'version_id',
 };
-
-export interface VersionRow {
-  [key: string]: unknown;
-  revision: number;
-  operation: 'insert' | 'update' | 'delete';
-  data: Record<string, unknown>;
-  valid_from: Date;
-  valid_to: Date | null;
-  actor_kind: 'user' | 'worker' | 'system';
-  actor_principal_id: number | null;
-  initiator_principal_id: number | null;
-  task_id: number | null;
-}
 
 function versionCols(db: Db): Fragment {
   return db`h.revision, h.operation, h.data, h.valid_from, h.valid_to, h.actor_kind, h.actor_principal_id,
@@ -175,66 +145,6 @@ export async function versionAt(
       and h.valid_from <= ${at}::text::timestamptz and (h.valid_to is null or h.valid_to > ${at}::text::timestamptz)
     order by h.id desc limit 1`;
   return row;
-}
-
-/** What `data` of a version of each kind holds: the contract's get<Kind>AsOf body's data (the live view). */
-export interface VersionData {
-  collection: ResponseBody<'getCollectionAsOf', 200>['data'];
-  class: ResponseBody<'getClassAsOf', 200>['data'];
-  object: ResponseBody<'getObjectAsOf', 200>['data'];
-  class_relation: ResponseBody<'getClassRelationAsOf', 200>['data'];
-  object_relation: ResponseBody<'getObjectRelationAsOf', 200>['data'];
-  export_template: ResponseBody<'getExportTemplateAsOf', 200>['data'];
-  remote_target: ResponseBody<'getRemoteTargetAsOf', 200>['data'];
-}
-
-// The stored `data` is the row as the history trigger encoded it (to_jsonb of the entity's row), so
-// it is read back as that kind's row type: the one cast here, of a payload the database wrote.
-const VERSION_DATA: { [K in HistoryKind]: (r: Record<string, unknown>) => VersionData[K] } = {
-  collection: (r) => collectionView(r as unknown as CollectionRow),
-  class: (r) => classView(r as unknown as ClassRow),
-  object: (r) => objectView(r as unknown as ObjectRow),
-  class_relation: (r) => classRelationView(r as unknown as ClassRelationRow),
-  object_relation: (r) => objectRelationView(r as unknown as ObjectRelationRow),
-  export_template: (r) => exportTemplateView(r as unknown as ExportTemplateRow),
-  remote_target: (r) => remoteTargetView(r as unknown as RemoteTargetRow),
-};
-
-/** The entity's public representation as stored in a version (timestamps as the live views give them). */
-export function versionData<K extends HistoryKind>(kind: K, data: Record<string, unknown>): VersionData[K] {
-  const r = { ...data, created_at: new Date(String(data.created_at)), updated_at: new Date(String(data.updated_at)) };
-  return VERSION_DATA[kind](r);
-}
-
-/** A version on the wire (components.schemas.*Version): what get<Kind>AsOf answers for kind K. */
-export interface VersionView<K extends HistoryKind> {
-  revision: number;
-  operation: VersionRow['operation'];
-  valid_from: Date;
-  valid_to: Date | null;
-  actor: {
-    kind: VersionRow['actor_kind'];
-    principal_id: number | null;
-    initiator_principal_id: number | null;
-    task_id: number | null;
-  };
-  data: VersionData[K];
-}
-
-export function versionView<K extends HistoryKind>(kind: K, v: VersionRow): VersionView<K> {
-  return {
-    revision: v.revision,
-    operation: v.operation,
-    valid_from: v.valid_from,
-    valid_to: v.valid_to,
-    actor: {
-      kind: v.actor_kind,
-      principal_id: v.actor_principal_id,
-      initiator_principal_id: v.initiator_principal_id,
-      task_id: v.task_id,
-    },
-    data: versionData(kind, v.data),
-  };
 }
 
 /**

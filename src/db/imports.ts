@@ -5,10 +5,8 @@ import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { ENTITY_KINDS, RESULT_OUTCOMES, type EntityKind, type ResultAction, type ResultOutcome } from '../domain/imports.ts';
-import type { TaskProgress } from './tasks.ts';
-import type { ResponseBody } from '../domain/wire.ts';
-
-// ---- natural keys -------------------------------------------------------------------------------
+import type { TaskProgress } from '../domain/views/tasks.ts';
+import { type ImportResultRow } from '../domain/views/import-results.ts';
 
 /** The id of the collection named `name` under `parentId` (null: top level). */
 export async function childCollectionId(db: Db, parentId: number | null, name: string): Promise<number | undefined> {
@@ -90,16 +88,6 @@ export async function eventSubscriptionIdByName(db: Db, collectionId: number | n
 
 // ---- results ------------------------------------------------------------------------------------
 
-export interface ImportResultRow {
-  [key: string]: unknown;
-  seq: number;
-  item_ref: string;
-  entity_kind: EntityKind;
-  action: ResultAction;
-  outcome: ResultOutcome;
-  error: string | null;
-}
-
 export interface NewImportResult {
   seq: number;
   itemRef: string;
@@ -108,10 +96,6 @@ export interface NewImportResult {
   outcome: ResultOutcome;
   error: string | null;
   entityId: number | null;
-}
-
-export function importResultWire(r: ImportResultRow): ResponseBody<'listImportResults', 200>[number] {
-  return { item_ref: r.item_ref, entity_kind: r.entity_kind, action: r.action, outcome: r.outcome, error: r.error };
 }
 
 export const IMPORT_RESULT_LIST_SPEC: ListSpec = {

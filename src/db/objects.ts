@@ -4,77 +4,18 @@ import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
-import { appendEvent, type NewEvent } from './events.ts';
+import { appendEvent } from './events.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { Authority } from '../domain/authz.ts';
 import { evalExpr, evalSetExpr, type ActiveFields } from './computed-fields.ts';
 import { parseComputedName, type ComputedDef } from '../domain/computed.ts';
 import { relatedParamCondition } from './related-filters.ts';
 import type { ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
-import type { ResponseBody } from '../domain/wire.ts';
-
-export interface ObjectRow {
-  [key: string]: unknown;
-  id: number;
-  name: string;
-  description: string;
-  collection_id: number;
-  class_id: number;
-  json_data: unknown;
-  created_at: Date;
-  updated_at: Date;
-  revision: number;
-}
+import { type ObjectRow } from '../domain/views/objects.ts';
 
 /** Condition over alias `o`: the object is of class `classId`. */
 export function ofClassWhere(db: Db, classId: number): Fragment {
   return db`o.class_id = ${classId}::int` as Fragment;
-}
-
-/** The public representation without `computed` (also the audit snapshot). */
-export function objectView(r: ObjectRow): ResponseBody<'getObject', 200> {
-  return {
-    id: r.id,
-    name: r.name,
-    description: r.description,
-    collection_id: r.collection_id,
-    svc_class_id: r.class_id,
-    json_data: r.json_data,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-    revision: r.revision,
-  };
-}
-
-export function objectCreatedEvent(row: ObjectRow, cls: { id: number; name: string }): NewEvent {
-  return {
-    entityType: 'object',
-    entityId: row.id,
-    entityName: row.name,
-    collectionId: row.collection_id,
-    action: 'created',
-    summary: `object ${row.name} created in class ${cls.name}`,
-    after: objectView(row),
-    afterRevision: row.revision,
-    metadata: { class_id: cls.id },
-  };
-}
-
-/** `how` completes the summary (e.g. " by JSON Patch"). */
-export function objectUpdatedEvent(before: ObjectRow, after: ObjectRow, classId: number, dataChanged: boolean, how = ''): NewEvent {
-  return {
-    entityType: 'object',
-    entityId: after.id,
-    entityName: after.name,
-    collectionId: after.collection_id,
-    action: 'updated',
-    summary: `object ${after.name} updated${how}`,
-    before: objectView(before),
-    after: objectView(after),
-    beforeRevision: before.revision,
-    afterRevision: after.revision,
-    metadata: { class_id: classId, data_changed: dataChanged },
-  };
 }
 
 export function objectCols(db: Db): Fragment {

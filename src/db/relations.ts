@@ -1,26 +1,16 @@
 // Class relations and object relations: SQL only. Authorization comes from src/db/authz.ts (the
 // visibility helpers below only combine its fragments for both ends of a relation); the rules and
-// wire views are in src/domain/relations.ts.
+// wire views are in src/domain/relations.ts, their audit events in src/domain/views/relations.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, type Fragment, type ListPage } from './list.ts';
-import { appendEvent, type NewEvent } from './events.ts';
+import { appendEvent } from './events.ts';
 import type { Actor } from '../domain/actor.ts';
 import { classWhere, objectWhere } from './authz.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { conflict } from '../domain/errors.ts';
-import {
-  classRelationView,
-  objectRelationView,
-  type ClassRelationRow,
-  type ObjectRelationRow,
-  type RelationEnds,
-} from '../domain/relations.ts';
-
-export const CLASS_RELATION_KIND = 'class_relation';
-export const OBJECT_RELATION_KIND = 'object_relation';
-
-// ---- class relations --------------------------------------------------------------------------
+import { type ClassRelationRow, type ObjectRelationRow, type RelationEnds } from '../domain/relations.ts';
+import { type ClassRelationWithEnds, classRelationEvent, objectRelationEvent } from '../domain/views/relations.ts';
 
 /** Rows of the class-relation list: `r` is the relation, `fc`/`tc` its from and to classes. */
 export const CLASS_RELATION_LIST_SPEC: ListSpec = {
@@ -42,9 +32,6 @@ function classRelationCols(db: Db): Fragment {
   return db`r.id, r.from_class_id, r.to_class_id, r.forward_alias, r.reverse_alias, r.from_max_relations,
     r.to_max_relations, r.created_at, r.updated_at, r.revision` as Fragment;
 }
-
-/** A class relation with the collections of its two classes (for authorization and events). */
-export type ClassRelationWithEnds = ClassRelationRow & RelationEnds;
 
 /**
  * The class relation with its ends' collections; `lock` takes a row lock on the relation
@@ -117,24 +104,6 @@ export function listClassRelationRows(db: Db, parsed: ParsedList, where: Fragmen
     parsed,
     spec: CLASS_RELATION_LIST_SPEC,
   });
-}
-
-export function classRelationEvent(r: ClassRelationWithEnds, action: 'created' | 'deleted'): NewEvent {
-  const view = classRelationView(r);
-  return {
-    entityType: CLASS_RELATION_KIND,
-    entityId: r.id,
-    entityName: null,
-    collectionId: r.from_collection_id,
-    relatedCollectionIds: [r.to_collection_id],
-    action,
-    summary: `class relation ${r.id} (class ${r.from_class_id} to class ${r.to_class_id}) ${action}`,
-    before: action === 'deleted' ? view : null,
-    after: action === 'created' ? view : null,
-    beforeRevision: action === 'deleted' ? r.revision : null,
-    afterRevision: action === 'created' ? r.revision : null,
-    metadata: { from_class_id: r.from_class_id, to_class_id: r.to_class_id },
-  };
 }
 
 /**
@@ -283,24 +252,6 @@ export function listObjectRelationRows(db: Db, parsed: ParsedList, where: Fragme
     parsed,
     spec: OBJECT_RELATION_LIST_SPEC,
   });
-}
-
-export function objectRelationEvent(r: ObjectRelationRow, ends: RelationEnds, action: 'created' | 'deleted'): NewEvent {
-  const view = objectRelationView(r);
-  return {
-    entityType: OBJECT_RELATION_KIND,
-    entityId: r.id,
-    entityName: null,
-    collectionId: ends.from_collection_id,
-    relatedCollectionIds: [ends.to_collection_id],
-    action,
-    summary: `object relation ${r.id} (object ${r.from_object_id} to object ${r.to_object_id}) ${action}`,
-    before: action === 'deleted' ? view : null,
-    after: action === 'created' ? view : null,
-    beforeRevision: action === 'deleted' ? r.revision : null,
-    afterRevision: action === 'created' ? r.revision : null,
-    metadata: { class_relation_id: r.class_relation_id, from_object_id: r.from_object_id, to_object_id: r.to_object_id },
-  };
 }
 
 export async function deleteObjectRelationRow(tx: TransactionSql, id: number): Promise<void> {

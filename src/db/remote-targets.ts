@@ -1,21 +1,12 @@
 // Remote targets and remote-call results: SQL only. Rules are in src/domain/remote-targets.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import type { NewEvent } from './events.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { Method, Subject, SubjectContext, SubjectType, TargetFields } from '../domain/remote-targets.ts';
 import type { Authority } from '../domain/authz.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
 import { requireClassPermission, requireCollectionPermission, requireObjectPermission } from './authz.ts';
-import type { ResponseBody } from '../domain/wire.ts';
-
-export interface RemoteTargetRow extends TargetFields {
-  [key: string]: unknown;
-  id: number;
-  created_at: Date;
-  updated_at: Date;
-  revision: number;
-}
+import { type RemoteTargetRow } from '../domain/views/remote-targets.ts';
 
 export const REMOTE_TARGET_LIST_SPEC: ListSpec = {
   fields: {
@@ -36,45 +27,6 @@ function cols(db: Db): Fragment {
   return db`rt.id, rt.collection_id, rt.class_id, rt.name, rt.description, rt.method, rt.url_template, rt.headers_template,
     rt.body_template, rt.auth_config, rt.allowed_subject_types, rt.timeout_ms, rt.enabled, rt.created_at, rt.updated_at,
     rt.revision` as Fragment;
-}
-
-/** The public representation (components.schemas.RemoteTarget); also the audit snapshot (no secrets: aliases only). */
-export function remoteTargetView(r: RemoteTargetRow): ResponseBody<'getRemoteTarget', 200> {
-  return {
-    id: r.id,
-    collection_id: r.collection_id,
-    class_id: r.class_id,
-    name: r.name,
-    description: r.description,
-    method: r.method,
-    url_template: r.url_template,
-    headers_template: r.headers_template,
-    body_template: r.body_template,
-    auth_config: r.auth_config,
-    allowed_subject_types: r.allowed_subject_types,
-    timeout_ms: r.timeout_ms,
-    enabled: r.enabled,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
-    revision: r.revision,
-  };
-}
-
-/** The audit event of a target change; a deleted target has no after snapshot. */
-export function remoteTargetEvent(row: RemoteTargetRow, action: string, before: RemoteTargetRow | null, related: number[] = []): NewEvent {
-  return {
-    entityType: 'remote_target',
-    entityId: row.id,
-    entityName: row.name,
-    collectionId: row.collection_id,
-    relatedCollectionIds: related,
-    action,
-    summary: `remote target ${row.name} ${action}`,
-    before: before ? remoteTargetView(before) : null,
-    after: action === 'deleted' ? null : remoteTargetView(row),
-    beforeRevision: before?.revision ?? null,
-    afterRevision: action === 'deleted' ? null : row.revision,
-  };
 }
 
 export function rowFields(r: RemoteTargetRow): TargetFields {

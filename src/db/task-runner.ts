@@ -5,7 +5,8 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { appendEvent } from './events.ts';
 import type { Actor } from '../domain/actor.ts';
-import { insertTaskEvent, taskSnapshot, type TaskRow } from './tasks.ts';
+import { insertTaskEvent } from './tasks.ts';
+import { taskSnapshot, type TaskRow } from '../domain/views/tasks.ts';
 import type { ScopeValue } from '../domain/authz.ts';
 import type { PrincipalKind } from '../domain/principals.ts';
 

@@ -6,7 +6,7 @@
 //     kind: 'export', auth, request: { ...body, /* path ids that make the submission */ },
 //     idempotencyKey: input.headers['idempotency-key'],            // raw header; validated here
 //     collectionId /* optional: the audit event's collection */ }));
-//   return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
+//   return { status: 202, body: toTaskWire(task) /* domain/views/tasks.ts */, headers: { location: `/api/v1/tasks/${task.id}` } };
 // `created` is false when the same key and the same submission returned an earlier task (no new
 // row, no event); the same key with a different submission is 409; an empty or over-long key 400.
 import type { Db, TransactionSql } from './sql.ts';
@@ -21,94 +21,12 @@ import {
   parseIdempotencyKey,
   seesAllTasks,
   submissionHash,
-  taskLinks,
   type TaskKind,
-  type TaskLinks,
   type TaskStatus,
 } from '../domain/tasks.ts';
 import type { Authority } from '../domain/authz.ts';
-import type { ResponseBody } from '../domain/wire.ts';
-
-export interface TaskProgress {
-  total_items: number;
-  processed_items: number;
-  success_items: number;
-  failed_items: number;
-}
-
-export interface TaskRow {
-  [key: string]: unknown;
-  id: number;
-  kind: TaskKind;
-  status: TaskStatus;
-  submitted_by: number;
-  cancel_requested: boolean;
-  progress: Partial<TaskProgress> | null;
-  summary: unknown;
-  details: unknown;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-}
-
-export interface TaskWire {
-  id: number;
-  kind: TaskKind;
-  status: TaskStatus;
-  submitted_by: number;
-  cancel_requested: boolean;
-  created_at: Date;
-  started_at: Date | null;
-  finished_at: Date | null;
-  progress: TaskProgress;
-  summary: unknown;
-  links: TaskLinks;
-  details: unknown;
-}
-
-function count(v: unknown): number {
-  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0;
-}
-
-/** The Task wire shape (components.schemas.Task); every task-returning endpoint uses it. */
-export function toTaskWire(r: TaskRow): TaskWire {
-  const p = r.progress ?? {};
-  return {
-    id: r.id,
-    kind: r.kind,
-    status: r.status,
-    submitted_by: r.submitted_by,
-    cancel_requested: r.cancel_requested,
-    created_at: r.created_at,
-    started_at: r.started_at,
-    finished_at: r.finished_at,
-    progress: {
-      total_items: count(p.total_items),
-      processed_items: count(p.processed_items),
-      success_items: count(p.success_items),
-      failed_items: count(p.failed_items),
-    },
-    summary: r.summary ?? null,
-    links: taskLinks(r.id, r.kind),
-    details: r.details ?? null,
-  };
-}
-
-/** The audit snapshot of a task (no request document, no scope snapshot, no output). */
-export function taskSnapshot(r: TaskRow): Record<string, unknown> {
-  const w = toTaskWire(r);
-  return {
-    id: w.id,
-    kind: w.kind,
-    status: w.status,
-    submitted_by: w.submitted_by,
-    cancel_requested: w.cancel_requested,
-    created_at: w.created_at,
-    started_at: w.started_at,
-    finished_at: w.finished_at,
-    progress: w.progress,
-  };
-}
+import { type TaskEventRow } from '../domain/views/task-events.ts';
+import { type TaskProgress, type TaskRow, progressCount, taskSnapshot } from '../domain/views/tasks.ts';
 
 function taskColumns(db: Db): Fragment {
   return db`t.id, t.kind, t.status, t.submitted_by, t.cancel_requested, t.progress, t.summary, t.details,
@@ -161,20 +79,6 @@ export async function findTask(db: Db, id: number): Promise<TaskRow | undefined>
 export async function lockTask(tx: TransactionSql, id: number): Promise<TaskRow | undefined> {
   const [row] = await tx<TaskRow[]>`select ${taskColumns(tx)} from tasks t where t.id = ${id}::int for update`;
   return row;
-}
-
-export interface TaskEventRow {
-  [key: string]: unknown;
-  id: number;
-  task_id: number;
-  event_type: string;
-  message: string;
-  data: unknown;
-  created_at: Date;
-}
-
-export function taskEventWire(r: TaskEventRow): ResponseBody<'listTaskEvents', 200>[number] {
-  return { id: r.id, task_id: r.task_id, event_type: r.event_type, message: r.message, data: r.data ?? null, created_at: r.created_at };
 }
 
 export function listTaskEventRows(db: Db, taskId: number, parsed: ParsedList): Promise<ListPage<TaskEventRow>> {
@@ -270,10 +174,10 @@ export async function insertTask(tx: TransactionSql, actor: Actor, t: NewTask): 
     }
   }
   const progress = {
-    total_items: count(t.progress?.total_items),
-    processed_items: count(t.progress?.processed_items),
-    success_items: count(t.progress?.success_items),
-    failed_items: count(t.progress?.failed_items),
+    total_items: progressCount(t.progress?.total_items),
+    processed_items: progressCount(t.progress?.processed_items),
+    success_items: progressCount(t.progress?.success_items),
+    failed_items: progressCount(t.progress?.failed_items),
   };
   const scope = t.auth.token.scope ?? null;
   const [task] = await tx<TaskRow[]>`

@@ -6,15 +6,8 @@ import { parseListQuery } from '../domain/list-query.ts';
 import type { Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
 import { classWhere, permissionsFilter, requireClassPermission } from '../db/authz.ts';
-import {
-  CLASS_LIST_SPEC,
-  classExpandedView,
-  classIdByName,
-  classView,
-  findClassExpanded,
-  listClasses,
-  type ClassRow,
-} from '../db/classes.ts';
+import { CLASS_LIST_SPEC, classIdByName, findClassExpanded, listClasses } from '../db/classes.ts';
+import { classExpandedView, classView, type ClassRow } from '../domain/views/classes.ts';
 import { inTx } from '../mutations/context.ts';
 import { createClass, deleteClass, recordingRefusal, updateClass, type ClassTarget } from '../mutations/classes.ts';
 

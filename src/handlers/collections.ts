@@ -10,12 +10,11 @@ import {
   ANCESTOR_LIST_SPEC,
   COLLECTION_LIST_SPEC,
   childOfWhere,
-  collectionView,
   findCollection,
   listAncestorRows,
   listCollectionRows,
-  type CollectionRow,
 } from '../db/collections.ts';
+import { collectionView, type CollectionRow } from '../domain/views/collections.ts';
 import type { Db } from '../db/sql.ts';
 import type { AuthInfo } from '../http/auth.ts';
 import { inTx } from '../mutations/context.ts';

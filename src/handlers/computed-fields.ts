@@ -6,15 +6,8 @@ import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
 import { requireClassPermission } from '../db/authz.ts';
-import {
-  MY_FIELD_LIST_SPEC,
-  SHARED_FIELD_LIST_SPEC,
-  computedFieldView,
-  findField,
-  listMyFields,
-  listSharedFields,
-  type ComputedFieldRow,
-} from '../db/computed-fields.ts';
+import { MY_FIELD_LIST_SPEC, SHARED_FIELD_LIST_SPEC, findField, listMyFields, listSharedFields } from '../db/computed-fields.ts';
+import { computedFieldView, type ComputedFieldRow } from '../domain/views/computed-fields.ts';
 import { inTx } from '../mutations/context.ts';
 import { createComputedField, deleteComputedField, updateComputedField } from '../mutations/computed-fields.ts';
 

@@ -6,11 +6,9 @@ import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import {
-  type EventDeliveryRow,
   EVENT_DELIVERY_LIST_SPEC,
   deadLetterDelivery,
   deliveryFigures,
-  eventDeliveryView,
   fanoutFigures,
   findEventDelivery,
   listEventDeliveryRows,
@@ -19,6 +17,7 @@ import {
   sinkFigures,
   subscriptionFigures,
 } from '../db/event-deliveries.ts';
+import { type EventDeliveryRow, eventDeliveryView } from '../domain/views/event-deliveries.ts';
 import { deliveryWakeups, fanoutWakeups } from '../worker-stats.ts';
 
 export const eventDeliveriesHandlers = {

@@ -8,16 +8,12 @@ import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import type { Db } from '../db/sql.ts';
-import {
-  EVENT_SINK_LIST_SPEC,
-  eventSinkView,
-  findEventSink,
-  listEventSinkRows,
-  sinkDefinition,
-  type EventSinkRow,
-} from '../db/event-sinks.ts';
-import { findEventSubscription, type EventSubscriptionRow } from '../db/event-subscriptions.ts';
-import { eventDeliveryView, findEventByUuid, insertTestDelivery, type StoredEvent } from '../db/event-deliveries.ts';
+import { EVENT_SINK_LIST_SPEC, findEventSink, listEventSinkRows } from '../db/event-sinks.ts';
+import { eventSinkView, sinkDefinition, type EventSinkRow } from '../domain/views/event-sinks.ts';
+import { findEventSubscription } from '../db/event-subscriptions.ts';
+import { type EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
+import { findEventByUuid, insertTestDelivery, type StoredEvent } from '../db/event-deliveries.ts';
+import { eventDeliveryView } from '../domain/views/event-deliveries.ts';
 import { deliveryEnvelope, inSubscriptionScope, sinkFromNew, type SinkPatch } from '../domain/event-subscriptions.ts';
 import { transportFor } from '../sinks/index.ts';
 import { inTx } from '../mutations/context.ts';

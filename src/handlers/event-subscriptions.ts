@@ -4,13 +4,8 @@ import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
-import {
-  EVENT_SUBSCRIPTION_LIST_SPEC,
-  eventSubscriptionView,
-  findScopedEventSubscription,
-  listEventSubscriptionRows,
-  type EventSubscriptionRow,
-} from '../db/event-subscriptions.ts';
+import { EVENT_SUBSCRIPTION_LIST_SPEC, findScopedEventSubscription, listEventSubscriptionRows } from '../db/event-subscriptions.ts';
+import { eventSubscriptionView, type EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
 import { subscriptionFromNew, type SubscriptionPatch } from '../domain/event-subscriptions.ts';
 import { inTx } from '../mutations/context.ts';
 import {

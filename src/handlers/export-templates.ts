@@ -5,13 +5,8 @@ import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
 import { collectionWhere, requireCollectionPermission } from '../db/authz.ts';
-import {
-  EXPORT_TEMPLATE_LIST_SPEC,
-  exportTemplateView,
-  findExportTemplate,
-  listExportTemplateRows,
-  type ExportTemplateRow,
-} from '../db/export-templates.ts';
+import { EXPORT_TEMPLATE_LIST_SPEC, findExportTemplate, listExportTemplateRows } from '../db/export-templates.ts';
+import { exportTemplateView, type ExportTemplateRow } from '../domain/views/export-templates.ts';
 import { templateFieldsFromNew, type PatchBody } from '../domain/exports.ts';
 import { templateLimits } from '../domain/templates.ts';
 import { submitExport } from './exports.ts';

@@ -7,7 +7,8 @@ import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
 import type { AuthInfo } from '../http/auth.ts';
 import type { Ctx } from '../http/contract.ts';
-import { findGroup, groupView, GROUP_LIST, isMember, listGroups, listMembers, memberView, MEMBER_LIST } from '../db/groups.ts';
+import { findGroup, GROUP_LIST, isMember, listGroups, listMembers, MEMBER_LIST } from '../db/groups.ts';
+import { groupView, memberView } from '../domain/views/groups.ts';
 import { inTx } from '../mutations/context.ts';
 import { addGroupMember, createGroup, deleteGroup, removeGroupMember, updateGroup } from '../mutations/groups.ts';
 

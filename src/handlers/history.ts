@@ -7,15 +7,8 @@ import { listReply } from '../http/paging.ts';
 import { badRequest, forbidden, notFound } from '../domain/errors.ts';
 import { isUnscopedAdmin } from '../domain/authz.ts';
 import { parseListQuery, parseTimestamp } from '../domain/list-query.ts';
-import {
-  HISTORY_LIST_SPEC,
-  historyFacts,
-  listVersions,
-  versionAt,
-  versionView,
-  type HistoryKind,
-  type VersionView,
-} from '../db/history.ts';
+import { HISTORY_LIST_SPEC, historyFacts, listVersions, versionAt } from '../db/history.ts';
+import { versionView, type HistoryKind, type VersionView } from '../domain/views/history.ts';
 import { classIdByName } from '../db/classes.ts';
 import { objectIdByName } from '../db/objects.ts';
 

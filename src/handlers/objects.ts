@@ -6,16 +6,8 @@ import { filterSql, type Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
 import { objectWhere, permissionsFilter, requireClassPermission, requireObjectPermission } from '../db/authz.ts';
 import { classIdByName } from '../db/classes.ts';
-import {
-  findObject,
-  listObjects,
-  objectIdByName,
-  objectView,
-  ofClassWhere,
-  parseObjectQuery,
-  computedDef,
-  type ObjectRow,
-} from '../db/objects.ts';
+import { findObject, listObjects, objectIdByName, ofClassWhere, parseObjectQuery, computedDef } from '../db/objects.ts';
+import { objectView, type ObjectRow } from '../domain/views/objects.ts';
 import { runAggregate } from '../db/aggregates.ts';
 import { STATES, aggregateSignature, decodeAggregateCursor, encodeAggregateCursor, parseAggregateRequest } from '../domain/aggregates.ts';
 import { activeFields, type ActiveFields } from '../db/computed-fields.ts';

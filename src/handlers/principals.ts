@@ -5,7 +5,8 @@ import { forbidden, notFound } from '../domain/errors.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
 import { findPrincipalAccess, principalPermissionRows, type PrincipalAccess } from '../db/principals.ts';
-import { groupView, listPrincipalGroups, PRINCIPAL_GROUP_LIST } from '../db/groups.ts';
+import { listPrincipalGroups, PRINCIPAL_GROUP_LIST } from '../db/groups.ts';
+import { groupView } from '../domain/views/groups.ts';
 import type { Permission } from '../domain/authz.ts';
 
 /**

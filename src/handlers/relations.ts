@@ -8,9 +8,7 @@ import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { permissionsFilter, requireClassPermission, requireObjectPermission } from '../db/authz.ts';
 import {
-  CLASS_RELATION_KIND,
   CLASS_RELATION_LIST_SPEC,
-  OBJECT_RELATION_KIND,
   OBJECT_RELATION_LIST_SPEC,
   classRelationWhere,
   findClassRelation,
@@ -19,6 +17,7 @@ import {
   listObjectRelationRows,
   objectRelationWhere,
 } from '../db/relations.ts';
+import { CLASS_RELATION_KIND, OBJECT_RELATION_KIND } from '../domain/views/relations.ts';
 import {
   RELATED_CLASS_LIST_SPEC,
   RELATED_OBJECT_LIST_SPEC,

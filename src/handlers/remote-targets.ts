@@ -7,7 +7,8 @@ import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import { collectionWhere, requireCollectionPermission } from '../db/authz.ts';
-import { insertTask, toTaskWire } from '../db/tasks.ts';
+import { insertTask } from '../db/tasks.ts';
+import { toTaskWire } from '../domain/views/tasks.ts';
 import { parseIdempotencyKey } from '../domain/tasks.ts';
 import {
   REMOTE_TARGET_LIST_SPEC,
@@ -16,10 +17,9 @@ import {
   listRemoteTargetRows,
   loadSubjectContext,
   lockAndCountActiveRemoteCalls,
-  remoteTargetView,
   requireSubjectRead,
-  type RemoteTargetRow,
 } from '../db/remote-targets.ts';
+import { remoteTargetView, type RemoteTargetRow } from '../domain/views/remote-targets.ts';
 import { fieldsFromNew, parseSubject, subjectId } from '../domain/remote-targets.ts';
 import { inTx } from '../mutations/context.ts';
 import { createRemoteTarget, deleteRemoteTarget, updateRemoteTarget, type RemoteTargetPatch } from '../mutations/remote-targets.ts';

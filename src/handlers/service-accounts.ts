@@ -5,13 +5,8 @@ import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
-import {
-  findServiceAccount,
-  listServiceAccounts,
-  serviceAccountView,
-  SERVICE_ACCOUNT_LIST,
-  type ServiceAccountRow,
-} from '../db/service-accounts.ts';
+import { findServiceAccount, listServiceAccounts, SERVICE_ACCOUNT_LIST } from '../db/service-accounts.ts';
+import { serviceAccountView, type ServiceAccountRow } from '../domain/views/service-accounts.ts';
 import { inTx } from '../mutations/context.ts';
 import {
   createServiceAccount,

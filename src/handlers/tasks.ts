@@ -15,10 +15,9 @@ import {
   lockTask,
   setTaskCancelRequested,
   setTaskCancelled,
-  taskEventWire,
-  taskSnapshot,
-  toTaskWire,
 } from '../db/tasks.ts';
+import { taskSnapshot, toTaskWire } from '../domain/views/tasks.ts';
+import { taskEventWire } from '../domain/views/task-events.ts';
 import { canSeeTask, cancelOutcome } from '../domain/tasks.ts';
 
 export const tasksHandlers = {

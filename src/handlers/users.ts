@@ -6,7 +6,8 @@ import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
 import { consumeApproval } from '../db/approvals.ts';
-import { findUser, listUsers, userView, USER_LIST } from '../db/users.ts';
+import { findUser, listUsers, USER_LIST } from '../db/users.ts';
+import { userView } from '../domain/views/users.ts';
 import { inTx } from '../mutations/context.ts';
 import { createUser, deleteUser, updateUser } from '../mutations/users.ts';
 

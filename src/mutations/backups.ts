@@ -2,7 +2,8 @@
 // SVC_BACKUP_MAX_ACTIVE_TASKS). Used by createBackup and the admin command line.
 import { ApiError, conflict } from '../domain/errors.ts';
 import { withTx } from '../db/tx.ts';
-import { insertTask, type NewTask, type TaskRow } from '../db/tasks.ts';
+import { insertTask, type NewTask } from '../db/tasks.ts';
+import { type TaskRow } from '../domain/views/tasks.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { Deps } from '../deps.ts';
 import { dropExpiredBackupOutputs, hasIdempotentBackup, lockAndCountActiveBackups, noRestoreRunning } from '../db/backups.ts';

@@ -11,17 +11,8 @@ import type { Sql } from '../db/sql.ts';
 import { appendEvent } from '../db/events.ts';
 import type { Actor } from '../domain/actor.ts';
 import { requireClassPermission, requireCollectionPermission } from '../db/authz.ts';
-import {
-  classCreatedEvent,
-  classUpdatedEvent,
-  deleteClassCascade,
-  insertClass,
-  lockClass,
-  moveClassObjects,
-  updateClassRow,
-  type ClassRow,
-  type ClassValues,
-} from '../db/classes.ts';
+import { deleteClassCascade, insertClass, lockClass, moveClassObjects, updateClassRow, type ClassValues } from '../db/classes.ts';
+import { classCreatedEvent, classUpdatedEvent, type ClassRow } from '../domain/views/classes.ts';
 import {
   SchemaChangeRefused,
   checkClassSchemaChange,

@@ -4,7 +4,8 @@
 // and its event names both collections.
 import { notFound } from '../domain/errors.ts';
 import type { Permission } from '../domain/authz.ts';
-import { appendEvent, type NewEvent } from '../db/events.ts';
+import { appendEvent } from '../db/events.ts';
+import { type NewEvent } from '../domain/new-event.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import type { Db, TransactionSql } from '../db/sql.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';

@@ -8,7 +8,6 @@ import { appendEvent } from '../db/events.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import {
   collectionDependents,
-  collectionEvent,
   deleteCollectionRow,
   insertCollection,
   isSelfOrDescendant,
@@ -16,8 +15,8 @@ import {
   lockCollectionTree,
   setCollectionParent,
   updateCollectionRow,
-  type CollectionRow,
 } from '../db/collections.ts';
+import { collectionEvent, type CollectionRow } from '../domain/views/collections.ts';
 import { findGroup, grantPermissions, groupsWithGrants, revokePermissions } from '../db/permissions.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 

@@ -11,20 +11,12 @@ import {
 } from '../domain/computed.ts';
 import { jsonEqual } from '../domain/json-patch.ts';
 import type { Db } from '../db/sql.ts';
-import { appendEvent, type NewEvent } from '../db/events.ts';
+import { appendEvent } from '../db/events.ts';
+import { type NewEvent } from '../domain/new-event.ts';
 import { requireClassPermission, requireCollectionPermission } from '../db/authz.ts';
 import { findClassExpanded } from '../db/classes.ts';
-import {
-  computedFieldView,
-  countFields,
-  deleteField,
-  insertField,
-  lockClassFields,
-  lockField,
-  updateField,
-  type ComputedFieldRow,
-  type FieldValues,
-} from '../db/computed-fields.ts';
+import { countFields, deleteField, insertField, lockClassFields, lockField, updateField, type FieldValues } from '../db/computed-fields.ts';
+import { computedFieldView, type ComputedFieldRow } from '../domain/views/computed-fields.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'computed_field';

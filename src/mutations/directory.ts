@@ -5,8 +5,9 @@
 import { ApiError } from '../domain/errors.ts';
 import { appendEvent } from '../db/events.ts';
 import type { TransactionSql } from '../db/sql.ts';
-import { deleteMembership, groupEvent, insertMembership, lockGroup, membershipEvent, type GroupRow } from '../db/groups.ts';
-import { userCreatedEvent, userUpdatedEvent, type UserRow } from '../db/users.ts';
+import { deleteMembership, insertMembership, lockGroup } from '../db/groups.ts';
+import { groupEvent, membershipEvent, type GroupRow } from '../domain/views/groups.ts';
+import { userCreatedEvent, userUpdatedEvent, type UserRow } from '../domain/views/users.ts';
 import { lockUnrevokedTokens } from '../db/tokens.ts';
 import { revokeTokenAs } from './tokens.ts';
 import {

@@ -4,16 +4,8 @@
 import { conflict, notFound } from '../domain/errors.ts';
 import { applySinkPatch, sameJson, type SinkFields, type SinkPatch } from '../domain/event-subscriptions.ts';
 import { appendEvent } from '../db/events.ts';
-import {
-  deleteEventSinkRow,
-  eventSinkEvent,
-  insertEventSink,
-  lockEventSink,
-  sinkFields,
-  subscriptionRoutingsOfSink,
-  updateEventSinkRow,
-  type EventSinkRow,
-} from '../db/event-sinks.ts';
+import { deleteEventSinkRow, insertEventSink, lockEventSink, subscriptionRoutingsOfSink, updateEventSinkRow } from '../db/event-sinks.ts';
+import { eventSinkEvent, sinkFields, type EventSinkRow } from '../domain/views/event-sinks.ts';
 import { countSubscriptionsOfSink } from '../db/event-subscriptions.ts';
 import { validateSink, validateSinkChange } from '../sinks/index.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';

@@ -13,13 +13,12 @@ import { requireCollectionPermission } from '../db/authz.ts';
 import { findEventSink } from '../db/event-sinks.ts';
 import {
   deleteEventSubscriptionRow,
-  eventSubscriptionEvent,
   insertEventSubscription,
   lockEventSubscription,
   subscriptionFields,
   updateEventSubscriptionRow,
-  type EventSubscriptionRow,
 } from '../db/event-subscriptions.ts';
+import { eventSubscriptionEvent, type EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
 import { repointSubscriptionDeliveries } from '../db/event-deliveries.ts';
 import { requireListedRouting, validateSubscriptionForSink } from '../sinks/index.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';

@@ -5,15 +5,14 @@ import { applyTemplatePatch, sameTemplateFields, type PatchBody, type TemplateFi
 import type { TemplateLimits } from '../domain/templates.ts';
 import {
   deleteExportTemplateRow,
-  exportTemplateEvent,
   findExportTemplate,
   insertExportTemplate,
   lockExportTemplate,
   templateRowFields,
   updateExportTemplateRow,
   validateTemplateWithIncludes,
-  type ExportTemplateRow,
 } from '../db/export-templates.ts';
+import { exportTemplateEvent, type ExportTemplateRow } from '../domain/views/export-templates.ts';
 import {
   createInCollection,
   deleteInCollection,

@@ -7,19 +7,15 @@ import {
   deleteGroupRow,
   deleteMembership,
   findPrincipalForMembership,
-  groupEvent,
   groupMemberIds,
-  groupView,
   insertGroup,
   insertMembership,
   lockGroup,
-  membershipEvent,
   ownedServiceAccounts,
   shareLockGroup,
   updateGroupRow,
-  type GroupRow,
-  type MemberRow,
 } from '../db/groups.ts';
+import { groupEvent, groupView, membershipEvent, type GroupRow, type MemberRow } from '../domain/views/groups.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'group';

@@ -6,19 +6,11 @@ import { assertFitsClass } from '../domain/class-schema.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
 import { appendEvent } from '../db/events.ts';
 import { requireClassPermission, requireObjectPermission } from '../db/authz.ts';
-import { shareLockClass, type ClassRow } from '../db/classes.ts';
+import { shareLockClass } from '../db/classes.ts';
+import { type ClassRow } from '../domain/views/classes.ts';
 import { recordObjectCompliance } from '../db/class-schema-events.ts';
-import {
-  deleteObjectWithRelations,
-  insertObject,
-  lockObject,
-  objectCreatedEvent,
-  objectIdByName,
-  objectUpdatedEvent,
-  objectView,
-  updateObjectRow,
-  type ObjectRow,
-} from '../db/objects.ts';
+import { deleteObjectWithRelations, insertObject, lockObject, objectIdByName, updateObjectRow } from '../db/objects.ts';
+import { objectCreatedEvent, objectUpdatedEvent, objectView, type ObjectRow } from '../domain/views/objects.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'object';

@@ -8,10 +8,7 @@ import type { Db } from '../db/sql.ts';
 import { appendEvent } from '../db/events.ts';
 import { requireClassPermission, requireObjectPermission } from '../db/authz.ts';
 import {
-  CLASS_RELATION_KIND,
-  OBJECT_RELATION_KIND,
   assertRoomForRelation,
-  classRelationEvent,
   deleteClassRelationCascade,
   deleteObjectRelationRow,
   existingClassIds,
@@ -21,12 +18,17 @@ import {
   insertClassRelation,
   insertObjectRelation,
   lockRelationEnds,
-  objectRelationEvent,
   objectRelationExists,
   updateClassRelationRow,
-  type ClassRelationWithEnds,
   type ObjectRelationWithEnds,
 } from '../db/relations.ts';
+import {
+  CLASS_RELATION_KIND,
+  OBJECT_RELATION_KIND,
+  classRelationEvent,
+  objectRelationEvent,
+  type ClassRelationWithEnds,
+} from '../domain/views/relations.ts';
 import { maxRelationsInUse } from '../db/imports.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 

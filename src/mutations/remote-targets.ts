@@ -11,11 +11,10 @@ import {
   findRemoteTarget,
   insertRemoteTarget,
   lockRemoteTarget,
-  remoteTargetEvent,
   rowFields,
   updateRemoteTargetRow,
-  type RemoteTargetRow,
 } from '../db/remote-targets.ts';
+import { remoteTargetEvent, type RemoteTargetRow } from '../domain/views/remote-targets.ts';
 import { approvedRemoteTargetOrigins } from '../sinks/secrets.ts';
 import { createInCollection, deleteInCollection, updateInCollection, type CollectionResource } from './collection-resources.ts';
 import type { MutationContext, Written } from './context.ts';

@@ -10,11 +10,9 @@ import {
   disableServiceAccount as disableAccountRow,
   insertServiceAccount,
   lockServiceAccount,
-  serviceAccountEvent,
-  serviceAccountView,
   updateServiceAccountRow,
-  type ServiceAccountRow,
 } from '../db/service-accounts.ts';
+import { serviceAccountEvent, serviceAccountView, type ServiceAccountRow } from '../domain/views/service-accounts.ts';
 import { deletePrincipalRecorded } from './principals.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 

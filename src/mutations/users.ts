@@ -7,7 +7,8 @@ import { hashPassword } from '../domain/passwords.ts';
 import { appendEvent } from '../db/events.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { findUserPasswordHash } from '../db/approvals.ts';
-import { insertUser, lockUser, updateUserRow, userCreatedEvent, userUpdatedEvent, userView, type UserRow } from '../db/users.ts';
+import { insertUser, lockUser, updateUserRow } from '../db/users.ts';
+import { userCreatedEvent, userUpdatedEvent, userView, type UserRow } from '../domain/views/users.ts';
 import { deletePrincipalRecorded } from './principals.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 

@@ -20,7 +20,8 @@
 import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
-import { findEventSink, sinkDefinition } from '../db/event-sinks.ts';
+import { findEventSink } from '../db/event-sinks.ts';
+import { sinkDefinition } from '../domain/views/event-sinks.ts';
 import { findEventSubscription } from '../db/event-subscriptions.ts';
 import {
   claimDeliveries,

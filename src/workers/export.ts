@@ -15,7 +15,8 @@ import { withTx } from '../db/tx.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import { readSnapshot } from '../db/traversal.ts';
-import { findExportTemplate, fragmentSources, type ExportTemplateRow } from '../db/export-templates.ts';
+import { findExportTemplate, fragmentSources } from '../db/export-templates.ts';
+import { type ExportTemplateRow } from '../domain/views/export-templates.ts';
 import {
   clearExpiredExportOutputs,
   openExportSource,

@@ -95,7 +95,7 @@ import {
   type ResultAction,
   type ResultOutcome,
 } from '../domain/imports.ts';
-import type { TaskProgress } from '../db/tasks.ts';
+import type { TaskProgress } from '../domain/views/tasks.ts';
 import { templateFieldsFromNew } from '../domain/exports.ts';
 import { createExportTemplate, updateExportTemplate } from '../mutations/export-templates.ts';
 import { sinkFromNew, subscriptionFromNew, type SinkPatch, type SubscriptionPatch } from '../domain/event-subscriptions.ts';
