@@ -10,7 +10,7 @@ import { runTaskOnce } from '../src/workers/tasks.ts';
 import { recordRefusedSchemaChange, SchemaChangeRefused } from '../src/db/class-schema-events.ts';
 import { ExistingObjectsInvalid, schemaDigest } from '../src/domain/class-schema.ts';
 import type { Sql } from '../src/db/sql.ts';
-import type { ClassRow } from '../src/db/classes.ts';
+import type { ClassRow } from '../src/domain/views/classes.ts';
 
 let t: TestApp;
 beforeAll(async () => {

@@ -2,7 +2,8 @@
 // service's own write path); collections, classes, objects, groups and grants are fixture rows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { appendEvent, type NewEvent } from '../src/db/events.ts';
+import { appendEvent } from '../src/db/events.ts';
+import { type NewEvent } from '../src/domain/new-event.ts';
 import { SYSTEM_ACTOR, type Actor } from '../src/domain/actor.ts';
 import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
