@@ -311,7 +311,13 @@ describe('the web console', () => {
     await tree.getByText(col.name).waitFor();
     expect(await tree.locator('strong').allTextContents()).toEqual([col.name]);
     expect(await tree.getByRole('link').allTextContents()).toEqual([cls.name]);
-    await poll(() => mainNav().getByRole('link').allTextContents()).toEqual(['Collections', 'Search', 'Tasks', 'Audit events']);
+    await poll(() => mainNav().getByRole('link').allTextContents()).toEqual([
+      'Collections',
+      'Search',
+      'Tasks',
+      'Audit events',
+      'My tokens',
+    ]);
     await tree.getByRole('link', { name: cls.name }).click();
     await page.getByRole('link', { name: 'sw-1' }).click();
     await page.getByRole('heading', { name: 'sw-1' }).waitFor();

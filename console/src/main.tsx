@@ -1,4 +1,4 @@
-import { render } from 'preact';
+import { render, type JSX } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import './style.css';
 import { href, onLinkClick, useRoute } from './router.ts';
@@ -12,6 +12,11 @@ import { Tasks } from './views/Tasks.tsx';
 import { Deliveries } from './views/Deliveries.tsx';
 import { Search } from './views/Search.tsx';
 import { loadAccess, resetAccess } from './access.ts';
+import { Sinks, SinkDetail } from './views/Sinks.tsx';
+import { Subscriptions } from './views/Subscriptions.tsx';
+import { Users, UserDetail } from './views/Users.tsx';
+import { Groups, GroupDetail } from './views/Groups.tsx';
+import { MyTokens } from './views/Tokens.tsx';
 
 function App() {
   const route = useRoute();
@@ -48,7 +53,16 @@ function App() {
           <a href={href({ view: 'search' })}>Search</a>
           <a href={href({ view: 'tasks' })}>Tasks</a>
           <a href={href({ view: 'audit' })}>Audit events</a>
-          {admin && <a href={href({ view: 'deliveries' })}>Delivery health</a>}
+          <a href={href({ view: 'my-tokens' })}>My tokens</a>
+          {admin && (
+            <span class="nav-admin" role="group" aria-label="Administration">
+              <a href={href({ view: 'deliveries' })}>Delivery health</a>
+              <a href={href({ view: 'sinks' })}>Event sinks</a>
+              <a href={href({ view: 'subscriptions' })}>Subscriptions</a>
+              <a href={href({ view: 'users' })}>Users</a>
+              <a href={href({ view: 'groups' })}>Groups</a>
+            </span>
+          )}
         </nav>
         <button type="button" onClick={() => void signOut().then(recheck)}>
           Sign out
@@ -72,6 +86,16 @@ function App() {
               <p>{admin === null ? 'Loading…' : 'Only administrators see delivery health.'}</p>
             </section>
           ))}
+        {route.view === 'my-tokens' && <MyTokens onAuthLost={recheck} />}
+        {route.view === 'sinks' && adminOnly(admin, 'Event sinks', <Sinks onAuthLost={recheck} />)}
+        {route.view === 'sink' &&
+          adminOnly(admin, 'Event sink', <SinkDetail key={route.sinkId} sinkId={route.sinkId} onAuthLost={recheck} />)}
+        {route.view === 'subscriptions' && adminOnly(admin, 'Event subscriptions', <Subscriptions onAuthLost={recheck} />)}
+        {route.view === 'users' && adminOnly(admin, 'Users', <Users onAuthLost={recheck} />)}
+        {route.view === 'user' && adminOnly(admin, 'User', <UserDetail key={route.userId} userId={route.userId} onAuthLost={recheck} />)}
+        {route.view === 'groups' && adminOnly(admin, 'Groups', <Groups onAuthLost={recheck} />)}
+        {route.view === 'group' &&
+          adminOnly(admin, 'Group', <GroupDetail key={route.groupId} groupId={route.groupId} onAuthLost={recheck} />)}
         {route.view === 'not-found' && (
           <section>
             <h1>Not found</h1>
@@ -80,6 +104,17 @@ function App() {
         )}
       </main>
     </div>
+  );
+}
+
+/** An administration view for administrators; for everyone else only a note (the view is not offered). */
+function adminOnly(admin: boolean | null, title: string, view: JSX.Element) {
+  if (admin) return view;
+  return (
+    <section>
+      <h1>{title}</h1>
+      <p>{admin === null ? 'Loading…' : 'Only administrators see this page.'}</p>
+    </section>
   );
 }
 

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
 import { describeError, inv, signedIn } from '../session.ts';
 import { PagerControls, usePager } from '../pager.tsx';
+import { href } from '../router.ts';
 
 type Health = Schemas['DeliveryHealth'];
 const STATUSES = ['pending', 'in_flight', 'succeeded', 'failed', 'dead'] as const;
@@ -43,6 +44,9 @@ export function Deliveries({ onAuthLost }: { onAuthLost: () => void }) {
   return (
     <section>
       <h1>Delivery health</h1>
+      <p class="muted">
+        Manage <a href={href({ view: 'sinks' })}>event sinks</a> and <a href={href({ view: 'subscriptions' })}>subscriptions</a>.
+      </p>
       {error && (
         <p class="error" role="alert">
           {error}
@@ -94,7 +98,9 @@ export function Deliveries({ onAuthLost }: { onAuthLost: () => void }) {
                 <tbody>
                   {health.sinks.map((s) => (
                     <tr key={s.sink_id}>
-                      <td>{s.name}</td>
+                      <td>
+                        <a href={href({ view: 'sink', sinkId: s.sink_id })}>{s.name}</a>
+                      </td>
                       <td>{s.kind}</td>
                       <td>{s.enabled ? 'yes' : 'no'}</td>
                       {STATUSES.map((st) => (

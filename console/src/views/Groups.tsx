@@ -1,0 +1,297 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { Schemas } from '../../../clients/typescript/index.ts';
+import { inv, signedIn } from '../session.ts';
+import { PagerControls, usePager } from '../pager.tsx';
+import { href, navigate } from '../router.ts';
+import { ConfirmAction, ConfirmDelete, orNull, ProblemBox, problemOf, type Problem } from '../admin-ui.tsx';
+
+type Group = Schemas['Group'];
+type Member = Schemas['GroupMember'];
+const PAGE_SIZE = 25;
+
+/** Groups owned by a directory provider are read-only through the local operations (403). */
+const managedGroup = (g: Group) => g.managed_by !== null || g.identity_scope !== 'local';
+
+/** Groups (paged) and a form that creates a local group. Admins only. */
+export function Groups({ onAuthLost }: { onAuthLost: () => void }) {
+  const [generation, setGeneration] = useState(0);
+  const [form, setForm] = useState({ name: '', description: '' });
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const [created, setCreated] = useState<Group | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  const pager = usePager(
+    () => inv.pages('listGroups', { params: { query: { sort: 'name', limit: PAGE_SIZE, include_total: true } } }),
+    String(generation),
+    onAuthLost,
+  );
+
+  async function create(e: Event) {
+    e.preventDefault();
+    setProblem(null);
+    setCreated(null);
+    setBusy(true);
+    try {
+      const g = await inv.call('createGroup', { body: { name: form.name.trim(), description: orNull(form.description) } });
+      setCreated(g);
+      setForm({ name: '', description: '' });
+      setGeneration((n) => n + 1);
+    } catch (err) {
+      setProblem(problemOf(err));
+      if (!signedIn()) onAuthLost();
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <section>
+      <h1>Groups</h1>
+      {pager.error && (
+        <p class="error" role="alert">
+          {pager.error}
+        </p>
+      )}
+      <div class="table-wrap">
+        <table aria-label="Groups" aria-describedby="groups-status" aria-busy={pager.busy}>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Description</th>
+              <th scope="col">Identity scope</th>
+            </tr>
+          </thead>
+          <tbody>
+            {(pager.page?.items ?? []).map((g) => (
+              <tr key={g.id}>
+                <td>
+                  <a href={href({ view: 'group', groupId: g.id })}>{g.name}</a>
+                </td>
+                <td>{g.description || '—'}</td>
+                <td>
+                  {g.identity_scope}
+                  {managedGroup(g) && <span class="muted"> (directory, read-only)</span>}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <PagerControls pager={pager} size={PAGE_SIZE} noun="Groups" id="groups-status" />
+
+      <form class="edit admin-form" aria-label="New group" onSubmit={(e) => void create(e)}>
+        <h2>New group</h2>
+        <label for="group-name">Name</label>
+        <input id="group-name" required value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
+        <label for="group-description">Description (optional)</label>
+        <input id="group-description" value={form.description} onInput={(e) => setForm({ ...form, description: e.currentTarget.value })} />
+        <div class="actions">
+          <button type="submit" disabled={busy}>
+            Create group
+          </button>
+        </div>
+        <ProblemBox problem={problem} />
+        {created && (
+          <p class="ok" role="status">
+            Group <a href={href({ view: 'group', groupId: created.id })}>{created.name}</a> created.
+          </p>
+        )}
+      </form>
+    </section>
+  );
+}
+
+/** One group: name and description, delete, and its direct members (add a user by name, remove). Admins only. */
+export function GroupDetail({ groupId, onAuthLost }: { groupId: number; onAuthLost: () => void }) {
+  const [group, setGroup] = useState<Group | null>(null);
+  const [members, setMembers] = useState<Member[] | null>(null);
+  const [generation, setGeneration] = useState(0);
+  const [form, setForm] = useState({ name: '', description: '' });
+  const [memberName, setMemberName] = useState('');
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  function fail(e: unknown) {
+    setProblem(problemOf(e));
+    if (!signedIn()) onAuthLost();
+  }
+
+  function show(g: Group) {
+    setGroup(g);
+    setForm({ name: g.name, description: g.description ?? '' });
+  }
+
+  useEffect(() => {
+    inv.call('getGroup', { params: { path: { group_id: groupId } } }).then(show, fail);
+  }, [groupId]);
+
+  useEffect(() => {
+    (async () => {
+      const list: Member[] = [];
+      for await (const m of inv.paginate('listGroupMembers', {
+        params: { path: { group_id: groupId }, query: { sort: 'name', limit: 250 } },
+      }))
+        list.push(m);
+      setMembers(list);
+    })().catch(fail);
+  }, [groupId, generation]);
+
+  async function save(e: Event) {
+    e.preventDefault();
+    if (!group) return;
+    setProblem(null);
+    setMessage(null);
+    setBusy(true);
+    try {
+      const body: Schemas['UpdateGroup'] = {};
+      if (form.name.trim() !== group.name) body.name = form.name.trim();
+      if (form.description.trim() !== (group.description ?? '')) body.description = orNull(form.description);
+      show(await inv.call('updateGroup', { params: { path: { group_id: group.id } }, body }));
+      setMessage(Object.keys(body).length === 0 ? 'Nothing changed.' : 'Saved.');
+    } catch (err) {
+      fail(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function remove() {
+    if (!group) return;
+    setProblem(null);
+    try {
+      await inv.call('deleteGroup', { params: { path: { group_id: group.id } } });
+      navigate(href({ view: 'groups' }));
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  async function add(e: Event) {
+    e.preventDefault();
+    setProblem(null);
+    setMessage(null);
+    const name = memberName.trim();
+    try {
+      const [user] = await inv.call('listUsers', { params: { query: { name, identity_scope: 'local', limit: 1 } } });
+      if (!user) {
+        setProblem({ message: `No local user is named “${name}”.`, details: [], status: null });
+        return;
+      }
+      const m = await inv.call('addGroupMember', { params: { path: { group_id: groupId, principal_id: user.id } } });
+      setMessage(`${m.name} added.`);
+      setMemberName('');
+      setGeneration((n) => n + 1);
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  async function removeMember(m: Member) {
+    setProblem(null);
+    setMessage(null);
+    try {
+      await inv.call('removeGroupMember', { params: { path: { group_id: groupId, principal_id: m.id } } });
+      setMessage(`${m.name} removed.`);
+      setGeneration((n) => n + 1);
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  if (!group)
+    return (
+      <section>
+        <p>
+          <a href={href({ view: 'groups' })}>Groups</a>
+        </p>
+        <h1>Group {groupId}</h1>
+        <ProblemBox problem={problem} />
+        {!problem && <p aria-busy="true">Loading…</p>}
+      </section>
+    );
+
+  const managed = managedGroup(group);
+  return (
+    <section>
+      <p class="crumbs">
+        <a href={href({ view: 'groups' })}>Groups</a> /
+      </p>
+      <h1>{group.name}</h1>
+      {managed && (
+        <p class="conflict" id="group-managed">
+          This group is managed by {group.managed_by ?? group.identity_scope}: its name, description and members are read-only here.
+        </p>
+      )}
+      <ProblemBox problem={problem} />
+      {message && (
+        <p class="ok" role="status">
+          {message}
+        </p>
+      )}
+      <form class="edit admin-form" aria-label="Group" onSubmit={(e) => void save(e)}>
+        <fieldset disabled={managed}>
+          <label for="edit-group-name">Name</label>
+          <input id="edit-group-name" required value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
+          <label for="edit-group-description">Description</label>
+          <input
+            id="edit-group-description"
+            value={form.description}
+            onInput={(e) => setForm({ ...form, description: e.currentTarget.value })}
+          />
+          <div class="actions">
+            <button type="submit" disabled={busy}>
+              Save group
+            </button>
+            <ConfirmDelete what={`group ${group.name}`} onConfirm={remove} />
+          </div>
+        </fieldset>
+      </form>
+      <h2>Members</h2>
+      {members === null ? (
+        <p aria-busy="true">Loading…</p>
+      ) : members.length === 0 ? (
+        <p>No members.</p>
+      ) : (
+        <div class="table-wrap">
+          <table aria-label={`Members of ${group.name}`}>
+            <thead>
+              <tr>
+                <th scope="col">Name</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Identity scope</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {members.map((m) => (
+                <tr key={m.id}>
+                  <td>{m.kind === 'human' ? <a href={href({ view: 'user', userId: m.id })}>{m.name}</a> : m.name}</td>
+                  <td>{m.kind === 'human' ? 'user' : 'service account'}</td>
+                  <td>{m.identity_scope}</td>
+                  <td>
+                    <ConfirmAction
+                      verb="Remove"
+                      what={`${m.name} from ${group.name}`}
+                      disabled={managed}
+                      onConfirm={() => removeMember(m)}
+                    />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      <form class="filter" aria-label="Add a member" onSubmit={(e) => void add(e)}>
+        <label for="member-name">User name</label>
+        <input id="member-name" required disabled={managed} value={memberName} onInput={(e) => setMemberName(e.currentTarget.value)} />
+        <button type="submit" disabled={managed}>
+          Add member
+        </button>
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,379 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { Schemas } from '../../../clients/typescript/index.ts';
+import { inv, signedIn } from '../session.ts';
+import { href } from '../router.ts';
+import { ConfirmDelete, names, ProblemBox, problemOf, type Problem } from '../admin-ui.tsx';
+
+type Subscription = Schemas['EventSubscription'];
+type Sink = Schemas['EventSink'];
+const SYSTEM = 'system';
+
+const list = (v: string) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+function destination(s: Subscription): string {
+  const r = s.routing;
+  if (r.url) return r.url;
+  if (r.stream) return `stream ${r.stream}`;
+  if (r.recipients) return r.recipients.join(', ');
+  return '—';
+}
+
+interface Draft {
+  name: string;
+  sink: string;
+  description: string;
+  entity_types: string;
+  actions: string;
+  url: string;
+  stream: string;
+  recipients: string;
+  filter: string;
+  enabled: boolean;
+}
+
+const BLANK: Draft = {
+  name: '',
+  sink: '',
+  description: '',
+  entity_types: 'object',
+  actions: 'created, updated, deleted',
+  url: '',
+  stream: '',
+  recipients: '',
+  filter: '',
+  enabled: true,
+};
+
+/**
+ * Event subscriptions, system-wide or of one collection: the list (enable/disable, delete, a link to
+ * preview or test through the sink) and a form that creates one. Admins only.
+ */
+export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
+  const [scope, setScope] = useState(() => new URLSearchParams(window.location.search).get('collection') ?? SYSTEM);
+  const [collections, setCollections] = useState<Schemas['Collection'][]>([]);
+  const [sinks, setSinks] = useState<Sink[]>([]);
+  const [subs, setSubs] = useState<Subscription[] | null>(null);
+  const [generation, setGeneration] = useState(0);
+  const [draft, setDraft] = useState<Draft>(BLANK);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const [listProblem, setListProblem] = useState<Problem | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  const [busy, setBusy] = useState(false);
+
+  function fail(e: unknown, set: (p: Problem) => void = setProblem) {
+    set(problemOf(e));
+    if (!signedIn()) onAuthLost();
+  }
+
+  useEffect(() => {
+    (async () => {
+      const cs: Schemas['Collection'][] = [];
+      for await (const c of inv.paginate('listCollections', { params: { query: { sort: 'name', limit: 500 } } })) cs.push(c);
+      setCollections(cs);
+      const ss: Sink[] = [];
+      for await (const s of inv.paginate('listEventSinks', { params: { query: { sort: 'name', limit: 250 } } })) ss.push(s);
+      setSinks(ss);
+      setDraft((d) => (d.sink === '' && ss[0] ? { ...d, sink: String(ss[0].id) } : d));
+    })().catch((e: unknown) => fail(e, setListProblem));
+  }, []);
+
+  useEffect(() => {
+    setSubs(null);
+    setListProblem(null);
+    let live = true;
+    (async () => {
+      const out: Subscription[] = [];
+      const it =
+        scope === SYSTEM
+          ? inv.paginate('listSystemEventSubscriptions', { params: { query: { sort: 'name', limit: 250 } } })
+          : inv.paginate('listCollectionEventSubscriptions', {
+              params: { path: { collection_id: Number(scope) }, query: { sort: 'name', limit: 250 } },
+            });
+      for await (const s of it) out.push(s);
+      if (live) setSubs(out);
+    })().catch((e: unknown) => fail(e, setListProblem));
+    return () => {
+      live = false;
+    };
+  }, [scope, generation]);
+
+  const sinkById = new Map(sinks.map((s) => [s.id, s]));
+  const chosen = sinkById.get(Number(draft.sink));
+  const scopeName = scope === SYSTEM ? 'system-wide' : (collections.find((c) => String(c.id) === scope)?.name ?? `collection ${scope}`);
+
+  async function create(e: Event) {
+    e.preventDefault();
+    setProblem(null);
+    setMessage(null);
+    let filter: Schemas['SubscriptionFilter'] | undefined;
+    if (draft.filter.trim() !== '') {
+      try {
+        filter = JSON.parse(draft.filter) as Schemas['SubscriptionFilter'];
+      } catch (err) {
+        setProblem({ message: 'The filter is not valid JSON.', details: [{ path: 'filter', message: String(err) }], status: null });
+        return;
+      }
+    }
+    const routing: Schemas['SubscriptionRouting'] = {};
+    if (chosen?.kind === 'webhook' && draft.url.trim() !== '') routing.url = draft.url.trim();
+    if (chosen?.kind === 'redis_stream') routing.stream = draft.stream.trim();
+    if (chosen?.kind === 'email') routing.recipients = list(draft.recipients);
+    const body: Schemas['NewEventSubscription'] = {
+      sink_id: Number(draft.sink),
+      name: draft.name.trim(),
+      description: draft.description.trim(),
+      entity_types: list(draft.entity_types),
+      actions: list(draft.actions),
+      routing,
+      enabled: draft.enabled,
+      ...(filter ? { filter } : {}),
+    };
+    setBusy(true);
+    try {
+      const s =
+        scope === SYSTEM
+          ? await inv.call('createSystemEventSubscription', { body })
+          : await inv.call('createCollectionEventSubscription', { params: { path: { collection_id: Number(scope) } }, body });
+      setMessage(`Subscription ${s.name} (id ${s.id}) created.`);
+      setDraft({ ...BLANK, sink: draft.sink });
+      setGeneration((g) => g + 1);
+    } catch (err) {
+      fail(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function toggle(s: Subscription) {
+    setMessage(null);
+    setListProblem(null);
+    const body = { enabled: !s.enabled };
+    try {
+      if (s.collection_id === null) await inv.call('updateSystemEventSubscription', { params: { path: { subscription_id: s.id } }, body });
+      else
+        await inv.call('updateCollectionEventSubscription', {
+          params: { path: { collection_id: s.collection_id, subscription_id: s.id } },
+          body,
+        });
+      setMessage(`Subscription ${s.name} ${body.enabled ? 'enabled' : 'disabled'}.`);
+      setGeneration((g) => g + 1);
+    } catch (err) {
+      fail(err, setListProblem);
+    }
+  }
+
+  async function remove(s: Subscription) {
+    setMessage(null);
+    setListProblem(null);
+    try {
+      if (s.collection_id === null) await inv.call('deleteSystemEventSubscription', { params: { path: { subscription_id: s.id } } });
+      else
+        await inv.call('deleteCollectionEventSubscription', {
+          params: { path: { collection_id: s.collection_id, subscription_id: s.id } },
+        });
+      setMessage(`Subscription ${s.name} deleted.`);
+      setGeneration((g) => g + 1);
+    } catch (err) {
+      fail(err, setListProblem);
+    }
+  }
+
+  return (
+    <section>
+      <h1>Event subscriptions</h1>
+      <p class="muted">
+        Which events go to which <a href={href({ view: 'sinks' })}>event sink</a>, and where. System-wide subscriptions see collection-less
+        events (users, groups, tokens, …); a collection's see the events of that collection.
+      </p>
+      <div class="filter">
+        <label for="subs-scope">Scope</label>
+        <select id="subs-scope" value={scope} onChange={(e) => setScope(e.currentTarget.value)}>
+          <option value={SYSTEM}>System-wide</option>
+          {collections.map((c) => (
+            <option key={c.id} value={String(c.id)}>
+              Collection {c.name}
+            </option>
+          ))}
+        </select>
+      </div>
+      <ProblemBox problem={listProblem} />
+      {message && (
+        <p class="ok" role="status">
+          {message}
+        </p>
+      )}
+      {subs === null ? (
+        !listProblem && <p aria-busy="true">Loading…</p>
+      ) : subs.length === 0 ? (
+        <p>No subscriptions ({scopeName}).</p>
+      ) : (
+        <div class="table-wrap">
+          <table aria-label={`Subscriptions (${scopeName})`}>
+            <thead>
+              <tr>
+                <th scope="col">Id</th>
+                <th scope="col">Name</th>
+                <th scope="col">Sink</th>
+                <th scope="col">Events</th>
+                <th scope="col">Destination</th>
+                <th scope="col">Enabled</th>
+                <th scope="col">
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {subs.map((s) => (
+                <tr key={s.id} data-subscription-id={s.id}>
+                  <td>{s.id}</td>
+                  <td>{s.name}</td>
+                  <td>
+                    <a href={href({ view: 'sink', sinkId: s.sink_id })}>{sinkById.get(s.sink_id)?.name ?? `sink ${s.sink_id}`}</a>
+                  </td>
+                  <td>
+                    {s.entity_types.join(', ')}: {s.actions.join(', ')}
+                  </td>
+                  <td class="wrap">{destination(s)}</td>
+                  <td>{s.enabled ? 'yes' : 'no'}</td>
+                  <td class="row-actions">
+                    <button
+                      type="button"
+                      aria-label={`${s.enabled ? 'Disable' : 'Enable'} subscription ${s.name}`}
+                      onClick={() => void toggle(s)}
+                    >
+                      {s.enabled ? 'Disable' : 'Enable'}
+                    </button>
+                    <a
+                      href={`${href({ view: 'sink', sinkId: s.sink_id })}?subscription=${s.id}`}
+                      aria-label={`Preview or test subscription ${s.name}`}
+                    >
+                      Preview or test
+                    </a>
+                    <ConfirmDelete what={`subscription ${s.name}`} onConfirm={() => remove(s)} />
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+
+      <form class="edit admin-form" aria-label="New subscription" onSubmit={(e) => void create(e)}>
+        <h2>New subscription ({scopeName})</h2>
+        {sinks.length === 0 ? (
+          <p>
+            Create an <a href={href({ view: 'sinks' })}>event sink</a> first.
+          </p>
+        ) : (
+          <>
+            <label for="sub-name">Name</label>
+            <input
+              id="sub-name"
+              required
+              value={draft.name}
+              aria-invalid={names(problem, 'name')}
+              onInput={(e) => setDraft({ ...draft, name: e.currentTarget.value })}
+            />
+            <label for="sub-sink">Sink</label>
+            <select id="sub-sink" value={draft.sink} onChange={(e) => setDraft({ ...draft, sink: e.currentTarget.value })}>
+              {sinks.map((s) => (
+                <option key={s.id} value={String(s.id)}>
+                  {s.name} ({s.kind})
+                </option>
+              ))}
+            </select>
+            <label for="sub-description">Description (optional)</label>
+            <input
+              id="sub-description"
+              value={draft.description}
+              onInput={(e) => setDraft({ ...draft, description: e.currentTarget.value })}
+            />
+            <label for="sub-types">Entity types (comma-separated)</label>
+            <input
+              id="sub-types"
+              required
+              value={draft.entity_types}
+              aria-invalid={names(problem, 'entity_types')}
+              aria-describedby="sub-types-help"
+              onInput={(e) => setDraft({ ...draft, entity_types: e.currentTarget.value })}
+            />
+            <p id="sub-types-help" class="muted">
+              e.g. collection, class, object, object_relation, user, group, token, task, event_sink
+            </p>
+            <label for="sub-actions">Actions (comma-separated)</label>
+            <input
+              id="sub-actions"
+              required
+              value={draft.actions}
+              aria-invalid={names(problem, 'actions')}
+              onInput={(e) => setDraft({ ...draft, actions: e.currentTarget.value })}
+            />
+            {chosen?.kind === 'webhook' && (
+              <>
+                <label for="sub-url">Destination URL (https://; empty when the sink fixes it)</label>
+                <input
+                  id="sub-url"
+                  type="url"
+                  value={draft.url}
+                  aria-invalid={names(problem, 'routing')}
+                  onInput={(e) => setDraft({ ...draft, url: e.currentTarget.value })}
+                />
+              </>
+            )}
+            {chosen?.kind === 'redis_stream' && (
+              <>
+                <label for="sub-stream">Stream key</label>
+                <input
+                  id="sub-stream"
+                  required
+                  value={draft.stream}
+                  aria-invalid={names(problem, 'routing')}
+                  onInput={(e) => setDraft({ ...draft, stream: e.currentTarget.value })}
+                />
+              </>
+            )}
+            {chosen?.kind === 'email' && (
+              <>
+                <label for="sub-recipients">Recipients (comma-separated)</label>
+                <input
+                  id="sub-recipients"
+                  required
+                  value={draft.recipients}
+                  aria-invalid={names(problem, 'routing')}
+                  onInput={(e) => setDraft({ ...draft, recipients: e.currentTarget.value })}
+                />
+              </>
+            )}
+            <label for="sub-filter">Filter (JSON, optional)</label>
+            <textarea
+              id="sub-filter"
+              rows={3}
+              spellcheck={false}
+              aria-describedby="sub-filter-help"
+              value={draft.filter}
+              aria-invalid={names(problem, 'filter')}
+              onInput={(e) => setDraft({ ...draft, filter: e.currentTarget.value })}
+            />
+            <p id="sub-filter-help" class="muted">
+              Narrows the events, e.g. {'{"entity_names": ["web-1"], "actor_kinds": ["user"]}'}; empty matches every event above.
+            </p>
+            <label class="check">
+              <input type="checkbox" checked={draft.enabled} onChange={(e) => setDraft({ ...draft, enabled: e.currentTarget.checked })} />{' '}
+              Enabled
+            </label>
+            <div class="actions">
+              <button type="submit" disabled={busy}>
+                Create subscription
+              </button>
+            </div>
+          </>
+        )}
+        <ProblemBox problem={problem} />
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,298 @@
+import { useEffect, useState } from 'preact/hooks';
+import type { Schemas } from '../../../clients/typescript/index.ts';
+import { inv, signedIn } from '../session.ts';
+import { PagerControls, usePager } from '../pager.tsx';
+import { loadAccess } from '../access.ts';
+import { approve, ConfirmAction, ConfirmPassword, orNull, ProblemBox, problemOf, type Problem } from '../admin-ui.tsx';
+
+type Token = Schemas['Token'];
+type State = 'active' | 'all' | 'expired' | 'revoked';
+const PAGE_SIZE = 25;
+
+function when(ts: string | null): string {
+  return ts === null ? '—' : new Date(ts).toLocaleString();
+}
+
+function stateOf(t: Token): string {
+  return t.revoked_at !== null ? 'revoked' : t.expired ? 'expired' : t.active ? 'active' : 'inactive';
+}
+
+/** A freshly issued secret: shown once, kept only in this component's state, never stored. */
+function Secret({ issued, onDone }: { issued: { token: string; expires_at: string; label: string }; onDone: () => void }) {
+  const [copied, setCopied] = useState<string | null>(null);
+  async function copy() {
+    try {
+      await navigator.clipboard.writeText(issued.token);
+      setCopied('Copied to the clipboard.');
+    } catch {
+      const input = document.getElementById('token-secret') as HTMLInputElement | null;
+      input?.focus();
+      input?.select();
+      setCopied('Selected: press Ctrl+C (⌘C) to copy.');
+    }
+  }
+  return (
+    <div class="secret" role="region" aria-label="New token secret">
+      <p role="status">
+        {issued.label} (expires {when(issued.expires_at)}). <strong>Copy it now: it is shown only once</strong> and the console does not
+        keep it.
+      </p>
+      <label for="token-secret">Token secret</label>
+      <div class="secret-row">
+        <input id="token-secret" readOnly value={issued.token} onFocus={(e) => e.currentTarget.select()} spellcheck={false} />
+        <button type="button" onClick={() => void copy()}>
+          Copy
+        </button>
+        <button type="button" onClick={onDone}>
+          Done, hide it
+        </button>
+      </div>
+      {copied && <p class="muted">{copied}</p>}
+    </div>
+  );
+}
+
+/**
+ * A principal's tokens: the list (by state, paged), minting one (its secret shown once), renewing
+ * (a new token, secret shown once) and revoking. Minting and renewing need the caller's password
+ * (a credential approval for that exact request).
+ */
+export function TokenPanel({ principalId, who, onAuthLost }: { principalId: number; who: string; onAuthLost: () => void }) {
+  const [state, setState] = useState<State>('active');
+  const [generation, setGeneration] = useState(0);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const [message, setMessage] = useState<string | null>(null);
+  const [issued, setIssued] = useState<{ token: string; expires_at: string; label: string } | null>(null);
+  const [current, setCurrent] = useState<number | null>(null);
+  const [form, setForm] = useState({ name: '', description: '', expires: '', password: '' });
+  const [busy, setBusy] = useState(false);
+  const [renewing, setRenewing] = useState<Token | null>(null);
+  const [renewPassword, setRenewPassword] = useState('');
+
+  useEffect(() => {
+    loadAccess().then(
+      (a) => setCurrent(a.me.token.id),
+      () => setCurrent(null),
+    );
+  }, []);
+
+  const pager = usePager(
+    () =>
+      inv.pages('listPrincipalTokens', {
+        params: { path: { principal_id: principalId }, query: { state, limit: PAGE_SIZE, include_total: true } },
+      }),
+    `${principalId}/${state}/${generation}`,
+    onAuthLost,
+  );
+
+  function fail(e: unknown) {
+    setProblem(problemOf(e));
+    if (!signedIn()) onAuthLost();
+  }
+
+  async function mint(e: Event) {
+    e.preventDefault();
+    setProblem(null);
+    setMessage(null);
+    setBusy(true);
+    try {
+      const body: Schemas['TokenMintRequest'] = {
+        ...(orNull(form.name) !== null ? { name: form.name.trim() } : {}),
+        ...(orNull(form.description) !== null ? { description: form.description.trim() } : {}),
+        ...(form.expires ? { expires_at: new Date(form.expires).toISOString() } : {}),
+      };
+      const approval = await approve(form.password, { kind: 'create_token', principal_id: principalId, token: body });
+      const res = await inv.call('createPrincipalToken', {
+        params: { path: { principal_id: principalId }, header: { 'X-Svc-Credential-Approval': approval } },
+        body,
+      });
+      setIssued({ token: res.token, expires_at: res.expires_at, label: `New token${body.name ? ` “${body.name}”` : ''} for ${who}` });
+      setForm({ name: '', description: '', expires: '', password: '' });
+      setGeneration((g) => g + 1);
+    } catch (err) {
+      fail(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function renew(e: Event) {
+    e.preventDefault();
+    if (!renewing) return;
+    setProblem(null);
+    setMessage(null);
+    setBusy(true);
+    try {
+      const approval = await approve(renewPassword, { kind: 'renew_token', principal_id: principalId, token_id: renewing.id, token: {} });
+      const res = await inv.call('renewPrincipalToken', {
+        params: { path: { principal_id: principalId, token_id: renewing.id }, header: { 'X-Svc-Credential-Approval': approval } },
+        body: {},
+      });
+      setIssued({ token: res.token, expires_at: res.expires_at, label: `Renewal of token ${renewing.id} for ${who}` });
+      setRenewing(null);
+      setRenewPassword('');
+      setGeneration((g) => g + 1);
+    } catch (err) {
+      fail(err);
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  async function revoke(t: Token) {
+    setProblem(null);
+    setMessage(null);
+    try {
+      await inv.call('revokePrincipalToken', { params: { path: { principal_id: principalId, token_id: t.id } } });
+      setMessage(`Token ${t.id} revoked.`);
+      setGeneration((g) => g + 1);
+    } catch (err) {
+      fail(err);
+    }
+  }
+
+  return (
+    <div class="tokens">
+      {issued && <Secret issued={issued} onDone={() => setIssued(null)} />}
+      <ProblemBox problem={problem} />
+      {message && (
+        <p class="ok" role="status">
+          {message}
+        </p>
+      )}
+      <div class="filter">
+        <label for={`token-state-${principalId}`}>Show</label>
+        <select id={`token-state-${principalId}`} value={state} onChange={(e) => setState(e.currentTarget.value as State)}>
+          <option value="active">active tokens</option>
+          <option value="expired">expired tokens</option>
+          <option value="revoked">revoked tokens</option>
+          <option value="all">all tokens</option>
+        </select>
+      </div>
+      {pager.error && (
+        <p class="error" role="alert">
+          {pager.error}
+        </p>
+      )}
+      <div class="table-wrap">
+        <table aria-label={`Tokens of ${who}`} aria-describedby="tokens-status" aria-busy={pager.busy}>
+          <thead>
+            <tr>
+              <th scope="col">Id</th>
+              <th scope="col">Name</th>
+              <th scope="col">Issued</th>
+              <th scope="col">Expires</th>
+              <th scope="col">Last used</th>
+              <th scope="col">State</th>
+              <th scope="col">
+                <span class="visually-hidden">Actions</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {(pager.page?.items ?? []).map((t) => (
+              <tr key={t.id} data-token-id={t.id}>
+                <td>{t.id}</td>
+                <td>
+                  {t.name ?? '—'}
+                  {t.id === current && <span class="muted"> (this session)</span>}
+                </td>
+                <td>{when(t.issued)}</td>
+                <td>{when(t.expires_at)}</td>
+                <td>{when(t.last_used_at)}</td>
+                <td class="token-state">{stateOf(t)}</td>
+                <td class="row-actions">
+                  {t.revoked_at === null && (
+                    <>
+                      <button
+                        type="button"
+                        aria-label={`Renew token ${t.id}`}
+                        onClick={() => {
+                          setRenewing(t);
+                          setRenewPassword('');
+                        }}
+                      >
+                        Renew
+                      </button>
+                      <ConfirmAction verb="Revoke" what={`token ${t.id}`} onConfirm={() => revoke(t)} />
+                    </>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      <PagerControls pager={pager} size={PAGE_SIZE} noun="Tokens" id="tokens-status" />
+      {renewing && (
+        <form class="edit admin-form" aria-label={`Renew token ${renewing.id}`} onSubmit={(e) => void renew(e)}>
+          <h3>Renew token {renewing.id}</h3>
+          <p class="muted">A new token with the same name and scope; this one stays as it is until it expires or is revoked.</p>
+          <ConfirmPassword id="renew-password" value={renewPassword} onInput={setRenewPassword} />
+          <div class="actions">
+            <button type="submit" disabled={busy}>
+              Renew
+            </button>
+            <button type="button" onClick={() => setRenewing(null)}>
+              Cancel
+            </button>
+          </div>
+        </form>
+      )}
+      <form class="edit admin-form" aria-label="New token" onSubmit={(e) => void mint(e)}>
+        <h3>New token</h3>
+        <label for="token-name">Name (optional)</label>
+        <input id="token-name" value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
+        <label for="token-description">Description (optional)</label>
+        <input id="token-description" value={form.description} onInput={(e) => setForm({ ...form, description: e.currentTarget.value })} />
+        <label for="token-expires">Expires (optional; default: the service's token lifetime)</label>
+        <input
+          id="token-expires"
+          type="datetime-local"
+          value={form.expires}
+          onInput={(e) => setForm({ ...form, expires: e.currentTarget.value })}
+        />
+        <ConfirmPassword id="token-password" value={form.password} onInput={(password) => setForm({ ...form, password })} />
+        <div class="actions">
+          <button type="submit" disabled={busy}>
+            Create token
+          </button>
+        </div>
+      </form>
+    </div>
+  );
+}
+
+/** The signed-in person's own tokens (every human may manage their own). */
+export function MyTokens({ onAuthLost }: { onAuthLost: () => void }) {
+  const [me, setMe] = useState<Schemas['Me'] | null>(null);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  useEffect(() => {
+    loadAccess().then(
+      (a) => setMe(a.me),
+      (e: unknown) => {
+        setProblem(problemOf(e));
+        if (!signedIn()) onAuthLost();
+      },
+    );
+  }, []);
+  return (
+    <section>
+      <h1>My tokens</h1>
+      <ProblemBox problem={problem} />
+      {!me ? (
+        !problem && <p aria-busy="true">Loading…</p>
+      ) : me.principal.kind !== 'human' || me.token.scope !== null ? (
+        <p>Tokens are managed by a person signed in with an unscoped token.</p>
+      ) : (
+        <>
+          <p class="muted">
+            Bearer tokens of {me.principal.name} for scripts and the SDK. The console's own session is one of them (marked “this session”):
+            revoking it signs you out.
+          </p>
+          <TokenPanel principalId={me.principal.id} who={me.principal.name} onAuthLost={onAuthLost} />
+        </>
+      )}
+    </section>
+  );
+}
