@@ -9,9 +9,9 @@ import {
   approvalTargets,
   operationHash,
   reauthenticationRequired,
-  type ApprovalKind,
   type ApprovalOperation,
 } from '../domain/credential-approval.ts';
+import { type ApprovalRow, approvalSnapshot } from '../domain/views/approvals.ts';
 
 /** Who asks for an approval or presents one: the caller's principal and bearer token, and its audit actor. */
 export interface Approver {
@@ -25,20 +25,6 @@ export interface Approver {
 /** An approval as a request presents it: the approver and the approval id it names (undefined: none). */
 export interface PresentedApproval extends Approver {
   approvalId: string | undefined;
-}
-
-export interface ApprovalRow {
-  id: number;
-  kind: ApprovalKind;
-  approved_by: number;
-  token_id: number;
-  target_principal_id: number | null;
-  target_token_id: number | null;
-  target_restore_id: number | null;
-  token_expires_at: Date | null;
-  created_at: Date;
-  expires_at: Date;
-  consumed_at: Date | null;
 }
 
 /**
@@ -139,23 +125,6 @@ export async function deleteExpiredApprovals(db: Db, before: Date, limit: number
     where id in (select id from credential_approvals where expires_at < ${before} order by id limit ${limit})
     returning id`;
   return rows.length;
-}
-
-/** The audit snapshot of an approval: never the approval id, the password or the approved body. */
-export function approvalSnapshot(r: ApprovalRow): Record<string, unknown> {
-  return {
-    id: r.id,
-    kind: r.kind,
-    approved_by: r.approved_by,
-    token_id: r.token_id,
-    target_principal_id: r.target_principal_id,
-    target_token_id: r.target_token_id,
-    target_restore_id: r.target_restore_id,
-    token_expires_at: r.token_expires_at,
-    created_at: r.created_at,
-    expires_at: r.expires_at,
-    consumed_at: r.consumed_at,
-  };
 }
 
 /** The password hash of a human (null when none is set or the principal is not a human). */

@@ -108,16 +108,11 @@ export async function findEventsByIds(db: Db, ids: number[]): Promise<StoredEven
 
 // ---- the delivery worker ----------------------------------------------------------------------
 
-export interface ClaimedDelivery {
+/** A delivery the worker claimed: the columns it works with and the token that fences its result. */
+export type ClaimedDelivery = Pick<EventDeliveryRow, 'id' | 'event_id' | 'subscription_id' | 'sink_id' | 'purpose' | 'attempts'> & {
   [key: string]: unknown;
-  id: number;
-  event_id: string;
-  subscription_id: number;
-  sink_id: number;
-  purpose: 'event' | 'test';
-  attempts: number;
   claim_token: string;
-}
+};
 
 export interface DeliveryClaimFilter {
   /** Only rows of these sinks (tests sharing a database). */

@@ -28,20 +28,6 @@ function scopeWhere(db: Db, collectionId: number | null): Fragment {
   return (collectionId === null ? db`s.collection_id is null` : db`s.collection_id = ${collectionId}::int`) as Fragment;
 }
 
-export function subscriptionFields(r: EventSubscriptionRow): SubscriptionFields {
-  return {
-    collection_id: r.collection_id,
-    sink_id: r.sink_id,
-    name: r.name,
-    description: r.description,
-    entity_types: r.entity_types,
-    actions: r.actions,
-    filter: r.filter,
-    routing: r.routing,
-    enabled: r.enabled,
-  };
-}
-
 export function listEventSubscriptionRows(
   db: Db,
   collectionId: number | null,

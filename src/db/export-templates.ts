@@ -29,18 +29,6 @@ function cols(db: Db): Fragment {
     et.created_at, et.updated_at, et.revision` as Fragment;
 }
 
-export function templateRowFields(r: ExportTemplateRow): TemplateFields {
-  return {
-    collection_id: r.collection_id,
-    name: r.name,
-    description: r.description,
-    kind: r.kind,
-    content_type: r.content_type,
-    template: r.template,
-    default_query: r.default_query,
-  };
-}
-
 export function listExportTemplateRows(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<ExportTemplateRow>> {
   return runList<ExportTemplateRow>(db, {
     from: db`export_templates et` as Fragment,

@@ -9,7 +9,7 @@ import { classWhere, objectWhere } from './authz.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { conflict } from '../domain/errors.ts';
-import { type ClassRelationRow, type ObjectRelationRow, type RelationEnds } from '../domain/relations.ts';
+import type { ClassRelationRow, NewClassRelationRow, ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
 import { type ClassRelationWithEnds, classRelationEvent, objectRelationEvent } from '../domain/views/relations.ts';
 
 /** Rows of the class-relation list: `r` is the relation, `fc`/`tc` its from and to classes. */
@@ -53,15 +53,6 @@ export async function findClassRelation(db: Db, id: number, lock?: 'share' | 'up
 export async function existingClassIds(db: Db, ids: number[]): Promise<Set<number>> {
   const rows = await db<{ id: number }[]>`select id from classes where id = any(${ids}::int[])`;
   return new Set(rows.map((r) => r.id));
-}
-
-export interface NewClassRelationRow {
-  from_class_id: number;
-  to_class_id: number;
-  forward_alias: string | null;
-  reverse_alias: string | null;
-  from_max_relations: number | null;
-  to_max_relations: number | null;
 }
 
 export async function insertClassRelation(tx: TransactionSql, r: NewClassRelationRow): Promise<ClassRelationRow> {

@@ -29,23 +29,6 @@ function cols(db: Db): Fragment {
     rt.revision` as Fragment;
 }
 
-export function rowFields(r: RemoteTargetRow): TargetFields {
-  return {
-    collection_id: r.collection_id,
-    class_id: r.class_id,
-    name: r.name,
-    description: r.description,
-    method: r.method,
-    url_template: r.url_template,
-    headers_template: r.headers_template,
-    body_template: r.body_template,
-    auth_config: r.auth_config,
-    allowed_subject_types: r.allowed_subject_types,
-    timeout_ms: r.timeout_ms,
-    enabled: r.enabled,
-  };
-}
-
 export function listRemoteTargetRows(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<RemoteTargetRow>> {
   return runList<RemoteTargetRow>(db, {
     from: db`remote_targets rt` as Fragment,

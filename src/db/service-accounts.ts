@@ -1,7 +1,7 @@
 import type { Db, TransactionSql } from './sql.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import { tokenSnapshot, type TokenRow } from './tokens.ts';
+import { tokenSnapshot, type TokenRow } from '../domain/views/tokens.ts';
 import { appendEvent } from './events.ts';
 import type { Actor } from '../domain/actor.ts';
 import { type ServiceAccountRow, serviceAccountView } from '../domain/views/service-accounts.ts';

@@ -4,6 +4,7 @@ import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { PrincipalKind } from '../domain/principals.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
 import type { TokenScopeValue } from '../domain/scope.ts';
+import { type TokenRow, type TokenView } from '../domain/views/tokens.ts';
 
 export type { TokenScopeValue } from '../domain/scope.ts';
 
@@ -37,20 +38,6 @@ export async function validateTokenHash(
   return row;
 }
 
-export interface TokenRow {
-  id: number;
-  principal_id: number;
-  name: string | null;
-  description: string | null;
-  issued: Date;
-  expires_at: Date | null;
-  last_used_at: Date | null;
-  revoked_at: Date | null;
-  scope: TokenScopeValue | null;
-  renewed_from_token_id: number | null;
-  revision: number;
-}
-
 export async function insertToken(
   db: Db,
   t: {
@@ -70,28 +57,6 @@ export async function insertToken(
     returning id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope,
       renewed_from_token_id, revision`;
   return row!;
-}
-
-/** The audit snapshot of a token: never the raw token or its hash. */
-export function tokenSnapshot(t: TokenRow): Record<string, unknown> {
-  return {
-    id: t.id,
-    principal_id: t.principal_id,
-    name: t.name,
-    description: t.description,
-    issued: t.issued,
-    expires_at: t.expires_at,
-    revoked_at: t.revoked_at,
-    scope: t.scope,
-    renewed_from_token_id: t.renewed_from_token_id,
-    revision: t.revision,
-  };
-}
-
-/** A token as the API shows it: the row plus the derived `active` and `expired`. */
-export interface TokenView extends TokenRow {
-  active: boolean;
-  expired: boolean;
 }
 
 /**

@@ -26,15 +26,19 @@ export function workLimitError(what: string): Error {
   });
 }
 
-export interface ClassRelationRow {
-  [key: string]: unknown;
-  id: number;
+/** The members of a class relation its creator chooses. */
+export interface NewClassRelationRow {
   from_class_id: number;
   to_class_id: number;
   forward_alias: string | null;
   reverse_alias: string | null;
   from_max_relations: number | null;
   to_max_relations: number | null;
+}
+
+export interface ClassRelationRow extends NewClassRelationRow {
+  [key: string]: unknown;
+  id: number;
   created_at: Date;
   updated_at: Date;
   revision: number;

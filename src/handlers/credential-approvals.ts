@@ -1,7 +1,8 @@
 import type { HandlerMap, Ctx } from '../http/contract.ts';
 import { ApiError, conflict, notFound } from '../domain/errors.ts';
 import { requireHumanUnscoped, authorizeTokenOwner, approverOf } from './gates.ts';
-import { findApproval, findUserPasswordHash, insertApproval, userExists, type ApprovalRow } from '../db/approvals.ts';
+import { findApproval, findUserPasswordHash, insertApproval, userExists } from '../db/approvals.ts';
+import { approvalRecordWire } from '../domain/views/approvals.ts';
 import { getTokenOfPrincipal } from '../db/tokens.ts';
 import { APPROVAL_ID, type ApprovalOperation } from '../domain/credential-approval.ts';
 import { resolveExpiry } from '../domain/token-lifetime.ts';
@@ -9,7 +10,6 @@ import { verifyPassword } from '../domain/passwords.ts';
 import { newRawToken } from '../domain/token-secret.ts';
 import { loginLimiter, underLoginLimit } from '../services/login-limiter.ts';
 import { assertMintable, validateScope } from '../mutations/tokens.ts';
-import type { ResponseBody } from '../domain/wire.ts';
 
 /**
  * Checks that the approved operation can run (ids exist, the caller may do it, its body is valid)
@@ -44,23 +44,6 @@ async function precheck(ctx: Ctx, op: ApprovalOperation): Promise<Date | null> {
   }
 }
 
-function recordWire(raw: string, r: ApprovalRow, now = Date.now()): ResponseBody<'getCredentialApproval', 200> {
-  return {
-    id: raw,
-    kind: r.kind,
-    status: r.consumed_at ? 'consumed' : r.expires_at.getTime() <= now ? 'expired' : 'pending',
-    approved_by: r.approved_by,
-    token_id: r.token_id,
-    target_principal_id: r.target_principal_id,
-    target_token_id: r.target_token_id,
-    target_restore_id: r.target_restore_id,
-    token_expires_at: r.token_expires_at,
-    created_at: r.created_at,
-    expires_at: r.expires_at,
-    consumed_at: r.consumed_at,
-  };
-}
-
 export const credentialApprovalsHandlers = {
   createCredentialApproval: async (input, ctx) => {
     const auth = requireHumanUnscoped(ctx);
@@ -77,7 +60,7 @@ export const credentialApprovalsHandlers = {
     const row = await insertApproval(ctx.deps.sql, approverOf(ctx), { raw, operation: op, tokenExpiresAt });
     return {
       status: 201,
-      body: { approval: raw, record: recordWire(raw, row), token_expires_at: row.token_expires_at },
+      body: { approval: raw, record: approvalRecordWire(raw, row), token_expires_at: row.token_expires_at },
       headers: { location: `/api/v1/iam/credential-approvals/${raw}`, 'cache-control': 'no-store' },
     };
   },
@@ -88,6 +71,6 @@ export const credentialApprovalsHandlers = {
     if (!APPROVAL_ID.test(raw)) throw notFound('credential approval');
     const row = await findApproval(ctx.deps.sql, ctx.deps.tokenKey, raw, auth.principal.id);
     if (!row) throw notFound('credential approval');
-    return { status: 200, body: recordWire(raw, row), headers: { 'cache-control': 'no-store' } };
+    return { status: 200, body: approvalRecordWire(raw, row), headers: { 'cache-control': 'no-store' } };
   },
 } satisfies Partial<HandlerMap>;

@@ -1,28 +1,10 @@
-// Shared by the auth, tokens and credential-approvals handlers: the token wire form, and minting
-// and revoking as the request's actor (the write paths: src/mutations/tokens.ts).
+// Shared by the auth, tokens and credential-approvals handlers: minting and revoking as the
+// request's actor (the write paths: src/mutations/tokens.ts).
 import type { Ctx } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
 import type { TransactionSql } from '../db/sql.ts';
-import type { TokenRow, TokenView } from '../db/tokens.ts';
+import type { TokenRow } from '../domain/views/tokens.ts';
 import { mintTokenAs, revokeTokenAs, type MintedToken, type TokenMint } from '../mutations/tokens.ts';
-import type { ResponseBody } from '../domain/wire.ts';
-
-export function tokenWire(t: TokenView): ResponseBody<'listPrincipalTokens', 200>[number] {
-  return {
-    id: t.id,
-    principal_id: t.principal_id,
-    name: t.name,
-    description: t.description,
-    issued: t.issued,
-    expires_at: t.expires_at,
-    last_used_at: t.last_used_at,
-    revoked_at: t.revoked_at,
-    active: t.active,
-    expired: t.expired,
-    revision: t.revision,
-    scope: t.scope,
-  };
-}
 
 /** Stores a new token and its `token.created` (or `token.renewed`) event; returns the raw value once. */
 export async function mintToken(

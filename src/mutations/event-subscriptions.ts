@@ -15,10 +15,9 @@ import {
   deleteEventSubscriptionRow,
   insertEventSubscription,
   lockEventSubscription,
-  subscriptionFields,
   updateEventSubscriptionRow,
 } from '../db/event-subscriptions.ts';
-import { eventSubscriptionEvent, type EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
+import { eventSubscriptionEvent, subscriptionFields, type EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
 import { repointSubscriptionDeliveries } from '../db/event-deliveries.ts';
 import { requireListedRouting, validateSubscriptionForSink } from '../sinks/index.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';

@@ -8,11 +8,10 @@ import {
   findExportTemplate,
   insertExportTemplate,
   lockExportTemplate,
-  templateRowFields,
   updateExportTemplateRow,
   validateTemplateWithIncludes,
 } from '../db/export-templates.ts';
-import { exportTemplateEvent, type ExportTemplateRow } from '../domain/views/export-templates.ts';
+import { exportTemplateEvent, exportTemplateFields, type ExportTemplateRow } from '../domain/views/export-templates.ts';
 import {
   createInCollection,
   deleteInCollection,
@@ -38,7 +37,7 @@ const EXPORT_TEMPLATE: CollectionResource<ExportTemplateRow, TemplateFields> = {
   perms: { create: 'CreateTemplate', update: 'UpdateTemplate', delete: 'DeleteTemplate' },
   find: findExportTemplate,
   lock: lockExportTemplate,
-  fields: templateRowFields,
+  fields: exportTemplateFields,
   applyPatch: (f, body) => applyTemplatePatch(f, body as PatchBody),
   same: sameTemplateFields,
   insert: insertExportTemplate,

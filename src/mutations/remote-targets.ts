@@ -11,10 +11,9 @@ import {
   findRemoteTarget,
   insertRemoteTarget,
   lockRemoteTarget,
-  rowFields,
   updateRemoteTargetRow,
 } from '../db/remote-targets.ts';
-import { remoteTargetEvent, type RemoteTargetRow } from '../domain/views/remote-targets.ts';
+import { remoteTargetEvent, remoteTargetFields, type RemoteTargetRow } from '../domain/views/remote-targets.ts';
 import { approvedRemoteTargetOrigins } from '../sinks/secrets.ts';
 import { createInCollection, deleteInCollection, updateInCollection, type CollectionResource } from './collection-resources.ts';
 import type { MutationContext, Written } from './context.ts';
@@ -63,7 +62,7 @@ const REMOTE_TARGET: CollectionResource<RemoteTargetRow, TargetFields> = {
   perms: { create: 'CreateRemoteTarget', update: 'UpdateRemoteTarget', delete: 'DeleteRemoteTarget' },
   find: findRemoteTarget,
   lock: lockRemoteTarget,
-  fields: rowFields,
+  fields: remoteTargetFields,
   applyPatch: (f, body) => applyPatch(f, body as Parameters<typeof applyPatch>[1]),
   same: sameFields,
   insert: insertRemoteTarget,

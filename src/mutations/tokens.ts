@@ -5,15 +5,8 @@ import { conflict } from '../domain/errors.ts';
 import type { Db, TransactionSql } from '../db/sql.ts';
 import { appendEvent } from '../db/events.ts';
 import type { Actor } from '../domain/actor.ts';
-import {
-  insertToken,
-  missingScopeResources,
-  revokeToken,
-  tokenSnapshot,
-  type TokenOwner,
-  type TokenRow,
-  type TokenScopeValue,
-} from '../db/tokens.ts';
+import { insertToken, missingScopeResources, revokeToken, type TokenOwner, type TokenScopeValue } from '../db/tokens.ts';
+import { tokenSnapshot, type TokenRow } from '../domain/views/tokens.ts';
 import { hashToken, newRawToken } from '../domain/token-secret.ts';
 import { missingResourcesError, validateScopeShape } from '../domain/scope.ts';
 

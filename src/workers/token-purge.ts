@@ -4,7 +4,8 @@ import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import { SYSTEM_ACTOR } from '../domain/actor.ts';
 import { deleteExpiredApprovals } from '../db/approvals.ts';
-import { deleteTokens, lockPurgeableTokens, tokenSnapshot } from '../db/tokens.ts';
+import { deleteTokens, lockPurgeableTokens } from '../db/tokens.ts';
+import { tokenSnapshot } from '../domain/views/tokens.ts';
 
 const DAY_MS = 86_400_000;
 

@@ -1,21 +1,12 @@
 // Event subscriptions: the row as the database returns it, its wire view, and the audit event a change of it
 // appends. Pure functions (no SQL); src/db reads and writes the rows.
 import type { NewEvent } from '../new-event.ts';
-import type { SubscriptionFilter } from '../event-subscriptions.ts';
+import type { SubscriptionFields } from '../event-subscriptions.ts';
 import type { ResponseBody } from '../wire.ts';
 
-export interface EventSubscriptionRow {
+export interface EventSubscriptionRow extends SubscriptionFields {
   [key: string]: unknown;
   id: number;
-  collection_id: number | null;
-  sink_id: number;
-  name: string;
-  description: string;
-  entity_types: string[];
-  actions: string[];
-  filter: SubscriptionFilter;
-  routing: Record<string, unknown>;
-  enabled: boolean;
   /** An unscoped administrator set this routing for this sink (see src/sinks/allowed-routing.ts). */
   routing_admin_approved: boolean;
   created_at: Date;
@@ -23,10 +14,9 @@ export interface EventSubscriptionRow {
   revision: number;
 }
 
-/** The public representation (components.schemas.EventSubscription); also the audit snapshot. */
-export function eventSubscriptionView(r: EventSubscriptionRow): ResponseBody<'getCollectionEventSubscription', 200> {
+/** The stored, user-controlled members of a subscription. */
+export function subscriptionFields(r: EventSubscriptionRow): SubscriptionFields {
   return {
-    id: r.id,
     collection_id: r.collection_id,
     sink_id: r.sink_id,
     name: r.name,
@@ -36,6 +26,14 @@ export function eventSubscriptionView(r: EventSubscriptionRow): ResponseBody<'ge
     filter: r.filter,
     routing: r.routing,
     enabled: r.enabled,
+  };
+}
+
+/** The public representation (components.schemas.EventSubscription); also the audit snapshot. */
+export function eventSubscriptionView(r: EventSubscriptionRow): ResponseBody<'getCollectionEventSubscription', 200> {
+  return {
+    id: r.id,
+    ...subscriptionFields(r),
     routing_admin_approved: r.routing_admin_approved,
     created_at: r.created_at,
     updated_at: r.updated_at,

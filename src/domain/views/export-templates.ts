@@ -12,10 +12,9 @@ export interface ExportTemplateRow extends TemplateFields {
   revision: number;
 }
 
-/** The public representation (components.schemas.ExportTemplate); also the audit snapshot. */
-export function exportTemplateView(r: ExportTemplateRow): ResponseBody<'getExportTemplate', 200> {
+/** The stored, user-controlled members of a template. */
+export function exportTemplateFields(r: ExportTemplateRow): TemplateFields {
   return {
-    id: r.id,
     collection_id: r.collection_id,
     name: r.name,
     description: r.description,
@@ -23,6 +22,14 @@ export function exportTemplateView(r: ExportTemplateRow): ResponseBody<'getExpor
     content_type: r.content_type,
     template: r.template,
     default_query: r.default_query,
+  };
+}
+
+/** The public representation (components.schemas.ExportTemplate); also the audit snapshot. */
+export function exportTemplateView(r: ExportTemplateRow): ResponseBody<'getExportTemplate', 200> {
+  return {
+    id: r.id,
+    ...exportTemplateFields(r),
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,

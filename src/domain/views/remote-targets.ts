@@ -12,10 +12,9 @@ export interface RemoteTargetRow extends TargetFields {
   revision: number;
 }
 
-/** The public representation (components.schemas.RemoteTarget); also the audit snapshot (no secrets: aliases only). */
-export function remoteTargetView(r: RemoteTargetRow): ResponseBody<'getRemoteTarget', 200> {
+/** The stored, user-controlled members of a target. */
+export function remoteTargetFields(r: RemoteTargetRow): TargetFields {
   return {
-    id: r.id,
     collection_id: r.collection_id,
     class_id: r.class_id,
     name: r.name,
@@ -28,6 +27,14 @@ export function remoteTargetView(r: RemoteTargetRow): ResponseBody<'getRemoteTar
     allowed_subject_types: r.allowed_subject_types,
     timeout_ms: r.timeout_ms,
     enabled: r.enabled,
+  };
+}
+
+/** The public representation (components.schemas.RemoteTarget); also the audit snapshot (no secrets: aliases only). */
+export function remoteTargetView(r: RemoteTargetRow): ResponseBody<'getRemoteTarget', 200> {
+  return {
+    id: r.id,
+    ...remoteTargetFields(r),
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
