@@ -46,18 +46,15 @@ function notIgnored(db: Db, start: number, ignore: readonly number[], ends: read
     and (${db(bId)} = ${start}::int or ${db(bClass)} <> all(${ids}::int[]))` as Fragment;
 }
 
+/** Relations touching any of `frontier` the caller may traverse, none with an ignored end but the start. */
+type EdgeReader = (db: Db, auth: Authority, frontier: number[], start?: number, ignore?: readonly number[]) => Promise<Edge[]>;
+
 /**
  * Object relations touching any of `frontier` that the caller may traverse: ReadObjectRelation
  * and ReadObject on both end objects (grants and token scope), and neither end of an ignored class
  * (but the start). At most LIMITS.relations + 1 rows.
  */
-export async function visibleObjectEdges(
-  db: Db,
-  auth: Authority,
-  frontier: number[],
-  start = 0,
-  ignore: readonly number[] = [],
-): Promise<Edge[]> {
+export const visibleObjectEdges: EdgeReader = async (db, auth, frontier, start = 0, ignore = []) => {
   if (frontier.length === 0) return [];
   return db<Edge[]>`
     select r.id, r.from_object_id as a, r.to_object_id as b
@@ -74,16 +71,10 @@ export async function visibleObjectEdges(
       ])}
     order by r.id
     limit ${LIMITS.relations + 1}`;
-}
+};
 
 /** Class relations touching any of `frontier` with ReadClassRelation and ReadClass on both end classes, neither end ignored (but the start). */
-export async function visibleClassEdges(
-  db: Db,
-  auth: Authority,
-  frontier: number[],
-  start = 0,
-  ignore: readonly number[] = [],
-): Promise<Edge[]> {
+export const visibleClassEdges: EdgeReader = async (db, auth, frontier, start = 0, ignore = []) => {
   if (frontier.length === 0) return [];
   return db<Edge[]>`
     select r.id, r.from_class_id as a, r.to_class_id as b
@@ -100,7 +91,7 @@ export async function visibleClassEdges(
       ])}
     order by r.id
     limit ${LIMITS.relations + 1}`;
-}
+};
 
 type EdgeSource = (db: Db, auth: Authority, frontier: number[], start: number, ignore: readonly number[]) => Promise<Edge[]>;
 
