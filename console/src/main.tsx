@@ -9,6 +9,7 @@ import { ClassObjects } from './views/ClassObjects.tsx';
 import { ObjectDetail } from './views/ObjectDetail.tsx';
 import { Audit } from './views/Audit.tsx';
 import { Tasks } from './views/Tasks.tsx';
+import { TaskDetail } from './views/TaskDetail.tsx';
 import { Deliveries } from './views/Deliveries.tsx';
 import { Search } from './views/Search.tsx';
 import { loadAccess, resetAccess } from './access.ts';
@@ -76,6 +77,7 @@ function App() {
         )}
         {route.view === 'audit' && <Audit onAuthLost={recheck} />}
         {route.view === 'tasks' && <Tasks onAuthLost={recheck} />}
+        {route.view === 'task' && <TaskDetail key={route.taskId} taskId={route.taskId} onAuthLost={recheck} />}
         {route.view === 'search' && <Search onAuthLost={recheck} />}
         {route.view === 'deliveries' &&
           (admin ? (

@@ -9,6 +9,7 @@ export type Route =
   | { view: 'object'; classId: number; objectId: number }
   | { view: 'audit' }
   | { view: 'tasks' }
+  | { view: 'task'; taskId: number }
   | { view: 'deliveries' }
   | { view: 'search' }
   | AdminRoute
@@ -62,6 +63,10 @@ export function parseRoute(pathname: string): Route {
   if (parts.length === 0 || (parts.length === 1 && parts[0] === 'collections')) return { view: 'collections' };
   if (parts.length === 1 && (parts[0] === 'audit' || parts[0] === 'tasks' || parts[0] === 'deliveries' || parts[0] === 'search'))
     return { view: parts[0] };
+  if (parts[0] === 'tasks' && parts.length === 2) {
+    const taskId = Number(parts[1]);
+    if (Number.isInteger(taskId) && taskId > 0) return { view: 'task', taskId };
+  }
   const admin = parseAdminRoute(parts);
   if (admin) return admin;
   if (parts[0] === 'classes' && parts.length >= 2) {
@@ -84,6 +89,8 @@ export function href(route: Exclude<Route, { view: 'not-found' }>): string {
       return `${BASE}/classes/${route.classId}`;
     case 'object':
       return `${BASE}/classes/${route.classId}/objects/${route.objectId}`;
+    case 'task':
+      return `${BASE}/tasks/${route.taskId}`;
     case 'sinks':
     case 'sink':
     case 'subscriptions':

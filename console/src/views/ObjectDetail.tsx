@@ -3,6 +3,7 @@ import { isApiRequestError, type ErrorDetail, type Schemas } from '../../../clie
 import { may } from '../access.ts';
 import { inv, describeError, signedIn } from '../session.ts';
 import { href } from '../router.ts';
+import { ObjectNeighbourhood } from './Relations.tsx';
 
 type Obj = Schemas['InventoryObject'];
 
@@ -184,6 +185,7 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
           <pre tabIndex={0}>{klass ? pretty(klass.json_schema) : '…'}</pre>
         </aside>
       </div>
+      {klass && <ObjectNeighbourhood key={obj.id} obj={obj} klass={klass} onAuthLost={onAuthLost} />}
     </section>
   );
 }

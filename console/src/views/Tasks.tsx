@@ -1,12 +1,21 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
 import { describeError, inv, signedIn } from '../session.ts';
+import { href } from '../router.ts';
 
 type Task = Schemas['Task'];
 const LIMIT = 25;
 const POLL_MS = 1000;
 const IDLE_POLL_MS = 5000;
 const ACTIVE: ReadonlySet<Task['status']> = new Set(['queued', 'validating', 'running']);
+const KINDS: { kind: Task['kind'] | ''; label: string }[] = [
+  { kind: '', label: 'all kinds' },
+  { kind: 'import', label: 'imports' },
+  { kind: 'export', label: 'exports' },
+  { kind: 'backup', label: 'backups' },
+  { kind: 'restore', label: 'restores' },
+  { kind: 'remote_call', label: 'remote calls' },
+];
 
 /** Percentage done, or undefined while the total is not known yet (an indeterminate bar). */
 function percent(t: Task): number | undefined {
@@ -20,11 +29,12 @@ export function Tasks({ onAuthLost }: { onAuthLost: () => void }) {
   const [tasks, setTasks] = useState<Task[] | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [tick, setTick] = useState(0);
+  const [kind, setKind] = useState<Task['kind'] | ''>('');
 
   useEffect(() => {
     let live = true;
     let timer: ReturnType<typeof setTimeout> | undefined;
-    inv.call('listTasks', { params: { query: { sort: '-id', limit: LIMIT } } }).then(
+    inv.call('listTasks', { params: { query: { sort: '-id', limit: LIMIT, ...(kind ? { filter: [`kind=${kind}`] } : {}) } } }).then(
       (list) => {
         if (!live) return;
         setTasks(list);
@@ -41,17 +51,27 @@ export function Tasks({ onAuthLost }: { onAuthLost: () => void }) {
       live = false;
       clearTimeout(timer);
     };
-  }, [tick]);
+  }, [tick, kind]);
 
   return (
     <section>
       <h1>Tasks</h1>
       <p class="muted">
-        Imports, exports and backups, newest first (the latest {LIMIT}). Progress refreshes by itself.{' '}
+        Imports, exports and backups, newest first (the latest {LIMIT}). Progress refreshes by itself; open a task for its details.{' '}
         <button type="button" onClick={() => setTick((n) => n + 1)}>
           Refresh
         </button>
       </p>
+      <div class="filter">
+        <label for="tasks-kind">Show</label>
+        <select id="tasks-kind" value={kind} onChange={(e) => setKind(e.currentTarget.value as Task['kind'] | '')}>
+          {KINDS.map((k) => (
+            <option key={k.kind} value={k.kind}>
+              {k.label}
+            </option>
+          ))}
+        </select>
+      </div>
       {error && (
         <p class="error" role="alert">
           {error}
@@ -79,7 +99,11 @@ export function Tasks({ onAuthLost }: { onAuthLost: () => void }) {
                 const { processed_items, total_items, failed_items } = t.progress;
                 return (
                   <tr key={t.id} data-task-id={t.id}>
-                    <td>{t.id}</td>
+                    <td>
+                      <a href={href({ view: 'task', taskId: t.id })} aria-label={`Task ${t.id} (${t.kind})`}>
+                        {t.id}
+                      </a>
+                    </td>
                     <td>{t.kind}</td>
                     <td class="task-status">
                       {t.status}
