@@ -4,7 +4,7 @@ import type { Deps } from './deps.ts';
 import { ApiError, reasonPhrase } from './domain/errors.ts';
 import { ContractRouter, type RawRequest } from './http/adapter.ts';
 import { authenticate, type TokenLookup } from './http/auth.ts';
-import type { Ctx, Reply } from './http/contract.ts';
+import type { App, Ctx, Reply } from './http/contract.ts';
 import { handlers } from './handlers/index.ts';
 import { serveDocsAsset } from './http/docs.ts';
 import { serveConsole } from './http/console.ts';
@@ -15,11 +15,6 @@ import { decodeUtf8Body, parseJsonBody } from './http/input.ts';
 import { observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
 
 const JSON_TYPES = /^application\/(.+\+)?json$/;
-
-export interface App {
-  fetch: (req: Request, env?: unknown) => Response | Promise<Response>;
-  hono: Hono;
-}
 
 /** The HTTP application: testable with app.fetch(new Request(...)) or served by @hono/node-server. */
 export async function createApp(deps: Deps): Promise<App> {

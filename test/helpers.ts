@@ -5,7 +5,8 @@ import { loadConfig, type Config } from '../src/config.ts';
 import { createSql } from '../src/db/sql.ts';
 import { bootstrap } from '../src/db/bootstrap.ts';
 import { tokenHashKey } from '../src/db/meta.ts';
-import { createApp, type App } from '../src/app.ts';
+import { createApp } from '../src/app.ts';
+import type { App } from '../src/http/contract.ts';
 import type { Deps } from '../src/deps.ts';
 import { checkResponse, type CheckedResponse } from './contract-check.ts';
 

@@ -1,3 +1,4 @@
+import type { Hono } from 'hono';
 import type { operations as Ops } from '../../generated/openapi.ts';
 import type { OperationId } from '../../generated/operations.ts';
 import type { Deps } from '../deps.ts';
@@ -113,4 +114,10 @@ export function callerOf(ctx: Ctx): { actor: Actor; auth: AuthInfo } {
 export function authOf(ctx: Ctx): AuthInfo {
   if (!ctx.auth) throw new Error(`operation ${ctx.operationId} ran without authentication`);
   return ctx.auth;
+}
+
+/** The HTTP application src/app.ts builds: testable with app.fetch(new Request(...)) or served by src/http/server.ts. */
+export interface App {
+  fetch: (req: Request, env?: unknown) => Response | Promise<Response>;
+  hono: Hono;
 }

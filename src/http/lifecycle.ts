@@ -9,7 +9,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import { Hono } from 'hono';
-import type { App } from '../app.ts';
+import type { App } from './contract.ts';
 import { reasonPhrase, type ErrorBody } from '../domain/errors.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 

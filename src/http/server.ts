@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { getRequestListener, RequestError, type ServerType } from '@hono/node-server';
-import type { App } from '../app.ts';
+import type { App } from './contract.ts';
 import { reasonPhrase, type ErrorBody } from '../domain/errors.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
