@@ -153,16 +153,34 @@ export async function requireObjectPermission(
   perm: Permission,
   opts: { classId?: number } = {},
 ): Promise<ObjectRef> {
-  const [row] = await db<(ObjectRef & { granted: boolean })[]>`
-    select o.id, o.class_id, o.collection_id, ${grantOrAdmin(db, auth, perm, db`o.collection_id` as Fragment)} as granted
+  const row = await readObjectAs<ObjectRef>(db, auth, objectId, perm, opts, db`o.id, o.class_id, o.collection_id` as Fragment);
+  return { id: row.id, class_id: row.class_id, collection_id: row.collection_id };
+}
+
+/**
+ * requireObjectPermission and a read of the object's `columns` (over alias `o`) in one statement, so
+ * an authorized point read is one round trip. The row also holds svc_* helper columns; views pick
+ * their members by name.
+ */
+export async function readObjectAs<R extends object>(
+  db: Db,
+  auth: Authority,
+  objectId: number,
+  perm: Permission,
+  opts: { classId?: number },
+  columns: Fragment,
+): Promise<R> {
+  const [row] = await db<(R & { svc_class_id: number; svc_collection_id: number; svc_granted: boolean })[]>`
+    select ${columns}, o.class_id as svc_class_id, o.collection_id as svc_collection_id,
+      ${grantOrAdmin(db, auth, perm, db`o.collection_id` as Fragment)} as svc_granted
     from objects o where o.id = ${objectId}::int`;
-  if (!row || (opts.classId !== undefined && row.class_id !== opts.classId)) throw notFound('object');
+  if (!row || (opts.classId !== undefined && row.svc_class_id !== opts.classId)) throw notFound('object');
   enforce(
-    decide(auth, perm, { kind: 'object', id: row.id, classId: row.class_id, collectionId: row.collection_id }, row.granted),
+    decide(auth, perm, { kind: 'object', id: objectId, classId: row.svc_class_id, collectionId: row.svc_collection_id }, row.svc_granted),
     perm,
     'object',
   );
-  return { id: row.id, class_id: row.class_id, collection_id: row.collection_id };
+  return row;
 }
 
 /** Whether the caller effectively holds `perm` on the collection (false also when it does not exist). */
