@@ -295,6 +295,35 @@ describe('the console for administrators', () => {
     await poll(() => page.locator(`tr[data-token-id="${token!.id}"] .token-state`).textContent()).toBe('revoked');
   });
 
+  it('shows directory-managed users and groups read-only (the API refuses local changes with 403)', async () => {
+    // as the directory sync leaves them (test/ldap.test.ts runs the real sync against OpenLDAP)
+    const { sql } = session.t.deps;
+    const [p] = await sql<{ id: number }[]>`
+      insert into principals (kind, name, identity_scope, provider_managed, external_subject, last_synced_at)
+      values ('human', ${uniq('ldap-user')}, 'ldap', true, 'uid=dir,ou=people,dc=example,dc=org', now()) returning id`;
+    await sql`insert into users (principal_id, email, proper_name) values (${p!.id}, 'dir@example.org', 'Directory Person')`;
+    const [g] = await sql<{ id: number }[]>`
+      insert into groups (name, identity_scope, managed_by, external_key) values (${uniq('ldap-group')}, 'ldap', 'ldap', 'cn=x') returning id`;
+    await expect(sdk.call('updateUser', { params: { path: { id: p!.id } }, body: { proper_name: 'x' } })).rejects.toMatchObject({
+      status: 403,
+    });
+    await expect(sdk.call('updateGroup', { params: { path: { group_id: g!.id } }, body: { description: 'x' } })).rejects.toMatchObject({
+      status: 403,
+    });
+
+    await page.goto(`${baseUrl}/console/admin/users/${p!.id}`);
+    await page.locator('#user-managed').waitFor();
+    expect(await page.getByLabel('Proper name').inputValue()).toBe('Directory Person');
+    expect(await page.getByLabel('Proper name').isDisabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Save profile' }).isDisabled()).toBe(true);
+    expect(await page.getByRole('button', { name: /^Delete user/ }).isDisabled()).toBe(true);
+    await shot('admin-09-directory-user');
+    await page.goto(`${baseUrl}/console/admin/groups/${g!.id}`);
+    await page.locator('#group-managed').waitFor();
+    expect(await page.getByRole('button', { name: 'Save group' }).isDisabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Add member' }).isDisabled()).toBe(true);
+  });
+
   it('is usable 390 px wide', async () => {
     await page.setViewportSize({ width: 390, height: 800 });
     for (const path of ['/console/admin/users', `/console/admin/users/${userId}`, '/console/admin/sinks', '/console/admin/subscriptions']) {
@@ -314,7 +343,7 @@ describe('the console for administrators', () => {
       });
       expect(wide, path).toEqual({ overflow: 0, elements: [] });
     }
-    await shot('admin-09-subscriptions-narrow');
+    await shot('admin-10-subscriptions-narrow');
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 });
@@ -344,7 +373,7 @@ describe('the console for everyone else', () => {
       await page.goto(`${baseUrl}/console/${path}`);
       await page.getByText(/^Only administrators see (this page|delivery health)\.$/).waitFor();
     }
-    await shot('admin-10-non-admin-refused');
+    await shot('admin-11-non-admin-refused');
   });
 
   it('lets a non-admin mint, renew and revoke their own tokens', async () => {
@@ -359,7 +388,7 @@ describe('the console for everyone else', () => {
     const secretBox = page.getByRole('region', { name: 'New token secret' });
     const secret = await secretBox.getByLabel('Token secret').inputValue();
     expect((await createClient({ baseUrl, token: secret }).call('getMe')).principal.name).toBe(userName);
-    await shot('admin-11-my-token');
+    await shot('admin-12-my-token');
     const mine = await createClient({ baseUrl, token: secret }).call('listPrincipalTokens', { params: { path: { principal_id: userId } } });
     const laptop = mine.find((t) => t.name === 'laptop')!;
     // renew: a new secret (shown once); the old token stays valid

@@ -9,7 +9,10 @@ import { TokenPanel } from './Tokens.tsx';
 type User = Schemas['User'];
 const PAGE_SIZE = 25;
 
-/** Provider-managed (directory) users are read-only through the local operations (403). */
+/**
+ * Provider-managed (directory) users are read-only through the local operations (403). The User schema does not
+ * say who manages a user; users outside scope `local` come from a directory provider, so they are shown read-only.
+ */
 export const managedUser = (u: User) => u.identity_scope !== 'local';
 
 /** Users (paged by cursor) and a form that creates a local user (confirmed with the caller's password). Admins only. */
