@@ -134,12 +134,29 @@ export async function requireCollectionPermission(db: Db, auth: Authority, colle
 
 /** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
 export async function requireClassPermission(db: Db, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
-  const [row] = await db<(ClassRef & { granted: boolean })[]>`
-    select k.id, k.collection_id, ${grantOrAdmin(db, auth, perm, db`k.collection_id` as Fragment)} as granted
-    from classes k where k.id = ${classId}::int`;
-  if (!row) throw notFound('class');
-  enforce(decide(auth, perm, { kind: 'class', id: row.id, collectionId: row.collection_id }, row.granted), perm, 'class');
+  const row = await readClassAs<ClassRef>(db, auth, classId, perm, db`k.id, k.collection_id` as Fragment);
   return { id: row.id, collection_id: row.collection_id };
+}
+
+/**
+ * requireClassPermission and a read of the class's `columns` (over alias `k`) in one statement;
+ * `lock: 'share'` also share-locks the class row (a write under the class holds its schema).
+ */
+export async function readClassAs<R extends object>(
+  db: Db,
+  auth: Authority,
+  classId: number,
+  perm: Permission,
+  columns: Fragment,
+  lock?: 'share',
+): Promise<R> {
+  const [row] = await db<(R & { svc_collection_id: number; svc_granted: boolean })[]>`
+    select ${columns}, k.collection_id as svc_collection_id,
+      ${grantOrAdmin(db, auth, perm, db`k.collection_id` as Fragment)} as svc_granted
+    from classes k where k.id = ${classId}::int ${lock === 'share' ? db`for share of k` : db``}`;
+  if (!row) throw notFound('class');
+  enforce(decide(auth, perm, { kind: 'class', id: classId, collectionId: row.svc_collection_id }, row.svc_granted), perm, 'class');
+  return row;
 }
 
 /**

@@ -256,14 +256,20 @@ export async function recordObjectCompliance(
   before: ObjectRow | null,
   after: ObjectRow,
 ): Promise<void> {
+  const e = objectComplianceEvent(cls, before, after);
+  if (e) await appendEvent(tx, actor, e);
+}
+
+/** The `object_validation.updated` event of an object write that flips its compliance; null when none flips. */
+export function objectComplianceEvent(cls: ClassRow, before: ObjectRow | null, after: ObjectRow): NewEvent | null {
   // Enforced validation keeps every stored object compliant, so nothing can flip.
-  if ((cls.json_schema ?? null) === null || cls.validate_schema) return;
+  if ((cls.json_schema ?? null) === null || cls.validate_schema) return null;
   const was = before === null ? true : complianceOf(cls.json_schema, before.json_data).compliant;
   const now = complianceOf(cls.json_schema, after.json_data);
-  if (was === now.compliant) return;
-  await appendEvent(tx, actor, {
+  if (was === now.compliant) return null;
+  return {
     ...flipEvent(cls, { id: after.id, name: after.name, ...now }, 'object_written', cls.json_schema),
     collectionId: after.collection_id,
     afterRevision: after.revision,
-  });
+  };
 }

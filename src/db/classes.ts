@@ -10,12 +10,13 @@ import { computedFieldView } from '../domain/views/computed-fields.ts';
 import type { ClassRelationRow, ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
 import { type ClassRow, type ClassExpandedRow, classView } from '../domain/views/classes.ts';
 
-function cols(db: Db): Fragment {
+/** The columns of a ClassRow over alias `k`. */
+export function classCols(db: Db): Fragment {
   return db`k.id, k.name, k.description, k.collection_id, k.json_schema, k.validate_schema, k.created_at, k.updated_at, k.revision` as Fragment;
 }
 
 function expandedCols(db: Db): Fragment {
-  return db`${cols(db)}, c.name as c_name, c.description as c_description, c.parent_collection_id as c_parent_collection_id,
+  return db`${classCols(db)}, c.name as c_name, c.description as c_description, c.parent_collection_id as c_parent_collection_id,
     c.created_at as c_created_at, c.updated_at as c_updated_at, c.revision as c_revision` as Fragment;
 }
 
@@ -60,13 +61,13 @@ export async function classIdByName(db: Db, name: string): Promise<number | unde
 
 /** Locks the class for a change of its own row (blocks object writes, which share-lock it). */
 export async function lockClass(tx: TransactionSql, id: number): Promise<ClassRow | undefined> {
-  const [row] = await tx<ClassRow[]>`select ${cols(tx)} from classes k where k.id = ${id}::int for update`;
+  const [row] = await tx<ClassRow[]>`select ${classCols(tx)} from classes k where k.id = ${id}::int for update`;
   return row;
 }
 
 /** Share-locks the class for an object write: its schema and collection cannot change meanwhile. */
 export async function shareLockClass(tx: TransactionSql, id: number): Promise<ClassRow | undefined> {
-  const [row] = await tx<ClassRow[]>`select ${cols(tx)} from classes k where k.id = ${id}::int for share`;
+  const [row] = await tx<ClassRow[]>`select ${classCols(tx)} from classes k where k.id = ${id}::int for share`;
   return row;
 }
 
@@ -86,7 +87,7 @@ export async function insertClass(tx: TransactionSql, v: ClassValues): Promise<C
   const [row] = await tx<ClassRow[]>`
     insert into classes as k (name, description, collection_id, json_schema, validate_schema)
     values (${v.name}, ${v.description}, ${v.collection_id}::int, ${schemaParam(v.json_schema)}::text::jsonb, ${v.validate_schema}::boolean)
-    returning ${cols(tx)}`;
+    returning ${classCols(tx)}`;
   return row!;
 }
 
@@ -96,7 +97,7 @@ export async function updateClassRow(tx: TransactionSql, id: number, v: ClassVal
       json_schema = ${schemaParam(v.json_schema)}::text::jsonb, validate_schema = ${v.validate_schema}::boolean,
       updated_at = now(), revision = k.revision + 1
     where k.id = ${id}::int
-    returning ${cols(tx)}`;
+    returning ${classCols(tx)}`;
   return row!;
 }
 

@@ -4,7 +4,9 @@ import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
-import { appendEvent } from './events.ts';
+import { appendEvent, insertEventsSql } from './events.ts';
+import { classCols } from './classes.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { Authority } from '../domain/authz.ts';
 import { evalExpr, evalSetExpr, type ActiveFields } from './computed-fields.ts';
@@ -221,14 +223,25 @@ export async function lockObject(tx: TransactionSql, id: number): Promise<Object
   return row;
 }
 
-export async function insertObject(
-  tx: TransactionSql,
-  v: { name: string; description: string; collection_id: number; class_id: number; json_data: unknown },
-): Promise<ObjectRow> {
+/**
+ * The columns a new object's write reads with its class (readClassAs, over alias `k`): the class row,
+ * the id the object will get and the transaction's now() (its created_at), so the object's audit
+ * events can be built before the one statement that writes the object and them.
+ */
+export function newObjectClassCols(db: Db): Fragment {
+  return db`${classCols(db)}, nextval(pg_get_serial_sequence('objects', 'id'))::int as svc_next_id, now() as svc_now` as Fragment;
+}
+
+/** Inserts the object (with the id newObjectClassCols reserved) and its audit events in one statement. */
+export async function insertObjectWithEvents(tx: TransactionSql, actor: Actor, v: ObjectRow, events: NewEvent[]): Promise<ObjectRow> {
   const [row] = await tx<ObjectRow[]>`
-    insert into objects as o (name, description, collection_id, class_id, json_data)
-    values (${v.name}, ${v.description}, ${v.collection_id}::int, ${v.class_id}::int, ${JSON.stringify(v.json_data ?? null)}::text::jsonb)
-    returning ${objectCols(tx)}`;
+    with o as (
+      insert into objects as o (id, name, description, collection_id, class_id, json_data)
+      values (${v.id}::int, ${v.name}, ${v.description}, ${v.collection_id}::int, ${v.class_id}::int,
+        ${JSON.stringify(v.json_data ?? null)}::text::jsonb)
+      returning ${objectCols(tx)}
+    )${events.length ? tx`, e as (${insertEventsSql(tx, actor, events)})` : tx``}
+    select * from o`;
   return row!;
 }
 

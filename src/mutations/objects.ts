@@ -5,11 +5,18 @@ import { ApiError, notFound } from '../domain/errors.ts';
 import { assertFitsClass } from '../domain/class-schema.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
 import { appendEvent } from '../db/events.ts';
-import { requireClassPermission, requireObjectPermission } from '../db/authz.ts';
+import { readClassAs, requireObjectPermission } from '../db/authz.ts';
 import { shareLockClass } from '../db/classes.ts';
 import { type ClassRow } from '../domain/views/classes.ts';
-import { recordObjectCompliance } from '../db/class-schema-events.ts';
-import { deleteObjectWithRelations, insertObject, lockObject, objectIdByName, updateObjectRow } from '../db/objects.ts';
+import { objectComplianceEvent, recordObjectCompliance } from '../db/class-schema-events.ts';
+import {
+  deleteObjectWithRelations,
+  insertObjectWithEvents,
+  lockObject,
+  newObjectClassCols,
+  objectIdByName,
+  updateObjectRow,
+} from '../db/objects.ts';
 import { objectCreatedEvent, objectUpdatedEvent, objectView, type ObjectRow } from '../domain/views/objects.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
@@ -88,19 +95,36 @@ async function writeObject(
 }
 
 export async function createObject(m: MutationContext, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
-  await requireClassPermission(m.tx, m.auth, classId, 'CreateObject');
-  const cls = await lockClassFor(m, classId, className);
+  // Two statements: the class (share-locked, with the permission check, the new id and now()), then
+  // the object and its events together.
+  const cls = await readClassAs<ClassRow & { svc_next_id: number; svc_now: Date }>(
+    m.tx,
+    m.auth,
+    classId,
+    'CreateObject',
+    newObjectClassCols(m.tx),
+    'share',
+  );
+  if (className != null && cls.name !== className) throw notFound('class');
   assertFitsClass(cls, v.json_data);
-  const created = await insertObject(m.tx, {
+  const row: ObjectRow = {
+    id: cls.svc_next_id,
     name: v.name,
     description: v.description ?? '',
     collection_id: cls.collection_id,
     class_id: cls.id,
     json_data: v.json_data,
-  });
-  await appendEvent(m.tx, m.actor, objectCreatedEvent(created, cls));
-  await recordObjectCompliance(m.tx, m.actor, cls, null, created);
-  return created;
+    created_at: cls.svc_now,
+    updated_at: cls.svc_now,
+    revision: 1,
+  };
+  const compliance = objectComplianceEvent(cls, null, row);
+  return insertObjectWithEvents(
+    m.tx,
+    m.actor,
+    row,
+    compliance ? [objectCreatedEvent(row, cls), compliance] : [objectCreatedEvent(row, cls)],
+  );
 }
 
 export async function updateObject(
