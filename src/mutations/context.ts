@@ -22,8 +22,13 @@ export interface MutationContext extends Caller {
 /** Runs fn as one mutation in its own transaction (or in db, when db already is one). */
 export function inTx<T>(db: Db, caller: Caller, fn: (m: MutationContext) => Promise<T>): Promise<T> {
   return withTx(db, async (tx) => {
-    await bindActor(tx, caller.actor);
-    return fn({ ...caller, tx });
+    // Not awaited: the binding is pipelined with the mutation's first statement (postgres.js writes
+    // both before the first answer comes back), which PostgreSQL runs after it on the same connection.
+    const bound = bindActor(tx, caller.actor);
+    bound.catch(() => undefined); // its failure aborts the transaction, so fn's statement fails too
+    const result = await fn({ ...caller, tx });
+    await bound;
+    return result;
   });
 }
 
