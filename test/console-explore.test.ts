@@ -82,7 +82,7 @@ describe('the console explores', () => {
     expect(await results.locator('li[data-kind="object"] a').allTextContents()).toEqual(servers.map((s) => s.name));
     await session.shot('explore-01-plain-search');
     await results.getByRole('link', { name: 'node-007' }).click();
-    await page.getByRole('heading', { name: 'node-007' }).waitFor();
+    await page.getByRole('heading', { name: 'node-007', exact: true }).waitFor();
   });
 
   it('streams the plain-text search: every match of every page, with the count', async () => {
@@ -118,7 +118,7 @@ describe('the console explores', () => {
 
   it("lists an object's relations with links, in both directions and within its own class", async () => {
     await page.goto(objectUrl(servers[0]!));
-    await page.getByRole('heading', { name: 'node-001' }).waitFor();
+    await page.getByRole('heading', { name: 'node-001', exact: true }).waitFor();
     await poll(() => relationRows().count()).toBe(2);
     expect(await relationRows().nth(0).textContent()).toContain(`sits in (${rackClass.name})`);
     expect(await relationRows().nth(0).getByRole('link').textContent()).toBe('rack-a');
@@ -126,10 +126,10 @@ describe('the console explores', () => {
     expect(await relationRows().nth(1).getByRole('link').textContent()).toBe('node-003');
     // the other end sees it under the reverse alias
     await page.goto(objectUrl(servers[2]!));
-    await page.getByRole('heading', { name: 'node-003' }).waitFor();
+    await page.getByRole('heading', { name: 'node-003', exact: true }).waitFor();
     await poll(() => relationRows().allTextContents()).toEqual([expect.stringContaining(`peer of (${serverClass.name})node-001`)]);
     await relationRows().getByRole('link', { name: 'node-001' }).click();
-    await page.getByRole('heading', { name: 'node-001' }).waitFor();
+    await page.getByRole('heading', { name: 'node-001', exact: true }).waitFor();
   });
 
   it('creates a relation in the browser (checked through the SDK) and the graph shows the new neighbour', async () => {
@@ -165,7 +165,7 @@ describe('the console explores', () => {
     const rackA = graph.getByRole('link', { name: new RegExp(`^rack-a, ${rackClass.name}, 1 hop away$`) });
     await rackA.focus();
     await page.keyboard.press('Enter');
-    await page.getByRole('heading', { name: 'rack-a' }).waitFor();
+    await page.getByRole('heading', { name: 'rack-a', exact: true }).waitFor();
     // around rack-a: the two servers in it; two hops reach node-003 through node-001
     await poll(() => graphNames().then((n) => n.sort())).toEqual(['node-001', 'node-002']);
     expect(await page.locator('#graph-text').textContent()).toContain('node-001 is related to rack-a');
@@ -173,7 +173,7 @@ describe('the console explores', () => {
     await poll(() => graphNames().then((n) => n.sort())).toEqual(['node-001', 'node-002', 'node-003']);
     await session.shot('explore-05-graph-two-hops');
     await page.locator('svg.graph a.node', { hasText: 'node-002' }).click();
-    await page.getByRole('heading', { name: 'node-002' }).waitFor();
+    await page.getByRole('heading', { name: 'node-002', exact: true }).waitFor();
     expect(page.url()).toBe(objectUrl(servers[1]!));
   });
 
@@ -237,6 +237,24 @@ describe('the console explores', () => {
     await poll(() => page.getByRole('list', { name: 'Task events' }).textContent()).toContain('cancelled by user admin');
   });
 
+  it("fits a narrow window: a task's page and the search page with streamed results", async () => {
+    const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
+    await page.setViewportSize({ width: 390, height: 800 });
+    await page.reload();
+    await page.getByRole('heading', { name: /^Task \d+: export$/ }).waitFor();
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    await session.shot('explore-09-task-narrow');
+    await mainNav().getByRole('link', { name: 'Search' }).click();
+    const form = page.getByRole('search', { name: 'Plain-text search' });
+    await form.getByLabel('Text to find').fill(tag);
+    await form.getByLabel('Stream results as they arrive').check();
+    await form.getByRole('button', { name: 'Find text' }).click();
+    await poll(() => page.locator('#plain-stream-status').textContent()).toBe('Done: 32 results');
+    expect(await overflow()).toBeLessThanOrEqual(0);
+    await session.shot('explore-10-search-narrow');
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
   it('a non-admin without the rights is offered no relation changes and no cancel of tasks not theirs', async () => {
     const queued = await sdk.call('createExport', { body: { scope: { kind: 'objects_in_class', class_id: rackClass.id } } });
     const reader = await userWith(t, [
@@ -246,13 +264,13 @@ describe('the console explores', () => {
     await page.getByRole('heading', { name: 'Sign in to the inventory' }).waitFor();
     await session.signInAs(reader.name, reader.password);
     await page.goto(objectUrl(servers[0]!));
-    await page.getByRole('heading', { name: 'node-001' }).waitFor();
+    await page.getByRole('heading', { name: 'node-001', exact: true }).waitFor();
     await page.getByText('You may not add relations to this object.').waitFor();
     expect(await relationRows().count()).toBe(2);
     expect(await page.getByRole('button', { name: /^Remove relation/ }).count()).toBe(0);
     expect(await page.getByRole('form', { name: 'Add a relation' }).count()).toBe(0);
     await poll(() => graphNames().then((n) => n.sort())).toEqual(['node-003', 'rack-a']);
-    await session.shot('explore-09-non-admin-relations');
+    await session.shot('explore-11-non-admin-relations');
     // another principal's task: not shown at all, so nothing to cancel
     await page.goto(`${baseUrl}/console/tasks/${queued.id}`);
     await page

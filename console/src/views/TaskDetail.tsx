@@ -43,6 +43,7 @@ export function TaskDetail({ taskId, onAuthLost }: { taskId: number; onAuthLost:
   const [busy, setBusy] = useState(false);
   const [mayCancel, setMayCancel] = useState(false);
   const [unscopedAdmin, setUnscopedAdmin] = useState(false);
+  const [meId, setMeId] = useState<number | null>(null);
   const [tick, setTick] = useState(0);
 
   function fail(e: unknown) {
@@ -79,6 +80,7 @@ export function TaskDetail({ taskId, onAuthLost }: { taskId: number; onAuthLost:
       ({ me, admin }) => {
         const unscoped = admin && !me.token.scope;
         setUnscopedAdmin(unscoped);
+        setMeId(me.principal.id);
         setMayCancel(me.principal.id === task.submitted_by || unscoped);
       },
       () => setMayCancel(false),
@@ -173,7 +175,7 @@ export function TaskDetail({ taskId, onAuthLost }: { taskId: number; onAuthLost:
         </div>
         <div>
           <dt>Submitted by</dt>
-          <dd>principal {task.submitted_by}</dd>
+          <dd>{task.submitted_by === meId ? `you (principal ${task.submitted_by})` : `principal ${task.submitted_by}`}</dd>
         </div>
         <div>
           <dt>Created</dt>
@@ -225,7 +227,7 @@ export function TaskDetail({ taskId, onAuthLost }: { taskId: number; onAuthLost:
         <div>
           <h2>Summary</h2>
           <pre tabIndex={0} aria-label="Task summary">
-            {task.summary == null ? 'None yet.' : pretty(task.summary)}
+            {task.summary == null ? (active ? 'None yet.' : 'None.') : pretty(task.summary)}
           </pre>
           {task.details != null && (
             <>
