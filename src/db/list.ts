@@ -287,7 +287,12 @@ function orderBy(db: Db, spec: ListSpec, sort: SortKey[]): Fragment {
   return parts.reduce((acc, p) => db`${acc}, ${p}` as Fragment);
 }
 
-/** Runs a list query: one page (limit + 1 rows to know whether more follow) and the total. */
+/**
+ * Runs a list query: one page (limit + 1 rows to know whether more follow) and the total. The total
+ * costs a count(*) only when the page cannot tell it: a first page that holds every match is its own
+ * count; past the first page the count runs beside the page query (another pooled connection, or
+ * pipelined in a transaction).
+ */
 export async function runList<T extends Record<string, unknown>>(db: Db, opts: ListOptions): Promise<ListPage<T>> {
   const { parsed, spec } = opts;
   const conditions = [...(opts.where ?? []), ...parsed.filters.map((f) => filterSql(db, f))];
@@ -299,6 +304,9 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
     return (type === 'timestamp' ? db`(${expr})::text as ${db(name)}` : db`${expr} as ${db(name)}`) as Fragment;
   });
   const keys = keyCols.reduce((acc, p) => db`${acc}, ${p}` as Fragment);
+  const count = () => db`select count(*)::bigint as n from ${opts.from} where ${where}` as unknown as Promise<{ n: number }[]>;
+  const counted = parsed.includeTotal && parsed.cursor ? count() : null;
+  counted?.catch(() => undefined); // awaited below; a failure of the page query comes first
   const rows = (await db`
     select ${opts.select}, ${keys} from ${opts.from} where ${page}
     order by ${orderBy(db, spec, parsed.sort)} limit ${parsed.limit + 1}`) as unknown as Record<string, unknown>[];
@@ -314,8 +322,11 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
   for (const r of rows) for (let i = 0; i < parsed.sort.length; i++) delete r[`__k${i}`];
   let total: number | null = null;
   if (parsed.includeTotal) {
-    const [c] = (await db`select count(*)::bigint as n from ${opts.from} where ${where}`) as unknown as { n: number }[];
-    total = Number(c?.n ?? 0);
+    if (!parsed.cursor && !more) total = rows.length;
+    else {
+      const [c] = await (counted ?? count());
+      total = Number(c?.n ?? 0);
+    }
   }
   return { rows: rows as T[], nextCursor, total, limit: parsed.limit };
 }
