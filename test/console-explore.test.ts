@@ -96,7 +96,7 @@ describe('the console explores', () => {
     await poll(() => status.textContent()).toBe('Done: 30 results');
     const results = page.getByRole('list', { name: 'Streamed plain-text results' });
     expect(await results.getByRole('link').allTextContents()).toEqual(servers.map((s) => s.name));
-    expect(await page.getByRole('button', { name: 'Stop streaming' }).isDisabled()).toBe(true);
+    expect(await page.getByRole('button', { name: 'Stop streaming the plain-text search' }).isDisabled()).toBe(true);
     await session.shot('explore-02-plain-stream');
   });
 
@@ -114,6 +114,29 @@ describe('the console explores', () => {
     const results = page.getByRole('list', { name: 'Streamed search results' });
     expect(await results.getByRole('link').allTextContents()).toEqual(servers.map((s) => s.name));
     await session.shot('explore-03-structured-stream');
+  });
+
+  it('stops a streamed search: the results so far stay, with their count', async () => {
+    // the browser holds the second page's request until Stop was pressed (the service answers both)
+    let requests = 0;
+    let release = () => {};
+    const held = new Promise<void>((ok) => (release = ok));
+    await page.route('**/api/v1/search/stream', async (route) => {
+      if (++requests === 2) await held;
+      await route.continue().catch(() => undefined);
+    });
+    const form = page.getByRole('search', { name: 'Structured search' });
+    await form.getByRole('button', { name: 'Search', exact: true }).click();
+    const status = page.locator('#search-stream-status');
+    await poll(() => status.textContent()).toBe('Streaming… 25 of 30 results so far');
+    const stop = page.getByRole('button', { name: 'Stop streaming the structured search' });
+    expect(await stop.isEnabled()).toBe(true);
+    await stop.click();
+    await poll(() => status.textContent()).toBe('Stopped: 25 of 30 results');
+    release();
+    await page.unroute('**/api/v1/search/stream');
+    expect(await page.getByRole('list', { name: 'Streamed search results' }).getByRole('link').count()).toBe(25);
+    expect(await stop.isDisabled()).toBe(true);
   });
 
   it("lists an object's relations with links, in both directions and within its own class", async () => {

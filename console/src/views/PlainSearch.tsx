@@ -182,7 +182,13 @@ export function PlainSearch({ onAuthLost }: { onAuthLost: () => void }) {
         </>
       )}
       {mode === 'stream' && stream.state && (
-        <StreamResults state={stream.state} stop={stream.stop} id="plain-stream-status" label="Streamed plain-text results" />
+        <StreamResults
+          search="plain-text search"
+          state={stream.state}
+          stop={stream.stop}
+          id="plain-stream-status"
+          label="Streamed plain-text results"
+        />
       )}
     </section>
   );

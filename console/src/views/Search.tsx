@@ -184,7 +184,13 @@ function StructuredSearch({ onAuthLost }: { onAuthLost: () => void }) {
         </p>
       )}
       {query?.stream && stream.state && (
-        <StreamResults state={stream.state} stop={stream.stop} id="search-stream-status" label="Streamed search results" />
+        <StreamResults
+          search="structured search"
+          state={stream.state}
+          stop={stream.stop}
+          id="search-stream-status"
+          label="Streamed search results"
+        />
       )}
       {query && !query.stream && (
         <>

@@ -86,7 +86,21 @@ export function useStream(onAuthLost: () => void) {
 }
 
 /** The streamed results: a live count, a Stop button while the stream runs, and the hits in arrival order. */
-export function StreamResults({ state, stop, id, label }: { state: StreamState; stop: () => void; id: string; label: string }) {
+export function StreamResults({
+  state,
+  stop,
+  id,
+  label,
+  search,
+}: {
+  state: StreamState;
+  stop: () => void;
+  id: string;
+  /** The accessible name of the results list. */
+  label: string;
+  /** Which search this is, for the Stop button's name ("Stop streaming the <search>"). */
+  search: string;
+}) {
   const n = state.hits.length;
   const counted = `${n}${state.total !== null ? ` of ${state.total}` : ''} result${(state.total ?? n) === 1 ? '' : 's'}`;
   const text =
@@ -103,7 +117,7 @@ export function StreamResults({ state, stop, id, label }: { state: StreamState; 
         <p id={id} role="status" data-phase={state.phase}>
           {text}
         </p>
-        <button type="button" disabled={state.phase !== 'streaming'} onClick={stop}>
+        <button type="button" aria-label={`Stop streaming the ${search}`} disabled={state.phase !== 'streaming'} onClick={stop}>
           Stop streaming
         </button>
       </div>
