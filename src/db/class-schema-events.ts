@@ -249,18 +249,6 @@ export async function recordRefusedSchemaChange(sql: Sql, log: Logger, actor: Ac
  * (a new object counts as compliant before its first write). With validation enforced a
  * non-compliant write is refused, so only classes with a schema and validation off can flip here.
  */
-export async function recordObjectCompliance(
-  tx: TransactionSql,
-  actor: Actor,
-  cls: ClassRow,
-  before: ObjectRow | null,
-  after: ObjectRow,
-): Promise<void> {
-  const e = objectComplianceEvent(cls, before, after);
-  if (e) await appendEvent(tx, actor, e);
-}
-
-/** The `object_validation.updated` event of an object write that flips its compliance; null when none flips. */
 export function objectComplianceEvent(cls: ClassRow, before: ObjectRow | null, after: ObjectRow): NewEvent | null {
   // Enforced validation keeps every stored object compliant, so nothing can flip.
   if ((cls.json_schema ?? null) === null || cls.validate_schema) return null;

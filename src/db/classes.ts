@@ -66,8 +66,11 @@ export async function lockClass(tx: TransactionSql, id: number): Promise<ClassRo
 }
 
 /** Share-locks the class for an object write: its schema and collection cannot change meanwhile. */
-export async function shareLockClass(tx: TransactionSql, id: number): Promise<ClassRow | undefined> {
-  const [row] = await tx<ClassRow[]>`select ${classCols(tx)} from classes k where k.id = ${id}::int for share`;
+/** The class, share-locked, with the transaction's now() (the updated_at of what the caller writes under it). */
+export async function shareLockClass(tx: TransactionSql, id: number): Promise<(ClassRow & { svc_now: Date }) | undefined> {
+  const [row] = await tx<
+    (ClassRow & { svc_now: Date })[]
+  >`select ${classCols(tx)}, now() as svc_now from classes k where k.id = ${id}::int for share`;
   return row;
 }
 

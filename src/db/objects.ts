@@ -218,11 +218,6 @@ export async function objectIdByName(db: Db, classId: number, name: string): Pro
   return row?.id;
 }
 
-export async function lockObject(tx: TransactionSql, id: number): Promise<ObjectRow | undefined> {
-  const [row] = await tx<ObjectRow[]>`select ${objectCols(tx)} from objects o where o.id = ${id}::int for update`;
-  return row;
-}
-
 /**
  * The columns a new object's write reads with its class (readClassAs, over alias `k`): the class row,
  * the id the object will get and the transaction's now() (its created_at), so the object's audit
@@ -245,16 +240,20 @@ export async function insertObjectWithEvents(tx: TransactionSql, actor: Actor, v
   return row!;
 }
 
-export async function updateObjectRow(
-  tx: TransactionSql,
-  id: number,
-  v: { name: string; description: string; json_data: unknown },
-): Promise<ObjectRow> {
+/**
+ * Updates the object (locked by the caller) and appends its audit events in one statement. `after` is
+ * the row as it will be (revision + 1, updated_at the transaction's now()), so the events can be built
+ * first; the returned row is the database's.
+ */
+export async function updateObjectWithEvents(tx: TransactionSql, actor: Actor, after: ObjectRow, events: NewEvent[]): Promise<ObjectRow> {
   const [row] = await tx<ObjectRow[]>`
-    update objects as o set name = ${v.name}, description = ${v.description}, json_data = ${JSON.stringify(v.json_data ?? null)}::text::jsonb,
-      updated_at = now(), revision = o.revision + 1
-    where o.id = ${id}::int
-    returning ${objectCols(tx)}`;
+    with o as (
+      update objects as o set name = ${after.name}, description = ${after.description},
+        json_data = ${JSON.stringify(after.json_data ?? null)}::text::jsonb, updated_at = now(), revision = o.revision + 1
+      where o.id = ${after.id}::int
+      returning ${objectCols(tx)}
+    )${events.length ? tx`, e as (${insertEventsSql(tx, actor, events)})` : tx``}
+    select * from o`;
   return row!;
 }
 

@@ -5,17 +5,17 @@ import { ApiError, notFound } from '../domain/errors.ts';
 import { assertFitsClass } from '../domain/class-schema.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
 import { appendEvent } from '../db/events.ts';
-import { readClassAs, requireObjectPermission } from '../db/authz.ts';
+import { readClassAs, readObjectAs } from '../db/authz.ts';
 import { shareLockClass } from '../db/classes.ts';
 import { type ClassRow } from '../domain/views/classes.ts';
-import { objectComplianceEvent, recordObjectCompliance } from '../db/class-schema-events.ts';
+import { objectComplianceEvent } from '../db/class-schema-events.ts';
 import {
   deleteObjectWithRelations,
   insertObjectWithEvents,
-  lockObject,
   newObjectClassCols,
+  objectCols,
   objectIdByName,
-  updateObjectRow,
+  updateObjectWithEvents,
 } from '../db/objects.ts';
 import { objectCreatedEvent, objectUpdatedEvent, objectView, type ObjectRow } from '../domain/views/objects.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
@@ -46,39 +46,36 @@ export interface ObjectChanges {
   json_data?: unknown;
 }
 
-/** Share-locks the class of an object write and checks it still carries the expected name. */
-async function lockClassFor(m: MutationContext, classId: number, expectedName: string | null | undefined): Promise<ClassRow> {
-  const cls = await shareLockClass(m.tx, classId);
-  if (!cls || (expectedName != null && cls.name !== expectedName)) throw notFound('class');
-  return cls;
-}
-
-/** Locks the class (share) and the object (update) a target names; 404 on any mismatch. */
-async function lockTarget(m: MutationContext, t: ObjectTarget): Promise<{ cls: ClassRow; obj: ObjectRow }> {
-  const cls = await lockClassFor(m, t.classId, t.className);
-  const id = t.objectId ?? (await objectIdByName(m.tx, t.classId, t.objectName!));
-  const obj = id === undefined ? undefined : await lockObject(m.tx, id);
-  if (!obj || obj.class_id !== t.classId || (t.objectName != null && obj.name !== t.objectName)) throw notFound('object');
-  return { cls, obj };
-}
-
-/** Locks an object for a write and checks `perm` on it and If-Match. */
+/**
+ * Locks an object for a write: its class (share; 404 unless it exists and, when the route names it,
+ * still carries that name), then the object (update), checking `perm` on it and If-Match. The two
+ * locking statements go out together (one round trip) and run in that order.
+ */
 async function lockForWrite(
   m: MutationContext,
   t: ObjectTarget,
   perm: 'UpdateObject' | 'DeleteObject',
   ifMatch: string | undefined,
-): Promise<{ cls: ClassRow; obj: ObjectRow }> {
-  const locked = await lockTarget(m, t);
-  await requireObjectPermission(m.tx, m.auth, locked.obj.id, perm, { classId: t.classId });
-  requireMatch(ifMatch, KIND, locked.obj.id, locked.obj.revision);
-  return locked;
+): Promise<{ cls: ClassRow & { svc_now: Date }; obj: ObjectRow }> {
+  const locking = shareLockClass(m.tx, t.classId);
+  locking.catch(() => undefined); // awaited below
+  const id = t.objectId ?? (await objectIdByName(m.tx, t.classId, t.objectName!));
+  const reading =
+    id === undefined ? null : readObjectAs<ObjectRow>(m.tx, m.auth, id, perm, { classId: t.classId }, objectCols(m.tx), 'update');
+  reading?.catch(() => undefined); // awaited below, unless the class already answers 404
+  const cls = await locking;
+  if (!cls || (t.className != null && cls.name !== t.className)) throw notFound('class');
+  if (!reading) throw notFound('object');
+  const obj = await reading;
+  if (t.objectName != null && obj.name !== t.objectName) throw notFound('object');
+  requireMatch(ifMatch, KIND, obj.id, obj.revision);
+  return { cls, obj };
 }
 
 /** Writes a changed object with its event and compliance record; nothing when nothing changes. */
 async function writeObject(
   m: MutationContext,
-  cls: ClassRow,
+  cls: ClassRow & { svc_now: Date },
   before: ObjectRow,
   next: { name: string; description: string; json_data: unknown },
   how: string,
@@ -87,10 +84,19 @@ async function writeObject(
   const same = !dataChanged && next.name === before.name && next.description === before.description;
   return skipWhenUnchanged(before, same, async () => {
     if (dataChanged) assertFitsClass(cls, next.json_data);
-    const after = await updateObjectRow(m.tx, before.id, next);
-    await appendEvent(m.tx, m.actor, objectUpdatedEvent(before, after, cls.id, dataChanged, how));
-    if (dataChanged) await recordObjectCompliance(m.tx, m.actor, cls, before, after);
-    return after;
+    const after: ObjectRow = {
+      id: before.id,
+      collection_id: before.collection_id,
+      class_id: before.class_id,
+      created_at: before.created_at,
+      ...next,
+      updated_at: cls.svc_now,
+      revision: before.revision + 1,
+    };
+    const events = [objectUpdatedEvent(before, after, cls.id, dataChanged, how)];
+    const compliance = dataChanged ? objectComplianceEvent(cls, before, after) : null;
+    if (compliance) events.push(compliance);
+    return updateObjectWithEvents(m.tx, m.actor, after, events);
   });
 }
 
