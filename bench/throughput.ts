@@ -9,7 +9,11 @@
 // Uses SVC_DATABASE_URL when set (a scratch database is created on that server and dropped), else an
 // embedded PostgreSQL in a temporary directory. Knobs: BENCH_CONNECTIONS (50), BENCH_DURATION (10 s
 // per measurement), BENCH_WARMUP (3 s), BENCH_ROUNDS (2), BENCH_SOAK_SECONDS (60; 0 skips the soak),
-// BENCH_SOAK_WINDOW (10 s compared at each end of the soak).
+// BENCH_SOAK_WINDOW (10 s compared at each end of the soak), BENCH_ONLY (a comma-separated list of
+// scenario ids, e.g. `bare-constant,svc-healthz`: a shorter targeted run; the table then has only
+// the rows whose scenarios ran), BENCH_SVC_NODE_OPTIONS (extra node flags for the service processes,
+// e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them under the load; bench/cpuprofile-top.ts
+// summarises a profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -34,6 +38,12 @@ const WARMUP = int('BENCH_WARMUP', 3);
 const ROUNDS = int('BENCH_ROUNDS', 2);
 const SOAK = int('BENCH_SOAK_SECONDS', 60, 0);
 const SOAK_WINDOW = Math.min(int('BENCH_SOAK_WINDOW', 10), Math.max(1, Math.floor(SOAK / 3)));
+const ONLY = (process.env.BENCH_ONLY ?? '')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
+const SVC_NODE_OPTIONS = (process.env.BENCH_SVC_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+const BARE_NODE_OPTIONS = (process.env.BENCH_BARE_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
 const ADMIN_PASSWORD = 'bench-throughput-password';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const TICK_US = 1e6 / (Number(process.env.BENCH_CLK_TCK) || 100); // USER_HZ: 100 on Linux
@@ -72,10 +82,21 @@ function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, ...extra };
 }
 
-async function startProc(name: string, script: string, env: Record<string, string>, port: number, readyPath: string): Promise<Proc> {
+async function startProc(
+  name: string,
+  script: string,
+  env: Record<string, string>,
+  port: number,
+  readyPath: string,
+  nodeOptions: string[] = [],
+): Promise<Proc> {
   // node itself (not npx/tsx's CLI, which would run the server as a grandchild): the pid we read
   // /proc of is the server's.
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: ROOT, env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', script], {
+    cwd: ROOT,
+    env: childEnv(env),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const output: string[] = [];
   const keep = (b: Buffer) => {
     output.push(...b.toString('utf8').split('\n').filter(Boolean));
@@ -355,16 +376,37 @@ async function main(): Promise<void> {
       SVC_RUNTIME_ROLE: role,
       ...extra,
     };
-    return startProc(`service:${port}`, 'src/main.ts', env, port, '/readyz');
+    return startProc(`service:${port}`, 'src/main.ts', env, port, '/readyz', SVC_NODE_OPTIONS);
   };
   const bare = async () => {
     const port = await freePort();
-    return startProc(`bare:${port}`, 'bench/bare-server.ts', { BARE_DATABASE_URL: dbUrl, BARE_PORT: String(port) }, port, '/constant');
+    return startProc(
+      `bare:${port}`,
+      'bench/bare-server.ts',
+      { BARE_DATABASE_URL: dbUrl, BARE_PORT: String(port) },
+      port,
+      '/constant',
+      BARE_NODE_OPTIONS,
+    );
   };
 
   process.stderr.write('seeding through the API\n');
+  const seedPort = await freePort();
   // The first process migrates the new database (an api process alone waits for migrations).
-  const first = await service('api', { SVC_MIGRATE: 'apply' });
+  const first = await startProc(
+    'seeding',
+    'src/main.ts',
+    {
+      SVC_DATABASE_URL: dbUrl,
+      SVC_BIND: `127.0.0.1:${seedPort}`,
+      SVC_LOG_LEVEL: 'warn',
+      SVC_ADMIN_PASSWORD: ADMIN_PASSWORD,
+      SVC_RUNTIME_ROLE: 'api',
+      SVC_MIGRATE: 'apply',
+    },
+    seedPort,
+    '/readyz',
+  );
   const s = await seed(first.port).finally(() => stopProc(first));
   const scratch = postgres(dbUrl, { max: 1, onnotice: () => {} });
   await scratch`vacuum analyze`.finally(() => scratch.end());
@@ -383,7 +425,7 @@ async function main(): Promise<void> {
   });
 
   // One round: each bare measurement right before the service one(s) it is compared with.
-  const plan: [string, () => Promise<Proc[]>, (p: Proc) => AutocannonRequest][] = [
+  const fullPlan: [string, () => Promise<Proc[]>, (p: Proc) => AutocannonRequest][] = [
     ['bare-constant', async () => [await bare()], () => get('/constant')],
     ['svc-healthz', async () => [await service()], () => get('/healthz')],
     ['bare-select', async () => [await bare()], () => get(`/objects/${s.objectId}`)],
@@ -394,6 +436,13 @@ async function main(): Promise<void> {
     ['bare-create', async () => [await bare()], () => create(`/classes/${s.classId}/objects`)],
     ['svc-create', async () => [await service()], () => create(`/api/v1/classes/${s.classId}/objects`, s.adminToken)],
   ];
+  const plan = ONLY.length ? fullPlan.filter(([id]) => ONLY.includes(id)) : fullPlan;
+  const unknown = ONLY.filter((id) => id !== 'soak' && !fullPlan.some(([p]) => p === id));
+  if (unknown.length || !plan.some(([id]) => id.startsWith('bare-')) || !plan.some(([id]) => id.startsWith('svc-'))) {
+    throw new Error(
+      `BENCH_ONLY: unknown ${unknown.join(', ') || '-'}; name at least one bare-* and one svc-* of ${fullPlan.map(([id]) => id).join(', ')}`,
+    );
+  }
   const results: Measurement[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     process.stderr.write(`round ${round} of ${ROUNDS} (${CONNECTIONS} connections, ${WARMUP} s warm-up, ${DURATION} s measured)\n`);
@@ -401,7 +450,7 @@ async function main(): Promise<void> {
   }
 
   let soak: { first: number; last: number; cpuFirst: number; cpuLast: number; startRss: number; peakRss: number } | undefined;
-  if (SOAK > 0) {
+  if (SOAK > 0 && (!ONLY.length || ONLY.includes('soak'))) {
     process.stderr.write(`soak: getObject on one service process for ${SOAK} s\n`);
     const p = await service();
     try {
@@ -479,24 +528,30 @@ function report(
       `${fmt(Math.max(...of(svcId).map((m) => m.peakRssMb)))} vs ${fmt(Math.max(...of(bareId).map((m) => m.peakRssMb)))}`,
     ];
   };
-  const rows = [
-    row('`/healthz` vs a constant JSON route', 'nothing', 'bare-constant', 'svc-healthz'),
-    row('getObject, admin token', 'one row select', 'bare-select', 'svc-get-admin'),
-    row('getObject, admin token', 'token `UPDATE … RETURNING` + row select', 'bare-token', 'svc-get-admin'),
-    row('getObject, non-admin reader', 'token update + row select', 'bare-token', 'svc-get-reader'),
-    row('createObject, schema enforced, with audit event', '`BEGIN; insert object; insert event; COMMIT`', 'bare-create', 'svc-create'),
-  ];
+  const ran = (...ids: string[]) => ids.every((id) => of(id).length > 0);
+  const rows = (
+    [
+      ['`/healthz` vs a constant JSON route', 'nothing', 'bare-constant', 'svc-healthz'],
+      ['getObject, admin token', 'one row select', 'bare-select', 'svc-get-admin'],
+      ['getObject, admin token', 'token `UPDATE … RETURNING` + row select', 'bare-token', 'svc-get-admin'],
+      ['getObject, non-admin reader', 'token update + row select', 'bare-token', 'svc-get-reader'],
+      ['createObject, schema enforced, with audit event', '`BEGIN; insert object; insert event; COMMIT`', 'bare-create', 'svc-create'],
+    ] as const
+  )
+    .filter(([, , bareId, svcId]) => ran(bareId, svcId))
+    .map(([path, does, bareId, svcId]) => row(path, does, bareId, svcId));
   const two = ratios('svc-get-2procs', 'svc-get-admin');
-  rows.push([
-    'getObject, admin token, 2 api processes vs 1',
-    '— (1 process: the row above)',
-    fmt(avg('svc-get-admin', (m) => m.rps)),
-    fmt(avg('svc-get-2procs', (m) => m.rps)),
-    `2 / 1 **${mean(two).toFixed(2)}** ${perRound(two)}`,
-    `${ms(avg('svc-get-2procs', (m) => m.p50))} / ${ms(avg('svc-get-2procs', (m) => m.p99))} vs ${ms(avg('svc-get-admin', (m) => m.p50))} / ${ms(avg('svc-get-admin', (m) => m.p99))}`,
-    `${fmt(avg('svc-get-2procs', (m) => m.cpuPerReq))} vs ${fmt(avg('svc-get-admin', (m) => m.cpuPerReq))}`,
-    `${fmt(Math.max(...of('svc-get-2procs').map((m) => m.peakRssMb)))} (each) vs ${fmt(Math.max(...of('svc-get-admin').map((m) => m.peakRssMb)))}`,
-  ]);
+  if (ran('svc-get-2procs', 'svc-get-admin'))
+    rows.push([
+      'getObject, admin token, 2 api processes vs 1',
+      '— (1 process: the row above)',
+      fmt(avg('svc-get-admin', (m) => m.rps)),
+      fmt(avg('svc-get-2procs', (m) => m.rps)),
+      `2 / 1 **${mean(two).toFixed(2)}** ${perRound(two)}`,
+      `${ms(avg('svc-get-2procs', (m) => m.p50))} / ${ms(avg('svc-get-2procs', (m) => m.p99))} vs ${ms(avg('svc-get-admin', (m) => m.p50))} / ${ms(avg('svc-get-admin', (m) => m.p99))}`,
+      `${fmt(avg('svc-get-2procs', (m) => m.cpuPerReq))} vs ${fmt(avg('svc-get-admin', (m) => m.cpuPerReq))}`,
+      `${fmt(Math.max(...of('svc-get-2procs').map((m) => m.peakRssMb)))} (each) vs ${fmt(Math.max(...of('svc-get-admin').map((m) => m.peakRssMb)))}`,
+    ]);
   if (soak) {
     rows.push([
       `getObject, one process for ${SOAK} s`,

@@ -1,0 +1,56 @@
+// Summarises a V8 CPU profile (`node --cpu-prof`, e.g. a service process run by
+// `BENCH_SVC_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" make bench-throughput`): the
+// functions with the most self time, and the files (ours, dependencies, node internals) it falls in.
+//   node --import tsx bench/cpuprofile-top.ts <file.cpuprofile> [top N, default 40] [last S seconds only]
+// (the last seconds of a profile leave out start-up and warm-up; the process's shutdown is short).
+import { readFileSync } from 'node:fs';
+
+interface Node {
+  id: number;
+  callFrame: { functionName: string; url: string; lineNumber: number };
+  hitCount?: number;
+  children?: number[];
+}
+interface Profile {
+  nodes: Node[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+const [file, topArg, lastArg] = process.argv.slice(2);
+if (!file) throw new Error('usage: bench/cpuprofile-top.ts <file.cpuprofile> [top N]');
+const top = Number(topArg ?? 40);
+const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
+const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+const selfUs = new Map<number, number>();
+const at: number[] = [];
+profile.timeDeltas.reduce((t, d, i) => (at[i] = t + d), profile.startTime);
+const from = lastArg ? profile.endTime - Number(lastArg) * 1e6 : -Infinity;
+profile.samples.forEach((id, i) => {
+  if (at[i]! >= from) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+});
+const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
+
+const short = (url: string) => {
+  const path = url.replace(/^file:\/\//, '');
+  return path.includes('/node_modules/') ? path.replace(/.*\/node_modules\//, 'npm:') : path.replace(/.*\/(src|bench|test)\//, '$1/');
+};
+const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
+const fns = new Map<string, number>();
+const files = new Map<string, number>();
+for (const [id, us] of selfUs) {
+  const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
+  const where = url ? `${short(url)}:${lineNumber + 1}` : '(native)';
+  add(fns, `${functionName || '(anonymous)'}  ${where}`, us);
+  add(files, url ? short(url).replace(/^(npm:(@[^/]+\/)?[^/]+).*/, '$1') : functionName, us);
+}
+const pct = (us: number) => `${((us / total) * 100).toFixed(1).padStart(5)} %`;
+const print = (title: string, m: Map<string, number>, n: number) => {
+  console.log(`\n${title}`);
+  for (const [k, us] of [...m].sort((a, b) => b[1] - a[1]).slice(0, n)) console.log(`${pct(us)}  ${k}`);
+};
+console.log(`${file}: ${(total / 1e6).toFixed(1)} s of samples`);
+print('self time by function', fns, top);
+print('self time by file or package', files, 25);
