@@ -12,14 +12,14 @@ import { clientIp } from './http/client-ip.ts';
 import { translatePgError } from './db/pg-errors.ts';
 import { tokenCache } from './services/token-cache.ts';
 import { decodeUtf8Body, parseJsonBody } from './http/input.ts';
-import { observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
+import { finishHeaders, observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
+import { requestHeaders, urlParts } from './http/request.ts';
 
 const JSON_TYPES = /^application\/(.+\+)?json$/;
 
 /** The HTTP application: testable with app.fetch(new Request(...)) or served by @hono/node-server. */
 export async function createApp(deps: Deps): Promise<App> {
   const router = new ContractRouter();
-  await router.init();
   await tokenCache(deps).start();
   const hono = new Hono();
 
@@ -56,20 +56,20 @@ export async function createApp(deps: Deps): Promise<App> {
   });
 
   async function dispatch(c: Context, requestId: string): Promise<Reply> {
-    const url = new URL(c.req.url);
-    const headers: Record<string, string> = {};
-    c.req.raw.headers.forEach((v, k) => {
-      headers[k] = v;
-    });
-    const contentType = (headers['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
+    const url = urlParts(c.req.url);
+    const incoming = c.req.raw.headers;
+    const header = (name: string) => incoming.get(name) ?? undefined;
+    const contentType = (header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     const query: Record<string, string | string[]> = {};
-    let count = 0;
-    for (const [k, v] of url.searchParams) {
-      if (++count > 128) throw new ApiError('bad_request', 'too many query parameters (at most 128)');
-      const prev = query[k];
-      query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    if (url.query) {
+      let count = 0;
+      for (const [k, v] of new URLSearchParams(url.query)) {
+        if (++count > 128) throw new ApiError('bad_request', 'too many query parameters (at most 128)');
+        const prev = query[k];
+        query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+      }
     }
-    const raw: RawRequest = { method: c.req.method.toLowerCase(), path: url.pathname, query, headers, body: undefined, contentType };
+    const raw: RawRequest = { method: c.req.method.toLowerCase(), path: url.path, query, header, body: undefined, contentType };
     const op = router.match(raw);
     const facts = requestFacts(c);
     facts.route = op.path;
@@ -86,11 +86,11 @@ export async function createApp(deps: Deps): Promise<App> {
       },
     };
     if (router.needsAuth(op)) {
-      ctx.auth = await authenticate(deps, headers.authorization, tokenLookup(deps));
+      ctx.auth = await authenticate(deps, header('authorization'), tokenLookup(deps));
       facts.principalId = ctx.auth.principal.id;
     }
 
-    if (op.requestBody && !['get', 'head', 'delete'].includes(raw.method)) {
+    if (op.hasBody && raw.method !== 'get' && raw.method !== 'head' && raw.method !== 'delete') {
       const bytes = await c.req.arrayBuffer().then(
         (b) => new Uint8Array(b),
         () => {
@@ -104,7 +104,7 @@ export async function createApp(deps: Deps): Promise<App> {
     }
     const routed = router.validate(op, raw);
     const handler = handlers[routed.operationId] as (input: unknown, ctx: Ctx) => Promise<Reply>;
-    return handler({ params: routed.params, query: routed.query, body: raw.body, headers, contentType }, ctx);
+    return handler({ params: routed.params, query: routed.query, body: raw.body, headers: requestHeaders(incoming), contentType }, ctx);
   }
 
   // Errors outside the catch-all route (middleware) get the same JSON error body.
@@ -134,22 +134,40 @@ function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {
   return { status: 500, body: { error: reasonPhrase(500), message: 'internal server error' } };
 }
 
+/**
+ * The Response of a reply. Its headers are a plain record, complete here (the request's ids and
+ * the security headers included, http/request-log.ts finishHeaders): @hono/node-server writes such
+ * a response without building a Headers object.
+ */
 function render(c: Context, reply: Reply): Response {
-  const headers = new Headers(reply.headers);
-  const facts = (requestFacts(c) as RequestFacts | undefined) ?? { bytes: null };
+  const headers: Record<string, string> = {};
+  if (reply.headers) {
+    // Header names are case-insensitive: lowercase, repeated names joined (as Headers would).
+    for (const [k, v] of Object.entries(reply.headers)) {
+      const name = k.toLowerCase();
+      headers[name] = headers[name] === undefined ? String(v) : `${headers[name]}, ${String(v)}`;
+    }
+  }
+  const facts = requestFacts(c) as RequestFacts | undefined;
+  let bytes: number;
+  let body: BodyInit | null;
   if (reply.raw !== undefined) {
-    headers.set('content-type', reply.contentType ?? 'application/octet-stream');
+    headers['content-type'] = reply.contentType ?? 'application/octet-stream';
     const raw = reply.raw as unknown;
-    if (typeof raw === 'string') facts.bytes = Buffer.byteLength(raw);
-    else if (raw instanceof Uint8Array || raw instanceof ArrayBuffer) facts.bytes = raw.byteLength;
-    return new Response(reply.raw as BodyInit, { status: reply.status, headers });
+    bytes =
+      typeof raw === 'string' ? Buffer.byteLength(raw) : raw instanceof Uint8Array || raw instanceof ArrayBuffer ? raw.byteLength : NaN;
+    body = reply.raw as BodyInit;
+  } else if (reply.body === undefined || reply.status === 204 || reply.status === 304) {
+    bytes = 0;
+    body = null;
+  } else {
+    headers['content-type'] = 'application/json';
+    body = JSON.stringify(reply.body);
+    bytes = Buffer.byteLength(body);
   }
-  if (reply.body === undefined || reply.status === 204 || reply.status === 304) {
-    facts.bytes = 0;
-    return new Response(null, { status: reply.status, headers });
+  if (facts) {
+    if (!Number.isNaN(bytes)) facts.bytes = bytes;
+    finishHeaders(c, facts, headers);
   }
-  headers.set('content-type', 'application/json');
-  const text = JSON.stringify(reply.body);
-  facts.bytes = Buffer.byteLength(text);
-  return new Response(text, { status: reply.status, headers });
+  return new Response(body, { status: reply.status, headers });
 }

@@ -1,5 +1,4 @@
-import { OpenAPIBackend, type Document, type Operation } from 'openapi-backend';
-import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
+import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { OperationId } from '../../generated/operations.ts';
 import { ApiError, type ErrorDetail } from '../domain/errors.ts';
 import { addFormats, openapiDocument } from './openapi.ts';
@@ -7,12 +6,27 @@ import { SchemaRegistry, escapePointer } from './schemas.ts';
 import { pathDetails, queryNulDetails, stringDetails } from './input.ts';
 
 export interface RawRequest {
+  /** Lowercase. */
   method: string;
   path: string;
   query: Record<string, string | string[]>;
-  headers: Record<string, string>;
+  /** A request header by lowercase name (repeated fields joined as Headers.get joins them), or undefined. */
+  header: (name: string) => string | undefined;
   body: unknown;
   contentType: string;
+}
+
+/** An operation of openapi.yaml as the router knows it, compiled once at start. */
+export interface Operation {
+  operationId: OperationId;
+  /** The path template, e.g. `/api/v1/classes/{class_id}`. */
+  path: string;
+  /** Lowercase. */
+  method: string;
+  /** The operation's security requirements (or the document's) ask for a bearer token. */
+  needsAuth: boolean;
+  /** The operation declares a request body. */
+  hasBody: boolean;
 }
 
 export interface Routed {
@@ -23,37 +37,180 @@ export interface Routed {
   needsAuth: boolean;
 }
 
+type Json = Record<string, unknown>;
+interface Parameter {
+  name: string;
+  in: string;
+  required?: boolean;
+  explode?: boolean;
+  style?: string;
+  content?: unknown;
+  schema?: Json;
+}
+
+interface CompiledOperation extends Operation {
+  /** Path parameters that are whole segments: [name, segment index]. */
+  segmentParams: [string, number][];
+  /** Path parameters inside a segment (none in openapi.yaml today): the template as a regex. */
+  partialParams?: { names: string[]; regex: RegExp };
+  /** Query parameters by name, the first declared of each (array-typed ones are sent singly as a one-item array). */
+  queryParams: Map<string, { array: boolean; explode?: boolean; style?: string }>;
+  /** Declared header parameters, lowercase. */
+  headers: string[];
+  /** Declares the repeatable `filter` query parameter. */
+  filters: boolean;
+  /** Path, query and header parameters, with type coercion (the schema openapi-backend built for them). */
+  validateParams: ValidateFunction;
+  body?: { required: boolean; types: string[]; pointer: string; content: Record<string, { schema?: unknown }> | undefined };
+  /** Path parameters whose schema is an integer. */
+  integers: Set<string>;
+}
+
+const DOC_ID = 'openapi.json';
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
 /**
- * Routing and request validation against openapi.yaml. openapi-backend matches the route and
- * validates path, query and header parameters; request bodies are validated here per media type
- * (openapi-backend only knows application/json bodies).
+ * Routing and request validation against openapi.yaml. Every operation is compiled once, at
+ * construction: its route into a trie, its path, query and header parameters into one ajv
+ * function (the same schema, ajv options and coercion openapi-backend used to build, so the same
+ * 400 details), its request body schema per media type.
  */
 export class ContractRouter {
-  readonly api: OpenAPIBackend;
   private readonly schemas = new SchemaRegistry();
-  /** Operations that declare the repeatable `filter` query parameter (`filter=<filter name>=<value>`). */
-  private readonly filterOperations: Set<string>;
+  private readonly operations: CompiledOperation[];
+  private readonly routes: RouteNode;
 
   constructor() {
-    const doc = withoutListFilterParams(structuredClone(openapiDocument()));
-    this.filterOperations = operationsDeclaring(doc, FILTER_PARAMETER);
-    this.api = new OpenAPIBackend({
-      definition: doc,
-      quick: true,
-      strict: false,
-      validate: true,
-      coerceTypes: true,
-      ignoreTrailingSlashes: false,
-      customizeAjv: (_ajv, opts) => {
-        const a = new Ajv2020({ ...opts, strict: false, allErrors: true, coerceTypes: (opts as { coerceTypes?: boolean }).coerceTypes });
-        addFormats(a);
-        return a as never;
-      },
-    });
+    const doc = openapiDocument() as unknown as Json;
+    // Parameters are validated with type coercion (query and path values arrive as strings), as
+    // openapi-backend's customizeAjv set it up; the contract is added once and referenced by pointer.
+    const ajv = new Ajv2020({ strict: false, allErrors: true, coerceTypes: true });
+    addFormats(ajv);
+    ajv.addSchema({ ...doc, $id: DOC_ID } as object);
+    const security = (doc.security as unknown[] | undefined) ?? [];
+    this.operations = [];
+    for (const [path, item] of Object.entries((doc.paths ?? {}) as Record<string, Json>)) {
+      for (const method of METHODS) {
+        const op = item[method] as Json | undefined;
+        if (!op) continue;
+        const pointer = `/paths/${escapePointer(path)}/${method}`;
+        this.operations.push(
+          this.compileOperation(ajv, path, method, op, item, pointer, (op.security as unknown[] | undefined) ?? security),
+        );
+      }
+    }
+    this.routes = compileRoutes(this.operations);
   }
 
-  async init(): Promise<void> {
-    await this.api.init();
+  /** Kept for callers that awaited the old asynchronous start; everything is compiled in the constructor. */
+  async init(): Promise<void> {}
+
+  private compileOperation(
+    ajv: Ajv2020,
+    path: string,
+    method: string,
+    op: Json,
+    item: Json,
+    pointer: string,
+    security: unknown[],
+  ): CompiledOperation {
+    const operationId = op.operationId as OperationId;
+    // The operation's parameters, then its path item's (openapi-backend's order: on a name declared
+    // twice the later one's schema wins). The declared list filters are left to the list parser,
+    // which checks them exactly as before they were declared: compiling some 250 of them per list
+    // operation into ajv costs seconds per operation. test/spec-generators.test.ts proves their
+    // schemas and the parser agree.
+    const refs: [unknown, string][] = [
+      ...((op.parameters ?? []) as unknown[]).map((p, i): [unknown, string] => [p, `${pointer}/parameters/${i}`]),
+      ...((item.parameters ?? []) as unknown[]).map((p, i): [unknown, string] => [p, `/paths/${escapePointer(path)}/parameters/${i}`]),
+    ].filter(([p]) => !String((p as Json).$ref ?? '').startsWith('#/components/parameters/ListFilter.'));
+    const params = refs.map(([p, at]) => {
+      const [param, ptr] = this.schemas.resolve(p, at);
+      return { param: param as unknown as Parameter, schemaPointer: `${ptr}/schema` };
+    });
+    const target: Record<string, { type: 'object'; additionalProperties: unknown; properties: Json; required: string[] }> = {
+      path: { type: 'object', additionalProperties: false, properties: {}, required: [] },
+      query: { type: 'object', additionalProperties: false, properties: {}, required: [] },
+      header: { type: 'object', additionalProperties: true, properties: {}, required: [] },
+      cookie: { type: 'object', additionalProperties: true, properties: {}, required: [] },
+    };
+    const required: string[] = [];
+    const queryParams: CompiledOperation['queryParams'] = new Map();
+    const headers: string[] = [];
+    const pathNames: string[] = [];
+    for (const { param, schemaPointer } of params) {
+      const t = target[param.in];
+      if (!t || param.in === 'cookie') throw new Error(`${operationId}: parameters in ${param.in} are not supported`);
+      if (param.content) throw new Error(`${operationId}: parameter ${param.name} declares content; only schemas are supported`);
+      const name = param.in === 'header' ? param.name.toLowerCase() : param.name;
+      if (param.required) {
+        if (!t.required.includes(name)) t.required.push(name);
+        if (!required.includes(param.in)) required.push(param.in);
+      }
+      const schema = param.schema ? this.resolveSchema(param.schema, schemaPointer) : undefined;
+      if (schema?.additionalProperties !== undefined) t.additionalProperties = schema.additionalProperties;
+      t.properties[name] = param.schema === undefined ? undefined : { $ref: `${DOC_ID}#${schemaPointer}` };
+      if (param.in === 'query' && !queryParams.has(name)) {
+        queryParams.set(name, { array: schema?.type === 'array', explode: param.explode, style: param.style });
+      }
+      if (param.in === 'header' && !headers.includes(name)) headers.push(name);
+      if (param.in === 'path') pathNames.push(name);
+    }
+    const validateParams = ajv.compile({
+      title: 'Request',
+      type: 'object',
+      additionalProperties: true,
+      properties: target,
+      required,
+    });
+
+    const segments = path.split('/');
+    const segmentParams: [string, number][] = [];
+    let partial = false;
+    segments.forEach((segment, i) => {
+      const m = /^\{([A-Za-z0-9_-]+)\}$/.exec(segment);
+      if (m) segmentParams.push([m[1]!, i]);
+      else if (segment.includes('{')) partial = true;
+    });
+    const templateNames = [...path.matchAll(/\{([A-Za-z0-9_-]+)\}/g)].map((m) => m[1]!);
+    if (new Set(templateNames).size !== templateNames.length) throw new Error(`${path}: a path parameter appears twice`);
+
+    let body: CompiledOperation['body'];
+    if (op.requestBody) {
+      const [rb, rbPointer] = this.schemas.resolve(op.requestBody, `${pointer}/requestBody`);
+      const content = rb.content as Record<string, { schema?: unknown }> | undefined;
+      if (content) body = { required: rb.required === true, types: Object.keys(content), pointer: rbPointer, content };
+    }
+    const integers = new Set(
+      params
+        .filter(
+          ({ param, schemaPointer }) =>
+            param.in === 'path' && param.schema && this.resolveSchema(param.schema, schemaPointer).type === 'integer',
+        )
+        .map(({ param }) => param.name),
+    );
+    return {
+      operationId,
+      path,
+      method,
+      needsAuth: security.length > 0 && !security.some((s) => s && typeof s === 'object' && Object.keys(s).length === 0),
+      hasBody: Boolean(op.requestBody),
+      segmentParams: partial ? [] : segmentParams,
+      partialParams: partial
+        ? { names: templateNames, regex: new RegExp('^' + path.replace(/\{[A-Za-z0-9_-]+\}/g, '([^\\/]*)') + '$') }
+        : undefined,
+      queryParams,
+      headers,
+      filters: queryParams.has(FILTER_PARAMETER),
+      validateParams,
+      body,
+      integers,
+    };
+  }
+
+  /** A schema with its `$ref`s followed (to read its type). */
+  private resolveSchema(schema: Json, pointer: string): Json {
+    return this.schemas.resolve(schema, pointer)[0];
   }
 
   /**
@@ -67,8 +224,7 @@ export class ContractRouter {
    * as ambiguous); only when none fits does the first match answer (400 for `/classes/abc/objects`,
    * as before).
    */
-  match(req: RawRequest): Operation {
-    this.routes ??= this.compileRoutes();
+  match(req: Pick<RawRequest, 'method' | 'path'>): Operation {
     const candidates: Route[] = [];
     collectRoutes(this.routes, req.path.split('/'), 0, candidates);
     if (candidates.length > 1) candidates.sort((a, b) => a.order - b.order);
@@ -89,113 +245,149 @@ export class ContractRouter {
     throw new ApiError('not_found', 'no route matches this request');
   }
 
-  private routes?: RouteNode;
-
-  private compileRoutes(): RouteNode {
-    const byPath = new Map<string, Map<string, Operation>>();
-    for (const op of this.api.router.getOperations()) {
-      const methods = byPath.get(op.path) ?? new Map<string, Operation>();
-      methods.set(op.method, op);
-      byPath.set(op.path, methods);
-    }
-    const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    // A path parameter's segment pattern: digits for an integer, any segment otherwise.
-    const compile = (path: string, segment: (name: string) => string) =>
-      new RegExp(
-        '^' +
-          path
-            .split(/(\{[^}]+\})/)
-            .map((part, i) => (i % 2 ? segment(part.slice(1, -1)) : escape(part)))
-            .join('') +
-          '$',
-      );
-    const ordered = [...byPath.entries()]
-      .map(([path, methods]) => {
-        const integers = new Set(
-          [...methods.values()].flatMap((op) =>
-            ((op.parameters ?? []) as { name?: string; in?: string; schema?: { type?: unknown } }[])
-              .filter((p) => p.in === 'path' && p.schema?.type === 'integer')
-              .map((p) => p.name),
-          ),
-        );
-        return {
-          path,
-          typed: integers.size ? compile(path, (name) => (integers.has(name) ? '-?[0-9]+' : '[^/]+')) : undefined,
-          literal: path.replace(/\{[^}]+\}/g, '').length,
-          exact: !path.includes('{'),
-          methods,
-        };
-      })
-      .sort((a, b) => Number(b.exact) - Number(a.exact) || b.literal - a.literal);
-    const root = newNode();
-    ordered.forEach(({ path, typed, methods }, order) => {
-      const route: Route = { order, typed, methods };
-      let node = root;
-      for (const segment of path.split('/')) {
-        if (/^\{[^}]+\}$/.test(segment)) {
-          node = node.param ??= newNode();
-        } else if (segment.includes('{')) {
-          // A parameter inside a segment (none in openapi.yaml today): matched by its regex.
-          node.partial.push({ route, regex: compile(path, () => '[^/]+') });
-          return;
-        } else {
-          let next = node.literal.get(segment);
-          if (!next) node.literal.set(segment, (next = newNode()));
-          node = next;
-        }
-      }
-      node.routes.push(route);
-    });
-    return root;
+  needsAuth(op: Operation): boolean {
+    return op.needsAuth;
   }
 
-  needsAuth(op: Operation): boolean {
-    const sec = op.security ?? (this.api.definition.security as unknown[] | undefined) ?? [];
-    return Array.isArray(sec) && sec.length > 0 && !sec.some((s) => s && typeof s === 'object' && Object.keys(s).length === 0);
+  /** Every operation, in the contract's order. */
+  list(): readonly Operation[] {
+    return this.operations;
   }
 
   /** Validates parameters and body; returns coerced params and query, or throws 400. */
-  validate(op: Operation, req: RawRequest): Routed {
-    // Before openapi-backend, whose path parameter parsing throws URIError on malformed encoding.
-    const hostile = [...pathDetails(op.path, req.path), ...queryNulDetails(req.query)];
-    if (hostile.length) throw invalidRequest(hostile);
-    const query = this.filterOperations.has(op.operationId!) ? expandFilterParameter(req.query) : req.query;
-    const result = this.api.validateRequest({ method: req.method, path: req.path, headers: req.headers, query, body: undefined }, op);
-    const errors = (result.errors ?? []).filter(
-      (e) =>
-        !e.instancePath.startsWith('/requestBody') &&
-        !(e.keyword === 'required' && (e.params as { missingProperty?: string }).missingProperty === 'requestBody'),
-    );
-    const details: ErrorDetail[] = errors.map((e) => toDetail(e));
+  validate(operation: Operation, req: RawRequest): Routed {
+    const op = operation as CompiledOperation;
+    // Before decoding the path parameters: malformed percent-encoding would throw URIError.
+    const hostile = pathDetails(op.path, req.path);
+    const nul = queryNulDetails(req.query);
+    if (hostile.length || nul.length) throw invalidRequest([...hostile, ...nul]);
+    const path = pathParams(op, req.path);
+    const query = queryForValidation(op, op.filters ? expandFilterParameter(req.query) : req.query);
+    const header: Record<string, string> = {};
+    for (const name of op.headers) {
+      const v = req.header(name);
+      if (v !== undefined) header[name] = v;
+    }
+    const parameters = { path, query, header, cookie: {} };
+    const details: ErrorDetail[] = op.validateParams(parameters) ? [] : (op.validateParams.errors ?? []).map((e) => toDetail(e));
     details.push(...this.validateBody(op, req));
     if (details.length) throw invalidRequest(details);
-    return {
-      operationId: op.operationId as OperationId,
-      operation: op,
-      params: (result.coerced.params ?? {}) as Record<string, unknown>,
-      query: (result.coerced.query ?? {}) as Record<string, unknown>,
-      needsAuth: this.needsAuth(op),
-    };
+    return { operationId: op.operationId, operation: op, params: parameters.path, query: parameters.query, needsAuth: op.needsAuth };
   }
 
-  private validateBody(op: Operation, req: RawRequest): ErrorDetail[] {
-    const rb = op.requestBody as { required?: boolean; content?: Record<string, { schema?: unknown }> } | undefined;
-    if (!rb?.content) return [];
-    const hasBody = req.body !== undefined;
-    if (!hasBody) return rb.required ? [{ path: 'body', message: 'a request body is required' }] : [];
-    const types = Object.keys(rb.content);
+  private validateBody(op: CompiledOperation, req: RawRequest): ErrorDetail[] {
+    const rb = op.body;
+    if (!rb) return [];
+    if (req.body === undefined) return rb.required ? [{ path: 'body', message: 'a request body is required' }] : [];
+    const { types } = rb;
     const type = types.find((t) => t === req.contentType) ?? (req.contentType === '' && types.length === 1 ? types[0] : undefined);
     if (!type) throw new ApiError('unsupported_media_type', `unsupported content type; use ${types.join(' or ')}`);
-    const opPointer = `/paths/${escapePointer(op.path)}/${op.method}`;
-    const [rawBody, rbPointer] = this.schemas.resolve(this.schemas.at(`${opPointer}/requestBody`), `${opPointer}/requestBody`);
-    const content = rawBody.content as Record<string, { schema?: unknown }> | undefined;
     const unstorable = stringDetails(req.body, 'body');
     if (unstorable.length) return unstorable;
-    if (!content?.[type]?.schema) return [];
-    const validate = this.schemas.validatorAt(`${rbPointer}/content/${escapePointer(type)}/schema`);
+    if (!rb.content?.[type]?.schema) return [];
+    const validate = this.schemas.validatorAt(`${rb.pointer}/content/${escapePointer(type)}/schema`);
     if (validate(req.body)) return [];
     return (validate.errors ?? []).slice(0, 20).map((e) => toDetail(e, 'body'));
   }
+}
+
+/** The path parameters, percent-decoded (pathDetails has refused what decodeURIComponent would). */
+function pathParams(op: CompiledOperation, path: string): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (op.partialParams) {
+    const m = op.partialParams.regex.exec(path);
+    if (m) op.partialParams.names.forEach((name, i) => (out[name] = decodeURIComponent(m[i + 1]!)));
+    return out;
+  }
+  if (op.segmentParams.length === 0) return out;
+  const segments = path.split('/');
+  for (const [name, i] of op.segmentParams) out[name] = decodeURIComponent(segments[i] ?? '');
+  return out;
+}
+
+/**
+ * The query as the parameter validator reads it (and may coerce): a copy, where an array-typed
+ * parameter sent once is a one-item array and a non-exploded one is split at its delimiters, as
+ * openapi-backend prepared it.
+ */
+function queryForValidation(op: CompiledOperation, query: Record<string, string | string[]>): Record<string, unknown> {
+  const out = Object.create(Object.getPrototypeOf(query) as object | null) as Record<string, unknown>;
+  for (const name of Object.keys(query)) {
+    const v = query[name]!;
+    // defined, not assigned: an own `__proto__` member stays a member
+    Object.defineProperty(out, name, { value: Array.isArray(v) ? v.slice() : v, writable: true, enumerable: true, configurable: true });
+  }
+  for (const name in out) {
+    const param = op.queryParams.get(name);
+    if (!param || param.explode !== false || !out[name]) continue;
+    const raw = out[name];
+    if (Array.isArray(raw) && raw.length > 1) continue;
+    const value: unknown = Array.isArray(raw) ? raw[0] : raw;
+    if (typeof value !== 'string') continue;
+    let decoded = value.replace(/%2C/g, ',');
+    if (param.style === 'spaceDelimited') decoded = decoded.replace(/ /g, ',').replace(/%20/g, ',');
+    if (param.style === 'pipeDelimited') decoded = decoded.replace(/\|/g, ',').replace(/%7C/g, ',');
+    out[name] = decoded.split(',');
+  }
+  for (const name of Object.keys(out)) {
+    if (typeof out[name] === 'string' && op.queryParams.get(name)?.array) out[name] = [out[name]];
+  }
+  return out;
+}
+
+/**
+ * The route trie of the operations. Routes keep openapi-backend's precedence (literal paths first,
+ * then longer literal parts); a route with integer path parameters also gets the regex that
+ * checks they are integers.
+ */
+function compileRoutes(operations: CompiledOperation[]): RouteNode {
+  const byPath = new Map<string, { methods: Map<string, Operation>; integers: Set<string> }>();
+  for (const op of operations) {
+    const entry = byPath.get(op.path) ?? { methods: new Map<string, Operation>(), integers: new Set<string>() };
+    entry.methods.set(op.method, op);
+    for (const name of op.integers) entry.integers.add(name);
+    byPath.set(op.path, entry);
+  }
+  const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  // A path parameter's segment pattern: digits for an integer, any segment otherwise.
+  const compile = (path: string, segment: (name: string) => string) =>
+    new RegExp(
+      '^' +
+        path
+          .split(/(\{[^}]+\})/)
+          .map((part, i) => (i % 2 ? segment(part.slice(1, -1)) : escape(part)))
+          .join('') +
+        '$',
+    );
+  const ordered = [...byPath.entries()]
+    .map(([path, { methods, integers }]) => ({
+      path,
+      typed: integers.size ? compile(path, (name) => (integers.has(name) ? '-?[0-9]+' : '[^/]+')) : undefined,
+      literal: path.replace(/\{[^}]+\}/g, '').length,
+      exact: !path.includes('{'),
+      methods,
+    }))
+    .sort((a, b) => Number(b.exact) - Number(a.exact) || b.literal - a.literal);
+  const root = newNode();
+  ordered.forEach(({ path, typed, methods }, order) => {
+    const route: Route = { order, typed, methods };
+    let node = root;
+    for (const segment of path.split('/')) {
+      if (/^\{[^}]+\}$/.test(segment)) {
+        node = node.param ??= newNode();
+      } else if (segment.includes('{')) {
+        // A parameter inside a segment (none in openapi.yaml today): matched by its regex.
+        node.partial.push({ route, regex: compile(path, () => '[^/]+') });
+        return;
+      } else {
+        let next = node.literal.get(segment);
+        if (!next) node.literal.set(segment, (next = newNode()));
+        node = next;
+      }
+    }
+    node.routes.push(route);
+  });
+  return root;
 }
 
 interface Route {
@@ -254,24 +446,6 @@ function toDetail(e: ErrorObject, root?: string): ErrorDetail {
   return { path: path || 'body', message };
 }
 
-/**
- * The declared list filter parameters (`#/components/parameters/ListFilter.*`, generated from the
- * list parser's own tables by codegen/list-filters.ts) are left to that parser, which checks them
- * exactly as before they were declared: compiling some 250 of them per list operation into ajv
- * costs seconds per operation. test/spec-generators.test.ts proves their schemas and the parser agree.
- */
-function withoutListFilterParams(doc: Document): Document {
-  const paths = (doc.paths ?? {}) as Record<string, Record<string, { parameters?: { $ref?: string }[] } | undefined>>;
-  for (const item of Object.values(paths)) {
-    for (const op of Object.values(item)) {
-      if (op && Array.isArray(op.parameters)) {
-        op.parameters = op.parameters.filter((p) => !p.$ref?.startsWith('#/components/parameters/ListFilter.'));
-      }
-    }
-  }
-  return doc;
-}
-
 /** The declared, repeatable query parameter of list operations that carries one filter per value. */
 export const FILTER_PARAMETER = 'filter';
 /** Names a `filter` value may not carry: the list's own parameters, which are not filters. */
@@ -307,22 +481,5 @@ export function expandFilterParameter(query: Record<string, string | string[]>):
     }
   }
   if (details.length) throw invalidRequest(details);
-  return out;
-}
-
-/** The operationIds whose query parameters (their own or their path's, references resolved) include `name`. */
-function operationsDeclaring(doc: Document, name: string): Set<string> {
-  const components = (doc.components?.parameters ?? {}) as Record<string, { name?: string; in?: string }>;
-  type P = { $ref?: string; name?: string; in?: string };
-  const resolve = (p: P): P | undefined => (p.$ref ? components[p.$ref.split('/').pop()!] : p);
-  const out = new Set<string>();
-  for (const item of Object.values((doc.paths ?? {}) as Record<string, Record<string, unknown>>)) {
-    const shared = (item.parameters ?? []) as P[];
-    for (const op of Object.values(item)) {
-      const o = op as { operationId?: string; parameters?: P[] } | undefined;
-      if (!o?.operationId || !Array.isArray(o.parameters)) continue;
-      if ([...shared, ...o.parameters].some((p) => resolve(p)?.in === 'query' && resolve(p)?.name === name)) out.add(o.operationId);
-    }
-  }
   return out;
 }

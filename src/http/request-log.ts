@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from '../deps.ts';
 import { httpDuration, httpInFlight, httpRequests, statusClass } from '../metrics.ts';
-import { applySecurityHeaders } from './security-headers.ts';
+import { applySecurityHeaders, securityHeaders } from './security-headers.ts';
 
 /** X-Request-Id and X-Correlation-ID: 1 to 128 of `A-Z a-z 0-9 . _ : -`. */
 const HEADER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -30,6 +30,11 @@ export interface RequestFacts {
   credentialed: boolean;
   /** Bytes of the response body when known before it is sent (null for streams). */
   bytes: number | null;
+  /**
+   * The response's headers as finishHeaders completed them (the app's own renderer): the
+   * middleware then leaves the response alone. Undefined for other responses (docs, console).
+   */
+  finished?: Record<string, string>;
 }
 
 const KEY = 'requestFacts' as never;
@@ -58,15 +63,19 @@ export function observeRequests(deps: Pick<Deps, 'log'>): MiddlewareHandler {
       httpInFlight.dec();
     }
     const res = c.res;
-    res.headers.set('x-request-id', facts.requestId);
-    if (facts.correlationId) res.headers.set('x-correlation-id', facts.correlationId);
-    applySecurityHeaders(res.headers, c.req.path, facts.credentialed);
+    const finished = facts.finished;
+    if (!finished) {
+      res.headers.set('x-request-id', facts.requestId);
+      if (facts.correlationId) res.headers.set('x-correlation-id', facts.correlationId);
+      applySecurityHeaders(res.headers, c.req.path, facts.credentialed);
+    }
     const ms = performance.now() - started;
     const method = METHODS.has(c.req.method) ? c.req.method : 'other';
     const labels = { method, route: facts.route, status_class: statusClass(res.status) };
     httpRequests.inc(labels);
     httpDuration.observe(labels, ms / 1000);
-    const length = res.headers.get('content-length');
+    if (!deps.log.isLevelEnabled('info')) return;
+    const length = finished ? (finished['content-length'] ?? null) : res.headers.get('content-length');
     deps.log.info(
       {
         request_id: facts.requestId,
@@ -81,4 +90,16 @@ export function observeRequests(deps: Pick<Deps, 'log'>): MiddlewareHandler {
       'request',
     );
   };
+}
+
+/**
+ * Completes the lowercase header record of a response the app renders itself, as the middleware
+ * would complete its Headers: the request's ids and the security headers (applySecurityHeaders).
+ * The middleware then leaves that response alone.
+ */
+export function finishHeaders(c: Context, facts: RequestFacts, headers: Record<string, string>): void {
+  headers['x-request-id'] = facts.requestId;
+  if (facts.correlationId) headers['x-correlation-id'] = facts.correlationId;
+  securityHeaders(headers, c.req.path, facts.credentialed);
+  facts.finished = headers;
 }

@@ -37,3 +37,10 @@ export function applySecurityHeaders(headers: Headers, path: string, credentiale
   }
   if (credentialed && !headers.has('cache-control')) headers.set('cache-control', 'no-store');
 }
+
+/** applySecurityHeaders on a record of lowercase header names. */
+export function securityHeaders(headers: Record<string, string>, path: string, credentialed: boolean): void {
+  for (const k in SECURITY_HEADERS) headers[k] = SECURITY_HEADERS[k]!;
+  headers['content-security-policy'] ??= path === '/docs' || path.startsWith('/docs/') ? DOCS_CSP : API_CSP;
+  if (credentialed) headers['cache-control'] ??= 'no-store';
+}

@@ -1,0 +1,72 @@
+// The parts of an incoming request the app reads, without the per-request copies a URL object or
+// a materialized Headers object would cost.
+
+/**
+ * The path and the query string (without `?`) of a request URL, exactly as `new URL(url)` gives
+ * them as `pathname` and `search`. A request's URL is either serialized by the URL parser (a
+ * Request built from a string, or @hono/node-server for any request target it does not pass
+ * through as is) or `scheme://host` + a request target of plain characters without dot segments
+ * (@hono/node-server's fast path: no `%`, no `\`, no `..`), whose path and query the parser would
+ * not change in any way the query's decoding could see; anything else goes through the parser.
+ */
+export function urlParts(url: string): { path: string; query: string } {
+  const scheme = url.indexOf('://');
+  const start = scheme < 0 ? -1 : url.indexOf('/', scheme + 3);
+  const hash = url.indexOf('#');
+  const end = hash < 0 ? url.length : hash;
+  if (start < 0 || start > end || url.includes('\\')) return viaUrlParser(url);
+  const q = url.indexOf('?', start);
+  const pathEnd = q >= 0 && q < end ? q : end;
+  const path = url.slice(start, pathEnd);
+  // Dot segments (also percent-encoded) are resolved by the parser.
+  if (path.includes('/.') || /%2e/i.test(path)) return viaUrlParser(url);
+  return { path, query: q >= 0 && q < end ? url.slice(q + 1, end) : '' };
+}
+
+function viaUrlParser(url: string): { path: string; query: string } {
+  const u = new URL(url);
+  return { path: u.pathname, query: u.search.slice(1) };
+}
+
+const NO_HEADER = undefined;
+
+/**
+ * The request headers as a record of lowercase names (what a handler's input.headers is), read
+ * from the Headers object when a handler asks for a header: a lookup does not copy every header,
+ * and the record holds the same values a copy would (Headers.get joins repeated fields as
+ * iterating does). Enumerating it, or writing to it, makes the copy.
+ */
+export function requestHeaders(source: Headers): Record<string, string> {
+  let copy: Record<string, string> | undefined;
+  const all = (): Record<string, string> => {
+    if (!copy) {
+      copy = {};
+      source.forEach((v, k) => {
+        copy![k] = v;
+      });
+    }
+    return copy;
+  };
+  const lookup = (name: string): string | undefined => {
+    if (copy) return Object.hasOwn(copy, name) ? copy[name] : NO_HEADER;
+    // A copy holds lowercase names only; Headers.get would find any case, and refuses names that are not tokens.
+    if (name !== name.toLowerCase()) return NO_HEADER;
+    try {
+      return source.get(name) ?? NO_HEADER;
+    } catch {
+      return NO_HEADER;
+    }
+  };
+  return new Proxy({} as Record<string, string>, {
+    get: (_t, name) => (typeof name === 'string' ? (lookup(name) ?? (Object.prototype as Record<string, unknown>)[name]) : undefined),
+    has: (_t, name) => (typeof name === 'string' && lookup(name) !== undefined) || name in Object.prototype,
+    ownKeys: () => Reflect.ownKeys(all()),
+    getOwnPropertyDescriptor: (_t, name) => {
+      const d = Reflect.getOwnPropertyDescriptor(all(), name);
+      return d && { ...d, configurable: true };
+    },
+    set: (_t, name, value) => Reflect.set(all(), name, value),
+    defineProperty: (_t, name, d) => Reflect.defineProperty(all(), name, d),
+    deleteProperty: (_t, name) => Reflect.deleteProperty(all(), name),
+  });
+}
