@@ -1,4 +1,4 @@
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Deps } from './deps.ts';
 import { ApiError, reasonPhrase } from './domain/errors.ts';
@@ -8,11 +8,12 @@ import type { App, Ctx, Reply } from './http/contract.ts';
 import { handlers } from './handlers/index.ts';
 import { serveDocsAsset } from './http/docs.ts';
 import { serveConsole } from './http/console.ts';
-import { clientIp } from './http/client-ip.ts';
+import { clientIpOf } from './http/client-ip.ts';
 import { translatePgError } from './db/pg-errors.ts';
 import { tokenCache } from './services/token-cache.ts';
 import { decodeUtf8Body, parseJsonBody } from './http/input.ts';
-import { finishHeaders, observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
+import { beginRequest, endRequest, finishHeaders, observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
+import { httpInFlight } from './metrics.ts';
 import { requestHeaders, urlParts } from './http/request.ts';
 
 const JSON_TYPES = /^application\/(.+\+)?json$/;
@@ -20,6 +21,7 @@ const JSON_TYPES = /^application\/(.+\+)?json$/;
 /** The HTTP application: testable with app.fetch(new Request(...)) or served by @hono/node-server. */
 export async function createApp(deps: Deps): Promise<App> {
   const router = new ContractRouter();
+  const lookupToken = tokenLookup(deps);
   await tokenCache(deps).start();
   const hono = new Hono();
 
@@ -28,7 +30,7 @@ export async function createApp(deps: Deps): Promise<App> {
 
   const limitBody = bodyLimit({
     maxSize: deps.config.SVC_BODY_LIMIT_BYTES,
-    onError: (c) => render(c, errorReply(new ApiError('payload_too_large', 'the request body is too large'))),
+    onError: (c) => render(requestFacts(c), c.req.path, errorReply(new ApiError('payload_too_large', 'the request body is too large'))),
   });
   // A GET or HEAD request has no body (bodyLimit would find none and pass it on), and asking for
   // one makes @hono/node-server build a whole Request with its Headers and AbortSignal.
@@ -46,20 +48,21 @@ export async function createApp(deps: Deps): Promise<App> {
     return serveConsole(c.req.path);
   });
 
-  hono.all('*', async (c) => {
-    const requestId = requestFacts(c).requestId;
-    try {
-      return render(c, await dispatch(c, requestId));
-    } catch (err) {
-      return render(c, errorReply(err, deps, requestId));
-    }
-  });
+  hono.all('*', (c) => serveApi(c.req.raw, c.env, requestFacts(c), c.req.path));
 
-  async function dispatch(c: Context, requestId: string): Promise<Reply> {
-    const url = urlParts(c.req.url);
-    const incoming = c.req.raw.headers;
-    const header = (name: string) => incoming.get(name) ?? undefined;
-    const contentType = (header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
+  /** An operation of the contract: dispatch, then the reply or the error rendered. */
+  async function serveApi(req: Request, env: unknown, facts: RequestFacts, path: string): Promise<Response> {
+    try {
+      return render(facts, path, await dispatch(req, env, facts));
+    } catch (err) {
+      return render(facts, path, errorReply(err, deps, facts.requestId));
+    }
+  }
+
+  async function dispatch(req: Request, env: unknown, facts: RequestFacts): Promise<Reply> {
+    const url = urlParts(req.url);
+    const headers = req.headers;
+    const contentType = (headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     const query: Record<string, string | string[]> = {};
     if (url.query) {
       let count = 0;
@@ -69,34 +72,28 @@ export async function createApp(deps: Deps): Promise<App> {
         query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
       }
     }
-    const raw: RawRequest = { method: c.req.method.toLowerCase(), path: url.path, query, header, body: undefined, contentType };
+    const raw: RawRequest = { method: req.method.toLowerCase(), path: url.path, query, headers, body: undefined, contentType };
     const op = router.match(raw);
-    const facts = requestFacts(c);
     facts.route = op.path;
     const ctx: Ctx = {
       deps,
       auth: null,
-      requestId,
+      requestId: facts.requestId,
       correlationId: facts.correlationId,
-      clientIp: clientIp(c, deps.config.SVC_TRUSTED_PROXIES),
+      clientIp: clientIpOf(env, headers, deps.config.SVC_TRUSTED_PROXIES),
       operationId: op.operationId as Ctx['operationId'],
       // Read when a handler asks: the AbortSignal is made on first use.
       get signal() {
-        return c.req.raw.signal;
+        return req.signal;
       },
     };
-    if (router.needsAuth(op)) {
-      ctx.auth = await authenticate(deps, header('authorization'), tokenLookup(deps));
+    if (op.needsAuth) {
+      ctx.auth = await authenticate(deps, headers.get('authorization') ?? undefined, lookupToken);
       facts.principalId = ctx.auth.principal.id;
     }
 
     if (op.hasBody && raw.method !== 'get' && raw.method !== 'head' && raw.method !== 'delete') {
-      const bytes = await c.req.arrayBuffer().then(
-        (b) => new Uint8Array(b),
-        () => {
-          throw new ApiError('bad_request', 'the request body could not be read to its end');
-        },
-      );
+      const bytes = await req.arrayBuffer().then(toBytes, unreadableBody);
       if (bytes.length > 0) {
         const text = decodeUtf8Body(bytes);
         raw.body = contentType === '' || JSON_TYPES.test(contentType) ? parseJsonBody(text) : text;
@@ -104,22 +101,66 @@ export async function createApp(deps: Deps): Promise<App> {
     }
     const routed = router.validate(op, raw);
     const handler = handlers[routed.operationId] as (input: unknown, ctx: Ctx) => Promise<Reply>;
-    return handler({ params: routed.params, query: routed.query, body: raw.body, headers: requestHeaders(incoming), contentType }, ctx);
+    return handler({ params: routed.params, query: routed.query, body: raw.body, headers: requestHeaders(headers), contentType }, ctx);
   }
 
   // Errors outside the catch-all route (middleware) get the same JSON error body.
-  hono.onError((err, c) => render(c, errorReply(err, deps, (requestFacts(c) as RequestFacts | undefined)?.requestId)));
+  hono.onError((err, c) => {
+    const facts = requestFacts(c) as RequestFacts | undefined;
+    return render(facts, c.req.path, errorReply(err, deps, facts?.requestId));
+  });
 
-  return { fetch: (req, env) => hono.fetch(req, env as never), hono };
+  /**
+   * A GET of an operation served without Hono: the same beginRequest / serveApi / endRequest the
+   * Hono app runs for it (observeRequests, the catch-all route), without its Context and
+   * middleware chain. Only for requests Hono would certainly hand to its catch-all route: GET
+   * (HEAD is answered by Hono from the GET route, without the body), a path that is not the
+   * console's or a docs asset, and a URL without `%`, `#` or `/.` (Hono routes by the decoded
+   * path, and its c.req.path, which the security headers go by, is the URL's as it is).
+   */
+  async function serveGet(req: Request, env: unknown, path: string): Promise<Response> {
+    const started = performance.now();
+    const facts = beginRequest(req.headers);
+    httpInFlight.inc();
+    let res: Response;
+    try {
+      res = await serveApi(req, env, facts, path);
+    } catch (err) {
+      res = render(facts, path, errorReply(err, deps, facts.requestId));
+    } finally {
+      httpInFlight.dec();
+    }
+    endRequest(deps, facts, res, req.method, path, started);
+    return res;
+  }
+
+  const fetch = (req: Request, env?: unknown): Response | Promise<Response> => {
+    if (req.method === 'GET') {
+      const url = req.url;
+      if (!url.includes('%') && !url.includes('#') && !url.includes('/.')) {
+        const { path } = urlParts(url);
+        if (!path.startsWith('/console') && !path.startsWith('/docs/assets/')) return serveGet(req, env, path);
+      }
+    }
+    return hono.fetch(req, env as never);
+  };
+  return { fetch, hono };
+}
+
+function toBytes(b: ArrayBuffer): Uint8Array {
+  return new Uint8Array(b);
+}
+
+function unreadableBody(): never {
+  throw new ApiError('bad_request', 'the request body could not be read to its end');
 }
 
 /**
- * How http/auth.ts finds a bearer token: this process's token cache (services/token-cache.ts), which
- * reads db/tokens.ts validateTokenHash on a miss.
+ * How http/auth.ts finds a bearer token: this process's token cache (services/token-cache.ts, the
+ * one deps holds at the time of the request), which reads db/tokens.ts validateTokenHash on a miss.
  */
 function tokenLookup(deps: Deps): TokenLookup {
-  const cache = tokenCache(deps);
-  return (hash) => cache.lookup(hash);
+  return (hash) => tokenCache(deps).lookup(hash);
 }
 
 function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {
@@ -136,10 +177,10 @@ function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {
 
 /**
  * The Response of a reply. Its headers are a plain record, complete here (the request's ids and
- * the security headers included, http/request-log.ts finishHeaders): @hono/node-server writes such
- * a response without building a Headers object.
+ * the security headers included, http/request-log.ts finishHeaders, by the request `path`):
+ * @hono/node-server writes such a response without building a Headers object.
  */
-function render(c: Context, reply: Reply): Response {
+function render(facts: RequestFacts | undefined, path: string, reply: Reply): Response {
   const headers: Record<string, string> = {};
   if (reply.headers) {
     // Header names are case-insensitive: lowercase, repeated names joined (as Headers would).
@@ -148,7 +189,6 @@ function render(c: Context, reply: Reply): Response {
       headers[name] = headers[name] === undefined ? String(v) : `${headers[name]}, ${String(v)}`;
     }
   }
-  const facts = requestFacts(c) as RequestFacts | undefined;
   let bytes: number;
   let body: BodyInit | null;
   if (reply.raw !== undefined) {
@@ -167,7 +207,7 @@ function render(c: Context, reply: Reply): Response {
   }
   if (facts) {
     if (!Number.isNaN(bytes)) facts.bytes = bytes;
-    finishHeaders(c, facts, headers);
+    finishHeaders(facts, path, headers);
   }
   return new Response(body, { status: reply.status, headers });
 }

@@ -10,8 +10,8 @@ export interface RawRequest {
   method: string;
   path: string;
   query: Record<string, string | string[]>;
-  /** A request header by lowercase name (repeated fields joined as Headers.get joins them), or undefined. */
-  header: (name: string) => string | undefined;
+  /** The request headers (read by lowercase name). */
+  headers: Pick<Headers, 'get'>;
   body: unknown;
   contentType: string;
 }
@@ -265,8 +265,8 @@ export class ContractRouter {
     const query = queryForValidation(op, op.filters ? expandFilterParameter(req.query) : req.query);
     const header: Record<string, string> = {};
     for (const name of op.headers) {
-      const v = req.header(name);
-      if (v !== undefined) header[name] = v;
+      const v = req.headers.get(name);
+      if (v !== null) header[name] = v;
     }
     const parameters = { path, query, header, cookie: {} };
     const details: ErrorDetail[] = op.validateParams(parameters) ? [] : (op.validateParams.errors ?? []).map((e) => toDetail(e));

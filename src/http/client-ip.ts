@@ -37,12 +37,17 @@ function isTrusted(list: BlockList, ip: string): boolean {
  * for the login limiter).
  */
 export function clientIp(c: Context, trustedProxies: string): string {
-  const incoming = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming;
+  return clientIpOf(c.env, c.req.raw.headers, trustedProxies);
+}
+
+/** clientIp of a request given its environment (@hono/node-server's { incoming }) and headers. */
+export function clientIpOf(env: unknown, headers: Pick<Headers, 'get'>, trustedProxies: string): string {
+  const incoming = (env as { incoming?: IncomingMessage } | undefined)?.incoming;
   const peer = normalize(incoming?.socket?.remoteAddress ?? '127.0.0.1');
   if (!trustedProxies.trim()) return peer;
   const list = addressList(trustedProxies);
   if (!isTrusted(list, peer)) return peer;
-  const chain = (c.req.header('x-forwarded-for') ?? '')
+  const chain = (headers.get('x-forwarded-for') ?? '')
     .split(',')
     .map((s) => normalize(s.trim()))
     .filter(Boolean);

@@ -43,18 +43,64 @@ export function requestFacts(c: Context): RequestFacts {
   return c.get(KEY) as unknown as RequestFacts;
 }
 
-/** The first middleware of the app. */
+/** A request begins: its ids and what the log line will say of it (from its headers). */
+export function beginRequest(headers: Pick<Headers, 'get'>): RequestFacts {
+  return {
+    requestId: validHeaderId(headers.get('x-request-id') ?? undefined) ?? randomUUID(),
+    correlationId: validHeaderId(headers.get('x-correlation-id') ?? undefined),
+    route: UNMATCHED_ROUTE,
+    principalId: null,
+    credentialed: headers.get('authorization') !== null,
+    bytes: null,
+  };
+}
+
+/**
+ * A request ends with `res`: the ids and security headers (unless the app's renderer completed
+ * them, finishHeaders), the HTTP metrics and the INFO log line. `path` is the request path the
+ * security headers go by (Hono's c.req.path).
+ */
+export function endRequest(
+  deps: Pick<Deps, 'log'>,
+  facts: RequestFacts,
+  res: Response,
+  method: string,
+  path: string,
+  started: number,
+): void {
+  const finished = facts.finished;
+  if (!finished) {
+    res.headers.set('x-request-id', facts.requestId);
+    if (facts.correlationId) res.headers.set('x-correlation-id', facts.correlationId);
+    applySecurityHeaders(res.headers, path, facts.credentialed);
+  }
+  const ms = performance.now() - started;
+  const m = METHODS.has(method) ? method : 'other';
+  const labels = { method: m, route: facts.route, status_class: statusClass(res.status) };
+  httpRequests.inc(labels);
+  httpDuration.observe(labels, ms / 1000);
+  if (!deps.log.isLevelEnabled('info')) return;
+  const length = finished ? (finished['content-length'] ?? null) : res.headers.get('content-length');
+  deps.log.info(
+    {
+      request_id: facts.requestId,
+      correlation_id: facts.correlationId,
+      method: m,
+      route: facts.route,
+      status: res.status,
+      duration_ms: Math.round(ms * 10) / 10,
+      principal_id: facts.principalId,
+      bytes: length !== null ? Number(length) : facts.bytes,
+    },
+    'request',
+  );
+}
+
+/** The first middleware of the Hono app: beginRequest, the app, endRequest. */
 export function observeRequests(deps: Pick<Deps, 'log'>): MiddlewareHandler {
   return async (c, next) => {
     const started = performance.now();
-    const facts: RequestFacts = {
-      requestId: validHeaderId(c.req.header('x-request-id')) ?? randomUUID(),
-      correlationId: validHeaderId(c.req.header('x-correlation-id')),
-      route: UNMATCHED_ROUTE,
-      principalId: null,
-      credentialed: c.req.header('authorization') !== undefined,
-      bytes: null,
-    };
+    const facts = beginRequest(c.req.raw.headers);
     c.set(KEY, facts as never);
     httpInFlight.inc();
     try {
@@ -62,33 +108,7 @@ export function observeRequests(deps: Pick<Deps, 'log'>): MiddlewareHandler {
     } finally {
       httpInFlight.dec();
     }
-    const res = c.res;
-    const finished = facts.finished;
-    if (!finished) {
-      res.headers.set('x-request-id', facts.requestId);
-      if (facts.correlationId) res.headers.set('x-correlation-id', facts.correlationId);
-      applySecurityHeaders(res.headers, c.req.path, facts.credentialed);
-    }
-    const ms = performance.now() - started;
-    const method = METHODS.has(c.req.method) ? c.req.method : 'other';
-    const labels = { method, route: facts.route, status_class: statusClass(res.status) };
-    httpRequests.inc(labels);
-    httpDuration.observe(labels, ms / 1000);
-    if (!deps.log.isLevelEnabled('info')) return;
-    const length = finished ? (finished['content-length'] ?? null) : res.headers.get('content-length');
-    deps.log.info(
-      {
-        request_id: facts.requestId,
-        correlation_id: facts.correlationId,
-        method,
-        route: facts.route,
-        status: res.status,
-        duration_ms: Math.round(ms * 10) / 10,
-        principal_id: facts.principalId,
-        bytes: length !== null ? Number(length) : facts.bytes,
-      },
-      'request',
-    );
+    endRequest(deps, facts, c.res, c.req.method, c.req.path, started);
   };
 }
 
@@ -97,9 +117,9 @@ export function observeRequests(deps: Pick<Deps, 'log'>): MiddlewareHandler {
  * would complete its Headers: the request's ids and the security headers (applySecurityHeaders).
  * The middleware then leaves that response alone.
  */
-export function finishHeaders(c: Context, facts: RequestFacts, headers: Record<string, string>): void {
+export function finishHeaders(facts: RequestFacts, path: string, headers: Record<string, string>): void {
   headers['x-request-id'] = facts.requestId;
   if (facts.correlationId) headers['x-correlation-id'] = facts.correlationId;
-  securityHeaders(headers, c.req.path, facts.credentialed);
+  securityHeaders(headers, path, facts.credentialed);
   facts.finished = headers;
 }

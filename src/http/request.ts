@@ -28,7 +28,47 @@ function viaUrlParser(url: string): { path: string; query: string } {
   return { path: u.pathname, query: u.search.slice(1) };
 }
 
-const NO_HEADER = undefined;
+/** What a header record reads: the request's Headers, and the copy once one was made. */
+class HeaderSource {
+  copy: Record<string, string> | undefined = undefined;
+  constructor(readonly headers: Pick<Headers, 'get' | 'forEach'>) {}
+
+  all(): Record<string, string> {
+    if (!this.copy) {
+      const copy: Record<string, string> = {};
+      this.headers.forEach((v, k) => {
+        copy[k] = v;
+      });
+      this.copy = copy;
+    }
+    return this.copy;
+  }
+
+  lookup(name: string): string | undefined {
+    if (this.copy) return Object.hasOwn(this.copy, name) ? this.copy[name] : undefined;
+    // A copy holds lowercase names only; Headers.get would find any case, and refuses names that are not tokens.
+    if (name !== name.toLowerCase()) return undefined;
+    try {
+      return this.headers.get(name) ?? undefined;
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+// One handler for every record (its functions are made once, not per request).
+const HEADER_RECORD: ProxyHandler<HeaderSource> = {
+  get: (s, name) => (typeof name === 'string' ? (s.lookup(name) ?? (Object.prototype as Record<string, unknown>)[name]) : undefined),
+  has: (s, name) => (typeof name === 'string' && s.lookup(name) !== undefined) || name in Object.prototype,
+  ownKeys: (s) => Reflect.ownKeys(s.all()),
+  getOwnPropertyDescriptor: (s, name) => {
+    const d = Reflect.getOwnPropertyDescriptor(s.all(), name);
+    return d && { ...d, configurable: true };
+  },
+  set: (s, name, value) => Reflect.set(s.all(), name, value),
+  defineProperty: (s, name, d) => Reflect.defineProperty(s.all(), name, d),
+  deleteProperty: (s, name) => Reflect.deleteProperty(s.all(), name),
+};
 
 /**
  * The request headers as a record of lowercase names (what a handler's input.headers is), read
@@ -36,37 +76,6 @@ const NO_HEADER = undefined;
  * and the record holds the same values a copy would (Headers.get joins repeated fields as
  * iterating does). Enumerating it, or writing to it, makes the copy.
  */
-export function requestHeaders(source: Headers): Record<string, string> {
-  let copy: Record<string, string> | undefined;
-  const all = (): Record<string, string> => {
-    if (!copy) {
-      copy = {};
-      source.forEach((v, k) => {
-        copy![k] = v;
-      });
-    }
-    return copy;
-  };
-  const lookup = (name: string): string | undefined => {
-    if (copy) return Object.hasOwn(copy, name) ? copy[name] : NO_HEADER;
-    // A copy holds lowercase names only; Headers.get would find any case, and refuses names that are not tokens.
-    if (name !== name.toLowerCase()) return NO_HEADER;
-    try {
-      return source.get(name) ?? NO_HEADER;
-    } catch {
-      return NO_HEADER;
-    }
-  };
-  return new Proxy({} as Record<string, string>, {
-    get: (_t, name) => (typeof name === 'string' ? (lookup(name) ?? (Object.prototype as Record<string, unknown>)[name]) : undefined),
-    has: (_t, name) => (typeof name === 'string' && lookup(name) !== undefined) || name in Object.prototype,
-    ownKeys: () => Reflect.ownKeys(all()),
-    getOwnPropertyDescriptor: (_t, name) => {
-      const d = Reflect.getOwnPropertyDescriptor(all(), name);
-      return d && { ...d, configurable: true };
-    },
-    set: (_t, name, value) => Reflect.set(all(), name, value),
-    defineProperty: (_t, name, d) => Reflect.defineProperty(all(), name, d),
-    deleteProperty: (_t, name) => Reflect.deleteProperty(all(), name),
-  });
+export function requestHeaders(source: Pick<Headers, 'get' | 'forEach'>): Record<string, string> {
+  return new Proxy(new HeaderSource(source), HEADER_RECORD) as unknown as Record<string, string>;
 }
