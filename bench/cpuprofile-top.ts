@@ -46,6 +46,23 @@ for (const [id, us] of selfUs) {
   add(fns, `${functionName || '(anonymous)'}  ${where}`, us);
   add(files, url ? short(url).replace(/^(npm:(@[^/]+\/)?[^/]+).*/, '$1') : functionName, us);
 }
+// Inclusive time: a sample counts once for every function on its stack (once per function, however
+// often it recurses).
+const parent = new Map<number, number>();
+for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const keyOf = (id: number) => {
+  const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
+  return `${functionName || '(anonymous)'}  ${url ? `${short(url)}:${lineNumber + 1}` : '(native)'}`;
+};
+const inclusive = new Map<string, number>();
+profile.samples.forEach((id, i) => {
+  if (at[i]! < from) return;
+  const seen = new Set<string>();
+  for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) seen.add(keyOf(n));
+  for (const k of seen) add(inclusive, k, profile.timeDeltas[i] ?? 0);
+});
+const ours = process.env.ALL ? inclusive : new Map([...inclusive].filter(([k]) => /\s(src|bench|npm:hono|npm:@hono)\//.test(k)));
+
 const pct = (us: number) => `${((us / total) * 100).toFixed(1).padStart(5)} %`;
 const print = (title: string, m: Map<string, number>, n: number) => {
   console.log(`\n${title}`);
@@ -54,3 +71,4 @@ const print = (title: string, m: Map<string, number>, n: number) => {
 console.log(`${file}: ${(total / 1e6).toFixed(1)} s of samples`);
 print('self time by function', fns, top);
 print('self time by file or package', files, 25);
+print('inclusive time of our functions and Hono', ours, top);
