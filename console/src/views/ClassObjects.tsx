@@ -3,6 +3,9 @@ import type { CallInit, Schemas } from '../../../clients/typescript/index.ts';
 import { inv, describeError, signedIn } from '../session.ts';
 import { href } from '../router.ts';
 import { usePager } from '../pager.tsx';
+import { mayOnClass } from '../access.ts';
+import { ClassSchema } from './ClassSchema.tsx';
+import { NewObject } from './NewObject.tsx';
 
 type Query = NonNullable<NonNullable<CallInit<'listObjects'>['params']>['query']>;
 
@@ -36,6 +39,10 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
   const [draft, setDraft] = useState<Filter>({ field: 'name', op: 'contains', value: '' });
   const [filter, setFilter] = useState<Filter | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Bumped when an object was created here: the table restarts from its first page.
+  const [version, setVersion] = useState(0);
+  // What the caller may change here, as the service decides it; null until known.
+  const [rights, setRights] = useState<{ createObject: boolean; updateClass: boolean } | null>(null);
   const status = useRef<HTMLParagraphElement>(null);
 
   function fail(e: unknown) {
@@ -45,6 +52,10 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
 
   useEffect(() => {
     inv.call('getClass', { params: { path: { class_id: classId } } }).then(setKlass, fail);
+    Promise.all([mayOnClass(classId, 'CreateObject'), mayOnClass(classId, 'UpdateClass')]).then(
+      ([createObject, updateClass]) => setRights({ createObject, updateClass }),
+      () => setRights({ createObject: false, updateClass: false }),
+    );
   }, [classId]);
 
   // A new sort or filter starts a new walk from the first page.
@@ -58,7 +69,7 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
       } as Query;
       return inv.pages('listObjects', { params: { path: { class_id: classId }, query } });
     },
-    JSON.stringify([classId, sort, filter]),
+    JSON.stringify([classId, sort, filter, version]),
     onAuthLost,
   );
   const { page, index, busy } = pager;
@@ -79,6 +90,18 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
       </p>
       <h1>{klass ? klass.name : `Class ${classId}`}</h1>
       {klass?.description && <p class="muted">{klass.description}</p>}
+
+      {rights && !rights.createObject && !rights.updateClass && (
+        <p id="class-readonly" class="muted">
+          Read only: you may not create objects in this class or change its schema.
+        </p>
+      )}
+      <NewObject
+        classId={classId}
+        allowed={rights?.createObject ?? false}
+        onCreated={() => setVersion((v) => v + 1)}
+        onAuthLost={onAuthLost}
+      />
 
       <form
         class="filter"
@@ -180,6 +203,8 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
           Next page
         </button>
       </div>
+
+      <ClassSchema classId={classId} canEdit={rights?.updateClass ?? false} onChanged={setKlass} onAuthLost={onAuthLost} />
     </section>
   );
 }

@@ -1,7 +1,9 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv, describeError, signedIn } from '../session.ts';
 import { href } from '../router.ts';
+import { collectionPermissions, loadAccess, PERMISSIONS } from '../access.ts';
+import { CollectionManage, NewCollectionForm, type Permission } from './CollectionManage.tsx';
 
 type Collection = Schemas['Collection'];
 type Klass = Schemas['ClassExpanded'];
@@ -9,12 +11,38 @@ type Klass = Schemas['ClassExpanded'];
 interface Loaded {
   collections: Collection[];
   classes: Klass[];
+  /** What the caller holds on each collection (as the service decides it). */
+  held: Map<number, Set<Permission>>;
+  admin: boolean;
 }
 
-/** The collections the caller may read, as a tree by parent, each with its classes. */
+const NOUNS: Record<string, string> = { ClassRelation: 'Class relation', ObjectRelation: 'Object relation', RemoteTarget: 'Remote target' };
+const EVENT_SUBSCRIPTIONS = 'Event subscriptions';
+
+/** "Collection: read, update · Class: create, read · …" in PermissionName order; "all permissions" when every one is held. */
+export function summarize(held: Set<Permission>): string {
+  if (PERMISSIONS.every((p) => held.has(p))) return 'all permissions';
+  const groups = new Map<string, string[]>();
+  for (const p of PERMISSIONS) {
+    if (!held.has(p)) continue;
+    const m = /^(Read|Update|Delete|Delegate|Create|Execute|Manage)(.+)$/.exec(p);
+    const [noun, verb] =
+      p === 'ManageEventSubscription' ? [EVENT_SUBSCRIPTIONS, 'manage'] : [NOUNS[m![2]!] ?? m![2]!, m![1]!.toLowerCase()];
+    groups.set(noun, [...(groups.get(noun) ?? []), verb]);
+  }
+  if (groups.size === 0) return 'nothing';
+  return [...groups].map(([noun, verbs]) => `${noun}: ${verbs.join(', ')}`).join(' · ');
+}
+
+/** The collections the caller may read, as a tree by parent, each with its classes and what the caller may do there. */
 export function Collections({ onAuthLost }: { onAuthLost: () => void }) {
   const [data, setData] = useState<Loaded | null>(null);
   const [error, setError] = useState<string | null>(null);
+  // Bumped after a change made here: the tree reloads in place (open panels stay open).
+  const [version, setVersion] = useState(0);
+  const [open, setOpen] = useState<ReadonlySet<number>>(new Set());
+  const [status, setStatus] = useState('');
+  const statusRef = useRef<HTMLParagraphElement>(null);
 
   useEffect(() => {
     let live = true;
@@ -23,7 +51,8 @@ export function Collections({ onAuthLost }: { onAuthLost: () => void }) {
       for await (const c of inv.paginate('listCollections', { params: { query: { sort: 'name', limit: 500 } } })) collections.push(c);
       const classes: Klass[] = [];
       for await (const c of inv.paginate('listClasses', { params: { query: { sort: 'name', limit: 500 } } })) classes.push(c);
-      if (live) setData({ collections, classes });
+      const [held, access] = await Promise.all([collectionPermissions(collections.map((c) => c.id)), loadAccess()]);
+      if (live) setData({ collections, classes, held, admin: access.admin });
     })().catch((e: unknown) => {
       if (!live) return;
       setError(describeError(e));
@@ -32,7 +61,14 @@ export function Collections({ onAuthLost }: { onAuthLost: () => void }) {
     return () => {
       live = false;
     };
-  }, [onAuthLost]);
+  }, [onAuthLost, version]);
+
+  /** A change succeeded: announce it, reload the tree; `focus` moves focus to the announcement (the control is gone). */
+  function changed(message: string, focus = false) {
+    setStatus(message);
+    setVersion((v) => v + 1);
+    if (focus) setTimeout(() => statusRef.current?.focus(), 0);
+  }
 
   if (error)
     return (
@@ -60,6 +96,10 @@ export function Collections({ onAuthLost }: { onAuthLost: () => void }) {
   }
   const classesOf = new Map<number, Klass[]>();
   for (const k of data.classes) classesOf.set(k.collection.id, [...(classesOf.get(k.collection.id) ?? []), k]);
+  const heldOn = (id: number) => data.held.get(id) ?? new Set<Permission>();
+  // The panel is offered only when it has something the service would allow.
+  const manageable = (id: number) =>
+    (['UpdateCollection', 'DeleteCollection', 'DelegateCollection', 'CreateClass'] as const).some((p) => heldOn(id).has(p));
 
   function branch(parent: number | null, depth: number) {
     const list = children.get(parent) ?? [];
@@ -72,6 +112,38 @@ export function Collections({ onAuthLost }: { onAuthLost: () => void }) {
               <strong>{c.name}</strong>
               {c.description && <span class="muted"> — {c.description}</span>}
             </span>
+            <p class="perms" data-collection-perms={c.id}>
+              <span class="muted">You may: </span>
+              {summarize(heldOn(c.id))}
+              {data!.admin && <span class="muted"> (administrator)</span>}
+            </p>
+            {manageable(c.id) && (
+              <details
+                class="manage"
+                onToggle={(e) => {
+                  const isOpen = e.currentTarget.open;
+                  setOpen((s) => {
+                    const n = new Set(s);
+                    if (isOpen) n.add(c.id);
+                    else n.delete(c.id);
+                    return n;
+                  });
+                }}
+              >
+                {/* named for the screen reader; the visible text leaves the collection's name to the tree */}
+                <summary aria-label={`Manage ${c.name}`}>Manage</summary>
+                {open.has(c.id) && (
+                  <CollectionManage
+                    key={c.id}
+                    collection={c}
+                    held={heldOn(c.id)}
+                    hasContent={(classesOf.get(c.id) ?? []).length > 0 || (children.get(c.id) ?? []).length > 0}
+                    onChanged={changed}
+                    onAuthLost={onAuthLost}
+                  />
+                )}
+              </details>
+            )}
             {(classesOf.get(c.id) ?? []).length > 0 && (
               <ul class="classes" aria-label={`Classes in ${c.name}`}>
                 {(classesOf.get(c.id) ?? []).map((k) => (
@@ -89,9 +161,21 @@ export function Collections({ onAuthLost }: { onAuthLost: () => void }) {
     );
   }
 
+  const parents = data.collections.filter((c) => heldOn(c.id).has('DelegateCollection'));
   return (
     <section>
       <h1>Collections</h1>
+      <p id="collections-status" role="status" tabIndex={-1} ref={statusRef} class={status ? 'ok' : 'visually-hidden'}>
+        {status}
+      </p>
+      {(data.admin || parents.length > 0) && (
+        <NewCollectionForm
+          topLevel={data.admin}
+          parents={parents}
+          onCreated={(c) => changed(`Created collection ${c.name}.`)}
+          onAuthLost={onAuthLost}
+        />
+      )}
       {data.collections.length === 0 ? (
         <p>No collections you may read.</p>
       ) : (

@@ -4,6 +4,7 @@ import { may } from '../access.ts';
 import { inv, describeError, signedIn } from '../session.ts';
 import { href } from '../router.ts';
 import { ObjectNeighbourhood } from './Relations.tsx';
+import { DeleteObject } from './DeleteObject.tsx';
 
 type Obj = Schemas['InventoryObject'];
 
@@ -186,6 +187,7 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
         </aside>
       </div>
       {klass && <ObjectNeighbourhood key={obj.id} obj={obj} klass={klass} onAuthLost={onAuthLost} />}
+      <DeleteObject classId={classId} objectId={objectId} name={obj.name} etag={etag} onAuthLost={onAuthLost} />
     </section>
   );
 }

@@ -1,0 +1,344 @@
+// Changing collections from the tree: a new collection (top level for administrators, or under a
+// collection where the caller holds DelegateCollection), and per collection a panel with only what
+// the caller may do there: edit (UpdateCollection, sent with If-Match), new class (CreateClass),
+// group permissions (DelegateCollection), delete with a confirm step (DeleteCollection).
+import { useEffect, useRef, useState } from 'preact/hooks';
+import type { Schemas } from '../../../clients/typescript/index.ts';
+import { inv, signedIn } from '../session.ts';
+import { href } from '../router.ts';
+import { parseJson, ProblemView, toProblem, type Problem } from '../problem.tsx';
+import { GroupPermissions } from './GroupPermissions.tsx';
+
+type Collection = Schemas['Collection'];
+export type Permission = Schemas['PermissionName'];
+
+/** Runs a write, turning a failure into the form's problem (and a lost session into sign-in). */
+function useWrite(onAuthLost: () => void) {
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  async function run<T>(write: () => Promise<T>): Promise<T | undefined> {
+    setBusy(true);
+    setProblem(null);
+    try {
+      return await write();
+    } catch (e) {
+      setProblem(toProblem(e));
+      if (!signedIn()) onAuthLost();
+      return undefined;
+    } finally {
+      setBusy(false);
+    }
+  }
+  return { busy, problem, setProblem, run };
+}
+
+export function NewCollectionForm({
+  topLevel,
+  parents,
+  onCreated,
+  onAuthLost,
+}: {
+  /** Whether a top-level collection is offered (administrators only). */
+  topLevel: boolean;
+  /** Collections where the caller holds DelegateCollection. */
+  parents: Collection[];
+  onCreated: (c: Collection) => void;
+  onAuthLost: () => void;
+}) {
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+  const [parent, setParent] = useState(topLevel ? '' : String(parents[0]?.id ?? ''));
+  const w = useWrite(onAuthLost);
+
+  async function submit(e: Event) {
+    e.preventDefault();
+    const created = await w.run(() =>
+      inv.call('createCollection', { body: { name, description, parent_collection_id: parent === '' ? null : Number(parent) } }),
+    );
+    if (created) {
+      setName('');
+      setDescription('');
+      onCreated(created);
+    }
+  }
+
+  return (
+    <details class="new">
+      <summary>New collection</summary>
+      <form class="panel-form" aria-label="New collection" onSubmit={(e) => void submit(e)}>
+        <label for="new-col-name">Collection name</label>
+        <input id="new-col-name" required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <label for="new-col-description">Collection description</label>
+        <input id="new-col-description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <label for="new-col-parent">Parent collection</label>
+        <select id="new-col-parent" value={parent} onChange={(e) => setParent(e.currentTarget.value)}>
+          {topLevel && <option value="">None (top level)</option>}
+          {parents.map((p) => (
+            <option key={p.id} value={String(p.id)}>
+              {p.name}
+            </option>
+          ))}
+        </select>
+        {w.problem && <ProblemView id="new-col-problem" problem={w.problem} />}
+        <div class="actions">
+          <button type="submit" disabled={w.busy}>
+            {w.busy ? 'Creating…' : 'Create collection'}
+          </button>
+        </div>
+      </form>
+    </details>
+  );
+}
+
+export function CollectionManage({
+  collection,
+  held,
+  hasContent,
+  onChanged,
+  onAuthLost,
+}: {
+  collection: Collection;
+  held: ReadonlySet<Permission>;
+  /** Whether the caller sees classes or child collections in it (the service refuses to delete it then). */
+  hasContent: boolean;
+  onChanged: (message: string, focus?: boolean) => void;
+  onAuthLost: () => void;
+}) {
+  return (
+    <div class="manage-body" role="region" aria-label={`Manage ${collection.name}`}>
+      {held.has('UpdateCollection') && <EditCollection collection={collection} onChanged={onChanged} onAuthLost={onAuthLost} />}
+      {held.has('CreateClass') && <NewClassForm collection={collection} onChanged={onChanged} onAuthLost={onAuthLost} />}
+      {held.has('DelegateCollection') && <GroupPermissions collection={collection} onAuthLost={onAuthLost} />}
+      {held.has('DeleteCollection') && (
+        <DeleteCollection collection={collection} hasContent={hasContent} onChanged={onChanged} onAuthLost={onAuthLost} />
+      )}
+    </div>
+  );
+}
+
+function EditCollection({
+  collection,
+  onChanged,
+  onAuthLost,
+}: {
+  collection: Collection;
+  onChanged: (message: string) => void;
+  onAuthLost: () => void;
+}) {
+  const id = collection.id;
+  const [name, setName] = useState(collection.name);
+  const [description, setDescription] = useState(collection.description);
+  // The ETag of the version the form was filled from: a save sends it as If-Match.
+  const [etag, setEtag] = useState<string | null>(null);
+  const w = useWrite(onAuthLost);
+
+  async function load() {
+    const got = await w.run(() => inv.callWithResponse('getCollection', { params: { path: { collection_id: id } } }));
+    if (got) {
+      setName(got.data.name);
+      setDescription(got.data.description);
+      setEtag(got.response.headers.get('etag'));
+    }
+  }
+  useEffect(() => void load(), [id]);
+
+  async function save(e: Event) {
+    e.preventDefault();
+    const saved = await w.run(() =>
+      inv.callWithResponse('updateCollection', {
+        params: { path: { collection_id: id }, header: etag ? { 'If-Match': etag } : {} },
+        body: { name, description },
+      }),
+    );
+    if (saved) {
+      setEtag(saved.response.headers.get('etag'));
+      onChanged(`Saved collection ${saved.data.name} (revision ${saved.data.revision}).`);
+    }
+  }
+
+  return (
+    <form class="panel-form" aria-label={`Edit ${collection.name}`} onSubmit={(e) => void save(e)}>
+      <h2>Edit</h2>
+      <label for={`col-${id}-name`}>Name</label>
+      {/* disabled until the current version (and its ETag) is read, so nothing typed is overwritten by the load */}
+      <input
+        id={`col-${id}-name`}
+        required
+        maxLength={255}
+        disabled={etag === null}
+        value={name}
+        onInput={(e) => setName(e.currentTarget.value)}
+      />
+      <label for={`col-${id}-description`}>Description</label>
+      <input
+        id={`col-${id}-description`}
+        disabled={etag === null}
+        value={description}
+        onInput={(e) => setDescription(e.currentTarget.value)}
+      />
+      {w.problem && (
+        <ProblemView id={`col-${id}-edit-problem`} problem={w.problem}>
+          {w.problem.kind === 'conflict' && (
+            <button type="button" onClick={() => void load()}>
+              Reload latest version
+            </button>
+          )}
+        </ProblemView>
+      )}
+      <div class="actions">
+        <button type="submit" disabled={w.busy || etag === null}>
+          Save collection
+        </button>
+      </div>
+    </form>
+  );
+}
+
+function NewClassForm({
+  collection,
+  onChanged,
+  onAuthLost,
+}: {
+  collection: Collection;
+  onChanged: (message: string) => void;
+  onAuthLost: () => void;
+}) {
+  const id = collection.id;
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+  const [schema, setSchema] = useState('');
+  const [validate, setValidate] = useState(false);
+  const [created, setCreated] = useState<Schemas['ClassExpanded'] | null>(null);
+  const w = useWrite(onAuthLost);
+
+  async function submit(e: Event) {
+    e.preventDefault();
+    setCreated(null);
+    let json_schema: unknown = null;
+    if (schema.trim() !== '') {
+      const parsed = parseJson(schema, 'JSON schema');
+      if (!parsed.ok) return w.setProblem(parsed.problem);
+      json_schema = parsed.value;
+    }
+    const k = await w.run(() =>
+      inv.call('createClass', { body: { name, description, collection_id: id, json_schema, validate_schema: validate } }),
+    );
+    if (k) {
+      setCreated(k);
+      setName('');
+      setDescription('');
+      setSchema('');
+      setValidate(false);
+      onChanged(`Created class ${k.name} in ${collection.name}.`);
+    }
+  }
+
+  const invalid = w.problem?.kind === 'invalid';
+  return (
+    <form class="panel-form" aria-label={`New class in ${collection.name}`} onSubmit={(e) => void submit(e)}>
+      <h2>New class</h2>
+      <label for={`col-${id}-class-name`}>Class name</label>
+      <input id={`col-${id}-class-name`} required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      <label for={`col-${id}-class-description`}>Class description</label>
+      <input id={`col-${id}-class-description`} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+      <label for={`col-${id}-class-schema`}>JSON schema (optional)</label>
+      <textarea
+        id={`col-${id}-class-schema`}
+        rows={8}
+        spellcheck={false}
+        value={schema}
+        placeholder='{"type": "object", "properties": {…}}'
+        aria-invalid={invalid}
+        aria-describedby={w.problem ? `col-${id}-class-problem` : undefined}
+        onInput={(e) => setSchema(e.currentTarget.value)}
+      />
+      <label class="check">
+        <input type="checkbox" checked={validate} onChange={(e) => setValidate(e.currentTarget.checked)} />
+        Validate objects against the schema
+      </label>
+      {w.problem && <ProblemView id={`col-${id}-class-problem`} problem={w.problem} />}
+      <div class="actions">
+        <button type="submit" disabled={w.busy}>
+          {w.busy ? 'Creating…' : 'Create class'}
+        </button>
+        {created && (
+          <a href={href({ view: 'class', classId: created.id })} class="ok">
+            Open class {created.name}
+          </a>
+        )}
+      </div>
+    </form>
+  );
+}
+
+function DeleteCollection({
+  collection,
+  hasContent,
+  onChanged,
+  onAuthLost,
+}: {
+  collection: Collection;
+  hasContent: boolean;
+  onChanged: (message: string, focus?: boolean) => void;
+  onAuthLost: () => void;
+}) {
+  const id = collection.id;
+  const [confirming, setConfirming] = useState(false);
+  const confirmRef = useRef<HTMLButtonElement>(null);
+  const askRef = useRef<HTMLButtonElement>(null);
+  const w = useWrite(onAuthLost);
+
+  useEffect(() => {
+    if (confirming) confirmRef.current?.focus();
+  }, [confirming]);
+
+  async function remove() {
+    const done = await w.run(() => inv.call('deleteCollection', { params: { path: { collection_id: id } } }).then(() => true));
+    setConfirming(false);
+    if (done) onChanged(`Deleted collection ${collection.name}.`, true);
+    else askRef.current?.focus();
+  }
+
+  return (
+    <div class="panel-form panel-danger">
+      <h2>Delete</h2>
+      {hasContent && (
+        <p class="muted" id={`col-${id}-delete-note`}>
+          It still has classes or child collections: the service deletes only an empty collection.
+        </p>
+      )}
+      {!confirming ? (
+        <div class="actions">
+          <button
+            type="button"
+            ref={askRef}
+            disabled={hasContent}
+            aria-describedby={hasContent ? `col-${id}-delete-note` : undefined}
+            onClick={() => setConfirming(true)}
+          >
+            Delete collection {collection.name}
+          </button>
+        </div>
+      ) : (
+        <div class="confirm-step" role="group" aria-label={`Confirm deleting ${collection.name}`}>
+          <p>Delete collection {collection.name} and its permission grants? This cannot be undone.</p>
+          <div class="actions">
+            <button type="button" ref={confirmRef} class="destructive" disabled={w.busy} onClick={() => void remove()}>
+              Yes, delete {collection.name}
+            </button>
+            <button
+              type="button"
+              onClick={() => {
+                setConfirming(false);
+                setTimeout(() => askRef.current?.focus(), 0);
+              }}
+            >
+              Cancel
+            </button>
+          </div>
+        </div>
+      )}
+      {w.problem && <ProblemView id={`col-${id}-delete-problem`} problem={w.problem} />}
+    </div>
+  );
+}

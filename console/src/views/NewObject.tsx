@@ -1,0 +1,90 @@
+// Creating an object from a class's objects table, offered only to callers holding CreateObject on the
+// class (ClassObjects asks the service). Data the class schema refuses comes back as a 400 whose details name the JSON paths: shown inline.
+import { useState } from 'preact/hooks';
+import type { Schemas } from '../../../clients/typescript/index.ts';
+import { inv, signedIn } from '../session.ts';
+import { href } from '../router.ts';
+import { parseJson, ProblemView, toProblem, type Problem } from '../problem.tsx';
+
+type Obj = Schemas['InventoryObject'];
+
+export function NewObject({
+  classId,
+  allowed,
+  onCreated,
+  onAuthLost,
+}: {
+  classId: number;
+  /** Whether the caller holds CreateObject on the class (the form is not offered otherwise). */
+  allowed: boolean;
+  onCreated: (o: Obj) => void;
+  onAuthLost: () => void;
+}) {
+  const [name, setName] = useState('');
+  const [description, setDescription] = useState('');
+  const [json, setJson] = useState('{}');
+  const [busy, setBusy] = useState(false);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const [created, setCreated] = useState<Obj | null>(null);
+
+  if (!allowed) return null;
+
+  async function submit(e: Event) {
+    e.preventDefault();
+    setCreated(null);
+    const parsed = parseJson(json, 'JSON data');
+    if (!parsed.ok) return setProblem(parsed.problem);
+    setBusy(true);
+    setProblem(null);
+    try {
+      const o = await inv.call('createObject', {
+        params: { path: { class_id: classId } },
+        body: { name, description, json_data: parsed.value },
+      });
+      setCreated(o);
+      setName('');
+      setDescription('');
+      onCreated(o);
+    } catch (err) {
+      setProblem(toProblem(err));
+      if (!signedIn()) onAuthLost();
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <details class="new">
+      <summary>New object</summary>
+      <form class="panel-form" aria-label="New object" onSubmit={(e) => void submit(e)}>
+        <label for="new-obj-name">Object name</label>
+        <input id="new-obj-name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+        <label for="new-obj-description">Object description</label>
+        <input id="new-obj-description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <label for="new-obj-json">Object JSON data</label>
+        <textarea
+          id="new-obj-json"
+          rows={8}
+          spellcheck={false}
+          value={json}
+          aria-invalid={problem?.kind === 'invalid'}
+          aria-describedby={problem ? 'new-obj-problem' : undefined}
+          onInput={(e) => setJson(e.currentTarget.value)}
+        />
+        {problem && <ProblemView id="new-obj-problem" problem={problem} />}
+        <div class="actions">
+          <button type="submit" disabled={busy}>
+            {busy ? 'Creating…' : 'Create object'}
+          </button>
+          <span role="status" class="ok">
+            {created && (
+              <>
+                Created <a href={href({ view: 'object', classId, objectId: created.id })}>{created.name}</a> (object {created.id}).
+              </>
+            )}
+          </span>
+        </div>
+      </form>
+    </details>
+  );
+}
