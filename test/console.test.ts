@@ -144,7 +144,8 @@ describe('the web console', () => {
   it('shows an object with its schema; invalid data gets the schema error inline', async () => {
     await page.getByRole('link', { name: 'host-030' }).click();
     await page.getByRole('heading', { name: 'host-030' }).waitFor();
-    expect(await page.getByRole('complementary', { name: 'Class schema' }).textContent()).toContain('"required"');
+    // the class (and so its schema) is read beside the object and may arrive after the heading
+    await poll(() => page.getByRole('complementary', { name: 'Class schema' }).textContent()).toContain('"required"');
     const data = page.getByLabel('JSON data');
     expect(JSON.parse(await data.inputValue())).toEqual({ rack: 'r0', units: 1 });
     await data.fill('{"rack": 5, "units": 1}');
