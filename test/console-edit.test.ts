@@ -293,19 +293,43 @@ describe('editing in the web console', () => {
     expect(await status404(() => sdk.call('getCollection', { params: { path: { collection_id: child.id } } }))).toBe(true);
   });
 
+  it('deletes a class with its objects from the class page after a confirm step', async () => {
+    const col = (await collectionNamed(colName))!;
+    const doomed = await sdk.call('createClass', { body: { name: uniq('Doomed'), collection_id: col.id } });
+    for (const n of ['d-1', 'd-2', 'd-3'])
+      await sdk.call('createObject', { params: { path: { class_id: doomed.id } }, body: { name: n, json_data: {} } });
+    await page.goto(`${baseUrl}/console/classes/${doomed.id}`);
+    await poll(() => page.locator('#objects-status').textContent()).toBe('Objects 1–3 of 3');
+    const ask = page.getByRole('button', { name: `Delete class ${doomed.name}` });
+    await ask.click();
+    const confirm = page.getByRole('group', { name: `Confirm deleting class ${doomed.name}` });
+    expect(await confirm.textContent()).toContain('its 3 objects');
+    await confirm.getByRole('button', { name: 'Cancel' }).click();
+    await poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe(`Delete class ${doomed.name}`);
+    expect((await sdk.call('getClass', { params: { path: { class_id: doomed.id } } })).name).toBe(doomed.name);
+    await page.keyboard.press('Enter'); // ask again, from the keyboard
+    await poll(() => page.evaluate(() => document.activeElement?.textContent)).toBe(`Yes, delete class ${doomed.name}`);
+    await shot('edit-08-class-delete-confirm');
+    await page.keyboard.press('Enter');
+    await page.getByRole('heading', { name: 'Collections', exact: true }).waitFor();
+    expect(await status404(() => sdk.call('getClass', { params: { path: { class_id: doomed.id } } }))).toBe(true);
+    await tree().getByRole('link', { name: className, exact: true }).waitFor();
+    expect(await tree().getByRole('link', { name: doomed.name }).count()).toBe(0);
+  });
+
   it('is usable on a narrow window: no horizontal overflow with a manage panel open', async () => {
     await page.setViewportSize({ width: 390, height: 800 });
     await page.reload();
     await openManage(colName);
     const overflow = () => page.evaluate(() => document.documentElement.scrollWidth - document.documentElement.clientWidth);
     expect(await overflow()).toBeLessThanOrEqual(0);
-    await shot('edit-08-collections-narrow');
+    await shot('edit-09-collections-narrow');
     await page.goto(`${baseUrl}/console/classes/${classId}`);
     await page.getByRole('heading', { name: className, exact: true }).waitFor();
     await page.getByText('New object', { exact: true }).click();
     await page.getByRole('button', { name: 'Save schema' }).waitFor();
     expect(await overflow()).toBeLessThanOrEqual(0);
-    await shot('edit-09-class-narrow');
+    await shot('edit-10-class-narrow');
     await page.setViewportSize({ width: 1280, height: 800 });
   });
 
@@ -322,14 +346,15 @@ describe('editing in the web console', () => {
     );
     expect(await page.getByText('New collection', { exact: true }).count()).toBe(0);
     expect(await page.locator('details.manage').count()).toBe(0);
-    await shot('edit-10-non-admin-tree');
+    await shot('edit-11-non-admin-tree');
 
     await tree().getByRole('link', { name: className, exact: true }).click();
     await page.locator('#class-readonly').waitFor();
     expect(await page.getByText('New object', { exact: true }).count()).toBe(0);
     expect(await page.getByRole('button', { name: 'Save schema' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^Delete class/ }).count()).toBe(0);
     expect(JSON.parse((await page.getByLabel('Class JSON schema').textContent())!)).toMatchObject({ required: ['rack'] });
-    await shot('edit-11-non-admin-class');
+    await shot('edit-12-non-admin-class');
 
     await page.getByRole('link', { name: obj.name }).click();
     await page.locator('#obj-delete-denied').waitFor();
@@ -359,7 +384,7 @@ describe('editing in the web console', () => {
     // the 25 highest ids (the objects were created concurrently, so ids and names need not agree)
     const last = await sdk.call('listObjects', { params: { path: { class_id: big.classId }, query: { sort: '-id', limit: 25 } } });
     expect(await page.locator('tbody tr td:nth-child(2)').allTextContents()).toEqual(last.map((o) => o.name).reverse());
-    await shot('edit-12-large-class-last-page');
+    await shot('edit-13-large-class-last-page');
     page.off('request', onRequest);
     // one request per page, each after the first carrying the previous page's cursor (no offsets)
     expect(requests).toHaveLength(BIG / 25);

@@ -6,6 +6,7 @@ import { usePager } from '../pager.tsx';
 import { mayOnClass } from '../access.ts';
 import { ClassSchema } from './ClassSchema.tsx';
 import { NewObject } from './NewObject.tsx';
+import { DeleteClass } from './DeleteClass.tsx';
 
 type Query = NonNullable<NonNullable<CallInit<'listObjects'>['params']>['query']>;
 
@@ -42,7 +43,7 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
   // Bumped when an object was created here: the table restarts from its first page.
   const [version, setVersion] = useState(0);
   // What the caller may change here, as the service decides it; null until known.
-  const [rights, setRights] = useState<{ createObject: boolean; updateClass: boolean } | null>(null);
+  const [rights, setRights] = useState<{ createObject: boolean; updateClass: boolean; deleteClass: boolean } | null>(null);
   const status = useRef<HTMLParagraphElement>(null);
 
   function fail(e: unknown) {
@@ -52,9 +53,9 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
 
   useEffect(() => {
     inv.call('getClass', { params: { path: { class_id: classId } } }).then(setKlass, fail);
-    Promise.all([mayOnClass(classId, 'CreateObject'), mayOnClass(classId, 'UpdateClass')]).then(
-      ([createObject, updateClass]) => setRights({ createObject, updateClass }),
-      () => setRights({ createObject: false, updateClass: false }),
+    Promise.all([mayOnClass(classId, 'CreateObject'), mayOnClass(classId, 'UpdateClass'), mayOnClass(classId, 'DeleteClass')]).then(
+      ([createObject, updateClass, deleteClass]) => setRights({ createObject, updateClass, deleteClass }),
+      () => setRights({ createObject: false, updateClass: false, deleteClass: false }),
     );
   }, [classId]);
 
@@ -91,9 +92,9 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
       <h1>{klass ? klass.name : `Class ${classId}`}</h1>
       {klass?.description && <p class="muted">{klass.description}</p>}
 
-      {rights && !rights.createObject && !rights.updateClass && (
+      {rights && !rights.createObject && !rights.updateClass && !rights.deleteClass && (
         <p id="class-readonly" class="muted">
-          Read only: you may not create objects in this class or change its schema.
+          Read only: you may not create objects in this class, change its schema or delete it.
         </p>
       )}
       <NewObject
@@ -205,6 +206,14 @@ export function ClassObjects({ classId, onAuthLost }: { classId: number; onAuthL
       </div>
 
       <ClassSchema classId={classId} canEdit={rights?.updateClass ?? false} onChanged={setKlass} onAuthLost={onAuthLost} />
+      {rights?.deleteClass && klass && (
+        <DeleteClass
+          classId={classId}
+          name={klass.name}
+          objects={filter && filter.value !== '' ? null : (page?.total ?? null)}
+          onAuthLost={onAuthLost}
+        />
+      )}
     </section>
   );
 }
