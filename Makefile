@@ -4,9 +4,12 @@ export NODE_OPTIONS ?=
 
 .PHONY: install console run test check ci codegen codegen-check spec-lint contract-check lint typecheck format format-check layers bench bench-throughput
 
-node_modules/.install-stamp: package.json package-lock.json $(wildcard patches/*.patch)
-	$(NPM) ci --no-audit --no-fund
-	@touch $@
+# The stamp holds the install's inputs as they were installed: a newer file with the same content (a
+# fresh clone, worktree or checkout) only refreshes the stamp instead of reinstalling everything.
+INSTALL_INPUTS := package.json package-lock.json $(sort $(wildcard patches/*.patch))
+node_modules/.install-stamp: $(INSTALL_INPUTS)
+	@if [ -f $@ ] && cat $(INSTALL_INPUTS) | cmp -s - $@; then touch $@; \
+	else $(NPM) ci --no-audit --no-fund && cat $(INSTALL_INPUTS) > $@; fi
 
 install: node_modules/.install-stamp
 
