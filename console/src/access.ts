@@ -1,7 +1,8 @@
 // What the signed-in caller may do, so views hide or disable what the API would refuse. Admin
 // authority is implicit (no grant rows), so it is found by asking an admin-only read
-// (getEventDeliveryHealth: 403 for anyone else). Per-collection rights are the caller's effective
-// group grants there (listEffectiveCollectionPrincipalPermissions), narrowed by the token's scope.
+// (getEventDeliveryHealth: 403 for anyone else). Every other right is asked of the service through
+// the `permissions=` filter of the lists, which applies the admin rule, inherited grants and the
+// token's scope exactly as the point checks do.
 import { isApiRequestError, type Schemas } from '../../clients/typescript/index.ts';
 import { inv } from './session.ts';
 
@@ -37,17 +38,20 @@ export function resetAccess(): void {
   cached = null;
 }
 
-/** Whether the caller holds `permission` on the collection (admins hold every permission). */
-export async function may(collectionId: number, permission: Permission): Promise<boolean> {
+/** An administrator whose token has no scope: holds every permission everywhere, so nothing needs asking. */
+async function unscopedAdmin(): Promise<boolean> {
   const { me, admin } = await loadAccess();
-  const scoped = me.token.scope?.permissions;
-  if (scoped && !scoped.includes(permission)) return false;
-  if (admin) return true;
-  for await (const row of inv.paginate('listEffectiveCollectionPrincipalPermissions', {
-    params: { path: { collection_id: collectionId, principal_id: me.principal.id } },
-  }))
-    if (row.permission === permission) return true;
-  return false;
+  return admin && !me.token.scope;
+}
+
+/**
+ * Whether the caller holds `permission` on the collection, as the service decides it
+ * (`listCollections?id=<collection>&permissions=<name>`: admin rule, inherited grants, token scope).
+ */
+export async function may(collectionId: number, permission: Permission): Promise<boolean> {
+  if (await unscopedAdmin()) return true;
+  const [hit] = await inv.call('listCollections', { params: { query: { id: collectionId, permissions: permission, limit: 1 } } });
+  return hit !== undefined;
 }
 
 /** Every collection permission, in the contract's PermissionName enum order. */
@@ -92,9 +96,8 @@ export const PERMISSIONS: readonly Permission[] = [
  * An unscoped administrator holds everything everywhere, so that case asks nothing.
  */
 export async function collectionPermissions(collectionIds: number[]): Promise<Map<number, Set<Permission>>> {
-  const { admin } = await loadAccess();
   const held = new Map<number, Set<Permission>>(collectionIds.map((id) => [id, new Set<Permission>()]));
-  if (admin) {
+  if (await unscopedAdmin()) {
     for (const set of held.values()) for (const p of PERMISSIONS) set.add(p);
     return held;
   }
@@ -113,14 +116,14 @@ export async function collectionPermissions(collectionIds: number[]): Promise<Ma
  * class-scoped tokens).
  */
 export async function mayOnClass(classId: number, permission: Permission): Promise<boolean> {
-  if ((await loadAccess()).admin) return true;
+  if (await unscopedAdmin()) return true;
   const [hit] = await inv.call('listClasses', { params: { query: { id: classId, permissions: permission, limit: 1 } } });
   return hit !== undefined;
 }
 
 /** Whether the caller holds `permission` on one object, as the service decides it (`listObjects?id=…&permissions=…`). */
 export async function mayOnObject(classId: number, objectId: number, permission: Permission): Promise<boolean> {
-  if ((await loadAccess()).admin) return true;
+  if (await unscopedAdmin()) return true;
   const [hit] = await inv.call('listObjects', {
     params: { path: { class_id: classId }, query: { id: objectId, permissions: permission, limit: 1 } },
   });
