@@ -1,9 +1,12 @@
 // Small pieces the administration views share: an API problem shown inline (message and the
-// per-member details of a 400), a two-step delete confirmation, and the credential approval that
-// creating users and minting or renewing tokens need (the caller re-enters its own password).
+// per-member details of a 400), a detail page still loading, a form's submit row, a two-step delete
+// confirmation, and the credential approval that creating users and minting or renewing tokens need
+// (the caller re-enters its own password).
+import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { isApiRequestError, type ErrorDetail, type Schemas } from '../../clients/typescript/index.ts';
-import { describeError, inv } from './session.ts';
+import { describeError, inv, signedIn } from './session.ts';
+import { Field, Loading } from './ui.tsx';
 
 export interface Problem {
   message: string;
@@ -18,6 +21,16 @@ export function problemOf(e: unknown): Problem {
     details: isApiRequestError(e) ? e.details : [],
     status: isApiRequestError(e) ? e.status : null,
   };
+}
+
+/** A view's problem and `fail`, which sets it from a failed call and on a 401 returns to sign-in (`onAuthLost`). */
+export function useProblem(onAuthLost: () => void): [Problem | null, (problem: Problem | null) => void, (e: unknown) => void] {
+  const [problem, setProblem] = useState<Problem | null>(null);
+  function fail(e: unknown) {
+    setProblem(problemOf(e));
+    if (!signedIn()) onAuthLost();
+  }
+  return [problem, setProblem, fail];
 }
 
 /** Whether a problem's details name `member` (e.g. `config`; paths come as `/config/uri`, `body.config.uri` or `config`), for aria-invalid. */
@@ -46,6 +59,41 @@ export function ProblemBox({ problem, id }: { problem: Problem | null; id?: stri
         </ul>
       )}
     </div>
+  );
+}
+
+/** A detail page before its record has loaded: the way back, a heading, and the problem or "Loading…". */
+export function DetailLoading({ back, title, problem }: { back: { href: string; label: string }; title: string; problem: Problem | null }) {
+  return (
+    <section>
+      <p>
+        <a href={back.href}>{back.label}</a>
+      </p>
+      <h1>{title}</h1>
+      <ProblemBox problem={problem} />
+      {!problem && <Loading />}
+    </section>
+  );
+}
+
+/** A form's submit button (disabled while `busy`), and any further buttons after it. */
+export function FormActions({ submit, busy, children }: { submit: string; busy: boolean; children?: ComponentChildren }) {
+  return (
+    <div class="actions">
+      <button type="submit" disabled={busy}>
+        {submit}
+      </button>
+      {children}
+    </div>
+  );
+}
+
+/** The Enabled check box of a sink or a subscription. */
+export function EnabledCheck({ checked, onChecked }: { checked: boolean; onChecked: (checked: boolean) => void }) {
+  return (
+    <label class="check">
+      <input type="checkbox" checked={checked} onChange={(e) => onChecked(e.currentTarget.checked)} /> Enabled
+    </label>
   );
 }
 
@@ -115,17 +163,15 @@ export async function approve(password: string, operation: Operation): Promise<s
 /** The password field that confirms a credential operation. */
 export function ConfirmPassword({ id, value, onInput }: { id: string; value: string; onInput: (v: string) => void }) {
   return (
-    <>
-      <label for={id}>Your password (confirms this change)</label>
-      <input
-        id={id}
-        type="password"
-        autocomplete="current-password"
-        required
-        value={value}
-        onInput={(e) => onInput(e.currentTarget.value)}
-      />
-    </>
+    <Field
+      id={id}
+      label="Your password (confirms this change)"
+      type="password"
+      autocomplete="current-password"
+      required
+      value={value}
+      onValue={onInput}
+    />
   );
 }
 

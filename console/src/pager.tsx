@@ -1,8 +1,9 @@
 // A cursor pager over one of the SDK's `pages` walks: keeps the pages seen so far (Previous is
 // local), fetches the next one on demand, and restarts whenever `key` changes.
+import type { JSX } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { Page, PagedOperationId } from '../../clients/typescript/index.ts';
-import { describeError, signedIn } from './session.ts';
+import type { Page, PageItem, PagedOperationId } from '../../clients/typescript/index.ts';
+import { ErrorText, Table, useError } from './ui.tsx';
 
 export interface Pager<K extends PagedOperationId> {
   page: Page<K> | undefined;
@@ -22,13 +23,8 @@ export function usePager<K extends PagedOperationId>(
   const [pages, setPages] = useState<Page<K>[]>([]);
   const [index, setIndex] = useState(0);
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError, fail] = useError(onAuthLost);
   const iterator = useRef<AsyncGenerator<Page<K>, void, undefined> | null>(null);
-
-  function fail(e: unknown) {
-    setError(describeError(e));
-    if (!signedIn()) onAuthLost();
-  }
 
   useEffect(() => {
     const it = start();
@@ -119,5 +115,37 @@ export function PagerControls<K extends PagedOperationId>({
         Next page
       </button>
     </div>
+  );
+}
+
+/** The pager's current page as a table (`row` draws one item), its error above and its controls below. */
+export function PagedTable<K extends PagedOperationId>({
+  pager,
+  size,
+  noun,
+  id,
+  label,
+  columns,
+  actions,
+  row,
+}: {
+  pager: Pager<K>;
+  size: number;
+  noun: string;
+  /** the status line's id (the table is described by it) */
+  id: string;
+  label?: string;
+  columns: string[];
+  actions?: boolean;
+  row: (item: PageItem<K>) => JSX.Element;
+}) {
+  return (
+    <>
+      <ErrorText error={pager.error} />
+      <Table label={label} describedBy={id} busy={pager.busy} columns={columns} actions={actions}>
+        {(pager.page?.items ?? []).map(row)}
+      </Table>
+      <PagerControls pager={pager} size={size} noun={noun} id={id} />
+    </>
   );
 }

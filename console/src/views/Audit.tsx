@@ -1,7 +1,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv } from '../session.ts';
-import { PagerControls, usePager } from '../pager.tsx';
+import { PagedTable, usePager } from '../pager.tsx';
 
 const PAGE_SIZE = 25;
 const ACTIONS = ['created', 'updated', 'deleted', 'staged', 'activated', 'abandoned', 'restored'] as const;
@@ -78,43 +78,28 @@ export function Audit({ onAuthLost }: { onAuthLost: () => void }) {
         </datalist>
         <button type="submit">Apply filter</button>
       </form>
-      {pager.error && (
-        <p class="error" role="alert">
-          {pager.error}
-        </p>
-      )}
-      <div class="table-wrap">
-        <table aria-describedby="audit-status" aria-busy={pager.busy}>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">When</th>
-              <th scope="col">Entity</th>
-              <th scope="col">Action</th>
-              <th scope="col">Collection</th>
-              <th scope="col">Actor</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(pager.page?.items ?? []).map((ev) => (
-              <tr key={ev.id}>
-                <td>{ev.id}</td>
-                <td>{new Date(ev.occurred_at).toLocaleString()}</td>
-                <td>
-                  {ev.entity_type} {ev.entity_name ?? ev.entity_id}
-                </td>
-                <td>{ev.action}</td>
-                <td>{ev.collection_id === null ? '—' : (names.get(ev.collection_id) ?? ev.collection_id)}</td>
-                <td>
-                  {ev.actor_kind}
-                  {ev.actor_user_id !== null ? ` #${ev.actor_user_id}` : ''}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      <PagerControls pager={pager} size={PAGE_SIZE} noun="Events" id="audit-status" />
+      <PagedTable
+        pager={pager}
+        size={PAGE_SIZE}
+        noun="Events"
+        id="audit-status"
+        columns={['Id', 'When', 'Entity', 'Action', 'Collection', 'Actor']}
+        row={(ev) => (
+          <tr key={ev.id}>
+            <td>{ev.id}</td>
+            <td>{new Date(ev.occurred_at).toLocaleString()}</td>
+            <td>
+              {ev.entity_type} {ev.entity_name ?? ev.entity_id}
+            </td>
+            <td>{ev.action}</td>
+            <td>{ev.collection_id === null ? '—' : (names.get(ev.collection_id) ?? ev.collection_id)}</td>
+            <td>
+              {ev.actor_kind}
+              {ev.actor_user_id !== null ? ` #${ev.actor_user_id}` : ''}
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

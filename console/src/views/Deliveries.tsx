@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { describeError, inv, signedIn } from '../session.ts';
-import { PagerControls, usePager } from '../pager.tsx';
+import { inv } from '../session.ts';
+import { PagedTable, usePager } from '../pager.tsx';
 import { href } from '../router.ts';
+import { ErrorText, Loading, OkStatus, Table, useError } from '../ui.tsx';
 
 type Health = Schemas['DeliveryHealth'];
 const STATUSES = ['pending', 'in_flight', 'succeeded', 'failed', 'dead'] as const;
@@ -11,14 +12,9 @@ const PAGE_SIZE = 25;
 /** Event delivery health (getEventDeliveryHealth) and the dead deliveries with a retry each. Admins only. */
 export function Deliveries({ onAuthLost }: { onAuthLost: () => void }) {
   const [health, setHealth] = useState<Health | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, , fail] = useError(onAuthLost);
   const [generation, setGeneration] = useState(0);
   const [message, setMessage] = useState<string | null>(null);
-
-  function fail(e: unknown) {
-    setError(describeError(e));
-    if (!signedIn()) onAuthLost();
-  }
 
   useEffect(() => {
     inv.call('getEventDeliveryHealth').then(setHealth, fail);
@@ -47,18 +43,10 @@ export function Deliveries({ onAuthLost }: { onAuthLost: () => void }) {
       <p class="muted">
         Manage <a href={href({ view: 'sinks' })}>event sinks</a> and <a href={href({ view: 'subscriptions' })}>subscriptions</a>.
       </p>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
-      {message && (
-        <p class="ok" role="status">
-          {message}
-        </p>
-      )}
+      <ErrorText error={error} />
+      <OkStatus message={message} />
       {!health ? (
-        <p aria-busy="true">Loading…</p>
+        <Loading />
       ) : (
         <>
           <dl class="counts" aria-label="Deliveries by status">
@@ -81,78 +69,47 @@ export function Deliveries({ onAuthLost }: { onAuthLost: () => void }) {
           {health.sinks.length === 0 ? (
             <p>No event sinks.</p>
           ) : (
-            <div class="table-wrap">
-              <table aria-label="Sinks">
-                <thead>
-                  <tr>
-                    <th scope="col">Sink</th>
-                    <th scope="col">Kind</th>
-                    <th scope="col">Enabled</th>
-                    {STATUSES.map((s) => (
-                      <th scope="col" key={s}>
-                        {s.replace('_', ' ')}
-                      </th>
-                    ))}
-                  </tr>
-                </thead>
-                <tbody>
-                  {health.sinks.map((s) => (
-                    <tr key={s.sink_id}>
-                      <td>
-                        <a href={href({ view: 'sink', sinkId: s.sink_id })}>{s.name}</a>
-                      </td>
-                      <td>{s.kind}</td>
-                      <td>{s.enabled ? 'yes' : 'no'}</td>
-                      {STATUSES.map((st) => (
-                        <td key={st}>{s.counts[st]}</td>
-                      ))}
-                    </tr>
+            <Table label="Sinks" columns={['Sink', 'Kind', 'Enabled', ...STATUSES.map((s) => s.replace('_', ' '))]}>
+              {health.sinks.map((s) => (
+                <tr key={s.sink_id}>
+                  <td>
+                    <a href={href({ view: 'sink', sinkId: s.sink_id })}>{s.name}</a>
+                  </td>
+                  <td>{s.kind}</td>
+                  <td>{s.enabled ? 'yes' : 'no'}</td>
+                  {STATUSES.map((st) => (
+                    <td key={st}>{s.counts[st]}</td>
                   ))}
-                </tbody>
-              </table>
-            </div>
+                </tr>
+              ))}
+            </Table>
           )}
         </>
       )}
       <h2>Dead deliveries</h2>
-      {dead.error && (
-        <p class="error" role="alert">
-          {dead.error}
-        </p>
-      )}
-      <div class="table-wrap">
-        <table aria-label="Dead deliveries" aria-describedby="dead-status" aria-busy={dead.busy}>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Sink</th>
-              <th scope="col">Subscription</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Last error</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {(dead.page?.items ?? []).map((d) => (
-              <tr key={d.id}>
-                <td>{d.id}</td>
-                <td>{d.sink_id}</td>
-                <td>{d.subscription_id}</td>
-                <td>{d.attempts}</td>
-                <td>{d.last_error ?? '—'}</td>
-                <td>
-                  <button type="button" aria-label={`Retry delivery ${d.id}`} onClick={() => void retry(d.id)}>
-                    Retry
-                  </button>
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      <PagerControls pager={dead} size={PAGE_SIZE} noun="Dead deliveries" id="dead-status" />
+      <PagedTable
+        pager={dead}
+        size={PAGE_SIZE}
+        noun="Dead deliveries"
+        id="dead-status"
+        label="Dead deliveries"
+        columns={['Id', 'Sink', 'Subscription', 'Attempts', 'Last error']}
+        actions
+        row={(d) => (
+          <tr key={d.id}>
+            <td>{d.id}</td>
+            <td>{d.sink_id}</td>
+            <td>{d.subscription_id}</td>
+            <td>{d.attempts}</td>
+            <td>{d.last_error ?? '—'}</td>
+            <td>
+              <button type="button" aria-label={`Retry delivery ${d.id}`} onClick={() => void retry(d.id)}>
+                Retry
+              </button>
+            </td>
+          </tr>
+        )}
+      />
     </section>
   );
 }

@@ -1,9 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { inv, signedIn } from '../session.ts';
-import { PagerControls, usePager } from '../pager.tsx';
+import { inv } from '../session.ts';
+import { PagedTable, usePager } from '../pager.tsx';
 import { href, navigate } from '../router.ts';
-import { ConfirmAction, ConfirmDelete, orNull, ProblemBox, problemOf, type Problem } from '../admin-ui.tsx';
+import { ConfirmAction, ConfirmDelete, DetailLoading, FormActions, orNull, ProblemBox, useProblem } from '../admin-ui.tsx';
+import { Field, Loading, OkStatus, Table } from '../ui.tsx';
 
 type Group = Schemas['Group'];
 type Member = Schemas['GroupMember'];
@@ -16,7 +17,7 @@ const managedGroup = (g: Group) => g.managed_by !== null || g.identity_scope !==
 export function Groups({ onAuthLost }: { onAuthLost: () => void }) {
   const [generation, setGeneration] = useState(0);
   const [form, setForm] = useState({ name: '', description: '' });
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const [problem, setProblem, fail] = useProblem(onAuthLost);
   const [created, setCreated] = useState<Group | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -37,8 +38,7 @@ export function Groups({ onAuthLost }: { onAuthLost: () => void }) {
       setForm({ name: '', description: '' });
       setGeneration((n) => n + 1);
     } catch (err) {
-      setProblem(problemOf(err));
-      if (!signedIn()) onAuthLost();
+      fail(err);
     } finally {
       setBusy(false);
     }
@@ -47,55 +47,47 @@ export function Groups({ onAuthLost }: { onAuthLost: () => void }) {
   return (
     <section>
       <h1>Groups</h1>
-      {pager.error && (
-        <p class="error" role="alert">
-          {pager.error}
-        </p>
-      )}
-      <div class="table-wrap">
-        <table aria-label="Groups" aria-describedby="groups-status" aria-busy={pager.busy}>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Description</th>
-              <th scope="col">Identity scope</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(pager.page?.items ?? []).map((g) => (
-              <tr key={g.id}>
-                <td>
-                  <a href={href({ view: 'group', groupId: g.id })}>{g.name}</a>
-                </td>
-                <td>{g.description || '—'}</td>
-                <td>
-                  {g.identity_scope}
-                  {managedGroup(g) && <span class="muted"> (directory, read-only)</span>}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      <PagerControls pager={pager} size={PAGE_SIZE} noun="Groups" id="groups-status" />
+      <PagedTable
+        pager={pager}
+        size={PAGE_SIZE}
+        noun="Groups"
+        id="groups-status"
+        label="Groups"
+        columns={['Name', 'Description', 'Identity scope']}
+        row={(g) => (
+          <tr key={g.id}>
+            <td>
+              <a href={href({ view: 'group', groupId: g.id })}>{g.name}</a>
+            </td>
+            <td>{g.description || '—'}</td>
+            <td>
+              {g.identity_scope}
+              {managedGroup(g) && <span class="muted"> (directory, read-only)</span>}
+            </td>
+          </tr>
+        )}
+      />
 
       <form class="edit admin-form" aria-label="New group" onSubmit={(e) => void create(e)}>
         <h2>New group</h2>
-        <label for="group-name">Name</label>
-        <input id="group-name" required value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
-        <label for="group-description">Description (optional)</label>
-        <input id="group-description" value={form.description} onInput={(e) => setForm({ ...form, description: e.currentTarget.value })} />
-        <div class="actions">
-          <button type="submit" disabled={busy}>
-            Create group
-          </button>
-        </div>
+        <Field id="group-name" label="Name" required value={form.name} onValue={(name) => setForm({ ...form, name })} />
+        <Field
+          id="group-description"
+          label="Description (optional)"
+          value={form.description}
+          onValue={(description) => setForm({ ...form, description })}
+        />
+        <FormActions submit="Create group" busy={busy} />
         <ProblemBox problem={problem} />
-        {created && (
-          <p class="ok" role="status">
-            Group <a href={href({ view: 'group', groupId: created.id })}>{created.name}</a> created.
-          </p>
-        )}
+        <OkStatus
+          message={
+            created && (
+              <>
+                Group <a href={href({ view: 'group', groupId: created.id })}>{created.name}</a> created.
+              </>
+            )
+          }
+        />
       </form>
     </section>
   );
@@ -108,14 +100,9 @@ export function GroupDetail({ groupId, onAuthLost }: { groupId: number; onAuthLo
   const [generation, setGeneration] = useState(0);
   const [form, setForm] = useState({ name: '', description: '' });
   const [memberName, setMemberName] = useState('');
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const [problem, setProblem, fail] = useProblem(onAuthLost);
   const [message, setMessage] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-
-  function fail(e: unknown) {
-    setProblem(problemOf(e));
-    if (!signedIn()) onAuthLost();
-  }
 
   function show(g: Group) {
     setGroup(g);
@@ -200,16 +187,7 @@ export function GroupDetail({ groupId, onAuthLost }: { groupId: number; onAuthLo
   }
 
   if (!group)
-    return (
-      <section>
-        <p>
-          <a href={href({ view: 'groups' })}>Groups</a>
-        </p>
-        <h1>Group {groupId}</h1>
-        <ProblemBox problem={problem} />
-        {!problem && <p aria-busy="true">Loading…</p>}
-      </section>
-    );
+    return <DetailLoading back={{ href: href({ view: 'groups' }), label: 'Groups' }} title={`Group ${groupId}`} problem={problem} />;
 
   const managed = managedGroup(group);
   return (
@@ -224,70 +202,42 @@ export function GroupDetail({ groupId, onAuthLost }: { groupId: number; onAuthLo
         </p>
       )}
       <ProblemBox problem={problem} />
-      {message && (
-        <p class="ok" role="status">
-          {message}
-        </p>
-      )}
+      <OkStatus message={message} />
       <form class="edit admin-form" aria-label="Group" onSubmit={(e) => void save(e)}>
         <fieldset disabled={managed}>
-          <label for="edit-group-name">Name</label>
-          <input id="edit-group-name" required value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
-          <label for="edit-group-description">Description</label>
-          <input
+          <Field id="edit-group-name" label="Name" required value={form.name} onValue={(name) => setForm({ ...form, name })} />
+          <Field
             id="edit-group-description"
+            label="Description"
             value={form.description}
-            onInput={(e) => setForm({ ...form, description: e.currentTarget.value })}
+            onValue={(description) => setForm({ ...form, description })}
           />
-          <div class="actions">
-            <button type="submit" disabled={busy}>
-              Save group
-            </button>
+          <FormActions submit="Save group" busy={busy}>
             <ConfirmDelete what={`group ${group.name}`} onConfirm={remove} />
-          </div>
+          </FormActions>
         </fieldset>
       </form>
       <h2>Members</h2>
       {members === null ? (
-        <p aria-busy="true">Loading…</p>
+        <Loading />
       ) : members.length === 0 ? (
         <p>No members.</p>
       ) : (
-        <div class="table-wrap">
-          <table aria-label={`Members of ${group.name}`}>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Identity scope</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {members.map((m) => (
-                <tr key={m.id}>
-                  <td>{m.kind === 'human' ? <a href={href({ view: 'user', userId: m.id })}>{m.name}</a> : m.name}</td>
-                  <td>{m.kind === 'human' ? 'user' : 'service account'}</td>
-                  <td>{m.identity_scope}</td>
-                  <td>
-                    <ConfirmAction
-                      verb="Remove"
-                      what={`${m.name} from ${group.name}`}
-                      disabled={managed}
-                      onConfirm={() => removeMember(m)}
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table label={`Members of ${group.name}`} columns={['Name', 'Kind', 'Identity scope']} actions>
+          {members.map((m) => (
+            <tr key={m.id}>
+              <td>{m.kind === 'human' ? <a href={href({ view: 'user', userId: m.id })}>{m.name}</a> : m.name}</td>
+              <td>{m.kind === 'human' ? 'user' : 'service account'}</td>
+              <td>{m.identity_scope}</td>
+              <td>
+                <ConfirmAction verb="Remove" what={`${m.name} from ${group.name}`} disabled={managed} onConfirm={() => removeMember(m)} />
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
       <form class="filter" aria-label="Add a member" onSubmit={(e) => void add(e)}>
-        <label for="member-name">User name</label>
-        <input id="member-name" required disabled={managed} value={memberName} onInput={(e) => setMemberName(e.currentTarget.value)} />
+        <Field id="member-name" label="User name" required disabled={managed} value={memberName} onValue={setMemberName} />
         <button type="submit" disabled={managed}>
           Add member
         </button>

@@ -1,9 +1,20 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { inv, signedIn } from '../session.ts';
-import { PagerControls, usePager } from '../pager.tsx';
+import { inv } from '../session.ts';
+import { PagedTable, usePager } from '../pager.tsx';
 import { href, navigate } from '../router.ts';
-import { ConfirmDelete, names, orNull, ProblemBox, problemOf, type Problem } from '../admin-ui.tsx';
+import {
+  ConfirmDelete,
+  DetailLoading,
+  EnabledCheck,
+  FormActions,
+  names,
+  orNull,
+  ProblemBox,
+  useProblem,
+  type Problem,
+} from '../admin-ui.tsx';
+import { Field, OkStatus } from '../ui.tsx';
 
 type Sink = Schemas['EventSink'];
 type Kind = Sink['kind'];
@@ -102,13 +113,13 @@ function SinkForm({
 }) {
   return (
     <>
-      <label for={`${id}-name`}>Name</label>
-      <input
+      <Field
         id={`${id}-name`}
+        label="Name"
         required
         value={fields.name}
         aria-invalid={names(problem, 'name')}
-        onInput={(e) => onChange({ ...fields, name: e.currentTarget.value })}
+        onValue={(name) => onChange({ ...fields, name })}
       />
       <label for={`${id}-kind`}>Kind</label>
       <select
@@ -141,26 +152,23 @@ function SinkForm({
         exchange; redis_stream: uri (rediss://); email: uri (smtps://), from, subject_template, body_template. Each subscription names its
         own destination.
       </p>
-      <label for={`${id}-secret`}>Secret alias (optional)</label>
-      <input
+      <Field
         id={`${id}-secret`}
+        label="Secret alias (optional)"
         value={fields.secret_ref}
         pattern="[A-Za-z0-9_]+"
         aria-invalid={names(problem, 'secret_ref')}
-        onInput={(e) => onChange({ ...fields, secret_ref: e.currentTarget.value })}
+        onValue={(secret_ref) => onChange({ ...fields, secret_ref })}
       />
-      <label for={`${id}-interval`}>Minimum interval between sends, ms (optional)</label>
-      <input
+      <Field
         id={`${id}-interval`}
+        label="Minimum interval between sends, ms (optional)"
         inputMode="numeric"
         value={fields.min_interval_ms}
         aria-invalid={names(problem, 'delivery_policy')}
-        onInput={(e) => onChange({ ...fields, min_interval_ms: e.currentTarget.value })}
+        onValue={(min_interval_ms) => onChange({ ...fields, min_interval_ms })}
       />
-      <label class="check">
-        <input type="checkbox" checked={fields.enabled} onChange={(e) => onChange({ ...fields, enabled: e.currentTarget.checked })} />{' '}
-        Enabled
-      </label>
+      <EnabledCheck checked={fields.enabled} onChecked={(enabled) => onChange({ ...fields, enabled })} />
     </>
   );
 }
@@ -176,7 +184,7 @@ export function Sinks({ onAuthLost }: { onAuthLost: () => void }) {
     config: pretty(CONFIG_TEMPLATES.webhook),
   };
   const [fields, setFields] = useState<SinkFields>(blank);
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const [problem, setProblem, fail] = useProblem(onAuthLost);
   const [created, setCreated] = useState<Sink | null>(null);
   const [busy, setBusy] = useState(false);
   const [generation, setGeneration] = useState(0);
@@ -203,8 +211,7 @@ export function Sinks({ onAuthLost }: { onAuthLost: () => void }) {
       setFields(blank);
       setGeneration((g) => g + 1);
     } catch (err) {
-      setProblem(problemOf(err));
-      if (!signedIn()) onAuthLost();
+      fail(err);
     } finally {
       setBusy(false);
     }
@@ -217,50 +224,38 @@ export function Sinks({ onAuthLost }: { onAuthLost: () => void }) {
         Where events are delivered. <a href={href({ view: 'subscriptions' })}>Subscriptions</a> choose the events and the destination;{' '}
         <a href={href({ view: 'deliveries' })}>Delivery health</a> shows how deliveries fare.
       </p>
-      {pager.error && (
-        <p class="error" role="alert">
-          {pager.error}
-        </p>
-      )}
-      <div class="table-wrap">
-        <table aria-label="Event sinks" aria-describedby="sinks-status" aria-busy={pager.busy}>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Enabled</th>
-              <th scope="col">Secret alias</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(pager.page?.items ?? []).map((s) => (
-              <tr key={s.id}>
-                <td>
-                  <a href={href({ view: 'sink', sinkId: s.id })}>{s.name}</a>
-                </td>
-                <td>{s.kind}</td>
-                <td>{s.enabled ? 'yes' : 'no'}</td>
-                <td>{s.secret_ref ?? '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      <PagerControls pager={pager} size={PAGE_SIZE} noun="Sinks" id="sinks-status" />
+      <PagedTable
+        pager={pager}
+        size={PAGE_SIZE}
+        noun="Sinks"
+        id="sinks-status"
+        label="Event sinks"
+        columns={['Name', 'Kind', 'Enabled', 'Secret alias']}
+        row={(s) => (
+          <tr key={s.id}>
+            <td>
+              <a href={href({ view: 'sink', sinkId: s.id })}>{s.name}</a>
+            </td>
+            <td>{s.kind}</td>
+            <td>{s.enabled ? 'yes' : 'no'}</td>
+            <td>{s.secret_ref ?? '—'}</td>
+          </tr>
+        )}
+      />
       <form class="edit admin-form" aria-label="New event sink" onSubmit={(e) => void create(e)}>
         <h2>New event sink</h2>
         <SinkForm id="sink" fields={fields} onChange={setFields} problem={problem} kindChangesConfig />
-        <div class="actions">
-          <button type="submit" disabled={busy}>
-            Create sink
-          </button>
-        </div>
+        <FormActions submit="Create sink" busy={busy} />
         <ProblemBox problem={problem} />
-        {created && (
-          <p class="ok" role="status">
-            Sink <a href={href({ view: 'sink', sinkId: created.id })}>{created.name}</a> created.
-          </p>
-        )}
+        <OkStatus
+          message={
+            created && (
+              <>
+                Sink <a href={href({ view: 'sink', sinkId: created.id })}>{created.name}</a> created.
+              </>
+            )
+          }
+        />
       </form>
     </section>
   );
@@ -272,7 +267,7 @@ type Outcome = { kind: 'preview'; preview: Schemas['SinkPreview'] } | { kind: 't
 export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost: () => void }) {
   const [sink, setSink] = useState<{ sink: Sink; etag: string | null } | null>(null);
   const [fields, setFields] = useState<SinkFields | null>(null);
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const [problem, setProblem, fail] = useProblem(onAuthLost);
   const [message, setMessage] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [events, setEvents] = useState<Schemas['AuditEvent'][]>([]);
@@ -280,13 +275,8 @@ export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost:
     subscription: new URLSearchParams(window.location.search).get('subscription') ?? '',
     event: '',
   });
-  const [trialProblem, setTrialProblem] = useState<Problem | null>(null);
+  const [trialProblem, setTrialProblem, failTrial] = useProblem(onAuthLost);
   const [outcome, setOutcome] = useState<Outcome | null>(null);
-
-  function fail(e: unknown, set: (p: Problem) => void = setProblem) {
-    set(problemOf(e));
-    if (!signedIn()) onAuthLost();
-  }
 
   function show(s: Sink, etag: string | null) {
     setSink({ sink: s, etag });
@@ -294,10 +284,9 @@ export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost:
   }
 
   useEffect(() => {
-    inv.callWithResponse('getEventSink', { params: { path: { sink_id: sinkId } } }).then(
-      ({ data, response }) => show(data, response.headers.get('etag')),
-      (e: unknown) => fail(e),
-    );
+    inv
+      .callWithResponse('getEventSink', { params: { path: { sink_id: sinkId } } })
+      .then(({ data, response }) => show(data, response.headers.get('etag')), fail);
     inv.call('listEvents', { params: { query: { limit: 20 } } }).then(setEvents, () => setEvents([]));
   }, [sinkId]);
 
@@ -362,20 +351,13 @@ export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost:
         setOutcome({ kind, delivery });
       }
     } catch (err) {
-      fail(err, setTrialProblem);
+      failTrial(err);
     }
   }
 
   if (!sink || !fields)
     return (
-      <section>
-        <p>
-          <a href={href({ view: 'sinks' })}>Event sinks</a>
-        </p>
-        <h1>Event sink {sinkId}</h1>
-        <ProblemBox problem={problem} />
-        {!problem && <p aria-busy="true">Loading…</p>}
-      </section>
+      <DetailLoading back={{ href: href({ view: 'sinks' }), label: 'Event sinks' }} title={`Event sink ${sinkId}`} problem={problem} />
     );
 
   return (
@@ -390,18 +372,11 @@ export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost:
       </p>
       <form class="edit admin-form" aria-label="Edit event sink" onSubmit={(e) => void save(e)}>
         <SinkForm id="edit-sink" fields={fields} onChange={setFields} problem={problem} kindChangesConfig={false} />
-        <div class="actions">
-          <button type="submit" disabled={busy}>
-            Save sink
-          </button>
+        <FormActions submit="Save sink" busy={busy}>
           <ConfirmDelete what={`sink ${sink.sink.name}`} onConfirm={remove} />
-        </div>
+        </FormActions>
         <ProblemBox problem={problem} />
-        {message && (
-          <p class="ok" role="status">
-            {message}
-          </p>
-        )}
+        <OkStatus message={message} />
       </form>
 
       <form
@@ -417,22 +392,22 @@ export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost:
           Renders (Preview) or queues a test delivery of (Send test) one existing event through one subscription that uses this sink. Pick
           the subscription's id on the <a href={href({ view: 'subscriptions' })}>Subscriptions</a> page.
         </p>
-        <label for="trial-subscription">Subscription id</label>
-        <input
+        <Field
           id="trial-subscription"
+          label="Subscription id"
           inputMode="numeric"
           required
           value={trial.subscription}
-          onInput={(e) => setTrial({ ...trial, subscription: e.currentTarget.value })}
+          onValue={(subscription) => setTrial({ ...trial, subscription })}
         />
-        <label for="trial-event">Event id (UUID)</label>
-        <input
+        <Field
           id="trial-event"
+          label="Event id (UUID)"
           list="trial-events"
           required
           spellcheck={false}
           value={trial.event}
-          onInput={(e) => setTrial({ ...trial, event: e.currentTarget.value })}
+          onValue={(event) => setTrial({ ...trial, event })}
         />
         <datalist id="trial-events">
           {events.map((ev) => (

@@ -1,8 +1,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { inv, signedIn } from '../session.ts';
+import { inv } from '../session.ts';
 import { href } from '../router.ts';
-import { ConfirmDelete, names, ProblemBox, problemOf, type Problem } from '../admin-ui.tsx';
+import { ConfirmDelete, EnabledCheck, FormActions, names, ProblemBox, useProblem } from '../admin-ui.tsx';
+import { Field, Loading, OkStatus, Table } from '../ui.tsx';
 
 type Subscription = Schemas['EventSubscription'];
 type Sink = Schemas['EventSink'];
@@ -59,15 +60,10 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
   const [subs, setSubs] = useState<Subscription[] | null>(null);
   const [generation, setGeneration] = useState(0);
   const [draft, setDraft] = useState<Draft>(BLANK);
-  const [problem, setProblem] = useState<Problem | null>(null);
-  const [listProblem, setListProblem] = useState<Problem | null>(null);
+  const [problem, setProblem, fail] = useProblem(onAuthLost);
+  const [listProblem, setListProblem, failList] = useProblem(onAuthLost);
   const [message, setMessage] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-
-  function fail(e: unknown, set: (p: Problem) => void = setProblem) {
-    set(problemOf(e));
-    if (!signedIn()) onAuthLost();
-  }
 
   useEffect(() => {
     (async () => {
@@ -78,7 +74,7 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
       for await (const s of inv.paginate('listEventSinks', { params: { query: { sort: 'name', limit: 250 } } })) ss.push(s);
       setSinks(ss);
       setDraft((d) => (d.sink === '' && ss[0] ? { ...d, sink: String(ss[0].id) } : d));
-    })().catch((e: unknown) => fail(e, setListProblem));
+    })().catch(failList);
   }, []);
 
   useEffect(() => {
@@ -95,7 +91,7 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
             });
       for await (const s of it) out.push(s);
       if (live) setSubs(out);
-    })().catch((e: unknown) => fail(e, setListProblem));
+    })().catch(failList);
     return () => {
       live = false;
     };
@@ -162,7 +158,7 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
       setMessage(`Subscription ${s.name} ${body.enabled ? 'enabled' : 'disabled'}.`);
       setGeneration((g) => g + 1);
     } catch (err) {
-      fail(err, setListProblem);
+      failList(err);
     }
   }
 
@@ -178,7 +174,7 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
       setMessage(`Subscription ${s.name} deleted.`);
       setGeneration((g) => g + 1);
     } catch (err) {
-      fail(err, setListProblem);
+      failList(err);
     }
   }
 
@@ -201,65 +197,44 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
         </select>
       </div>
       <ProblemBox problem={listProblem} />
-      {message && (
-        <p class="ok" role="status">
-          {message}
-        </p>
-      )}
+      <OkStatus message={message} />
       {subs === null ? (
-        !listProblem && <p aria-busy="true">Loading…</p>
+        !listProblem && <Loading />
       ) : subs.length === 0 ? (
         <p>No subscriptions ({scopeName}).</p>
       ) : (
-        <div class="table-wrap">
-          <table aria-label={`Subscriptions (${scopeName})`}>
-            <thead>
-              <tr>
-                <th scope="col">Id</th>
-                <th scope="col">Name</th>
-                <th scope="col">Sink</th>
-                <th scope="col">Events</th>
-                <th scope="col">Destination</th>
-                <th scope="col">Enabled</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {subs.map((s) => (
-                <tr key={s.id} data-subscription-id={s.id}>
-                  <td>{s.id}</td>
-                  <td>{s.name}</td>
-                  <td>
-                    <a href={href({ view: 'sink', sinkId: s.sink_id })}>{sinkById.get(s.sink_id)?.name ?? `sink ${s.sink_id}`}</a>
-                  </td>
-                  <td>
-                    {s.entity_types.join(', ')}: {s.actions.join(', ')}
-                  </td>
-                  <td class="wrap">{destination(s)}</td>
-                  <td>{s.enabled ? 'yes' : 'no'}</td>
-                  <td class="row-actions">
-                    <button
-                      type="button"
-                      aria-label={`${s.enabled ? 'Disable' : 'Enable'} subscription ${s.name}`}
-                      onClick={() => void toggle(s)}
-                    >
-                      {s.enabled ? 'Disable' : 'Enable'}
-                    </button>
-                    <a
-                      href={`${href({ view: 'sink', sinkId: s.sink_id })}?subscription=${s.id}`}
-                      aria-label={`Preview or test subscription ${s.name}`}
-                    >
-                      Preview or test
-                    </a>
-                    <ConfirmDelete what={`subscription ${s.name}`} onConfirm={() => remove(s)} />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table label={`Subscriptions (${scopeName})`} columns={['Id', 'Name', 'Sink', 'Events', 'Destination', 'Enabled']} actions>
+          {subs.map((s) => (
+            <tr key={s.id} data-subscription-id={s.id}>
+              <td>{s.id}</td>
+              <td>{s.name}</td>
+              <td>
+                <a href={href({ view: 'sink', sinkId: s.sink_id })}>{sinkById.get(s.sink_id)?.name ?? `sink ${s.sink_id}`}</a>
+              </td>
+              <td>
+                {s.entity_types.join(', ')}: {s.actions.join(', ')}
+              </td>
+              <td class="wrap">{destination(s)}</td>
+              <td>{s.enabled ? 'yes' : 'no'}</td>
+              <td class="row-actions">
+                <button
+                  type="button"
+                  aria-label={`${s.enabled ? 'Disable' : 'Enable'} subscription ${s.name}`}
+                  onClick={() => void toggle(s)}
+                >
+                  {s.enabled ? 'Disable' : 'Enable'}
+                </button>
+                <a
+                  href={`${href({ view: 'sink', sinkId: s.sink_id })}?subscription=${s.id}`}
+                  aria-label={`Preview or test subscription ${s.name}`}
+                >
+                  Preview or test
+                </a>
+                <ConfirmDelete what={`subscription ${s.name}`} onConfirm={() => remove(s)} />
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
 
       <form class="edit admin-form" aria-label="New subscription" onSubmit={(e) => void create(e)}>
@@ -270,13 +245,13 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
           </p>
         ) : (
           <>
-            <label for="sub-name">Name</label>
-            <input
+            <Field
               id="sub-name"
+              label="Name"
               required
               value={draft.name}
               aria-invalid={names(problem, 'name')}
-              onInput={(e) => setDraft({ ...draft, name: e.currentTarget.value })}
+              onValue={(name) => setDraft({ ...draft, name })}
             />
             <label for="sub-sink">Sink</label>
             <select id="sub-sink" value={draft.sink} onChange={(e) => setDraft({ ...draft, sink: e.currentTarget.value })}>
@@ -286,67 +261,61 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
                 </option>
               ))}
             </select>
-            <label for="sub-description">Description (optional)</label>
-            <input
+            <Field
               id="sub-description"
+              label="Description (optional)"
               value={draft.description}
-              onInput={(e) => setDraft({ ...draft, description: e.currentTarget.value })}
+              onValue={(description) => setDraft({ ...draft, description })}
             />
-            <label for="sub-types">Entity types (comma-separated)</label>
-            <input
+            <Field
               id="sub-types"
+              label="Entity types (comma-separated)"
               required
               value={draft.entity_types}
               aria-invalid={names(problem, 'entity_types')}
               aria-describedby="sub-types-help"
-              onInput={(e) => setDraft({ ...draft, entity_types: e.currentTarget.value })}
+              onValue={(entity_types) => setDraft({ ...draft, entity_types })}
             />
             <p id="sub-types-help" class="muted">
               e.g. collection, class, object, object_relation, user, group, token, task, event_sink
             </p>
-            <label for="sub-actions">Actions (comma-separated)</label>
-            <input
+            <Field
               id="sub-actions"
+              label="Actions (comma-separated)"
               required
               value={draft.actions}
               aria-invalid={names(problem, 'actions')}
-              onInput={(e) => setDraft({ ...draft, actions: e.currentTarget.value })}
+              onValue={(actions) => setDraft({ ...draft, actions })}
             />
             {chosen?.kind === 'webhook' && (
-              <>
-                <label for="sub-url">Destination URL (https://; empty when the sink fixes it)</label>
-                <input
-                  id="sub-url"
-                  type="url"
-                  value={draft.url}
-                  aria-invalid={names(problem, 'routing')}
-                  onInput={(e) => setDraft({ ...draft, url: e.currentTarget.value })}
-                />
-              </>
+              <Field
+                id="sub-url"
+                label="Destination URL (https://; empty when the sink fixes it)"
+                type="url"
+                value={draft.url}
+                aria-invalid={names(problem, 'routing')}
+                onValue={(url) => setDraft({ ...draft, url })}
+              />
             )}
             {chosen?.kind === 'redis_stream' && (
-              <>
-                <label for="sub-stream">Stream key</label>
-                <input
-                  id="sub-stream"
-                  required
-                  value={draft.stream}
-                  aria-invalid={names(problem, 'routing')}
-                  onInput={(e) => setDraft({ ...draft, stream: e.currentTarget.value })}
-                />
-              </>
+              <Field
+                id="sub-stream"
+                label="Stream key"
+                required
+                value={draft.stream}
+                aria-invalid={names(problem, 'routing')}
+                onValue={(stream) => setDraft({ ...draft, stream })}
+              />
             )}
             {chosen?.kind === 'email' && (
-              <>
-                <label for="sub-recipients">Recipients (comma-separated)</label>
-                <input
-                  id="sub-recipients"
-                  required
-                  value={draft.recipients}
-                  aria-invalid={names(problem, 'routing')}
-                  onInput={(e) => setDraft({ ...draft, recipients: e.currentTarget.value })}
-                />
-              </>
+              <Field
+                id="sub-recipients"
+                label="Recipients (comma-separated)"
+                required
+                value={draft.recipients}
+                aria-invalid={names(problem, 'routing')}
+                onValue={(recipients) => setDraft({ ...draft, recipients })}
+              />
             )}
             <label for="sub-filter">Filter (JSON, optional)</label>
             <textarea
@@ -361,15 +330,8 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
             <p id="sub-filter-help" class="muted">
               Narrows the events, e.g. {'{"entity_names": ["web-1"], "actor_kinds": ["user"]}'}; empty matches every event above.
             </p>
-            <label class="check">
-              <input type="checkbox" checked={draft.enabled} onChange={(e) => setDraft({ ...draft, enabled: e.currentTarget.checked })} />{' '}
-              Enabled
-            </label>
-            <div class="actions">
-              <button type="submit" disabled={busy}>
-                Create subscription
-              </button>
-            </div>
+            <EnabledCheck checked={draft.enabled} onChecked={(enabled) => setDraft({ ...draft, enabled })} />
+            <FormActions submit="Create subscription" busy={busy} />
           </>
         )}
         <ProblemBox problem={problem} />

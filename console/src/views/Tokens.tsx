@@ -1,9 +1,10 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { inv, signedIn } from '../session.ts';
-import { PagerControls, usePager } from '../pager.tsx';
+import { inv } from '../session.ts';
+import { PagedTable, usePager } from '../pager.tsx';
 import { loadAccess } from '../access.ts';
-import { approve, ConfirmAction, ConfirmPassword, orNull, ProblemBox, problemOf, type Problem } from '../admin-ui.tsx';
+import { approve, ConfirmAction, ConfirmPassword, FormActions, orNull, ProblemBox, useProblem } from '../admin-ui.tsx';
+import { Field, Loading, OkStatus } from '../ui.tsx';
 
 type Token = Schemas['Token'];
 type State = 'active' | 'all' | 'expired' | 'revoked';
@@ -60,7 +61,7 @@ function Secret({ issued, onDone }: { issued: { token: string; expires_at: strin
 export function TokenPanel({ principalId, who, onAuthLost }: { principalId: number; who: string; onAuthLost: () => void }) {
   const [state, setState] = useState<State>('active');
   const [generation, setGeneration] = useState(0);
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const [problem, setProblem, fail] = useProblem(onAuthLost);
   const [message, setMessage] = useState<string | null>(null);
   const [issued, setIssued] = useState<{ token: string; expires_at: string; label: string } | null>(null);
   const [current, setCurrent] = useState<number | null>(null);
@@ -84,11 +85,6 @@ export function TokenPanel({ principalId, who, onAuthLost }: { principalId: numb
     `${principalId}/${state}/${generation}`,
     onAuthLost,
   );
-
-  function fail(e: unknown) {
-    setProblem(problemOf(e));
-    if (!signedIn()) onAuthLost();
-  }
 
   async function mint(e: Event) {
     e.preventDefault();
@@ -155,11 +151,7 @@ export function TokenPanel({ principalId, who, onAuthLost }: { principalId: numb
     <div class="tokens">
       {issued && <Secret issued={issued} onDone={() => setIssued(null)} />}
       <ProblemBox problem={problem} />
-      {message && (
-        <p class="ok" role="status">
-          {message}
-        </p>
-      )}
+      <OkStatus message={message} />
       <div class="filter">
         <label for={`token-state-${principalId}`}>Show</label>
         <select id={`token-state-${principalId}`} value={state} onChange={(e) => setState(e.currentTarget.value as State)}>
@@ -169,95 +161,75 @@ export function TokenPanel({ principalId, who, onAuthLost }: { principalId: numb
           <option value="all">all tokens</option>
         </select>
       </div>
-      {pager.error && (
-        <p class="error" role="alert">
-          {pager.error}
-        </p>
-      )}
-      <div class="table-wrap">
-        <table aria-label={`Tokens of ${who}`} aria-describedby="tokens-status" aria-busy={pager.busy}>
-          <thead>
-            <tr>
-              <th scope="col">Id</th>
-              <th scope="col">Name</th>
-              <th scope="col">Issued</th>
-              <th scope="col">Expires</th>
-              <th scope="col">Last used</th>
-              <th scope="col">State</th>
-              <th scope="col">
-                <span class="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {(pager.page?.items ?? []).map((t) => (
-              <tr key={t.id} data-token-id={t.id}>
-                <td>{t.id}</td>
-                <td>
-                  {t.name ?? '—'}
-                  {t.id === current && <span class="muted"> (this session)</span>}
-                </td>
-                <td>{when(t.issued)}</td>
-                <td>{when(t.expires_at)}</td>
-                <td>{when(t.last_used_at)}</td>
-                <td class="token-state">{stateOf(t)}</td>
-                <td class="row-actions">
-                  {t.revoked_at === null && (
-                    <>
-                      <button
-                        type="button"
-                        aria-label={`Renew token ${t.id}`}
-                        onClick={() => {
-                          setRenewing(t);
-                          setRenewPassword('');
-                        }}
-                      >
-                        Renew
-                      </button>
-                      <ConfirmAction verb="Revoke" what={`token ${t.id}`} onConfirm={() => revoke(t)} />
-                    </>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      <PagerControls pager={pager} size={PAGE_SIZE} noun="Tokens" id="tokens-status" />
+      <PagedTable
+        pager={pager}
+        size={PAGE_SIZE}
+        noun="Tokens"
+        id="tokens-status"
+        label={`Tokens of ${who}`}
+        columns={['Id', 'Name', 'Issued', 'Expires', 'Last used', 'State']}
+        actions
+        row={(t) => (
+          <tr key={t.id} data-token-id={t.id}>
+            <td>{t.id}</td>
+            <td>
+              {t.name ?? '—'}
+              {t.id === current && <span class="muted"> (this session)</span>}
+            </td>
+            <td>{when(t.issued)}</td>
+            <td>{when(t.expires_at)}</td>
+            <td>{when(t.last_used_at)}</td>
+            <td class="token-state">{stateOf(t)}</td>
+            <td class="row-actions">
+              {t.revoked_at === null && (
+                <>
+                  <button
+                    type="button"
+                    aria-label={`Renew token ${t.id}`}
+                    onClick={() => {
+                      setRenewing(t);
+                      setRenewPassword('');
+                    }}
+                  >
+                    Renew
+                  </button>
+                  <ConfirmAction verb="Revoke" what={`token ${t.id}`} onConfirm={() => revoke(t)} />
+                </>
+              )}
+            </td>
+          </tr>
+        )}
+      />
       {renewing && (
         <form class="edit admin-form" aria-label={`Renew token ${renewing.id}`} onSubmit={(e) => void renew(e)}>
           <h3>Renew token {renewing.id}</h3>
           <p class="muted">A new token with the same name and scope; this one stays as it is until it expires or is revoked.</p>
           <ConfirmPassword id="renew-password" value={renewPassword} onInput={setRenewPassword} />
-          <div class="actions">
-            <button type="submit" disabled={busy}>
-              Renew
-            </button>
+          <FormActions submit="Renew" busy={busy}>
             <button type="button" onClick={() => setRenewing(null)}>
               Cancel
             </button>
-          </div>
+          </FormActions>
         </form>
       )}
       <form class="edit admin-form" aria-label="New token" onSubmit={(e) => void mint(e)}>
         <h3>New token</h3>
-        <label for="token-name">Name (optional)</label>
-        <input id="token-name" value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
-        <label for="token-description">Description (optional)</label>
-        <input id="token-description" value={form.description} onInput={(e) => setForm({ ...form, description: e.currentTarget.value })} />
-        <label for="token-expires">Expires (optional; default: the service's token lifetime)</label>
-        <input
+        <Field id="token-name" label="Name (optional)" value={form.name} onValue={(name) => setForm({ ...form, name })} />
+        <Field
+          id="token-description"
+          label="Description (optional)"
+          value={form.description}
+          onValue={(description) => setForm({ ...form, description })}
+        />
+        <Field
           id="token-expires"
+          label="Expires (optional; default: the service's token lifetime)"
           type="datetime-local"
           value={form.expires}
-          onInput={(e) => setForm({ ...form, expires: e.currentTarget.value })}
+          onValue={(expires) => setForm({ ...form, expires })}
         />
         <ConfirmPassword id="token-password" value={form.password} onInput={(password) => setForm({ ...form, password })} />
-        <div class="actions">
-          <button type="submit" disabled={busy}>
-            Create token
-          </button>
-        </div>
+        <FormActions submit="Create token" busy={busy} />
       </form>
     </div>
   );
@@ -266,22 +238,16 @@ export function TokenPanel({ principalId, who, onAuthLost }: { principalId: numb
 /** The signed-in person's own tokens (every human may manage their own). */
 export function MyTokens({ onAuthLost }: { onAuthLost: () => void }) {
   const [me, setMe] = useState<Schemas['Me'] | null>(null);
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const [problem, , fail] = useProblem(onAuthLost);
   useEffect(() => {
-    loadAccess().then(
-      (a) => setMe(a.me),
-      (e: unknown) => {
-        setProblem(problemOf(e));
-        if (!signedIn()) onAuthLost();
-      },
-    );
+    loadAccess().then((a) => setMe(a.me), fail);
   }, []);
   return (
     <section>
       <h1>My tokens</h1>
       <ProblemBox problem={problem} />
       {!me ? (
-        !problem && <p aria-busy="true">Loading…</p>
+        !problem && <Loading />
       ) : me.principal.kind !== 'human' || me.token.scope !== null ? (
         <p>Tokens are managed by a person signed in with an unscoped token.</p>
       ) : (

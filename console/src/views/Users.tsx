@@ -1,9 +1,20 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { inv, signedIn } from '../session.ts';
-import { PagerControls, usePager } from '../pager.tsx';
+import { inv } from '../session.ts';
+import { PagedTable, usePager } from '../pager.tsx';
 import { href, navigate } from '../router.ts';
-import { approve, ConfirmDelete, ConfirmPassword, names, orNull, ProblemBox, problemOf, type Problem } from '../admin-ui.tsx';
+import {
+  approve,
+  ConfirmDelete,
+  ConfirmPassword,
+  DetailLoading,
+  FormActions,
+  names,
+  orNull,
+  ProblemBox,
+  useProblem,
+} from '../admin-ui.tsx';
+import { Field, Loading, OkStatus } from '../ui.tsx';
 import { TokenPanel } from './Tokens.tsx';
 
 type User = Schemas['User'];
@@ -19,7 +30,7 @@ export const managedUser = (u: User) => u.identity_scope !== 'local';
 export function Users({ onAuthLost }: { onAuthLost: () => void }) {
   const [generation, setGeneration] = useState(0);
   const [form, setForm] = useState({ name: '', password: '', proper_name: '', email: '', confirm: '' });
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const [problem, setProblem, fail] = useProblem(onAuthLost);
   const [created, setCreated] = useState<User | null>(null);
   const [busy, setBusy] = useState(false);
 
@@ -47,8 +58,7 @@ export function Users({ onAuthLost }: { onAuthLost: () => void }) {
       setForm({ name: '', password: '', proper_name: '', email: '', confirm: '' });
       setGeneration((g) => g + 1);
     } catch (err) {
-      setProblem(problemOf(err));
-      if (!signedIn()) onAuthLost();
+      fail(err);
     } finally {
       setBusy(false);
     }
@@ -57,76 +67,67 @@ export function Users({ onAuthLost }: { onAuthLost: () => void }) {
   return (
     <section>
       <h1>Users</h1>
-      {pager.error && (
-        <p class="error" role="alert">
-          {pager.error}
-        </p>
-      )}
-      <div class="table-wrap">
-        <table aria-label="Users" aria-describedby="users-status" aria-busy={pager.busy}>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Proper name</th>
-              <th scope="col">E-mail</th>
-              <th scope="col">Identity scope</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(pager.page?.items ?? []).map((u) => (
-              <tr key={u.id}>
-                <td>
-                  <a href={href({ view: 'user', userId: u.id })}>{u.name}</a>
-                </td>
-                <td>{u.proper_name ?? '—'}</td>
-                <td>{u.email ?? '—'}</td>
-                <td>
-                  {u.identity_scope}
-                  {managedUser(u) && <span class="muted"> (directory, read-only)</span>}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
-      <PagerControls pager={pager} size={PAGE_SIZE} noun="Users" id="users-status" />
+      <PagedTable
+        pager={pager}
+        size={PAGE_SIZE}
+        noun="Users"
+        id="users-status"
+        label="Users"
+        columns={['Name', 'Proper name', 'E-mail', 'Identity scope']}
+        row={(u) => (
+          <tr key={u.id}>
+            <td>
+              <a href={href({ view: 'user', userId: u.id })}>{u.name}</a>
+            </td>
+            <td>{u.proper_name ?? '—'}</td>
+            <td>{u.email ?? '—'}</td>
+            <td>
+              {u.identity_scope}
+              {managedUser(u) && <span class="muted"> (directory, read-only)</span>}
+            </td>
+          </tr>
+        )}
+      />
 
       <form class="edit admin-form" aria-label="New user" onSubmit={(e) => void create(e)}>
         <h2>New user</h2>
-        <label for="user-name">Name</label>
-        <input
+        <Field
           id="user-name"
+          label="Name"
           required
           autocomplete="off"
           value={form.name}
           aria-invalid={names(problem, 'user.name') || names(problem, 'name')}
-          onInput={(e) => setForm({ ...form, name: e.currentTarget.value })}
+          onValue={(name) => setForm({ ...form, name })}
         />
-        <label for="user-password">Initial password</label>
-        <input
+        <Field
           id="user-password"
+          label="Initial password"
           type="password"
           autocomplete="new-password"
           required
           value={form.password}
-          onInput={(e) => setForm({ ...form, password: e.currentTarget.value })}
+          onValue={(password) => setForm({ ...form, password })}
         />
-        <label for="user-proper-name">Proper name (optional)</label>
-        <input id="user-proper-name" value={form.proper_name} onInput={(e) => setForm({ ...form, proper_name: e.currentTarget.value })} />
-        <label for="user-email">E-mail (optional)</label>
-        <input id="user-email" type="email" value={form.email} onInput={(e) => setForm({ ...form, email: e.currentTarget.value })} />
+        <Field
+          id="user-proper-name"
+          label="Proper name (optional)"
+          value={form.proper_name}
+          onValue={(proper_name) => setForm({ ...form, proper_name })}
+        />
+        <Field id="user-email" label="E-mail (optional)" type="email" value={form.email} onValue={(email) => setForm({ ...form, email })} />
         <ConfirmPassword id="user-confirm" value={form.confirm} onInput={(confirm) => setForm({ ...form, confirm })} />
-        <div class="actions">
-          <button type="submit" disabled={busy}>
-            Create user
-          </button>
-        </div>
+        <FormActions submit="Create user" busy={busy} />
         <ProblemBox problem={problem} />
-        {created && (
-          <p class="ok" role="status">
-            User <a href={href({ view: 'user', userId: created.id })}>{created.name}</a> created.
-          </p>
-        )}
+        <OkStatus
+          message={
+            created && (
+              <>
+                User <a href={href({ view: 'user', userId: created.id })}>{created.name}</a> created.
+              </>
+            )
+          }
+        />
       </form>
     </section>
   );
@@ -137,14 +138,9 @@ export function UserDetail({ userId, onAuthLost }: { userId: number; onAuthLost:
   const [user, setUser] = useState<User | null>(null);
   const [groups, setGroups] = useState<Schemas['Group'][] | null>(null);
   const [form, setForm] = useState({ proper_name: '', email: '', password: '', confirm: '' });
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const [problem, setProblem, fail] = useProblem(onAuthLost);
   const [message, setMessage] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
-
-  function fail(e: unknown) {
-    setProblem(problemOf(e));
-    if (!signedIn()) onAuthLost();
-  }
 
   function show(u: User) {
     setUser(u);
@@ -197,17 +193,7 @@ export function UserDetail({ userId, onAuthLost }: { userId: number; onAuthLost:
     }
   }
 
-  if (!user)
-    return (
-      <section>
-        <p>
-          <a href={href({ view: 'users' })}>Users</a>
-        </p>
-        <h1>User {userId}</h1>
-        <ProblemBox problem={problem} />
-        {!problem && <p aria-busy="true">Loading…</p>}
-      </section>
-    );
+  if (!user) return <DetailLoading back={{ href: href({ view: 'users' }), label: 'Users' }} title={`User ${userId}`} problem={problem} />;
 
   const managed = managedUser(user);
   return (
@@ -226,40 +212,36 @@ export function UserDetail({ userId, onAuthLost }: { userId: number; onAuthLost:
         </p>
       )}
       <ProblemBox problem={problem} />
-      {message && (
-        <p class="ok" role="status">
-          {message}
-        </p>
-      )}
+      <OkStatus message={message} />
       <form class="edit admin-form" aria-label="Profile" onSubmit={(e) => void save(e)}>
         <h2>Profile</h2>
         <fieldset disabled={managed}>
-          <label for="edit-proper-name">Proper name</label>
-          <input id="edit-proper-name" value={form.proper_name} onInput={(e) => setForm({ ...form, proper_name: e.currentTarget.value })} />
-          <label for="edit-email">E-mail</label>
-          <input id="edit-email" type="email" value={form.email} onInput={(e) => setForm({ ...form, email: e.currentTarget.value })} />
-          <label for="edit-password">New password (leave empty to keep it)</label>
-          <input
+          <Field
+            id="edit-proper-name"
+            label="Proper name"
+            value={form.proper_name}
+            onValue={(proper_name) => setForm({ ...form, proper_name })}
+          />
+          <Field id="edit-email" label="E-mail" type="email" value={form.email} onValue={(email) => setForm({ ...form, email })} />
+          <Field
             id="edit-password"
+            label="New password (leave empty to keep it)"
             type="password"
             autocomplete="new-password"
             value={form.password}
-            onInput={(e) => setForm({ ...form, password: e.currentTarget.value })}
+            onValue={(password) => setForm({ ...form, password })}
           />
           {form.password !== '' && (
             <ConfirmPassword id="edit-confirm" value={form.confirm} onInput={(confirm) => setForm({ ...form, confirm })} />
           )}
-          <div class="actions">
-            <button type="submit" disabled={busy}>
-              Save profile
-            </button>
+          <FormActions submit="Save profile" busy={busy}>
             <ConfirmDelete what={`user ${user.name}`} onConfirm={remove} />
-          </div>
+          </FormActions>
         </fieldset>
       </form>
       <h2>Groups</h2>
       {groups === null ? (
-        <p aria-busy="true">Loading…</p>
+        <Loading />
       ) : groups.length === 0 ? (
         <p>Not a member of any group.</p>
       ) : (
