@@ -4,8 +4,9 @@
 // says the same in words for screen readers. No inline styles (the console's CSP is self-only).
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { describeError, inv, signedIn } from '../session.ts';
+import { inv } from '../session.ts';
 import { href, navigate } from '../router.ts';
+import { ErrorText, useError } from '../ui.tsx';
 
 type Graph = Schemas['ObjectGraph'];
 type Node = Schemas['GraphObject'];
@@ -55,7 +56,7 @@ export function RelationGraph({
   const [depth, setDepth] = useState(1);
   const [graph, setGraph] = useState<Graph | null>(null);
   const [classNames, setClassNames] = useState<Map<number, string>>(new Map());
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError, fail] = useError(onAuthLost);
 
   useEffect(() => {
     let live = true;
@@ -78,9 +79,7 @@ export function RelationGraph({
           setGraph(g);
         },
         (e: unknown) => {
-          if (!live) return;
-          setError(describeError(e));
-          if (!signedIn()) onAuthLost();
+          if (live) fail(e);
         },
       );
     return () => {
@@ -113,11 +112,7 @@ export function RelationGraph({
               : 'Loading…'}
         </span>
       </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorText error={error} />
       {graph && (
         <>
           <svg

@@ -7,8 +7,9 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
 import { may } from '../access.ts';
-import { describeError, inv, signedIn } from '../session.ts';
+import { inv } from '../session.ts';
 import { href } from '../router.ts';
+import { ErrorText, Loading, OkStatus, Table, useError } from '../ui.tsx';
 import { RelationGraph } from './RelationGraph.tsx';
 
 type Obj = Schemas['InventoryObject'];
@@ -55,14 +56,9 @@ function ObjectRelations({ obj, klass, onChanged, onAuthLost }: { obj: Obj; klas
   const [ways, setWays] = useState<Way[] | null>(null);
   const [classes, setClasses] = useState<Map<number, Klass>>(new Map([[klass.id, klass]]));
   const [canDelete, setCanDelete] = useState<Set<number>>(new Set());
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError, fail] = useError(onAuthLost);
   const [status, setStatus] = useState<string | null>(null);
   const [tick, setTick] = useState(0);
-
-  function fail(e: unknown) {
-    setError(describeError(e));
-    if (!signedIn()) onAuthLost();
-  }
 
   /** Class names by id, fetched once each (classes the caller may not read stay unnamed). */
   async function classOf(id: number, known: Map<number, Klass>): Promise<Klass | null> {
@@ -141,65 +137,44 @@ function ObjectRelations({ obj, klass, onChanged, onAuthLost }: { obj: Obj; klas
   return (
     <section class="relations" aria-labelledby="relations-heading">
       <h2 id="relations-heading">Relations</h2>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorText error={error} />
       {rows === null ? (
-        !error && <p aria-busy="true">Loading…</p>
+        !error && <Loading />
       ) : rows.length === 0 ? (
         <p id="relations-none">No relations.</p>
       ) : (
-        <div class="table-wrap">
-          <table aria-label="Relations">
-            <thead>
-              <tr>
-                <th scope="col">Relation</th>
-                <th scope="col">Related object</th>
-                <th scope="col">
-                  <span class="visually-hidden">Actions</span>
-                </th>
+        <Table label="Relations" columns={['Relation', 'Related object']} actions>
+          {rows.map((r) => {
+            const outgoing = r.from_object_id === obj.id;
+            const otherId = outgoing ? r.to_object_id : r.from_object_id;
+            const other = related.get(otherId);
+            const otherClass = other ? classes.get(other.svc_class_id) : undefined;
+            const cr = relationById.get(r.class_relation_id);
+            const name = other?.name ?? `object ${otherId}`;
+            return (
+              <tr key={r.id} data-relation-id={r.id}>
+                <td>
+                  {cr
+                    ? wayLabel(cr, outgoing, otherClass?.name ?? 'another class')
+                    : `${outgoing ? 'to' : 'from'} (relation ${r.class_relation_id})`}
+                </td>
+                <td>
+                  {other ? <a href={href({ view: 'object', classId: other.svc_class_id, objectId: other.id })}>{name}</a> : name}
+                  {otherClass && <span class="muted"> · {otherClass.name}</span>}
+                </td>
+                <td>
+                  {canDelete.has(r.id) && (
+                    <button type="button" aria-label={`Remove relation to ${name}`} onClick={() => void remove(r, name)}>
+                      Remove
+                    </button>
+                  )}
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {rows.map((r) => {
-                const outgoing = r.from_object_id === obj.id;
-                const otherId = outgoing ? r.to_object_id : r.from_object_id;
-                const other = related.get(otherId);
-                const otherClass = other ? classes.get(other.svc_class_id) : undefined;
-                const cr = relationById.get(r.class_relation_id);
-                const name = other?.name ?? `object ${otherId}`;
-                return (
-                  <tr key={r.id} data-relation-id={r.id}>
-                    <td>
-                      {cr
-                        ? wayLabel(cr, outgoing, otherClass?.name ?? 'another class')
-                        : `${outgoing ? 'to' : 'from'} (relation ${r.class_relation_id})`}
-                    </td>
-                    <td>
-                      {other ? <a href={href({ view: 'object', classId: other.svc_class_id, objectId: other.id })}>{name}</a> : name}
-                      {otherClass && <span class="muted"> · {otherClass.name}</span>}
-                    </td>
-                    <td>
-                      {canDelete.has(r.id) && (
-                        <button type="button" aria-label={`Remove relation to ${name}`} onClick={() => void remove(r, name)}>
-                          Remove
-                        </button>
-                      )}
-                    </td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </Table>
       )}
-      {status && (
-        <p role="status" class="ok">
-          {status}
-        </p>
-      )}
+      <OkStatus message={status} />
       <NewRelation
         obj={obj}
         ways={ways}
@@ -234,7 +209,7 @@ function NewRelation({
   const [candidates, setCandidates] = useState<Obj[]>([]);
   const [target, setTarget] = useState('');
   const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<string | null>(null);
+  const [problem, setProblem, fail] = useError(onAuthLost);
 
   const key = (w: Way) => `${w.relation.id}:${w.outgoing ? 'out' : 'in'}`;
 
@@ -282,9 +257,7 @@ function NewRelation({
             setTarget((cur) => (others.some((o) => String(o.id) === cur) ? cur : others[0] ? String(others[0].id) : ''));
           },
           (e: unknown) => {
-            if (!live) return;
-            setProblem(describeError(e));
-            if (!signedIn()) onAuthLost();
+            if (live) fail(e);
           },
         );
     }, 200);
@@ -318,8 +291,7 @@ function NewRelation({
       });
       onCreated(other?.name ?? `object ${target}`);
     } catch (err) {
-      setProblem(describeError(err));
-      if (!signedIn()) onAuthLost();
+      fail(err);
     } finally {
       setBusy(false);
     }
@@ -349,11 +321,7 @@ function NewRelation({
       <button type="submit" disabled={busy || target === ''}>
         {busy ? 'Adding…' : 'Add relation'}
       </button>
-      {problem && (
-        <p class="error" role="alert">
-          {problem}
-        </p>
-      )}
+      <ErrorText error={problem} />
     </form>
   );
 }

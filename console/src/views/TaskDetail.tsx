@@ -6,14 +6,15 @@
 import { useEffect, useState } from 'preact/hooks';
 import { isApiRequestError, type Schemas } from '../../../clients/typescript/index.ts';
 import { loadAccess } from '../access.ts';
-import { describeError, inv, signedIn } from '../session.ts';
+import { inv } from '../session.ts';
 import { href } from '../router.ts';
 import { PagerControls, usePager } from '../pager.tsx';
+import { ErrorText, Table, useError } from '../ui.tsx';
+import { ACTIVE, percent, statusText } from './Tasks.tsx';
 
 type Task = Schemas['Task'];
 const POLL_MS = 1000;
 const PAGE_SIZE = 25;
-export const ACTIVE: ReadonlySet<Task['status']> = new Set(['queued', 'validating', 'running']);
 
 const when = (t: string | null) => (t ? new Date(t).toLocaleString() : '—');
 const pretty = (v: unknown) => JSON.stringify(v, null, 2);
@@ -38,18 +39,13 @@ function save(blob: Blob, response: Response, fallback: string): string {
 export function TaskDetail({ taskId, onAuthLost }: { taskId: number; onAuthLost: () => void }) {
   const [task, setTask] = useState<Task | null>(null);
   const [missing, setMissing] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError, fail] = useError(onAuthLost);
   const [status, setStatus] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
   const [mayCancel, setMayCancel] = useState(false);
   const [unscopedAdmin, setUnscopedAdmin] = useState(false);
   const [meId, setMeId] = useState<number | null>(null);
   const [tick, setTick] = useState(0);
-
-  function fail(e: unknown) {
-    setError(describeError(e));
-    if (!signedIn()) onAuthLost();
-  }
 
   useEffect(() => {
     let live = true;
@@ -141,19 +137,13 @@ export function TaskDetail({ taskId, onAuthLost }: { taskId: number; onAuthLost:
       <section aria-busy={!error}>
         {crumbs}
         <h1>Task {taskId}</h1>
-        {error ? (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        ) : (
-          <p>Loading…</p>
-        )}
+        {error ? <ErrorText error={error} /> : <p>Loading…</p>}
       </section>
     );
 
   const active = ACTIVE.has(task.status);
   const { total_items, processed_items, success_items, failed_items } = task.progress;
-  const pct = !active ? 100 : total_items > 0 ? Math.min(100, Math.round((processed_items / total_items) * 100)) : undefined;
+  const pct = percent(task);
   const canCancel = mayCancel && active && !task.cancel_requested;
   return (
     <section>
@@ -168,10 +158,7 @@ export function TaskDetail({ taskId, onAuthLost }: { taskId: number; onAuthLost:
         </div>
         <div>
           <dt>Status</dt>
-          <dd id="task-status">
-            {task.status}
-            {task.cancel_requested && active ? ' (cancel requested)' : ''}
-          </dd>
+          <dd id="task-status">{statusText(task)}</dd>
         </div>
         <div>
           <dt>Submitted by</dt>
@@ -218,11 +205,7 @@ export function TaskDetail({ taskId, onAuthLost }: { taskId: number; onAuthLost:
           </span>
         )}
       </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorText error={error} />
       <div class="detail">
         <div>
           <h2>Summary</h2>
@@ -256,11 +239,7 @@ function TaskEvents({ taskId, version, onAuthLost }: { taskId: number; version: 
   return (
     <aside aria-labelledby="task-events-heading">
       <h2 id="task-events-heading">Events</h2>
-      {pager.error && (
-        <p class="error" role="alert">
-          {pager.error}
-        </p>
-      )}
+      <ErrorText error={pager.error} />
       <ol class="events" aria-label="Task events" aria-busy={pager.busy}>
         {(pager.page?.items ?? []).map((e) => (
           <li key={e.id}>
@@ -282,35 +261,18 @@ function ImportResults({ taskId, version, onAuthLost }: { taskId: number; versio
   return (
     <>
       <h2>Import results</h2>
-      {pager.error && (
-        <p class="error" role="alert">
-          {pager.error}
-        </p>
-      )}
-      <div class="table-wrap">
-        <table aria-label="Import results" aria-describedby="import-results-status">
-          <thead>
-            <tr>
-              <th scope="col">Item</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Action</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">Error</th>
-            </tr>
-          </thead>
-          <tbody>
-            {(pager.page?.items ?? []).map((r, i) => (
-              <tr key={`${r.item_ref}-${i}`}>
-                <td>{r.item_ref}</td>
-                <td>{r.entity_kind}</td>
-                <td>{r.action}</td>
-                <td>{r.outcome}</td>
-                <td>{r.error ?? ''}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ErrorText error={pager.error} />
+      <Table label="Import results" describedBy="import-results-status" columns={['Item', 'Kind', 'Action', 'Outcome', 'Error']}>
+        {(pager.page?.items ?? []).map((r, i) => (
+          <tr key={`${r.item_ref}-${i}`}>
+            <td>{r.item_ref}</td>
+            <td>{r.entity_kind}</td>
+            <td>{r.action}</td>
+            <td>{r.outcome}</td>
+            <td>{r.error ?? ''}</td>
+          </tr>
+        ))}
+      </Table>
       <PagerControls pager={pager} size={PAGE_SIZE} noun="Results" id="import-results-status" />
     </>
   );

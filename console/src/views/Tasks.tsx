@@ -1,13 +1,14 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { describeError, inv, signedIn } from '../session.ts';
+import { inv } from '../session.ts';
 import { href } from '../router.ts';
+import { ErrorText, Loading, Table, useError } from '../ui.tsx';
 
 type Task = Schemas['Task'];
 const LIMIT = 25;
 const POLL_MS = 1000;
 const IDLE_POLL_MS = 5000;
-const ACTIVE: ReadonlySet<Task['status']> = new Set(['queued', 'validating', 'running']);
+export const ACTIVE: ReadonlySet<Task['status']> = new Set(['queued', 'validating', 'running']);
 const KINDS: { kind: Task['kind'] | ''; label: string }[] = [
   { kind: '', label: 'all kinds' },
   { kind: 'import', label: 'imports' },
@@ -18,16 +19,21 @@ const KINDS: { kind: Task['kind'] | ''; label: string }[] = [
 ];
 
 /** Percentage done, or undefined while the total is not known yet (an indeterminate bar). */
-function percent(t: Task): number | undefined {
+export function percent(t: Task): number | undefined {
   if (!ACTIVE.has(t.status)) return 100;
   const { total_items, processed_items } = t.progress;
   return total_items > 0 ? Math.min(100, Math.round((processed_items / total_items) * 100)) : undefined;
 }
 
+/** The task's status, and whether a cancel is still pending. */
+export function statusText(t: Task): string {
+  return `${t.status}${t.cancel_requested && ACTIVE.has(t.status) ? ' (cancel requested)' : ''}`;
+}
+
 /** The caller's tasks (all tasks for an admin), newest first; refreshed every second while any is still active (every 5 s otherwise). */
 export function Tasks({ onAuthLost }: { onAuthLost: () => void }) {
   const [tasks, setTasks] = useState<Task[] | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError, fail] = useError(onAuthLost);
   const [tick, setTick] = useState(0);
   const [kind, setKind] = useState<Task['kind'] | ''>('');
 
@@ -42,9 +48,7 @@ export function Tasks({ onAuthLost }: { onAuthLost: () => void }) {
         timer = setTimeout(() => setTick((n) => n + 1), list.some((t) => ACTIVE.has(t.status)) ? POLL_MS : IDLE_POLL_MS);
       },
       (e: unknown) => {
-        if (!live) return;
-        setError(describeError(e));
-        if (!signedIn()) onAuthLost();
+        if (live) fail(e);
       },
     );
     return () => {
@@ -72,56 +76,36 @@ export function Tasks({ onAuthLost }: { onAuthLost: () => void }) {
           ))}
         </select>
       </div>
-      {error && (
-        <p class="error" role="alert">
-          {error}
-        </p>
-      )}
+      <ErrorText error={error} />
       {tasks === null ? (
-        <p aria-busy="true">Loading…</p>
+        <Loading />
       ) : tasks.length === 0 ? (
         <p>No tasks.</p>
       ) : (
-        <div class="table-wrap">
-          <table aria-label="Tasks">
-            <thead>
-              <tr>
-                <th scope="col">Id</th>
-                <th scope="col">Kind</th>
-                <th scope="col">Status</th>
-                <th scope="col">Progress</th>
-                <th scope="col">Created</th>
+        <Table label="Tasks" columns={['Id', 'Kind', 'Status', 'Progress', 'Created']}>
+          {tasks.map((t) => {
+            const pct = percent(t);
+            const { processed_items, total_items, failed_items } = t.progress;
+            return (
+              <tr key={t.id} data-task-id={t.id}>
+                <td>
+                  <a href={href({ view: 'task', taskId: t.id })} aria-label={`Task ${t.id} (${t.kind})`}>
+                    {t.id}
+                  </a>
+                </td>
+                <td>{t.kind}</td>
+                <td class="task-status">{statusText(t)}</td>
+                <td>
+                  <progress max={100} value={pct} aria-label={`Task ${t.id} progress`} />{' '}
+                  <span class="muted">
+                    {processed_items}/{total_items || '?'} items{failed_items ? `, ${failed_items} failed` : ''}
+                  </span>
+                </td>
+                <td>{new Date(t.created_at).toLocaleString()}</td>
               </tr>
-            </thead>
-            <tbody>
-              {tasks.map((t) => {
-                const pct = percent(t);
-                const { processed_items, total_items, failed_items } = t.progress;
-                return (
-                  <tr key={t.id} data-task-id={t.id}>
-                    <td>
-                      <a href={href({ view: 'task', taskId: t.id })} aria-label={`Task ${t.id} (${t.kind})`}>
-                        {t.id}
-                      </a>
-                    </td>
-                    <td>{t.kind}</td>
-                    <td class="task-status">
-                      {t.status}
-                      {t.cancel_requested && ACTIVE.has(t.status) ? ' (cancel requested)' : ''}
-                    </td>
-                    <td>
-                      <progress max={100} value={pct} aria-label={`Task ${t.id} progress`} />{' '}
-                      <span class="muted">
-                        {processed_items}/{total_items || '?'} items{failed_items ? `, ${failed_items} failed` : ''}
-                      </span>
-                    </td>
-                    <td>{new Date(t.created_at).toLocaleString()}</td>
-                  </tr>
-                );
-              })}
-            </tbody>
-          </table>
-        </div>
+            );
+          })}
+        </Table>
       )}
     </section>
   );
