@@ -3,7 +3,8 @@
 // or streamed (searchPlainTextStream: each kind's batch appears as it completes, page after page).
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { CallInit, Page } from '../../../clients/typescript/index.ts';
-import { describeError, inv, signedIn } from '../session.ts';
+import { inv } from '../session.ts';
+import { CheckField, ErrorText, useError } from '../ui.tsx';
 import { HitItem, StreamResults, hitKey, useStream, type Hit, type StreamSink } from './SearchHits.tsx';
 
 type Kind = 'collection' | 'class' | 'object';
@@ -59,7 +60,7 @@ export function PlainSearch({ onAuthLost }: { onAuthLost: () => void }) {
   const [hits, setHits] = useState<Hit[]>([]);
   const [more, setMore] = useState(false);
   const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | null>(null);
+  const [error, setError, fail] = useError(onAuthLost);
   const walk = useRef<AsyncGenerator<Page<'searchPlainText'>, void, undefined> | null>(null);
 
   useEffect(() => () => void walk.current?.return(undefined), []);
@@ -75,9 +76,8 @@ export function PlainSearch({ onAuthLost }: { onAuthLost: () => void }) {
       setMore(!r.done && r.value.next !== null);
     } catch (e) {
       if (walk.current !== it) return;
-      setError(describeError(e));
       setMore(false);
-      if (!signedIn()) onAuthLost();
+      fail(e);
     } finally {
       if (walk.current === it) setBusy(false);
     }
@@ -130,24 +130,18 @@ export function PlainSearch({ onAuthLost }: { onAuthLost: () => void }) {
             </option>
           ))}
         </select>
-        <span class="check">
-          <input
-            id="plain-data"
-            type="checkbox"
-            checked={draft.data}
-            onChange={(e) => setDraft({ ...draft, data: e.currentTarget.checked })}
-          />
-          <label for="plain-data">Also match text inside object data</label>
-        </span>
-        <span class="check">
-          <input
-            id="plain-stream"
-            type="checkbox"
-            checked={draft.stream}
-            onChange={(e) => setDraft({ ...draft, stream: e.currentTarget.checked })}
-          />
-          <label for="plain-stream">Stream results as they arrive</label>
-        </span>
+        <CheckField
+          id="plain-data"
+          label="Also match text inside object data"
+          checked={draft.data}
+          onChecked={(data) => setDraft({ ...draft, data })}
+        />
+        <CheckField
+          id="plain-stream"
+          label="Stream results as they arrive"
+          checked={draft.stream}
+          onChecked={(stream) => setDraft({ ...draft, stream })}
+        />
         <button type="submit">Find text</button>
       </form>
       <p id="plain-hint" class="muted">
@@ -155,11 +149,7 @@ export function PlainSearch({ onAuthLost }: { onAuthLost: () => void }) {
       </p>
       {mode === 'paged' && (
         <>
-          {error && (
-            <p class="error" role="alert">
-              {error}
-            </p>
-          )}
+          <ErrorText error={error} />
           <ul class="results" aria-label="Plain-text results" aria-describedby="plain-status" aria-busy={busy}>
             {hits.map((h) => (
               <HitItem key={hitKey(h)} hit={h} />

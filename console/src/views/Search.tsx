@@ -3,6 +3,7 @@ import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv } from '../session.ts';
 import { href } from '../router.ts';
 import { PagerControls, usePager } from '../pager.tsx';
+import { CheckField, ErrorText } from '../ui.tsx';
 import { PlainSearch } from './PlainSearch.tsx';
 import { StreamResults, useStream, type StreamSink } from './SearchHits.tsx';
 
@@ -165,24 +166,17 @@ function StructuredSearch({ onAuthLost }: { onAuthLost: () => void }) {
         </select>
         <label for="search-value">Value</label>
         <input id="search-value" value={draft.value} onInput={(e) => setDraft({ ...draft, value: e.currentTarget.value })} />
-        <span class="check">
-          <input
-            id="search-stream"
-            type="checkbox"
-            checked={draft.stream}
-            onChange={(e) => setDraft({ ...draft, stream: e.currentTarget.checked })}
-          />
-          <label for="search-stream">Stream all pages as they arrive</label>
-        </span>
+        <CheckField
+          id="search-stream"
+          label="Stream all pages as they arrive"
+          checked={draft.stream}
+          onChecked={(stream) => setDraft({ ...draft, stream })}
+        />
         <button type="submit" disabled={draft.classId === ''}>
           Search
         </button>
       </form>
-      {pager.error && (
-        <p class="error" role="alert">
-          {pager.error}
-        </p>
-      )}
+      <ErrorText error={pager.error} />
       {query?.stream && stream.state && (
         <StreamResults
           search="structured search"

@@ -3,6 +3,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { PlainSearchHit, Schemas } from '../../../clients/typescript/index.ts';
 import { describeError, signedIn } from '../session.ts';
+import { ErrorText } from '../ui.tsx';
 import { href } from '../router.ts';
 
 /** A hit of either search: the plain-text search's tagged hits, or a structured search result. */
@@ -121,11 +122,7 @@ export function StreamResults({
           Stop streaming
         </button>
       </div>
-      {state.error && (
-        <p class="error" role="alert">
-          {state.error}
-        </p>
-      )}
+      <ErrorText error={state.error} />
       <ul class="results" aria-label={label} aria-describedby={id} aria-busy={state.phase === 'streaming'}>
         {state.hits.map((h) => (
           <HitItem key={hitKey(h)} hit={h} />
