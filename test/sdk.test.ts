@@ -186,18 +186,15 @@ describe('the SDK against a running server', () => {
   });
 
   it('streams a structured search as typed events: started, one result per match, done with next and total', async () => {
-    const events = await collect(
-      sdk.stream('searchStructuredStream', {
-        body: {
-          version: 1,
-          target: { kind: 'object', class: { id: serverClass.id } },
-          filter: { op: 'field', predicate: { field: 'name', operator: 'startswith', value: 'web-' } },
-          sort: [{ field: 'name', direction: 'asc' }],
-          limit: 3,
-          include_total: true,
-        },
-      }),
-    );
+    const body = {
+      version: 1,
+      target: { kind: 'object', class: { id: serverClass.id } },
+      filter: { op: 'field', predicate: { field: 'name', operator: 'startswith', value: 'web-' } },
+      sort: [{ field: 'name', direction: 'asc' }],
+      limit: 3,
+      include_total: true,
+    } satisfies Schemas['StructuredSearchRequest'];
+    const events = await collect(sdk.stream('searchStructuredStream', { body }));
     expect(events.map((e) => e.event)).toEqual(['started', 'result', 'result', 'result', 'done']);
     expect(events[0]!.data).toEqual({ version: 1, kind: 'object' });
     const names = events.flatMap((e) => (e.event === 'result' && e.data.kind === 'object' ? [e.data.resource.name] : []));
@@ -206,19 +203,7 @@ describe('the SDK against a running server', () => {
     if (done.event !== 'done') throw new Error('the stream did not end with done');
     expect(done.data).toMatchObject({ total: 5, page_limit: 3, next: expect.any(String) });
     // the next page through the cursor of `done`
-    const rest = await collect(
-      sdk.stream('searchStructuredStream', {
-        body: {
-          version: 1,
-          target: { kind: 'object', class: { id: serverClass.id } },
-          filter: { op: 'field', predicate: { field: 'name', operator: 'startswith', value: 'web-' } },
-          sort: [{ field: 'name', direction: 'asc' }],
-          limit: 3,
-          include_total: true,
-          cursor: done.data.next!,
-        },
-      }),
-    );
+    const rest = await collect(sdk.stream('searchStructuredStream', { body: { ...body, cursor: done.data.next! } }));
     expect(rest.flatMap((e) => (e.event === 'result' && e.data.kind === 'object' ? [e.data.resource.name] : []))).toEqual([
       'web-3',
       'web-4',
