@@ -6,7 +6,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { isApiRequestError, type ErrorDetail, type Schemas } from '../../clients/typescript/index.ts';
 import { describeError, inv, signedIn } from './session.ts';
-import { Field, Loading } from './ui.tsx';
+import { Field, Loading, OkStatus } from './ui.tsx';
 
 export interface Problem {
   message: string;
@@ -85,6 +85,36 @@ export function FormActions({ submit, busy, children }: { submit: string; busy: 
       </button>
       {children}
     </div>
+  );
+}
+
+/** The end of a form that creates something: its submit row, the problem, and once created a link to what was made. */
+export function CreateFooter({
+  submit,
+  busy,
+  problem,
+  created,
+}: {
+  submit: string;
+  busy: boolean;
+  problem: Problem | null;
+  /** e.g. { what: 'Group', href, name }: "Group <name> created." */
+  created: { what: string; href: string; name: string } | null;
+}) {
+  return (
+    <>
+      <FormActions submit={submit} busy={busy} />
+      <ProblemBox problem={problem} />
+      <OkStatus
+        message={
+          created && (
+            <>
+              {created.what} <a href={created.href}>{created.name}</a> created.
+            </>
+          )
+        }
+      />
+    </>
   );
 }
 

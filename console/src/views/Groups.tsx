@@ -3,7 +3,7 @@ import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv } from '../session.ts';
 import { PagedTable, usePager } from '../pager.tsx';
 import { href, navigate } from '../router.ts';
-import { ConfirmAction, ConfirmDelete, DetailLoading, FormActions, orNull, ProblemBox, useProblem } from '../admin-ui.tsx';
+import { ConfirmAction, ConfirmDelete, CreateFooter, DetailLoading, FormActions, orNull, ProblemBox, useProblem } from '../admin-ui.tsx';
 import { Field, Loading, OkStatus, Table } from '../ui.tsx';
 
 type Group = Schemas['Group'];
@@ -77,16 +77,11 @@ export function Groups({ onAuthLost }: { onAuthLost: () => void }) {
           value={form.description}
           onValue={(description) => setForm({ ...form, description })}
         />
-        <FormActions submit="Create group" busy={busy} />
-        <ProblemBox problem={problem} />
-        <OkStatus
-          message={
-            created && (
-              <>
-                Group <a href={href({ view: 'group', groupId: created.id })}>{created.name}</a> created.
-              </>
-            )
-          }
+        <CreateFooter
+          submit="Create group"
+          busy={busy}
+          problem={problem}
+          created={created && { what: 'Group', href: href({ view: 'group', groupId: created.id }), name: created.name }}
         />
       </form>
     </section>

@@ -5,6 +5,7 @@ import { PagedTable, usePager } from '../pager.tsx';
 import { href, navigate } from '../router.ts';
 import {
   ConfirmDelete,
+  CreateFooter,
   DetailLoading,
   EnabledCheck,
   FormActions,
@@ -245,16 +246,11 @@ export function Sinks({ onAuthLost }: { onAuthLost: () => void }) {
       <form class="edit admin-form" aria-label="New event sink" onSubmit={(e) => void create(e)}>
         <h2>New event sink</h2>
         <SinkForm id="sink" fields={fields} onChange={setFields} problem={problem} kindChangesConfig />
-        <FormActions submit="Create sink" busy={busy} />
-        <ProblemBox problem={problem} />
-        <OkStatus
-          message={
-            created && (
-              <>
-                Sink <a href={href({ view: 'sink', sinkId: created.id })}>{created.name}</a> created.
-              </>
-            )
-          }
+        <CreateFooter
+          submit="Create sink"
+          busy={busy}
+          problem={problem}
+          created={created && { what: 'Sink', href: href({ view: 'sink', sinkId: created.id }), name: created.name }}
         />
       </form>
     </section>

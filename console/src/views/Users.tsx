@@ -7,6 +7,7 @@ import {
   approve,
   ConfirmDelete,
   ConfirmPassword,
+  CreateFooter,
   DetailLoading,
   FormActions,
   names,
@@ -117,16 +118,11 @@ export function Users({ onAuthLost }: { onAuthLost: () => void }) {
         />
         <Field id="user-email" label="E-mail (optional)" type="email" value={form.email} onValue={(email) => setForm({ ...form, email })} />
         <ConfirmPassword id="user-confirm" value={form.confirm} onInput={(confirm) => setForm({ ...form, confirm })} />
-        <FormActions submit="Create user" busy={busy} />
-        <ProblemBox problem={problem} />
-        <OkStatus
-          message={
-            created && (
-              <>
-                User <a href={href({ view: 'user', userId: created.id })}>{created.name}</a> created.
-              </>
-            )
-          }
+        <CreateFooter
+          submit="Create user"
+          busy={busy}
+          problem={problem}
+          created={created && { what: 'User', href: href({ view: 'user', userId: created.id }), name: created.name }}
         />
       </form>
     </section>
