@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { extname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { pageCsp } from './security-headers.ts';
 
 // The web console (README "Console"): a single-page app built by `make console` (Vite, console/)
 // into console/dist and served from there at /console by this process. Everything it loads comes
@@ -20,18 +21,7 @@ const TYPES: Record<string, string> = {
   '.woff2': 'font/woff2',
 };
 
-export const CONSOLE_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self'",
-  "img-src 'self' data:",
-  "font-src 'self'",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const CONSOLE_CSP = pageCsp({ style: "'self'", img: "'self' data:", font: "'self'" });
 
 async function readIfFile(path: string) {
   try {

@@ -5,22 +5,30 @@ export const SECURITY_HEADERS: Readonly<Record<string, string>> = {
 };
 
 /**
+ * A page served by this service (the docs, the console) loads its scripts and makes its requests
+ * only here, and is never framed, given a base or a plugin; `allowances` are its other directives.
+ */
+export function pageCsp(allowances: { style: string; img: string; font: string }): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self'",
+    `style-src ${allowances.style}`,
+    `img-src ${allowances.img}`,
+    `font-src ${allowances.font}`,
+    "connect-src 'self'",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+/**
  * The API reference page (/docs) runs only its own assets (swagger-ui-dist, served from
  * /docs/assets; the page has no inline script) and talks only to this origin. Swagger UI sets
  * style attributes and uses data: images, hence those two allowances.
  */
-export const DOCS_CSP = [
-  "default-src 'self'",
-  "script-src 'self'",
-  "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data: blob:",
-  "font-src 'self' data:",
-  "connect-src 'self'",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-  "frame-ancestors 'none'",
-].join('; ');
+export const DOCS_CSP = pageCsp({ style: "'self' 'unsafe-inline'", img: "'self' data: blob:", font: "'self' data:" });
 
 /** Every API response: the JSON and text answers are never to be framed or run as a page. */
 export const API_CSP = "default-src 'none'; frame-ancestors 'none'";
