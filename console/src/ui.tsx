@@ -47,6 +47,7 @@ interface InputProps {
   type?: 'text' | 'email' | 'url' | 'search' | 'password' | 'datetime-local';
   required?: boolean;
   disabled?: boolean;
+  readOnly?: boolean;
   autocomplete?: string;
   pattern?: string;
   inputMode?: 'numeric' | 'text';

@@ -4,8 +4,8 @@
 // (400) and, when validation is on, the stored objects the new schema would make invalid (409).
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { inv, signedIn } from '../session.ts';
-import { parseJson, ProblemView, toProblem, type Problem } from '../problem.tsx';
+import { inv } from '../session.ts';
+import { CHANGED_MEANWHILE, parseJson, ProblemBox, useAction } from '../admin-ui.tsx';
 
 type Klass = Schemas['ClassExpanded'];
 
@@ -27,8 +27,7 @@ export function ClassSchema({
   const [etag, setEtag] = useState<string | null>(null);
   const [text, setText] = useState('');
   const [validate, setValidate] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const { problem, setProblem, fail, busy, run } = useAction(onAuthLost, CHANGED_MEANWHILE);
   const [saved, setSaved] = useState('');
 
   function show(k: Klass, tag: string | null) {
@@ -36,11 +35,6 @@ export function ClassSchema({
     setEtag(tag);
     setText(pretty(k.json_schema));
     setValidate(k.validate_schema);
-  }
-
-  function fail(e: unknown) {
-    setProblem(toProblem(e));
-    if (!signedIn()) onAuthLost();
   }
 
   async function load() {
@@ -66,20 +60,16 @@ export function ClassSchema({
       if (!parsed.ok) return setProblem(parsed.problem);
       json_schema = parsed.value;
     }
-    setBusy(true);
-    setProblem(null);
-    try {
-      const { data, response } = await inv.callWithResponse('updateClass', {
+    const got = await run(() =>
+      inv.callWithResponse('updateClass', {
         params: { path: { class_id: classId }, header: etag ? { 'If-Match': etag } : {} },
         body: { json_schema, validate_schema: validate },
-      });
-      show(data, response.headers.get('etag'));
-      setSaved(`Schema saved: revision ${data.revision}.`);
-      onChanged(data);
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
+      }),
+    );
+    if (got) {
+      show(got.data, got.response.headers.get('etag'));
+      setSaved(`Schema saved: revision ${got.data.revision}.`);
+      onChanged(got.data);
     }
   }
 
@@ -112,15 +102,13 @@ export function ClassSchema({
             <input type="checkbox" checked={validate} onChange={(e) => setValidate(e.currentTarget.checked)} />
             Validate objects against the schema
           </label>
-          {problem && (
-            <ProblemView id="class-schema-problem" problem={problem}>
-              {problem.kind === 'conflict' && (
-                <button type="button" onClick={() => void load()}>
-                  Reload latest schema
-                </button>
-              )}
-            </ProblemView>
-          )}
+          <ProblemBox id="class-schema-problem" problem={problem} validation>
+            {problem?.kind === 'conflict' && (
+              <button type="button" onClick={() => void load()}>
+                Reload latest schema
+              </button>
+            )}
+          </ProblemBox>
           <div class="actions">
             <button type="submit" disabled={busy || !klass}>
               {busy ? 'Saving…' : 'Save schema'}
@@ -131,7 +119,7 @@ export function ClassSchema({
           </div>
         </form>
       )}
-      {!canEdit && problem && <ProblemView id="class-schema-problem" problem={problem} />}
+      {!canEdit && <ProblemBox id="class-schema-problem" problem={problem} validation />}
     </section>
   );
 }

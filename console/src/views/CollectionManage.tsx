@@ -2,35 +2,15 @@
 // collection where the caller holds DelegateCollection), and per collection a panel with only what
 // the caller may do there: edit (UpdateCollection, sent with If-Match), new class (CreateClass),
 // group permissions (DelegateCollection), delete with a confirm step (DeleteCollection).
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { inv, signedIn } from '../session.ts';
+import { inv } from '../session.ts';
 import { href } from '../router.ts';
-import { parseJson, ProblemView, toProblem, type Problem } from '../problem.tsx';
+import { CHANGED_MEANWHILE, ConfirmStep, parseJson, ProblemBox, useAction } from '../admin-ui.tsx';
 import { GroupPermissions } from './GroupPermissions.tsx';
 
 type Collection = Schemas['Collection'];
 export type Permission = Schemas['PermissionName'];
-
-/** Runs a write, turning a failure into the form's problem (and a lost session into sign-in). */
-function useWrite(onAuthLost: () => void) {
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<Problem | null>(null);
-  async function run<T>(write: () => Promise<T>): Promise<T | undefined> {
-    setBusy(true);
-    setProblem(null);
-    try {
-      return await write();
-    } catch (e) {
-      setProblem(toProblem(e));
-      if (!signedIn()) onAuthLost();
-      return undefined;
-    } finally {
-      setBusy(false);
-    }
-  }
-  return { busy, problem, setProblem, run };
-}
 
 export function NewCollectionForm({
   topLevel,
@@ -48,7 +28,7 @@ export function NewCollectionForm({
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
   const [parent, setParent] = useState(topLevel ? '' : String(parents[0]?.id ?? ''));
-  const w = useWrite(onAuthLost);
+  const w = useAction(onAuthLost, CHANGED_MEANWHILE);
 
   async function submit(e: Event) {
     e.preventDefault();
@@ -79,7 +59,7 @@ export function NewCollectionForm({
             </option>
           ))}
         </select>
-        {w.problem && <ProblemView id="new-col-problem" problem={w.problem} />}
+        <ProblemBox id="new-col-problem" problem={w.problem} validation />
         <div class="actions">
           <button type="submit" disabled={w.busy}>
             {w.busy ? 'Creating…' : 'Create collection'}
@@ -130,7 +110,7 @@ function EditCollection({
   const [description, setDescription] = useState(collection.description);
   // The ETag of the version the form was filled from: a save sends it as If-Match.
   const [etag, setEtag] = useState<string | null>(null);
-  const w = useWrite(onAuthLost);
+  const w = useAction(onAuthLost, CHANGED_MEANWHILE);
 
   async function load() {
     const got = await w.run(() => inv.callWithResponse('getCollection', { params: { path: { collection_id: id } } }));
@@ -176,15 +156,13 @@ function EditCollection({
         value={description}
         onInput={(e) => setDescription(e.currentTarget.value)}
       />
-      {w.problem && (
-        <ProblemView id={`col-${id}-edit-problem`} problem={w.problem}>
-          {w.problem.kind === 'conflict' && (
-            <button type="button" onClick={() => void load()}>
-              Reload latest version
-            </button>
-          )}
-        </ProblemView>
-      )}
+      <ProblemBox id={`col-${id}-edit-problem`} problem={w.problem} validation>
+        {w.problem?.kind === 'conflict' && (
+          <button type="button" onClick={() => void load()}>
+            Reload latest version
+          </button>
+        )}
+      </ProblemBox>
       <div class="actions">
         <button type="submit" disabled={w.busy || etag === null}>
           Save collection
@@ -209,7 +187,7 @@ function NewClassForm({
   const [schema, setSchema] = useState('');
   const [validate, setValidate] = useState(false);
   const [created, setCreated] = useState<Schemas['ClassExpanded'] | null>(null);
-  const w = useWrite(onAuthLost);
+  const w = useAction(onAuthLost, CHANGED_MEANWHILE);
 
   async function submit(e: Event) {
     e.preventDefault();
@@ -256,7 +234,7 @@ function NewClassForm({
         <input type="checkbox" checked={validate} onChange={(e) => setValidate(e.currentTarget.checked)} />
         Validate objects against the schema
       </label>
-      {w.problem && <ProblemView id={`col-${id}-class-problem`} problem={w.problem} />}
+      <ProblemBox id={`col-${id}-class-problem`} problem={w.problem} validation />
       <div class="actions">
         <button type="submit" disabled={w.busy}>
           {w.busy ? 'Creating…' : 'Create class'}
@@ -283,20 +261,12 @@ function DeleteCollection({
   onAuthLost: () => void;
 }) {
   const id = collection.id;
-  const [confirming, setConfirming] = useState(false);
-  const confirmRef = useRef<HTMLButtonElement>(null);
-  const askRef = useRef<HTMLButtonElement>(null);
-  const w = useWrite(onAuthLost);
-
-  useEffect(() => {
-    if (confirming) confirmRef.current?.focus();
-  }, [confirming]);
+  const w = useAction(onAuthLost, CHANGED_MEANWHILE);
 
   async function remove() {
     const done = await w.run(() => inv.call('deleteCollection', { params: { path: { collection_id: id } } }).then(() => true));
-    setConfirming(false);
     if (done) onChanged(`Deleted collection ${collection.name}.`, true);
-    else askRef.current?.focus();
+    return !!done;
   }
 
   return (
@@ -307,38 +277,17 @@ function DeleteCollection({
           It still has classes or child collections: the service deletes only an empty collection.
         </p>
       )}
-      {!confirming ? (
-        <div class="actions">
-          <button
-            type="button"
-            ref={askRef}
-            disabled={hasContent}
-            aria-describedby={hasContent ? `col-${id}-delete-note` : undefined}
-            onClick={() => setConfirming(true)}
-          >
-            Delete collection {collection.name}
-          </button>
-        </div>
-      ) : (
-        <div class="confirm-step" role="group" aria-label={`Confirm deleting ${collection.name}`}>
-          <p>Delete collection {collection.name} and its permission grants? This cannot be undone.</p>
-          <div class="actions">
-            <button type="button" ref={confirmRef} class="destructive" disabled={w.busy} onClick={() => void remove()}>
-              Yes, delete {collection.name}
-            </button>
-            <button
-              type="button"
-              onClick={() => {
-                setConfirming(false);
-                setTimeout(() => askRef.current?.focus(), 0);
-              }}
-            >
-              Cancel
-            </button>
-          </div>
-        </div>
-      )}
-      {w.problem && <ProblemView id={`col-${id}-delete-problem`} problem={w.problem} />}
+      <ConfirmStep
+        ask={`Delete collection ${collection.name}`}
+        label={`Confirm deleting ${collection.name}`}
+        question={`Delete collection ${collection.name} and its permission grants? This cannot be undone.`}
+        yes={`Yes, delete ${collection.name}`}
+        busy={w.busy}
+        disabled={hasContent}
+        describedBy={hasContent ? `col-${id}-delete-note` : undefined}
+        onConfirm={remove}
+      />
+      <ProblemBox id={`col-${id}-delete-problem`} problem={w.problem} validation />
     </div>
   );
 }

@@ -1,11 +1,11 @@
 // Deleting an object from its detail page, with a confirm step, offered only to callers holding
 // DeleteObject on it. The delete carries If-Match (the ETag the page read), so an object changed
 // meanwhile is not deleted unseen (412). Afterwards the class's objects table is shown.
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { mayOnObject } from '../access.ts';
-import { inv, signedIn } from '../session.ts';
+import { inv } from '../session.ts';
 import { href, navigate } from '../router.ts';
-import { ProblemView, toProblem, type Problem } from '../problem.tsx';
+import { CHANGED_MEANWHILE, ConfirmStep, ProblemBox, useAction } from '../admin-ui.tsx';
 
 export function DeleteObject({
   classId,
@@ -22,17 +22,11 @@ export function DeleteObject({
 }) {
   // Whether the caller may delete it; null until the service answered.
   const [allowed, setAllowed] = useState<boolean | null>(null);
-  const [confirming, setConfirming] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<Problem | null>(null);
-  const confirmRef = useRef<HTMLButtonElement>(null);
+  const { problem, busy, run } = useAction(onAuthLost, CHANGED_MEANWHILE);
 
   useEffect(() => {
     mayOnObject(classId, objectId, 'DeleteObject').then(setAllowed, () => setAllowed(false));
   }, [classId, objectId]);
-  useEffect(() => {
-    if (confirming) confirmRef.current?.focus();
-  }, [confirming]);
 
   if (allowed === null) return null;
   if (!allowed)
@@ -43,44 +37,26 @@ export function DeleteObject({
     );
 
   async function remove() {
-    setBusy(true);
-    setProblem(null);
-    try {
-      await inv.call('deleteObject', {
-        params: { path: { class_id: classId, object_id: objectId }, header: etag ? { 'If-Match': etag } : {} },
-      });
-      navigate(href({ view: 'class', classId }));
-    } catch (e) {
-      setProblem(toProblem(e));
-      setConfirming(false);
-      if (!signedIn()) onAuthLost();
-    } finally {
-      setBusy(false);
-    }
+    const done = await run(() =>
+      inv
+        .call('deleteObject', { params: { path: { class_id: classId, object_id: objectId }, header: etag ? { 'If-Match': etag } : {} } })
+        .then(() => true),
+    );
+    if (done) navigate(href({ view: 'class', classId }));
+    return !!done;
   }
 
   return (
     <section class="panel-form panel-danger" aria-label="Delete object">
-      {!confirming ? (
-        <div class="actions">
-          <button type="button" onClick={() => setConfirming(true)}>
-            Delete object
-          </button>
-        </div>
-      ) : (
-        <div class="confirm-step" role="group" aria-label={`Confirm deleting ${name}`}>
-          <p>Delete object {name} and its relations? This cannot be undone.</p>
-          <div class="actions">
-            <button type="button" ref={confirmRef} class="destructive" disabled={busy} onClick={() => void remove()}>
-              Yes, delete {name}
-            </button>
-            <button type="button" onClick={() => setConfirming(false)}>
-              Cancel
-            </button>
-          </div>
-        </div>
-      )}
-      {problem && <ProblemView id="obj-delete-problem" problem={problem} />}
+      <ConfirmStep
+        ask="Delete object"
+        label={`Confirm deleting ${name}`}
+        question={`Delete object ${name} and its relations? This cannot be undone.`}
+        yes={`Yes, delete ${name}`}
+        busy={busy}
+        onConfirm={remove}
+      />
+      <ProblemBox id="obj-delete-problem" problem={problem} validation />
     </section>
   );
 }

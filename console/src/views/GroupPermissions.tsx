@@ -4,8 +4,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { isApiRequestError, type Schemas } from '../../../clients/typescript/index.ts';
 import { PERMISSIONS } from '../access.ts';
-import { inv, signedIn } from '../session.ts';
-import { ProblemView, toProblem, type Problem } from '../problem.tsx';
+import { inv } from '../session.ts';
+import { CHANGED_MEANWHILE, ProblemBox, useProblem } from '../admin-ui.tsx';
 
 type Permission = Schemas['PermissionName'];
 type Row = Schemas['CollectionPermissionRow'];
@@ -18,13 +18,8 @@ export function GroupPermissions({ collection, onAuthLost }: { collection: Schem
   const [group, setGroup] = useState('');
   const [permission, setPermission] = useState<Permission>('ReadCollection');
   const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const [problem, setProblem, fail] = useProblem(onAuthLost, CHANGED_MEANWHILE);
   const [status, setStatus] = useState('');
-
-  function fail(e: unknown) {
-    setProblem(toProblem(e));
-    if (!signedIn()) onAuthLost();
-  }
 
   async function loadRows() {
     const list: Row[] = [];
@@ -159,7 +154,7 @@ export function GroupPermissions({ collection, onAuthLost }: { collection: Schem
           Grant
         </button>
       </form>
-      {problem && <ProblemView id={`col-${id}-grant-problem`} problem={problem} />}
+      <ProblemBox id={`col-${id}-grant-problem`} problem={problem} validation />
       <p role="status" class="ok">
         {status}
       </p>

@@ -157,7 +157,7 @@ export function GroupDetail({ groupId, onAuthLost }: { groupId: number; onAuthLo
     try {
       const [user] = await inv.call('listUsers', { params: { query: { name, identity_scope: 'local', limit: 1 } } });
       if (!user) {
-        setProblem({ message: `No local user is named “${name}”.`, details: [], status: null });
+        setProblem({ kind: 'invalid', message: `No local user is named “${name}”.`, details: [] });
         return;
       }
       const m = await inv.call('addGroupMember', { params: { path: { group_id: groupId, principal_id: user.id } } });

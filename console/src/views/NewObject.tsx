@@ -2,9 +2,9 @@
 // class (ClassObjects asks the service). Data the class schema refuses comes back as a 400 whose details name the JSON paths: shown inline.
 import { useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
-import { inv, signedIn } from '../session.ts';
+import { inv } from '../session.ts';
 import { href } from '../router.ts';
-import { parseJson, ProblemView, toProblem, type Problem } from '../problem.tsx';
+import { CHANGED_MEANWHILE, parseJson, ProblemBox, useAction } from '../admin-ui.tsx';
 
 type Obj = Schemas['InventoryObject'];
 
@@ -23,8 +23,7 @@ export function NewObject({
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
   const [json, setJson] = useState('{}');
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const { problem, setProblem, busy, run } = useAction(onAuthLost, CHANGED_MEANWHILE);
   const [created, setCreated] = useState<Obj | null>(null);
 
   if (!allowed) return null;
@@ -34,22 +33,14 @@ export function NewObject({
     setCreated(null);
     const parsed = parseJson(json, 'JSON data');
     if (!parsed.ok) return setProblem(parsed.problem);
-    setBusy(true);
-    setProblem(null);
-    try {
-      const o = await inv.call('createObject', {
-        params: { path: { class_id: classId } },
-        body: { name, description, json_data: parsed.value },
-      });
+    const o = await run(() =>
+      inv.call('createObject', { params: { path: { class_id: classId } }, body: { name, description, json_data: parsed.value } }),
+    );
+    if (o) {
       setCreated(o);
       setName('');
       setDescription('');
       onCreated(o);
-    } catch (err) {
-      setProblem(toProblem(err));
-      if (!signedIn()) onAuthLost();
-    } finally {
-      setBusy(false);
     }
   }
 
@@ -71,7 +62,7 @@ export function NewObject({
           aria-describedby={problem ? 'new-obj-problem' : undefined}
           onInput={(e) => setJson(e.currentTarget.value)}
         />
-        {problem && <ProblemView id="new-obj-problem" problem={problem} />}
+        <ProblemBox id="new-obj-problem" problem={problem} validation />
         <div class="actions">
           <button type="submit" disabled={busy}>
             {busy ? 'Creating…' : 'Create object'}

@@ -1,18 +1,14 @@
 import { useEffect, useState } from 'preact/hooks';
-import { isApiRequestError, type ErrorDetail, type Schemas } from '../../../clients/typescript/index.ts';
+import type { Schemas } from '../../../clients/typescript/index.ts';
 import { may } from '../access.ts';
-import { inv, describeError, signedIn } from '../session.ts';
+import { inv } from '../session.ts';
+import { parseJson, ProblemBox, useAction } from '../admin-ui.tsx';
+import { ErrorText, Field, useError } from '../ui.tsx';
 import { href } from '../router.ts';
 import { ObjectNeighbourhood } from './Relations.tsx';
 import { DeleteObject } from './DeleteObject.tsx';
 
 type Obj = Schemas['InventoryObject'];
-
-interface Problem {
-  kind: 'invalid' | 'conflict' | 'error';
-  message: string;
-  details: ErrorDetail[];
-}
 
 const pretty = (v: unknown) => JSON.stringify(v, null, 2);
 
@@ -24,10 +20,13 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
   const [json, setJson] = useState('');
-  const [problem, setProblem] = useState<Problem | null>(null);
+  const { problem, setProblem, busy, run } = useAction(
+    onAuthLost,
+    'Conflict: this object was changed by someone else after you opened it (revision ' +
+      `${obj?.revision ?? '?'} is no longer current). Your edit was not saved. Reload to see the latest version, then edit again.`,
+  );
   const [saved, setSaved] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
-  const [loadError, setLoadError] = useState<string | null>(null);
+  const [loadError, , failLoad] = useError(onAuthLost);
   // Whether the caller may change the object (UpdateObject on its collection); false until known.
   const [canEdit, setCanEdit] = useState(false);
 
@@ -45,8 +44,7 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
       show(data, response.headers.get('etag'));
       setProblem(null);
     } catch (e) {
-      setLoadError(describeError(e));
-      if (!signedIn()) onAuthLost();
+      failLoad(e);
     }
   }
 
@@ -64,39 +62,17 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
   async function save(e: Event) {
     e.preventDefault();
     setSaved(null);
-    let data: unknown;
-    try {
-      data = JSON.parse(json);
-    } catch (err) {
-      setProblem({ kind: 'invalid', message: `The JSON data is not valid JSON: ${(err as Error).message}`, details: [] });
-      return;
-    }
-    setBusy(true);
-    try {
-      const { data: updated, response } = await inv.callWithResponse('updateObject', {
+    const parsed = parseJson(json, 'JSON data');
+    if (!parsed.ok) return setProblem(parsed.problem);
+    const got = await run(() =>
+      inv.callWithResponse('updateObject', {
         params: { path: { class_id: classId, object_id: objectId }, header: etag ? { 'If-Match': etag } : {} },
-        body: { name, description, json_data: data },
-      });
-      show(updated, response.headers.get('etag'));
-      setProblem(null);
-      setSaved(`Saved: revision ${updated.revision}.`);
-    } catch (err) {
-      if (isApiRequestError(err, 412)) {
-        setProblem({
-          kind: 'conflict',
-          message:
-            'Conflict: this object was changed by someone else after you opened it (revision ' +
-            `${obj?.revision ?? '?'} is no longer current). Your edit was not saved. Reload to see the latest version, then edit again.`,
-          details: [],
-        });
-      } else if (isApiRequestError(err, 400) || isApiRequestError(err, 422)) {
-        setProblem({ kind: 'invalid', message: describeError(err), details: err.details });
-      } else {
-        setProblem({ kind: 'error', message: describeError(err), details: [] });
-        if (!signedIn()) onAuthLost();
-      }
-    } finally {
-      setBusy(false);
+        body: { name, description, json_data: parsed.value },
+      }),
+    );
+    if (got) {
+      show(got.data, got.response.headers.get('etag'));
+      setSaved(`Saved: revision ${got.data.revision}.`);
     }
   }
 
@@ -104,9 +80,7 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
     return (
       <section>
         <h1>Object {objectId}</h1>
-        <p class="error" role="alert">
-          {loadError}
-        </p>
+        <ErrorText error={loadError} />
       </section>
     );
   if (!obj)
@@ -130,10 +104,8 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
       </p>
       <div class="detail">
         <form class="edit" onSubmit={(e) => void save(e)} aria-label="Edit object">
-          <label for="obj-name">Name</label>
-          <input id="obj-name" value={name} readOnly={!canEdit} required onInput={(e) => setName(e.currentTarget.value)} />
-          <label for="obj-description">Description</label>
-          <input id="obj-description" value={description} readOnly={!canEdit} onInput={(e) => setDescription(e.currentTarget.value)} />
+          <Field id="obj-name" label="Name" value={name} readOnly={!canEdit} required onValue={setName} />
+          <Field id="obj-description" label="Description" value={description} readOnly={!canEdit} onValue={setDescription} />
           <label for="obj-json">JSON data</label>
           <textarea
             id="obj-json"
@@ -145,25 +117,13 @@ export function ObjectDetail({ classId, objectId, onAuthLost }: { classId: numbe
             aria-describedby={problem ? 'obj-problem' : undefined}
             onInput={(e) => setJson(e.currentTarget.value)}
           />
-          {problem && (
-            <div id="obj-problem" class={problem.kind === 'conflict' ? 'conflict' : 'error'} role="alert">
-              <p>{problem.message}</p>
-              {problem.details.length > 0 && (
-                <ul aria-label="Validation errors">
-                  {problem.details.map((d, i) => (
-                    <li key={i}>
-                      <code>{d.path || '/'}</code>: {d.message}
-                    </li>
-                  ))}
-                </ul>
-              )}
-              {problem.kind === 'conflict' && (
-                <button type="button" onClick={() => void load()}>
-                  Reload latest version
-                </button>
-              )}
-            </div>
-          )}
+          <ProblemBox id="obj-problem" problem={problem} validation>
+            {problem?.kind === 'conflict' && (
+              <button type="button" onClick={() => void load()}>
+                Reload latest version
+              </button>
+            )}
+          </ProblemBox>
           <div class="actions">
             {!canEdit && klass && (
               <span id="obj-readonly" class="muted">

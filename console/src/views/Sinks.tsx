@@ -66,24 +66,24 @@ function parseFields(
     config = f.config.trim() === '' ? {} : JSON.parse(f.config);
   } catch (e) {
     return {
-      problem: { message: 'The configuration is not valid JSON.', details: [{ path: 'config', message: String(e) }], status: null },
+      problem: { kind: 'invalid', message: 'The configuration is not valid JSON.', details: [{ path: 'config', message: String(e) }] },
     };
   }
   if (typeof config !== 'object' || config === null || Array.isArray(config))
     return {
       problem: {
+        kind: 'invalid',
         message: 'The configuration must be a JSON object.',
         details: [{ path: 'config', message: 'not an object' }],
-        status: null,
       },
     };
   const interval = f.min_interval_ms.trim();
   if (interval !== '' && !/^\d+$/.test(interval))
     return {
       problem: {
+        kind: 'invalid',
         message: 'The minimum interval must be a whole number of milliseconds.',
         details: [{ path: 'delivery_policy', message: 'not a number' }],
-        status: null,
       },
     };
   return {

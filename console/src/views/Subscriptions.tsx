@@ -110,7 +110,7 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
       try {
         filter = JSON.parse(draft.filter) as Schemas['SubscriptionFilter'];
       } catch (err) {
-        setProblem({ message: 'The filter is not valid JSON.', details: [{ path: 'filter', message: String(err) }], status: null });
+        setProblem({ kind: 'invalid', message: 'The filter is not valid JSON.', details: [{ path: 'filter', message: String(err) }] });
         return;
       }
     }
