@@ -5,11 +5,21 @@
 import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv } from '../session.ts';
-import { CHANGED_MEANWHILE, parseJson, ProblemBox, useAction } from '../admin-ui.tsx';
+import { CHANGED_MEANWHILE, FormActions, parseJson, ProblemBox, useAction } from '../admin-ui.tsx';
 
 type Klass = Schemas['ClassExpanded'];
 
 const pretty = (v: unknown) => (v === null || v === undefined ? '' : JSON.stringify(v, null, 2));
+
+/** The validate_schema check box of a class. */
+export function ValidateCheck({ checked, onChecked }: { checked: boolean; onChecked: (checked: boolean) => void }) {
+  return (
+    <label class="check">
+      <input type="checkbox" checked={checked} onChange={(e) => onChecked(e.currentTarget.checked)} />
+      Validate objects against the schema
+    </label>
+  );
+}
 
 export function ClassSchema({
   classId,
@@ -98,10 +108,7 @@ export function ClassSchema({
             aria-describedby={problem ? 'class-schema-problem' : undefined}
             onInput={(e) => setText(e.currentTarget.value)}
           />
-          <label class="check">
-            <input type="checkbox" checked={validate} onChange={(e) => setValidate(e.currentTarget.checked)} />
-            Validate objects against the schema
-          </label>
+          <ValidateCheck checked={validate} onChecked={setValidate} />
           <ProblemBox id="class-schema-problem" problem={problem} validation>
             {problem?.kind === 'conflict' && (
               <button type="button" onClick={() => void load()}>
@@ -109,14 +116,11 @@ export function ClassSchema({
               </button>
             )}
           </ProblemBox>
-          <div class="actions">
-            <button type="submit" disabled={busy || !klass}>
-              {busy ? 'Saving…' : 'Save schema'}
-            </button>
+          <FormActions submit={busy ? 'Saving…' : 'Save schema'} busy={busy || !klass}>
             <span role="status" class="ok">
               {saved}
             </span>
-          </div>
+          </FormActions>
         </form>
       )}
       {!canEdit && <ProblemBox id="class-schema-problem" problem={problem} validation />}

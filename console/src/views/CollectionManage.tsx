@@ -6,7 +6,9 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv } from '../session.ts';
 import { href } from '../router.ts';
-import { CHANGED_MEANWHILE, ConfirmStep, parseJson, ProblemBox, useAction } from '../admin-ui.tsx';
+import { CHANGED_MEANWHILE, ConfirmStep, FormActions, parseJson, ProblemBox, useAction } from '../admin-ui.tsx';
+import { Field } from '../ui.tsx';
+import { ValidateCheck } from './ClassSchema.tsx';
 import { GroupPermissions } from './GroupPermissions.tsx';
 
 type Collection = Schemas['Collection'];
@@ -46,10 +48,8 @@ export function NewCollectionForm({
     <details class="new">
       <summary>New collection</summary>
       <form class="panel-form" aria-label="New collection" onSubmit={(e) => void submit(e)}>
-        <label for="new-col-name">Collection name</label>
-        <input id="new-col-name" required maxLength={255} value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        <label for="new-col-description">Collection description</label>
-        <input id="new-col-description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <Field id="new-col-name" label="Collection name" required maxLength={255} value={name} onValue={setName} />
+        <Field id="new-col-description" label="Collection description" value={description} onValue={setDescription} />
         <label for="new-col-parent">Parent collection</label>
         <select id="new-col-parent" value={parent} onChange={(e) => setParent(e.currentTarget.value)}>
           {topLevel && <option value="">None (top level)</option>}
@@ -60,11 +60,7 @@ export function NewCollectionForm({
           ))}
         </select>
         <ProblemBox id="new-col-problem" problem={w.problem} validation />
-        <div class="actions">
-          <button type="submit" disabled={w.busy}>
-            {w.busy ? 'Creating…' : 'Create collection'}
-          </button>
-        </div>
+        <FormActions submit={w.busy ? 'Creating…' : 'Create collection'} busy={w.busy} />
       </form>
     </details>
   );
@@ -96,15 +92,14 @@ export function CollectionManage({
   );
 }
 
-function EditCollection({
-  collection,
-  onChanged,
-  onAuthLost,
-}: {
+/** What a panel of CollectionManage gets: its collection, where to announce a change, and the way back to sign-in. */
+interface PanelProps {
   collection: Collection;
   onChanged: (message: string) => void;
   onAuthLost: () => void;
-}) {
+}
+
+function EditCollection({ collection, onChanged, onAuthLost }: PanelProps) {
   const id = collection.id;
   const [name, setName] = useState(collection.name);
   const [description, setDescription] = useState(collection.description);
@@ -139,23 +134,9 @@ function EditCollection({
   return (
     <form class="panel-form" aria-label={`Edit ${collection.name}`} onSubmit={(e) => void save(e)}>
       <h2>Edit</h2>
-      <label for={`col-${id}-name`}>Name</label>
       {/* disabled until the current version (and its ETag) is read, so nothing typed is overwritten by the load */}
-      <input
-        id={`col-${id}-name`}
-        required
-        maxLength={255}
-        disabled={etag === null}
-        value={name}
-        onInput={(e) => setName(e.currentTarget.value)}
-      />
-      <label for={`col-${id}-description`}>Description</label>
-      <input
-        id={`col-${id}-description`}
-        disabled={etag === null}
-        value={description}
-        onInput={(e) => setDescription(e.currentTarget.value)}
-      />
+      <Field id={`col-${id}-name`} label="Name" required maxLength={255} disabled={etag === null} value={name} onValue={setName} />
+      <Field id={`col-${id}-description`} label="Description" disabled={etag === null} value={description} onValue={setDescription} />
       <ProblemBox id={`col-${id}-edit-problem`} problem={w.problem} validation>
         {w.problem?.kind === 'conflict' && (
           <button type="button" onClick={() => void load()}>
@@ -163,24 +144,12 @@ function EditCollection({
           </button>
         )}
       </ProblemBox>
-      <div class="actions">
-        <button type="submit" disabled={w.busy || etag === null}>
-          Save collection
-        </button>
-      </div>
+      <FormActions submit="Save collection" busy={w.busy || etag === null} />
     </form>
   );
 }
 
-function NewClassForm({
-  collection,
-  onChanged,
-  onAuthLost,
-}: {
-  collection: Collection;
-  onChanged: (message: string) => void;
-  onAuthLost: () => void;
-}) {
+function NewClassForm({ collection, onChanged, onAuthLost }: PanelProps) {
   const id = collection.id;
   const [name, setName] = useState('');
   const [description, setDescription] = useState('');
@@ -215,10 +184,8 @@ function NewClassForm({
   return (
     <form class="panel-form" aria-label={`New class in ${collection.name}`} onSubmit={(e) => void submit(e)}>
       <h2>New class</h2>
-      <label for={`col-${id}-class-name`}>Class name</label>
-      <input id={`col-${id}-class-name`} required value={name} onInput={(e) => setName(e.currentTarget.value)} />
-      <label for={`col-${id}-class-description`}>Class description</label>
-      <input id={`col-${id}-class-description`} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+      <Field id={`col-${id}-class-name`} label="Class name" required value={name} onValue={setName} />
+      <Field id={`col-${id}-class-description`} label="Class description" value={description} onValue={setDescription} />
       <label for={`col-${id}-class-schema`}>JSON schema (optional)</label>
       <textarea
         id={`col-${id}-class-schema`}
@@ -230,21 +197,15 @@ function NewClassForm({
         aria-describedby={w.problem ? `col-${id}-class-problem` : undefined}
         onInput={(e) => setSchema(e.currentTarget.value)}
       />
-      <label class="check">
-        <input type="checkbox" checked={validate} onChange={(e) => setValidate(e.currentTarget.checked)} />
-        Validate objects against the schema
-      </label>
+      <ValidateCheck checked={validate} onChecked={setValidate} />
       <ProblemBox id={`col-${id}-class-problem`} problem={w.problem} validation />
-      <div class="actions">
-        <button type="submit" disabled={w.busy}>
-          {w.busy ? 'Creating…' : 'Create class'}
-        </button>
+      <FormActions submit={w.busy ? 'Creating…' : 'Create class'} busy={w.busy}>
         {created && (
           <a href={href({ view: 'class', classId: created.id })} class="ok">
             Open class {created.name}
           </a>
         )}
-      </div>
+      </FormActions>
     </form>
   );
 }

@@ -4,7 +4,8 @@ import { useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv } from '../session.ts';
 import { href } from '../router.ts';
-import { CHANGED_MEANWHILE, parseJson, ProblemBox, useAction } from '../admin-ui.tsx';
+import { CHANGED_MEANWHILE, FormActions, parseJson, ProblemBox, useAction } from '../admin-ui.tsx';
+import { Field } from '../ui.tsx';
 
 type Obj = Schemas['InventoryObject'];
 
@@ -48,10 +49,8 @@ export function NewObject({
     <details class="new">
       <summary>New object</summary>
       <form class="panel-form" aria-label="New object" onSubmit={(e) => void submit(e)}>
-        <label for="new-obj-name">Object name</label>
-        <input id="new-obj-name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
-        <label for="new-obj-description">Object description</label>
-        <input id="new-obj-description" value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+        <Field id="new-obj-name" label="Object name" required value={name} onValue={setName} />
+        <Field id="new-obj-description" label="Object description" value={description} onValue={setDescription} />
         <label for="new-obj-json">Object JSON data</label>
         <textarea
           id="new-obj-json"
@@ -63,10 +62,7 @@ export function NewObject({
           onInput={(e) => setJson(e.currentTarget.value)}
         />
         <ProblemBox id="new-obj-problem" problem={problem} validation />
-        <div class="actions">
-          <button type="submit" disabled={busy}>
-            {busy ? 'Creating…' : 'Create object'}
-          </button>
+        <FormActions submit={busy ? 'Creating…' : 'Create object'} busy={busy}>
           <span role="status" class="ok">
             {created && (
               <>
@@ -74,7 +70,7 @@ export function NewObject({
               </>
             )}
           </span>
-        </div>
+        </FormActions>
       </form>
     </details>
   );
