@@ -5,7 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { isApiRequestError, type Schemas } from '../../../clients/typescript/index.ts';
 import { PERMISSIONS } from '../access.ts';
 import { inv } from '../session.ts';
-import { CHANGED_MEANWHILE, ProblemBox, useProblem } from '../admin-ui.tsx';
+import { CHANGED_MEANWHILE, ProblemBox, useAction } from '../admin-ui.tsx';
 
 type Permission = Schemas['PermissionName'];
 type Row = Schemas['CollectionPermissionRow'];
@@ -17,8 +17,7 @@ export function GroupPermissions({ collection, onAuthLost }: { collection: Schem
   const [groups, setGroups] = useState<Map<number, string> | null | undefined>(undefined);
   const [group, setGroup] = useState('');
   const [permission, setPermission] = useState<Permission>('ReadCollection');
-  const [busy, setBusy] = useState(false);
-  const [problem, setProblem, fail] = useProblem(onAuthLost, CHANGED_MEANWHILE);
+  const { problem, fail, busy, run } = useAction(onAuthLost, CHANGED_MEANWHILE);
   const [status, setStatus] = useState('');
 
   async function loadRows() {
@@ -46,24 +45,20 @@ export function GroupPermissions({ collection, onAuthLost }: { collection: Schem
   const groupName = (gid: number) => groups?.get(gid) ?? `group ${gid}`;
 
   async function change(kind: 'grant' | 'revoke', gid: number, p: Permission) {
-    setBusy(true);
-    setProblem(null);
     setStatus('');
     const path = { collection_id: id, group_id: gid, permission: p };
-    try {
+    const done = await run(async () => {
       if (kind === 'grant') await inv.call('grantCollectionGroupPermission', { params: { path } });
       else await inv.call('revokeCollectionGroupPermission', { params: { path } });
       await loadRows();
+      return true;
+    });
+    if (done)
       setStatus(
         kind === 'grant'
           ? `Granted ${p} to ${groupName(gid)} on ${collection.name}.`
           : `Revoked ${p} from ${groupName(gid)} on ${collection.name}.`,
       );
-    } catch (e) {
-      fail(e);
-    } finally {
-      setBusy(false);
-    }
   }
 
   const byGroup = new Map<number, Permission[]>();

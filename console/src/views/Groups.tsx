@@ -3,7 +3,7 @@ import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv } from '../session.ts';
 import { PagedTable, usePager } from '../pager.tsx';
 import { href, navigate } from '../router.ts';
-import { ConfirmAction, ConfirmDelete, CreateFooter, DetailLoading, FormActions, orNull, ProblemBox, useProblem } from '../admin-ui.tsx';
+import { ConfirmAction, ConfirmDelete, CreateFooter, DetailLoading, FormActions, orNull, ProblemBox, useAction } from '../admin-ui.tsx';
 import { Field, Loading, OkStatus, Table } from '../ui.tsx';
 
 type Group = Schemas['Group'];
@@ -17,9 +17,8 @@ const managedGroup = (g: Group) => g.managed_by !== null || g.identity_scope !==
 export function Groups({ onAuthLost }: { onAuthLost: () => void }) {
   const [generation, setGeneration] = useState(0);
   const [form, setForm] = useState({ name: '', description: '' });
-  const [problem, setProblem, fail] = useProblem(onAuthLost);
+  const { problem, busy, run } = useAction(onAuthLost);
   const [created, setCreated] = useState<Group | null>(null);
-  const [busy, setBusy] = useState(false);
 
   const pager = usePager(
     () => inv.pages('listGroups', { params: { query: { sort: 'name', limit: PAGE_SIZE, include_total: true } } }),
@@ -29,18 +28,12 @@ export function Groups({ onAuthLost }: { onAuthLost: () => void }) {
 
   async function create(e: Event) {
     e.preventDefault();
-    setProblem(null);
     setCreated(null);
-    setBusy(true);
-    try {
-      const g = await inv.call('createGroup', { body: { name: form.name.trim(), description: orNull(form.description) } });
+    const g = await run(() => inv.call('createGroup', { body: { name: form.name.trim(), description: orNull(form.description) } }));
+    if (g) {
       setCreated(g);
       setForm({ name: '', description: '' });
       setGeneration((n) => n + 1);
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
     }
   }
 
@@ -95,9 +88,8 @@ export function GroupDetail({ groupId, onAuthLost }: { groupId: number; onAuthLo
   const [generation, setGeneration] = useState(0);
   const [form, setForm] = useState({ name: '', description: '' });
   const [memberName, setMemberName] = useState('');
-  const [problem, setProblem, fail] = useProblem(onAuthLost);
+  const { problem, setProblem, fail, busy, run } = useAction(onAuthLost);
   const [message, setMessage] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
 
   function show(g: Group) {
     setGroup(g);
@@ -122,19 +114,14 @@ export function GroupDetail({ groupId, onAuthLost }: { groupId: number; onAuthLo
   async function save(e: Event) {
     e.preventDefault();
     if (!group) return;
-    setProblem(null);
     setMessage(null);
-    setBusy(true);
-    try {
-      const body: Schemas['UpdateGroup'] = {};
-      if (form.name.trim() !== group.name) body.name = form.name.trim();
-      if (form.description.trim() !== (group.description ?? '')) body.description = orNull(form.description);
-      show(await inv.call('updateGroup', { params: { path: { group_id: group.id } }, body }));
+    const body: Schemas['UpdateGroup'] = {};
+    if (form.name.trim() !== group.name) body.name = form.name.trim();
+    if (form.description.trim() !== (group.description ?? '')) body.description = orNull(form.description);
+    const g = await run(() => inv.call('updateGroup', { params: { path: { group_id: group.id } }, body }));
+    if (g) {
+      show(g);
       setMessage(Object.keys(body).length === 0 ? 'Nothing changed.' : 'Saved.');
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
     }
   }
 

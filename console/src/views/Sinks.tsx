@@ -12,6 +12,7 @@ import {
   names,
   orNull,
   ProblemBox,
+  useAction,
   useProblem,
   type Problem,
 } from '../admin-ui.tsx';
@@ -185,9 +186,8 @@ export function Sinks({ onAuthLost }: { onAuthLost: () => void }) {
     config: pretty(CONFIG_TEMPLATES.webhook),
   };
   const [fields, setFields] = useState<SinkFields>(blank);
-  const [problem, setProblem, fail] = useProblem(onAuthLost);
+  const { problem, setProblem, busy, run } = useAction(onAuthLost);
   const [created, setCreated] = useState<Sink | null>(null);
-  const [busy, setBusy] = useState(false);
   const [generation, setGeneration] = useState(0);
 
   const pager = usePager(
@@ -205,16 +205,11 @@ export function Sinks({ onAuthLost }: { onAuthLost: () => void }) {
       setProblem(parsed.problem);
       return;
     }
-    setBusy(true);
-    try {
-      const s = await inv.call('createEventSink', { body: parsed.value });
+    const s = await run(() => inv.call('createEventSink', { body: parsed.value }));
+    if (s) {
       setCreated(s);
       setFields(blank);
       setGeneration((g) => g + 1);
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
     }
   }
 
@@ -263,9 +258,8 @@ type Outcome = { kind: 'preview'; preview: Schemas['SinkPreview'] } | { kind: 't
 export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost: () => void }) {
   const [sink, setSink] = useState<{ sink: Sink; etag: string | null } | null>(null);
   const [fields, setFields] = useState<SinkFields | null>(null);
-  const [problem, setProblem, fail] = useProblem(onAuthLost);
+  const { problem, setProblem, fail, busy, run } = useAction(onAuthLost);
   const [message, setMessage] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
   const [events, setEvents] = useState<Schemas['AuditEvent'][]>([]);
   const [trial, setTrial] = useState({
     subscription: new URLSearchParams(window.location.search).get('subscription') ?? '',
@@ -309,18 +303,15 @@ export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost:
       setMessage('Nothing changed.');
       return;
     }
-    setBusy(true);
-    try {
-      const { data, response } = await inv.callWithResponse('updateEventSink', {
+    const saved = await run(() =>
+      inv.callWithResponse('updateEventSink', {
         params: { path: { sink_id: sinkId }, ...(sink.etag ? { header: { 'If-Match': sink.etag } } : {}) },
         body,
-      });
-      show(data, response.headers.get('etag'));
+      }),
+    );
+    if (saved) {
+      show(saved.data, saved.response.headers.get('etag'));
       setMessage('Saved.');
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
     }
   }
 
@@ -334,7 +325,7 @@ export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost:
     }
   }
 
-  async function run(kind: Outcome['kind']) {
+  async function tryOut(kind: Outcome['kind']) {
     setTrialProblem(null);
     setOutcome(null);
     const body = { subscription_id: Number(trial.subscription), event_id: trial.event.trim() };
@@ -380,7 +371,7 @@ export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost:
         aria-label="Preview or test"
         onSubmit={(e) => {
           e.preventDefault();
-          void run('preview');
+          void tryOut('preview');
         }}
       >
         <h2>Preview or test</h2>
@@ -414,7 +405,7 @@ export function SinkDetail({ sinkId, onAuthLost }: { sinkId: number; onAuthLost:
         </datalist>
         <div class="actions">
           <button type="submit">Preview</button>
-          <button type="button" onClick={() => void run('test')}>
+          <button type="button" onClick={() => void tryOut('test')}>
             Send test
           </button>
         </div>

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv } from '../session.ts';
 import { href } from '../router.ts';
-import { ConfirmDelete, EnabledCheck, FormActions, names, ProblemBox, useProblem } from '../admin-ui.tsx';
+import { ConfirmDelete, EnabledCheck, FormActions, names, ProblemBox, useAction, useProblem } from '../admin-ui.tsx';
 import { Field, Loading, OkStatus, Table } from '../ui.tsx';
 
 type Subscription = Schemas['EventSubscription'];
@@ -60,10 +60,9 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
   const [subs, setSubs] = useState<Subscription[] | null>(null);
   const [generation, setGeneration] = useState(0);
   const [draft, setDraft] = useState<Draft>(BLANK);
-  const [problem, setProblem, fail] = useProblem(onAuthLost);
+  const { problem, setProblem, busy, run } = useAction(onAuthLost);
   const [listProblem, setListProblem, failList] = useProblem(onAuthLost);
   const [message, setMessage] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
 
   useEffect(() => {
     (async () => {
@@ -128,19 +127,15 @@ export function Subscriptions({ onAuthLost }: { onAuthLost: () => void }) {
       enabled: draft.enabled,
       ...(filter ? { filter } : {}),
     };
-    setBusy(true);
-    try {
-      const s =
-        scope === SYSTEM
-          ? await inv.call('createSystemEventSubscription', { body })
-          : await inv.call('createCollectionEventSubscription', { params: { path: { collection_id: Number(scope) } }, body });
+    const s = await run(() =>
+      scope === SYSTEM
+        ? inv.call('createSystemEventSubscription', { body })
+        : inv.call('createCollectionEventSubscription', { params: { path: { collection_id: Number(scope) } }, body }),
+    );
+    if (s) {
       setMessage(`Subscription ${s.name} (id ${s.id}) created.`);
       setDraft({ ...BLANK, sink: draft.sink });
       setGeneration((g) => g + 1);
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
     }
   }
 

@@ -3,7 +3,7 @@ import type { Schemas } from '../../../clients/typescript/index.ts';
 import { inv } from '../session.ts';
 import { PagedTable, usePager } from '../pager.tsx';
 import { loadAccess } from '../access.ts';
-import { approve, ConfirmAction, ConfirmPassword, FormActions, orNull, ProblemBox, useProblem } from '../admin-ui.tsx';
+import { approve, ConfirmAction, ConfirmPassword, FormActions, orNull, ProblemBox, useAction, useProblem } from '../admin-ui.tsx';
 import { Field, Loading, OkStatus } from '../ui.tsx';
 
 type Token = Schemas['Token'];
@@ -61,12 +61,11 @@ function Secret({ issued, onDone }: { issued: { token: string; expires_at: strin
 export function TokenPanel({ principalId, who, onAuthLost }: { principalId: number; who: string; onAuthLost: () => void }) {
   const [state, setState] = useState<State>('active');
   const [generation, setGeneration] = useState(0);
-  const [problem, setProblem, fail] = useProblem(onAuthLost);
+  const { problem, setProblem, fail, busy, run } = useAction(onAuthLost);
   const [message, setMessage] = useState<string | null>(null);
   const [issued, setIssued] = useState<{ token: string; expires_at: string; label: string } | null>(null);
   const [current, setCurrent] = useState<number | null>(null);
   const [form, setForm] = useState({ name: '', description: '', expires: '', password: '' });
-  const [busy, setBusy] = useState(false);
   const [renewing, setRenewing] = useState<Token | null>(null);
   const [renewPassword, setRenewPassword] = useState('');
 
@@ -88,50 +87,43 @@ export function TokenPanel({ principalId, who, onAuthLost }: { principalId: numb
 
   async function mint(e: Event) {
     e.preventDefault();
-    setProblem(null);
     setMessage(null);
-    setBusy(true);
-    try {
-      const body: Schemas['TokenMintRequest'] = {
-        ...(orNull(form.name) !== null ? { name: form.name.trim() } : {}),
-        ...(orNull(form.description) !== null ? { description: form.description.trim() } : {}),
-        ...(form.expires ? { expires_at: new Date(form.expires).toISOString() } : {}),
-      };
+    const body: Schemas['TokenMintRequest'] = {
+      ...(orNull(form.name) !== null ? { name: form.name.trim() } : {}),
+      ...(orNull(form.description) !== null ? { description: form.description.trim() } : {}),
+      ...(form.expires ? { expires_at: new Date(form.expires).toISOString() } : {}),
+    };
+    const res = await run(async () => {
       const approval = await approve(form.password, { kind: 'create_token', principal_id: principalId, token: body });
-      const res = await inv.call('createPrincipalToken', {
+      return inv.call('createPrincipalToken', {
         params: { path: { principal_id: principalId }, header: { 'X-Svc-Credential-Approval': approval } },
         body,
       });
+    });
+    if (res) {
       setIssued({ token: res.token, expires_at: res.expires_at, label: `New token${body.name ? ` “${body.name}”` : ''} for ${who}` });
       setForm({ name: '', description: '', expires: '', password: '' });
       setGeneration((g) => g + 1);
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
     }
   }
 
   async function renew(e: Event) {
     e.preventDefault();
     if (!renewing) return;
-    setProblem(null);
     setMessage(null);
-    setBusy(true);
-    try {
-      const approval = await approve(renewPassword, { kind: 'renew_token', principal_id: principalId, token_id: renewing.id, token: {} });
-      const res = await inv.call('renewPrincipalToken', {
-        params: { path: { principal_id: principalId, token_id: renewing.id }, header: { 'X-Svc-Credential-Approval': approval } },
+    const token = renewing;
+    const res = await run(async () => {
+      const approval = await approve(renewPassword, { kind: 'renew_token', principal_id: principalId, token_id: token.id, token: {} });
+      return inv.call('renewPrincipalToken', {
+        params: { path: { principal_id: principalId, token_id: token.id }, header: { 'X-Svc-Credential-Approval': approval } },
         body: {},
       });
-      setIssued({ token: res.token, expires_at: res.expires_at, label: `Renewal of token ${renewing.id} for ${who}` });
+    });
+    if (res) {
+      setIssued({ token: res.token, expires_at: res.expires_at, label: `Renewal of token ${token.id} for ${who}` });
       setRenewing(null);
       setRenewPassword('');
       setGeneration((g) => g + 1);
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
     }
   }
 

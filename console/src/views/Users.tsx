@@ -13,7 +13,7 @@ import {
   names,
   orNull,
   ProblemBox,
-  useProblem,
+  useAction,
 } from '../admin-ui.tsx';
 import { Field, Loading, OkStatus } from '../ui.tsx';
 import { TokenPanel } from './Tokens.tsx';
@@ -31,9 +31,8 @@ export const managedUser = (u: User) => u.identity_scope !== 'local';
 export function Users({ onAuthLost }: { onAuthLost: () => void }) {
   const [generation, setGeneration] = useState(0);
   const [form, setForm] = useState({ name: '', password: '', proper_name: '', email: '', confirm: '' });
-  const [problem, setProblem, fail] = useProblem(onAuthLost);
+  const { problem, busy, run } = useAction(onAuthLost);
   const [created, setCreated] = useState<User | null>(null);
-  const [busy, setBusy] = useState(false);
 
   const pager = usePager(
     () => inv.pages('listUsers', { params: { query: { sort: 'name', limit: PAGE_SIZE, include_total: true } } }),
@@ -43,25 +42,21 @@ export function Users({ onAuthLost }: { onAuthLost: () => void }) {
 
   async function create(e: Event) {
     e.preventDefault();
-    setProblem(null);
     setCreated(null);
-    setBusy(true);
-    try {
-      const user: Schemas['NewUser'] = {
-        name: form.name.trim(),
-        password: form.password,
-        ...(orNull(form.proper_name) !== null ? { proper_name: form.proper_name.trim() } : {}),
-        ...(orNull(form.email) !== null ? { email: form.email.trim() } : {}),
-      };
+    const user: Schemas['NewUser'] = {
+      name: form.name.trim(),
+      password: form.password,
+      ...(orNull(form.proper_name) !== null ? { proper_name: form.proper_name.trim() } : {}),
+      ...(orNull(form.email) !== null ? { email: form.email.trim() } : {}),
+    };
+    const u = await run(async () => {
       const approval = await approve(form.confirm, { kind: 'create_user', user });
-      const u = await inv.call('createUser', { params: { header: { 'X-Svc-Credential-Approval': approval } }, body: user });
+      return inv.call('createUser', { params: { header: { 'X-Svc-Credential-Approval': approval } }, body: user });
+    });
+    if (u) {
       setCreated(u);
       setForm({ name: '', password: '', proper_name: '', email: '', confirm: '' });
       setGeneration((g) => g + 1);
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
     }
   }
 
@@ -134,9 +129,8 @@ export function UserDetail({ userId, onAuthLost }: { userId: number; onAuthLost:
   const [user, setUser] = useState<User | null>(null);
   const [groups, setGroups] = useState<Schemas['Group'][] | null>(null);
   const [form, setForm] = useState({ proper_name: '', email: '', password: '', confirm: '' });
-  const [problem, setProblem, fail] = useProblem(onAuthLost);
+  const { problem, setProblem, fail, busy, run } = useAction(onAuthLost);
   const [message, setMessage] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
 
   function show(u: User) {
     setUser(u);
@@ -156,25 +150,21 @@ export function UserDetail({ userId, onAuthLost }: { userId: number; onAuthLost:
   async function save(e: Event) {
     e.preventDefault();
     if (!user) return;
-    setProblem(null);
     setMessage(null);
-    setBusy(true);
-    try {
-      const body: Schemas['UpdateUser'] = {};
-      if (orNull(form.proper_name) !== user.proper_name) body.proper_name = orNull(form.proper_name);
-      if (orNull(form.email) !== user.email) body.email = orNull(form.email);
-      if (form.password !== '') body.password = form.password;
+    const body: Schemas['UpdateUser'] = {};
+    if (orNull(form.proper_name) !== user.proper_name) body.proper_name = orNull(form.proper_name);
+    if (orNull(form.email) !== user.email) body.email = orNull(form.email);
+    if (form.password !== '') body.password = form.password;
+    const u = await run(async () => {
       const header =
         body.password !== undefined
           ? { 'X-Svc-Credential-Approval': await approve(form.confirm, { kind: 'update_user', user_id: user.id, user: body }) }
           : undefined;
-      const u = await inv.call('updateUser', { params: { path: { id: user.id }, ...(header ? { header } : {}) }, body });
+      return inv.call('updateUser', { params: { path: { id: user.id }, ...(header ? { header } : {}) }, body });
+    });
+    if (u) {
       show(u);
       setMessage(Object.keys(body).length === 0 ? 'Nothing changed.' : 'Saved.');
-    } catch (err) {
-      fail(err);
-    } finally {
-      setBusy(false);
     }
   }
 
