@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import openapiTS, { astToString } from 'openapi-typescript';
 import { syncSpecBlocks } from './spec-blocks.ts';
-import { sdkFiles } from './sdk.ts';
+import { permissionNamesSource, sdkFiles } from './sdk.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const HEADER = '// DO NOT EDIT: written by codegen/generate.ts from openapi.yaml (make codegen).\n';
@@ -41,7 +41,8 @@ export async function generate(check = false): Promise<boolean> {
     HEADER +
     `export const operations = {\n${rows.join('\n')}\n} as const;\n\n` +
     `export type OperationId = keyof typeof operations;\n` +
-    `export type Tag = (typeof operations)[OperationId]['tag'];\n`;
+    `export type Tag = (typeof operations)[OperationId]['tag'];\n\n` +
+    permissionNamesSource(doc as never);
 
   const outDir = join(root, 'generated');
   mkdirSync(outDir, { recursive: true });

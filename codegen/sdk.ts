@@ -19,7 +19,17 @@ interface Op {
 }
 interface Doc {
   paths: Record<string, Record<string, unknown>>;
-  components?: { responses?: Record<string, Response> };
+  components?: { responses?: Record<string, Response>; schemas?: Record<string, { enum?: string[] }> };
+}
+
+/** The contract's PermissionName enum as a runtime list, in its order (the types only give a union). */
+export function permissionNamesSource(doc: Doc): string {
+  const names = doc.components?.schemas?.PermissionName?.enum;
+  if (!names?.length) throw new Error('openapi.yaml has no components.schemas.PermissionName enum');
+  return (
+    "/** Every collection permission (components.schemas.PermissionName), in the contract's order. */\n" +
+    `export const PERMISSION_NAMES = [\n${names.map((n) => `  '${n}',`).join('\n')}\n] as const;\n`
+  );
 }
 
 /**
@@ -55,7 +65,8 @@ export async function sdkFiles(root: string, specText: string): Promise<[string,
     `export const OPERATIONS = {\n${rows.join('\n')}\n} as const;\n\n` +
     'export type OperationId = keyof typeof OPERATIONS;\n\n' +
     '/** The operations whose success response carries X-Next-Cursor (what `paginate` walks through). */\n' +
-    `export const PAGED_OPERATIONS = [\n${paged.join('\n')}\n] as const;\n`;
+    `export const PAGED_OPERATIONS = [\n${paged.join('\n')}\n] as const;\n\n` +
+    permissionNamesSource(doc);
 
   const dir = join(root, 'clients', 'typescript', 'generated');
   return [

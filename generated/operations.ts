@@ -203,3 +203,38 @@ export const operations = {
 
 export type OperationId = keyof typeof operations;
 export type Tag = (typeof operations)[OperationId]['tag'];
+
+/** Every collection permission (components.schemas.PermissionName), in the contract's order. */
+export const PERMISSION_NAMES = [
+  'ReadCollection',
+  'UpdateCollection',
+  'DeleteCollection',
+  'DelegateCollection',
+  'CreateClass',
+  'ReadClass',
+  'UpdateClass',
+  'DeleteClass',
+  'CreateObject',
+  'ReadObject',
+  'UpdateObject',
+  'DeleteObject',
+  'CreateClassRelation',
+  'ReadClassRelation',
+  'UpdateClassRelation',
+  'DeleteClassRelation',
+  'CreateObjectRelation',
+  'ReadObjectRelation',
+  'UpdateObjectRelation',
+  'DeleteObjectRelation',
+  'CreateTemplate',
+  'ReadTemplate',
+  'UpdateTemplate',
+  'DeleteTemplate',
+  'CreateRemoteTarget',
+  'ReadRemoteTarget',
+  'UpdateRemoteTarget',
+  'DeleteRemoteTarget',
+  'ExecuteRemoteTarget',
+  'ReadAudit',
+  'ManageEventSubscription',
+] as const;

@@ -6,10 +6,10 @@
 // and the typed events of the streamed searches (server-sent events).
 import createFetchClient, { type Client, type FetchOptions, type HeadersOptions, type Middleware, type ParseAs } from 'openapi-fetch';
 import type { components, operations, paths } from './generated/schema.ts';
-import { OPERATIONS, PAGED_OPERATIONS, type OperationId } from './generated/operations.ts';
+import { OPERATIONS, PAGED_OPERATIONS, PERMISSION_NAMES, type OperationId } from './generated/operations.ts';
 
 export type { components, operations, paths, OperationId };
-export { OPERATIONS, PAGED_OPERATIONS };
+export { OPERATIONS, PAGED_OPERATIONS, PERMISSION_NAMES };
 
 /** The contract's named schemas (`Schemas['Collection']`, `Schemas['NewClass']`, ...). */
 export type Schemas = components['schemas'];

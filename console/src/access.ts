@@ -3,7 +3,7 @@
 // (getEventDeliveryHealth: 403 for anyone else). Every other right is asked of the service through
 // the `permissions=` filter of the lists, which applies the admin rule, inherited grants and the
 // token's scope exactly as the point checks do.
-import { isApiRequestError, type Schemas } from '../../clients/typescript/index.ts';
+import { isApiRequestError, PERMISSION_NAMES, type Schemas } from '../../clients/typescript/index.ts';
 import { inv } from './session.ts';
 
 type Permission = Schemas['PermissionName'];
@@ -55,39 +55,7 @@ export async function may(collectionId: number, permission: Permission): Promise
 }
 
 /** Every collection permission, in the contract's PermissionName enum order. */
-export const PERMISSIONS: readonly Permission[] = [
-  'ReadCollection',
-  'UpdateCollection',
-  'DeleteCollection',
-  'DelegateCollection',
-  'CreateClass',
-  'ReadClass',
-  'UpdateClass',
-  'DeleteClass',
-  'CreateObject',
-  'ReadObject',
-  'UpdateObject',
-  'DeleteObject',
-  'CreateClassRelation',
-  'ReadClassRelation',
-  'UpdateClassRelation',
-  'DeleteClassRelation',
-  'CreateObjectRelation',
-  'ReadObjectRelation',
-  'UpdateObjectRelation',
-  'DeleteObjectRelation',
-  'CreateTemplate',
-  'ReadTemplate',
-  'UpdateTemplate',
-  'DeleteTemplate',
-  'CreateRemoteTarget',
-  'ReadRemoteTarget',
-  'UpdateRemoteTarget',
-  'DeleteRemoteTarget',
-  'ExecuteRemoteTarget',
-  'ReadAudit',
-  'ManageEventSubscription',
-];
+export const PERMISSIONS: readonly Permission[] = PERMISSION_NAMES;
 
 /**
  * What the caller holds on each readable collection, decided by the service itself: one

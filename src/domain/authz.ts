@@ -73,43 +73,12 @@
  *     requireRootAuthority; identity management: isUnscopedAdmin, assertHumanUnscoped,
  *     assertUnscopedAdmin, mayManageTokens.
  */
+import { PERMISSION_NAMES } from '../../generated/operations.ts';
 import { ApiError, badRequest, forbidden } from './errors.ts';
 import type { PrincipalKind } from './principals.ts';
 
-/** Every collection permission, in the contract's PermissionName enum order. */
-export const PERMISSIONS = [
-  'ReadCollection',
-  'UpdateCollection',
-  'DeleteCollection',
-  'DelegateCollection',
-  'CreateClass',
-  'ReadClass',
-  'UpdateClass',
-  'DeleteClass',
-  'CreateObject',
-  'ReadObject',
-  'UpdateObject',
-  'DeleteObject',
-  'CreateClassRelation',
-  'ReadClassRelation',
-  'UpdateClassRelation',
-  'DeleteClassRelation',
-  'CreateObjectRelation',
-  'ReadObjectRelation',
-  'UpdateObjectRelation',
-  'DeleteObjectRelation',
-  'CreateTemplate',
-  'ReadTemplate',
-  'UpdateTemplate',
-  'DeleteTemplate',
-  'CreateRemoteTarget',
-  'ReadRemoteTarget',
-  'UpdateRemoteTarget',
-  'DeleteRemoteTarget',
-  'ExecuteRemoteTarget',
-  'ReadAudit',
-  'ManageEventSubscription',
-] as const;
+/** Every collection permission, in the contract's PermissionName enum order (generated from openapi.yaml). */
+export const PERMISSIONS = PERMISSION_NAMES;
 
 export type Permission = (typeof PERMISSIONS)[number];
 
