@@ -1,0 +1,490 @@
+// Large data (`make bench-large`): list, search and audit reads over BENCH_LARGE_OBJECTS (default
+// 1,000,000) objects in one class and BENCH_LARGE_EVENTS (default 5,000,000) audit events, each
+// against the hand-written indexed SQL that returns the same rows, run through postgres.js
+// directly (its own connection, no service code). The goal of issue #14: every case within 2x.
+//
+// Both sides are timed interleaved (one service request, then one SQL run, so both see the same
+// machine load); the report has median and p95 of each and ratio = service median / SQL median.
+// Before timing, each case checks that the service answered exactly the rows of its SQL (ids in
+// order), so the comparison is of the same result. "svc SQL replay" is the service's own read
+// statements of one request replayed back to back through postgres.js: service median minus it is
+// roughly the request's cost outside the database. The hand-written SQL uses only the indexes the
+// migrations create; a last section builds a pg_trgm index on object names (not in the migrations)
+// to show what substring search could cost with it, then drops it.
+//
+// The SQL the service ran for each case is captured (postgres.js `debug`) and, with
+// BENCH_LARGE_EXPLAIN=1, printed with EXPLAIN (ANALYZE, BUFFERS) after the table.
+//
+// Uses SVC_DATABASE_URL when set (a fresh database is created and dropped), else an embedded
+// PostgreSQL. BENCH_LARGE_ITERATIONS (default 30) iterations per case, each case capped at
+// BENCH_LARGE_CASE_SECONDS (default 20) seconds; BENCH_LARGE_TRGM=0 skips the pg_trgm section.
+import postgres from 'postgres';
+import { createClass, createCollection, seedObjects, type Bench, startBench } from './setup.ts';
+
+const int = (name: string, fallback: number) => {
+  const v = Number(process.env[name] ?? fallback);
+  if (!Number.isInteger(v) || v < 0) throw new Error(`${name} must be a non-negative integer`);
+  return v;
+};
+const OBJECTS = Math.max(1000, int('BENCH_LARGE_OBJECTS', 1_000_000));
+const EVENTS = Math.max(1000, int('BENCH_LARGE_EVENTS', 5_000_000));
+const ITER = Math.max(5, int('BENCH_LARGE_ITERATIONS', 30));
+const CASE_MS = Math.max(1, int('BENCH_LARGE_CASE_SECONDS', 20)) * 1000;
+const TRGM = process.env.BENCH_LARGE_TRGM !== '0';
+const EXPLAIN = process.env.BENCH_LARGE_EXPLAIN === '1';
+/** The events spread over this many collections; the non-admin reader has ReadAudit on the first. */
+const EVENT_COLLECTIONS = 5;
+
+type Query = Record<string, string | number | boolean>;
+type Row = Record<string, unknown>;
+
+interface Result {
+  name: string;
+  n: number;
+  svc: { median: number; p95: number };
+  sql: { median: number; p95: number };
+  rows: number;
+  /** The read statements the service ran for one request, replayed through postgres.js (median of the sums). */
+  replay: number;
+  statements: number;
+  note: string;
+}
+
+const results: Result[] = [];
+const captured = new Map<string, { string: string; parameters: unknown[] }[]>();
+
+const percentile = (s: number[], p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
+const nowUs = () => Number(process.hrtime.bigint()) / 1e3;
+const log = (s: string) => process.stderr.write(`${s}\n`);
+
+function fmt(us: number): string {
+  if (us >= 1e6) return `${(us / 1e6).toFixed(2)} s`;
+  if (us >= 1e4) return `${(us / 1e3).toFixed(1)} ms`;
+  return `${(us / 1e3).toFixed(2)} ms`;
+}
+
+/**
+ * One case: `svc` makes the service request and returns the ids it answered (and the total when
+ * asked); `hand` runs the hand-written SQL and returns its ids (and total). They must agree.
+ */
+async function compare(
+  b: Bench,
+  name: string,
+  svc: () => Promise<{ ids: number[]; total?: number | null }>,
+  hand: () => Promise<{ ids: number[]; total?: number | null }>,
+  note = '',
+): Promise<void> {
+  // Capture the service's statements of one request, then check both sides answer the same rows.
+  const stmts: { string: string; parameters: unknown[] }[] = [];
+  const opts = b.sql.options as unknown as { debug: unknown };
+  opts.debug = (_conn: number, string: string, parameters: unknown[]) => stmts.push({ string, parameters });
+  const s = await svc();
+  opts.debug = false;
+  captured.set(name, stmts);
+  const h = await hand();
+  if (s.ids.join(',') !== h.ids.join(',') || (s.total ?? null) !== (h.total ?? null))
+    throw new Error(
+      `${name}: the service and the SQL disagree: service ${s.ids.length} rows [${s.ids.slice(0, 5).join(',')}…] total ${s.total}, ` +
+        `SQL ${h.ids.length} rows [${h.ids.slice(0, 5).join(',')}…] total ${h.total}`,
+    );
+  const ts: number[] = [];
+  const th: number[] = [];
+  await svc();
+  await hand(); // warm-up
+  const deadline = performance.now() + CASE_MS;
+  for (let i = 0; i < ITER; i++) {
+    // alternate which side goes first, so neither always runs on a cache the other just warmed
+    const order = i % 2 === 0 ? [svc, hand] : [hand, svc];
+    for (const f of order) {
+      const t = nowUs();
+      await f();
+      (f === svc ? ts : th).push(nowUs() - t);
+    }
+    if (ts.length >= 5 && performance.now() > deadline) break;
+  }
+  ts.sort((x, y) => x - y);
+  th.sort((x, y) => x - y);
+  // Replay the service's read statements of one request (token checks, lookups, the page, the
+  // count) back to back on the direct connection: the part of the service's time spent in SQL.
+  const reads = stmts.filter((st) => /^\s*(select|with)\b/i.test(st.string));
+  const replays: number[] = [];
+  for (let i = 0; i < 5; i++) {
+    const t = nowUs();
+    for (const st of reads) await direct.unsafe(st.string, st.parameters as never[]);
+    replays.push(nowUs() - t);
+  }
+  replays.sort((x, y) => x - y);
+  const r: Result = {
+    name,
+    n: ts.length,
+    svc: { median: percentile(ts, 0.5), p95: percentile(ts, 0.95) },
+    sql: { median: percentile(th, 0.5), p95: percentile(th, 0.95) },
+    rows: s.ids.length,
+    replay: percentile(replays, 0.5),
+    statements: stmts.length,
+    note: [note, s.total != null ? `total ${s.total}` : ''].filter(Boolean).join('; '),
+  };
+  results.push(r);
+  log(`  done: ${name} (${(r.svc.median / r.sql.median).toFixed(2)}x)`);
+}
+
+function table(): string {
+  const header = ['case', 'n', 'rows', 'service median', 'p95', 'SQL median', 'p95', 'svc/SQL', 'svc stmts', 'svc SQL replay', 'note'];
+  const rows = results.map((r) => {
+    const ratio = r.svc.median / r.sql.median;
+    return [
+      r.name,
+      String(r.n),
+      String(r.rows),
+      fmt(r.svc.median),
+      fmt(r.svc.p95),
+      fmt(r.sql.median),
+      fmt(r.sql.p95),
+      `${ratio.toFixed(ratio >= 100 ? 0 : 2)}x${ratio > 2 ? ' !' : ''}`,
+      String(r.statements),
+      fmt(r.replay),
+      r.note,
+    ];
+  });
+  const right = [false, true, true, true, true, true, true, true, true, true, false];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (right[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+const started = performance.now();
+const b = await startBench();
+// The hand-written SQL's connection, also used to seed (no statement timeout: the app's 30 s is too
+// short for 1M objects with their history rows).
+const direct = postgres(b.deps.config.SVC_DATABASE_URL!, { max: 1, onnotice: () => {}, connection: { statement_timeout: 0 } });
+try {
+  const token = b.adminToken;
+  const ids = (rows: readonly Row[]) => rows.map((r) => Number(r.id));
+  const get = async (path: string, query: Query, tok = token) => {
+    const res = await b.expect(200, 'GET', path, { token: tok, query });
+    const total = res.headers.get('x-total-count');
+    return { rows: JSON.parse(res.text) as Row[], next: res.headers.get('x-next-cursor'), total: total === null ? null : Number(total) };
+  };
+
+  // --- seed ---------------------------------------------------------------------------------
+  let t0 = performance.now();
+  const objCol = await createCollection(b);
+  const classId = await createClass(b, objCol, { description: 'large bench servers' });
+  await seedObjects({ ...b, sql: direct as unknown as Bench['sql'] }, objCol, classId, OBJECTS);
+  log(`seeded ${OBJECTS} objects in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  t0 = performance.now();
+  const cols: number[] = [];
+  for (let i = 0; i < EVENT_COLLECTIONS; i++) cols.push(await createCollection(b));
+  // As bench/audit.ts: one INSERT, spread over the collections (every 50th collection-less, every
+  // 7th naming a second collection as related, as object updates would).
+  await direct`
+    insert into events (entity_type, entity_id, entity_name, collection_id, related_collection_ids, action,
+      actor_kind, actor_user_id, initiator_user_id, provenance, summary, before, after, before_revision, after_revision)
+    select 'object', g, 'srv-' || g,
+      case when g % 50 = 0 then null else (${cols}::int[])[1 + g % ${EVENT_COLLECTIONS}] end,
+      case when g % 7 = 0 then array[(${cols}::int[])[1 + (g / 7) % ${EVENT_COLLECTIONS}]] else '{}'::int[] end,
+      'updated', 'user', ${b.adminId}, ${b.adminId},
+      jsonb_build_object('actor', jsonb_build_object('kind', 'user', 'principal', jsonb_build_object('id', ${b.adminId}::int, 'name', 'admin')),
+        'initiator', jsonb_build_object('principal_id', ${b.adminId}::int, 'name', 'admin'), 'task_id', null),
+      'object updated', jsonb_build_object('counter', g - 1), jsonb_build_object('counter', g), 1, 2
+    from generate_series(1, ${EVENTS}::int) g`;
+  log(`seeded ${EVENTS} events in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+  t0 = performance.now();
+  await direct`vacuum analyze objects`;
+  await direct`vacuum analyze events`;
+  log(`vacuum analyze in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+
+  // The columns of an object as the service answers them (the SQL side fetches the same data).
+  const OBJ = direct`id, name, description, collection_id, class_id, json_data, created_at, updated_at, revision`;
+  const list = `/api/v1/classes/${classId}/objects`;
+  const svcList =
+    (query: Query, tok = token) =>
+    async () => {
+      const r = await get(list, query, tok);
+      return { ids: ids(r.rows), total: r.total };
+    };
+
+  // --- keyset pages ---------------------------------------------------------------------------
+  const page1 = { limit: 100, include_total: false };
+  await compare(b, 'keyset page 1 (id order, limit 100)', svcList(page1), async () => ({
+    ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} order by id limit 100`),
+  }));
+  // Follow real cursors for a while (limit 250), then take a cursor of this query and point it at
+  // the row 90% into the class: the deep page of a client that kept following cursors.
+  let cursor: string | null = null;
+  let followed = 0;
+  let lastId = 0;
+  for (; followed < 40; followed++) {
+    const r = await get(list, { limit: 250, include_total: false, ...(cursor ? { cursor } : {}) });
+    const got = ids(r.rows);
+    if (got[0]! <= lastId) throw new Error('cursor paging went backwards');
+    lastId = got.at(-1)!;
+    cursor = r.next;
+    if (!cursor) break;
+  }
+  const [deepRow] = await direct<{ id: number }[]>`
+    select id from objects where class_id = ${classId} order by id offset ${Math.floor(OBJECTS * 0.9)} limit 1`;
+  const c0 = JSON.parse(Buffer.from(cursor!, 'base64url').toString()) as { v: unknown[]; s: string };
+  const deepCursor = Buffer.from(JSON.stringify({ v: [deepRow!.id], s: c0.s })).toString('base64url');
+  await compare(
+    b,
+    `keyset deep page (row ${Math.floor(OBJECTS * 0.9)}, limit 250)`,
+    svcList({ limit: 250, include_total: false, cursor: deepCursor }),
+    async () => ({
+      ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} and id > ${deepRow!.id} order by id limit 250`),
+    }),
+    `after following ${followed} cursors`,
+  );
+  await compare(
+    b,
+    'keyset page 1, sort name',
+    svcList({ ...page1, sort: 'name' }),
+    async () => ({ ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} order by name limit 100`) }),
+    'index (class_id, name)',
+  );
+
+  // --- filtered and sorted ------------------------------------------------------------------
+  // Names are 'srv-' || md5(g)[1..8] || '-' || g: 'srv-c' is 1/16 of them, three quarters into the name order.
+  await compare(
+    b,
+    'filter name__startswith + json env=prod, sort name',
+    svcList({ ...page1, sort: 'name', name__startswith: 'srv-c', json_data__equals: 'env=prod' }),
+    async () => ({
+      ids: ids(
+        await direct`
+        select ${OBJ} from objects
+        where class_id = ${classId} and name >= 'srv-c' and name < 'srv-d' and json_data @> '{"env":"prod"}'
+        order by name limit 100`,
+      ),
+    }),
+    'SQL: name range + @>',
+  );
+  await compare(
+    b,
+    'filter json cpu>=4, sort name',
+    svcList({ ...page1, sort: 'name', json_data__gte: 'metrics,cpu=4' }),
+    async () => ({
+      ids: ids(
+        await direct`
+        select ${OBJ} from objects
+        where class_id = ${classId} and (case when jsonb_typeof(json_data #> '{metrics,cpu}') = 'number'
+          then (json_data #> '{metrics,cpu}')::numeric end) >= 4
+        order by name limit 100`,
+      ),
+    }),
+    '~81% match',
+  );
+
+  // --- include_total ------------------------------------------------------------------------
+  // The list above with the total: the service's count(*) against the SQL page + count(*).
+  await compare(
+    b,
+    'same list (json cpu>=4, sort name), include_total=true',
+    svcList({ limit: 100, sort: 'name', json_data__gte: 'metrics,cpu=4', include_total: true }),
+    async () => {
+      const where = direct`class_id = ${classId} and (case when jsonb_typeof(json_data #> '{metrics,cpu}') = 'number'
+        then (json_data #> '{metrics,cpu}')::numeric end) >= 4`;
+      const rows = await direct`select ${OBJ} from objects where ${where} order by name limit 100`;
+      const [c] = await direct<{ n: string }[]>`select count(*) as n from objects where ${where}`;
+      return { ids: ids(rows), total: Number(c!.n) };
+    },
+    'SQL: page + count(*)',
+  );
+
+  // --- substring search -----------------------------------------------------------------------
+  // 'beef' in the md5 part of a name: a few dozen of 1M names, so no page fills early and the whole
+  // class is read on both sides (no trigram index in the migrations).
+  await compare(
+    b,
+    'name__contains (rare substring)',
+    svcList({ ...page1, name__contains: 'beef' }),
+    async () => ({
+      ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} and name like '%beef%' order by id limit 100`),
+    }),
+    'SQL: like (seq scan)',
+  );
+  await compare(
+    b,
+    'name__contains (common: "-12")',
+    svcList({ ...page1, name__contains: '-12' }),
+    async () => ({
+      ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} and name like '%-12%' order by id limit 100`),
+    }),
+    'page fills early in id order',
+  );
+  const plain = async (q: string) => {
+    const r = await b.json<{ results: { objects: { id: number }[] } }>(200, 'GET', '/api/v1/search', {
+      token,
+      query: { q, kinds: 'object', limit_per_kind: 100 },
+    });
+    return { ids: r.results.objects.map((x) => x.id) };
+  };
+  await compare(
+    b,
+    'plain search q=beef (objects)',
+    () => plain('beef'),
+    async () => ({
+      ids: ids(
+        await direct`
+        select ${OBJ} from objects where lower(name) like '%beef%' or lower(description) like '%beef%' order by id limit 100`,
+      ),
+    }),
+    'names and descriptions',
+  );
+
+  // --- JSON containment -------------------------------------------------------------------------
+  // json_data__all: the array at the path holds every value (SQL `@>`); the GIN index on json_data
+  // (jsonb_path_ops) serves `json_data @> '{"tags": [...]}'` in the hand-written SQL.
+  await compare(
+    b,
+    'json_data__all=tags=rack-8 (2.5%)',
+    svcList({ ...page1, json_data__all: 'tags=rack-8' }),
+    async () => ({
+      ids: ids(
+        await direct`
+        select ${OBJ} from objects where class_id = ${classId} and json_data @> '{"tags":["rack-8"]}' order by id limit 100`,
+      ),
+    }),
+    'SQL: @> (GIN)',
+  );
+  await compare(
+    b,
+    'json_data__all=tags=rack-8,rack-9 (none)',
+    svcList({ ...page1, json_data__all: 'tags=rack-8,rack-9' }),
+    async () => ({
+      ids: ids(
+        await direct`
+        select ${OBJ} from objects where class_id = ${classId} and json_data @> '{"tags":["rack-8","rack-9"]}' order by id limit 100`,
+      ),
+    }),
+    'SQL: @> (GIN)',
+  );
+  const host = `srv-${Math.floor(OBJECTS * 0.7)}.example.net`;
+  await compare(
+    b,
+    'json_data__equals=hostname=<one host>',
+    svcList({ ...page1, json_data__equals: `hostname=${host}` }),
+    async () => ({
+      ids: ids(
+        await direct`
+        select ${OBJ} from objects where class_id = ${classId} and json_data @> ${direct.json({ hostname: host })} order by id limit 100`,
+      ),
+    }),
+    'SQL: @> (GIN)',
+  );
+
+  // --- audit stream for a non-admin -----------------------------------------------------------
+  const reader = await b.principalWith([[cols[0]!, ['ReadCollection', 'ReadAudit']]]);
+  const events = (query: Query) => async () => {
+    const r = await get('/api/v1/events', query, reader.token);
+    return { ids: ids(r.rows), total: r.total };
+  };
+  const visibleSql = direct`(collection_id = ${cols[0]!} or related_collection_ids && array[${cols[0]!}::int])`;
+  const [vis] = await direct<{ n: string }[]>`select count(*) as n from events where ${visibleSql}`;
+  await compare(
+    b,
+    'audit events page 1, non-admin (ReadAudit on 1 collection)',
+    events({ limit: 100, include_total: false }),
+    async () => ({
+      ids: ids(await direct`select * from events where ${visibleSql} order by id desc limit 100`),
+    }),
+    `sees ${vis!.n} of ${EVENTS}`,
+  );
+  const [mid] = await direct<{ id: number }[]>`
+    select id from events where ${visibleSql} order by id desc offset ${Math.floor(Number(vis!.n) * 0.9)} limit 1`;
+  const first = await get('/api/v1/events', { limit: 100, include_total: false }, reader.token);
+  const e0 = JSON.parse(Buffer.from(first.next!, 'base64url').toString()) as { v: unknown[]; s: string };
+  const deepEvents = Buffer.from(JSON.stringify({ v: [mid!.id], s: e0.s })).toString('base64url');
+  await compare(
+    b,
+    'audit events deep page (90%), non-admin',
+    events({ limit: 100, include_total: false, cursor: deepEvents }),
+    async () => ({
+      ids: ids(await direct`select * from events where ${visibleSql} and id < ${mid!.id} order by id desc limit 100`),
+    }),
+  );
+  await compare(
+    b,
+    'audit events page 1, non-admin, include_total=true',
+    events({ limit: 100 }),
+    async () => {
+      const rows = await direct`select * from events where ${visibleSql} order by id desc limit 100`;
+      const [c] = await direct<{ n: string }[]>`select count(*) as n from events where ${visibleSql}`;
+      return { ids: ids(rows), total: Number(c!.n) };
+    },
+    'the default; SQL: page + count(*)',
+  );
+  await compare(
+    b,
+    'audit events, non-admin, entity_id filter',
+    events({ limit: 100, include_total: false, entity_type: 'object', entity_id: 5 * Math.floor(EVENTS / 10) }),
+    async () => ({
+      ids: ids(
+        await direct`
+        select * from events where entity_type = 'object' and entity_id = ${5 * Math.floor(EVENTS / 10)} and ${visibleSql}
+        order by id desc limit 100`,
+      ),
+    }),
+    'index (entity_type, entity_id, id)',
+  );
+
+  console.log(
+    `Large data: ${OBJECTS.toLocaleString('en-US')} objects in one class, ${EVENTS.toLocaleString('en-US')} events over ` +
+      `${EVENT_COLLECTIONS} collections. Service = GET through the app in-process (admin token unless noted); SQL = the ` +
+      `hand-written query for the same rows through postgres.js directly. svc/SQL = ratio of medians ("!" beyond the 2x goal); svc stmts = ` +
+      `statements the service ran for one request; svc SQL replay = its read statements replayed through postgres.js.\n`,
+  );
+  console.log(table());
+
+  // --- pg_trgm (not in the migrations): what substring search could cost ----------------------
+  if (TRGM) {
+    t0 = performance.now();
+    await direct`create extension if not exists pg_trgm`;
+    await direct`create index bench_objects_name_trgm on objects using gin (name gin_trgm_ops)`;
+    await direct`analyze objects`;
+    const built = (performance.now() - t0) / 1000;
+    const trgm: string[] = [];
+    for (const [label, q] of [
+      ['like', direct`name like '%beef%'`],
+      ['strpos (as the service)', direct`strpos(name, 'beef') > 0`],
+    ] as const) {
+      const times: number[] = [];
+      for (let i = 0; i < Math.min(ITER, 20); i++) {
+        const t = nowUs();
+        await direct`select ${OBJ} from objects where class_id = ${classId} and ${q} order by id limit 100`;
+        times.push(nowUs() - t);
+      }
+      times.sort((x, y) => x - y);
+      trgm.push(`  ${label.padEnd(24)} median ${fmt(percentile(times, 0.5))}, p95 ${fmt(percentile(times, 0.95))}`);
+    }
+    const plan = await direct.unsafe(
+      `explain select id from objects where class_id = ${classId} and strpos(name, 'beef') > 0 order by id limit 100`,
+    );
+    const likePlan = await direct.unsafe(
+      `explain select id from objects where class_id = ${classId} and name like '%beef%' order by id limit 100`,
+    );
+    await direct`drop index bench_objects_name_trgm`;
+    console.log(
+      `\nWith a pg_trgm GIN index on objects.name (built in ${built.toFixed(0)} s; dropped again), SQL for name contains "beef":\n` +
+        trgm.join('\n') +
+        `\n  plan with like:   ${likePlan.map((r) => r['QUERY PLAN']).join(' / ')}` +
+        `\n  plan with strpos: ${plan.map((r) => r['QUERY PLAN']).join(' / ')}`,
+    );
+  }
+
+  if (EXPLAIN) {
+    for (const [name, stmts] of captured) {
+      console.log(`\n### ${name}`);
+      for (const s of stmts) {
+        if (!/^\s*select/i.test(s.string) || /from\s+tokens|svc_token|auth_tokens/i.test(s.string)) continue;
+        const rows = await direct.unsafe(`explain (analyze, buffers) ${s.string}`, s.parameters as never[]);
+        console.log(s.string.replace(/\s+/g, ' ').slice(0, 2000));
+        console.log(rows.map((r) => r['QUERY PLAN']).join('\n'));
+      }
+    }
+  }
+  console.log(`\n(BENCH_LARGE_ITERATIONS=${ITER}; total run ${((performance.now() - started) / 1000).toFixed(0)} s)`);
+} finally {
+  await direct.end();
+  await b.close();
+}
