@@ -282,6 +282,28 @@ describe('patchObjectData', () => {
 });
 
 describe('listObjects and listObjectsByClassName', () => {
+  it('json_data equals / in / all mean the same with the index-friendly containment beside them', async () => {
+    const cls = await createClass(t, await collection(t));
+    const a = await createObject(t, cls.id, { n: 1, flag: true, owner: null, s: '1', tags: [1, 'x'], list: [{ k: 'v' }] });
+    const b = await createObject(t, cls.id, { n: 1.5, flag: false, s: 'true', tags: ['1', true], nested: { deep: { v: 'q' } } });
+    const c = await createObject(t, cls.id, { n: 'x', list: [{ k: 'w' }] });
+    const q = async (query: Record<string, string | string[]>) =>
+      ids(await t.request('GET', `/api/v1/classes/${cls.id}/objects`, { query }));
+    expect(await q({ json_data__equals: 'n=1.0' })).toEqual([a.id]); // numerically equal, written differently
+    expect(await q({ json_data__equals: 'n=1.50' })).toEqual([b.id]);
+    expect(await q({ json_data__equals: 's=1' })).toEqual([a.id]); // the string "1" (and no number 1 at s)
+    expect(await q({ json_data__equals: 'flag=true' })).toEqual([a.id]);
+    expect(await q({ json_data__equals: 's=true' })).toEqual([b.id]); // the string "true"
+    expect(await q({ json_data__equals: 'owner=null' })).toEqual([a.id]);
+    expect(await q({ json_data__equals: 'nested,deep,v=q' })).toEqual([b.id]);
+    expect(await q({ json_data__in: 'n=x,1' })).toEqual([a.id, c.id]);
+    expect(await q({ json_data__all: 'tags=1' })).toEqual([a.id, b.id]); // the number 1 and the string "1"
+    expect(await q({ json_data__all: 'tags=true,1' })).toEqual([b.id]);
+    expect(await q({ json_data__equals: 'list,0,k=w' })).toEqual([c.id]); // an array index in the path
+    expect(await q({ json_data__not_equals: 'n=1' })).toEqual([b.id, c.id]);
+    expect(await q({ json_data__not_all: 'tags=x' })).toEqual([b.id, c.id]);
+  });
+
   it('listObjects 200 filters by json_data, name and collection_id, sorts, pages and totals', async () => {
     const cls = await createClass(t, await collection(t));
     const a = await createObject(t, cls.id, { cpu: 2, net: { ip: '10.0.0.5' }, tags: ['x', 'y'] });

@@ -166,15 +166,36 @@ function jsonFilter(db: Db, f: Filter): Fragment {
     if (numeric(first)) return cmp(db`(case when ${isNumber} then (${x})::numeric end)` as Fragment, db`${first}::numeric` as Fragment);
     return cmp(db`(case when ${isString} then ${txt} end)` as Fragment, db`${first}::text` as Fragment);
   };
+  // The exact conditions below cannot use the GIN (jsonb_path_ops) index of objects.json_data; a
+  // containment test beside them can, and it holds whenever they do, so the result is the same.
+  // (A path with an array index is left alone: containment would read that step as a member name.)
+  const indexed = (exact: Fragment, leaves: (s: string) => Fragment[]): Fragment => {
+    if (f.def.column !== 'o.json_data' || f.path.length === 0 || f.path.some((seg) => /^-?\d+$/.test(seg))) return exact;
+    const nest = (leaf: Fragment) => f.path.reduceRight((inner, seg) => db`jsonb_build_object(${seg}::text, ${inner})` as Fragment, leaf);
+    const contains = (s: string) =>
+      or(
+        db,
+        leaves(s).map((leaf) => db`o.json_data @> ${nest(leaf)}` as Fragment),
+      );
+    const needed = f.op === 'in' ? or(db, v.map(contains)) : f.op === 'all' ? and(db, v.map(contains)) : contains(first);
+    return db`(${exact} and ${needed})` as Fragment;
+  };
+  /** The JSON values a filter value s stands for, as equalsOne and `all` read it. */
+  const scalars = (s: string): Fragment[] => [
+    db`to_jsonb(${s}::text)` as Fragment,
+    ...(numeric(s) ? [db`to_jsonb(${s}::numeric)` as Fragment] : []),
+    ...(s === 'true' || s === 'false' ? [db`to_jsonb(${s === 'true'}::boolean)` as Fragment] : []),
+    ...(f.op !== 'all' && s === 'null' ? [db`'null'::jsonb` as Fragment] : []),
+  ];
   switch (f.op) {
     case 'is_null':
       return (
         f.values[0] ? db`(${x} is null or jsonb_typeof(${x}) = 'null')` : db`(${x} is not null and jsonb_typeof(${x}) <> 'null')`
       ) as Fragment;
     case 'equals':
-      return equalsOne(first);
+      return indexed(equalsOne(first), scalars);
     case 'in':
-      return or(db, v.map(equalsOne));
+      return indexed(or(db, v.map(equalsOne)), scalars);
     case 'gt':
       return ordered((a, b) => db`${a} > ${b}` as Fragment);
     case 'gte':
@@ -194,15 +215,18 @@ function jsonFilter(db: Db, f: Filter): Fragment {
     case 'array_length':
       return db`(jsonb_typeof(${x}) = 'array' and jsonb_array_length(${x}) = ${Number(first)}::int)` as Fragment;
     case 'all':
-      return db`(jsonb_typeof(${x}) = 'array' and ${and(
-        db,
-        v.map((s) => {
-          const alts: Fragment[] = [db`${x} @> jsonb_build_array(${s}::text)` as Fragment];
-          if (numeric(s)) alts.push(db`${x} @> jsonb_build_array(${s}::numeric)` as Fragment);
-          if (s === 'true' || s === 'false') alts.push(db`${x} @> jsonb_build_array(${s === 'true'}::boolean)` as Fragment);
-          return or(db, alts);
-        }),
-      )})` as Fragment;
+      return indexed(
+        db`(jsonb_typeof(${x}) = 'array' and ${and(
+          db,
+          v.map((s) => {
+            const alts: Fragment[] = [db`${x} @> jsonb_build_array(${s}::text)` as Fragment];
+            if (numeric(s)) alts.push(db`${x} @> jsonb_build_array(${s}::numeric)` as Fragment);
+            if (s === 'true' || s === 'false') alts.push(db`${x} @> jsonb_build_array(${s === 'true'}::boolean)` as Fragment);
+            return or(db, alts);
+          }),
+        )})` as Fragment,
+        (s) => scalars(s).map((leaf) => db`jsonb_build_array(${leaf})` as Fragment),
+      );
     case 'within_network':
       return db`(${isString} and svc_try_inet(${txt}) <<= svc_try_inet(${first}::text))` as Fragment;
     case 'contains_network':
