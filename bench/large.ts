@@ -9,15 +9,14 @@
 // order), so the comparison is of the same result. "svc SQL replay" is the service's own read
 // statements of one request replayed back to back through postgres.js: service median minus it is
 // roughly the request's cost outside the database. The hand-written SQL uses only the indexes the
-// migrations create; a last section builds a pg_trgm index on object names (not in the migrations)
-// to show what substring search could cost with it, then drops it.
+// migrations create (the trigram indexes of object names and descriptions among them).
 //
 // The SQL the service ran for each case is captured (postgres.js `debug`) and, with
 // BENCH_LARGE_EXPLAIN=1, printed with EXPLAIN (ANALYZE, BUFFERS) after the table.
 //
 // Uses SVC_DATABASE_URL when set (a fresh database is created and dropped), else an embedded
 // PostgreSQL. BENCH_LARGE_ITERATIONS (default 30) iterations per case, each case capped at
-// BENCH_LARGE_CASE_SECONDS (default 20) seconds; BENCH_LARGE_TRGM=0 skips the pg_trgm section.
+// BENCH_LARGE_CASE_SECONDS (default 20) seconds.
 import postgres from 'postgres';
 import { createClass, createCollection, seedObjects, type Bench, startBench } from './setup.ts';
 
@@ -30,7 +29,6 @@ const OBJECTS = Math.max(1000, int('BENCH_LARGE_OBJECTS', 1_000_000));
 const EVENTS = Math.max(1000, int('BENCH_LARGE_EVENTS', 5_000_000));
 const ITER = Math.max(5, int('BENCH_LARGE_ITERATIONS', 30));
 const CASE_MS = Math.max(1, int('BENCH_LARGE_CASE_SECONDS', 20)) * 1000;
-const TRGM = process.env.BENCH_LARGE_TRGM !== '0';
 const EXPLAIN = process.env.BENCH_LARGE_EXPLAIN === '1';
 /** The events spread over this many collections; the non-admin reader has ReadAudit on the first. */
 const EVENT_COLLECTIONS = 5;
@@ -326,7 +324,7 @@ try {
     async () => ({
       ids: ids(
         await direct`
-        select ${OBJ} from objects where lower(name) like '%beef%' or lower(description) like '%beef%' order by id limit 100`,
+        select ${OBJ} from objects where name ilike '%beef%' or description ilike '%beef%' order by id limit 100`,
       ),
     }),
     'names and descriptions',
@@ -435,42 +433,6 @@ try {
       `statements the service ran for one request; svc SQL replay = its read statements replayed through postgres.js.\n`,
   );
   console.log(table());
-
-  // --- pg_trgm (not in the migrations): what substring search could cost ----------------------
-  if (TRGM) {
-    t0 = performance.now();
-    await direct`create extension if not exists pg_trgm`;
-    await direct`create index bench_objects_name_trgm on objects using gin (name gin_trgm_ops)`;
-    await direct`analyze objects`;
-    const built = (performance.now() - t0) / 1000;
-    const trgm: string[] = [];
-    for (const [label, q] of [
-      ['like', direct`name like '%beef%'`],
-      ['strpos (as the service)', direct`strpos(name, 'beef') > 0`],
-    ] as const) {
-      const times: number[] = [];
-      for (let i = 0; i < Math.min(ITER, 20); i++) {
-        const t = nowUs();
-        await direct`select ${OBJ} from objects where class_id = ${classId} and ${q} order by id limit 100`;
-        times.push(nowUs() - t);
-      }
-      times.sort((x, y) => x - y);
-      trgm.push(`  ${label.padEnd(24)} median ${fmt(percentile(times, 0.5))}, p95 ${fmt(percentile(times, 0.95))}`);
-    }
-    const plan = await direct.unsafe(
-      `explain select id from objects where class_id = ${classId} and strpos(name, 'beef') > 0 order by id limit 100`,
-    );
-    const likePlan = await direct.unsafe(
-      `explain select id from objects where class_id = ${classId} and name like '%beef%' order by id limit 100`,
-    );
-    await direct`drop index bench_objects_name_trgm`;
-    console.log(
-      `\nWith a pg_trgm GIN index on objects.name (built in ${built.toFixed(0)} s; dropped again), SQL for name contains "beef":\n` +
-        trgm.join('\n') +
-        `\n  plan with like:   ${likePlan.map((r) => r['QUERY PLAN']).join(' / ')}` +
-        `\n  plan with strpos: ${plan.map((r) => r['QUERY PLAN']).join(' / ')}`,
-    );
-  }
 
   if (EXPLAIN) {
     for (const [name, stmts] of captured) {

@@ -74,7 +74,8 @@ function cast(db: Db, f: Filter, v: unknown): Fragment {
   }
 }
 
-function likeEscape(s: string): string {
+/** s as a LIKE pattern that matches it literally (backslash is LIKE's default escape). */
+export function likeEscape(s: string): string {
   return s.replace(/[\\%_]/g, (m) => '\\' + m);
 }
 
@@ -122,10 +123,12 @@ function textOp(db: Db, c: Fragment, op: string, v: string): Fragment {
       return db`${c} = ${v}::text` as Fragment;
     case 'iequals':
       return db`lower(${c}) = lower(${v}::text)` as Fragment;
+    // LIKE / ILIKE rather than strpos: a trigram index can answer them (migrations/0190); ILIKE
+    // compares lower() of both sides, as the lower()-based match did.
     case 'contains':
-      return db`strpos(${c}, ${v}::text) > 0` as Fragment;
+      return db`${c} like ${'%' + likeEscape(v) + '%'}::text` as Fragment;
     case 'icontains':
-      return db`strpos(lower(${c}), lower(${v}::text)) > 0` as Fragment;
+      return db`${c} ilike ${'%' + likeEscape(v) + '%'}::text` as Fragment;
     case 'startswith':
       return db`${c} like ${likeEscape(v) + '%'}::text` as Fragment;
     case 'istartswith':
