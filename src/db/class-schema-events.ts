@@ -10,28 +10,20 @@ import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from './sql.ts';
 import { withTx } from './tx.ts';
 import { appendEvent } from './events.ts';
-import { type NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
 import { appendMany, classObjectsCursor, type ClassValues } from './classes.ts';
 import { type ClassRow } from '../domain/views/classes.ts';
-import type { ObjectRow } from '../domain/views/objects.ts';
 import {
   ExistingObjectsInvalid,
   INVALID_SAMPLE,
   NO_IMPACT,
   assessSchemaChange,
-  complianceOf,
   schemaChangeNeedsCheck,
   schemaDigest,
-  type ObjectCompliance,
   type SchemaImpact,
 } from '../domain/class-schema.ts';
 import { ApiError } from '../domain/errors.ts';
-
-interface SchemaConfig {
-  json_schema: unknown;
-  validate_schema: boolean;
-}
+import { type SchemaConfig, schemaConfigOf, changeKind, schemaConfigChanged, flipEvent } from '../domain/views/class-schema-events.ts';
 
 /** A schema change refused because stored objects fail it: the 409 plus what the audit record needs. */
 export class SchemaChangeRefused extends ApiError {
@@ -44,55 +36,19 @@ export class SchemaChangeRefused extends ApiError {
   }
 }
 
-function config(c: SchemaConfig): { json_schema: unknown; validate_schema: boolean } {
-  return { json_schema: c.json_schema ?? null, validate_schema: c.validate_schema };
-}
-
-/** How a schema configuration changes: schema_set, schema_replaced, validation_enabled or validation_disabled. */
-function changeKind(before: SchemaConfig | null, next: SchemaConfig): string {
-  const prev = before?.json_schema ?? null;
-  if (prev === null) return 'schema_set';
-  if (schemaDigest(prev) !== schemaDigest(next.json_schema)) return 'schema_replaced';
-  return next.validate_schema ? 'validation_enabled' : 'validation_disabled';
-}
-
-function schemaConfigChanged(before: SchemaConfig | null, after: SchemaConfig): boolean {
-  if (before === null) return (after.json_schema ?? null) !== null;
-  return schemaDigest(before.json_schema) !== schemaDigest(after.json_schema) || before.validate_schema !== after.validate_schema;
-}
-
 /**
  * Checks the stored objects of a class against a changed schema configuration, inside the class
  * change's transaction (the caller holds the class row for update). Throws SchemaChangeRefused
  * (409) when the change would enforce a schema that stored objects fail.
  */
 export async function checkClassSchemaChange(tx: TransactionSql, before: ClassRow, next: ClassValues): Promise<SchemaImpact> {
-  if (!schemaChangeNeedsCheck(config(before), config(next))) return NO_IMPACT;
+  if (!schemaChangeNeedsCheck(schemaConfigOf(before), schemaConfigOf(next))) return NO_IMPACT;
   try {
-    return await assessSchemaChange(classObjectsCursor(tx, before.id), config(before), config(next));
+    return await assessSchemaChange(classObjectsCursor(tx, before.id), schemaConfigOf(before), schemaConfigOf(next));
   } catch (err) {
-    if (err instanceof ExistingObjectsInvalid) throw new SchemaChangeRefused(before, config(next), err);
+    if (err instanceof ExistingObjectsInvalid) throw new SchemaChangeRefused(before, schemaConfigOf(next), err);
     throw err;
   }
-}
-
-function flipEvent(cls: ClassRow, o: ObjectCompliance, cause: string, schema: unknown): NewEvent {
-  return {
-    entityType: 'object_validation',
-    entityId: o.id,
-    entityName: o.name,
-    collectionId: cls.collection_id,
-    action: 'updated',
-    summary: `object ${o.name} ${o.compliant ? 'now matches' : 'no longer matches'} the schema of class ${cls.name}`,
-    metadata: {
-      class_id: cls.id,
-      cause,
-      compliant: o.compliant,
-      compliance_changed: true,
-      schema_digest: schemaDigest(schema),
-      violations: o.violations,
-    },
-  };
 }
 
 /**
@@ -114,7 +70,7 @@ export async function recordClassSchemaChange(
     entityId: after.id,
     entityName: after.name,
     collectionId: after.collection_id,
-    before: before === null || (before.json_schema ?? null) === null ? null : config(before),
+    before: before === null || (before.json_schema ?? null) === null ? null : schemaConfigOf(before),
     beforeRevision: before?.revision ?? null,
   };
   const previous = {
@@ -141,14 +97,14 @@ export async function recordClassSchemaChange(
       ...common,
       action: 'staged',
       summary: `class ${after.name}: schema staged`,
-      after: config(after),
+      after: schemaConfigOf(after),
       metadata: meta,
     });
     await appendEvent(tx, actor, {
       ...common,
       action: 'activated',
       summary: `class ${after.name}: schema activated${after.validate_schema ? ' with validation' : ' without validation'}`,
-      after: config(after),
+      after: schemaConfigOf(after),
       afterRevision: after.revision,
       metadata: { ...meta, ...outcome },
     });
@@ -170,7 +126,7 @@ export async function recordClassSchemaDeletedWithClass(tx: TransactionSql, acto
     collectionId: cls.collection_id,
     action: 'deleted',
     summary: `class ${cls.name}: schema deleted with the class`,
-    before: config(cls),
+    before: schemaConfigOf(cls),
     beforeRevision: cls.revision,
     metadata: {
       class_id: cls.id,
@@ -201,8 +157,8 @@ export async function recordRefusedSchemaChange(sql: Sql, log: Logger, actor: Ac
         collectionId: cls.collection_id,
         action: 'abandoned',
         summary: `class ${cls.name}: schema change abandoned, ${refusal.failing} stored object(s) do not match`,
-        before: (cls.json_schema ?? null) === null ? null : config(cls),
-        after: config(next),
+        before: (cls.json_schema ?? null) === null ? null : schemaConfigOf(cls),
+        after: schemaConfigOf(next),
         beforeRevision: cls.revision,
         metadata: {
           class_id: cls.id,
@@ -242,22 +198,4 @@ export async function recordRefusedSchemaChange(sql: Sql, log: Logger, actor: Ac
   } catch (err) {
     log.error({ err, class_id: cls.id }, 'could not record a refused class schema change');
   }
-}
-
-/**
- * `object_validation.updated` when an object write flips its compliance with the class schema
- * (a new object counts as compliant before its first write). With validation enforced a
- * non-compliant write is refused, so only classes with a schema and validation off can flip here.
- */
-export function objectComplianceEvent(cls: ClassRow, before: ObjectRow | null, after: ObjectRow): NewEvent | null {
-  // Enforced validation keeps every stored object compliant, so nothing can flip.
-  if ((cls.json_schema ?? null) === null || cls.validate_schema) return null;
-  const was = before === null ? true : complianceOf(cls.json_schema, before.json_data).compliant;
-  const now = complianceOf(cls.json_schema, after.json_data);
-  if (was === now.compliant) return null;
-  return {
-    ...flipEvent(cls, { id: after.id, name: after.name, ...now }, 'object_written', cls.json_schema),
-    collectionId: after.collection_id,
-    afterRevision: after.revision,
-  };
 }

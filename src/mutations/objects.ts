@@ -8,7 +8,7 @@ import { appendEvent } from '../db/events.ts';
 import { readClassAs, readObjectAs } from '../db/authz.ts';
 import { shareLockClass } from '../db/classes.ts';
 import { type ClassRow } from '../domain/views/classes.ts';
-import { objectComplianceEvent } from '../db/class-schema-events.ts';
+import { objectComplianceEvent } from '../domain/views/class-schema-events.ts';
 import {
   deleteObjectWithRelations,
   insertObjectWithEvents,
