@@ -65,12 +65,12 @@ export async function lockClass(tx: TransactionSql, id: number): Promise<ClassRo
   return row;
 }
 
-/** Share-locks the class for an object write: its schema and collection cannot change meanwhile. */
-/** The class, share-locked, with the transaction's now() (the updated_at of what the caller writes under it). */
-export async function shareLockClass(tx: TransactionSql, id: number): Promise<(ClassRow & { svc_now: Date }) | undefined> {
-  const [row] = await tx<
-    (ClassRow & { svc_now: Date })[]
-  >`select ${classCols(tx)}, now() as svc_now from classes k where k.id = ${id}::int for share`;
+/** A class as a write under it reads it: the row and the transaction's now() (the updated_at of what it writes). */
+export type LockedClass = ClassRow & { svc_now: Date };
+
+/** Share-locks the class for an object write (its schema and collection cannot change meanwhile), with now(). */
+export async function shareLockClass(tx: TransactionSql, id: number): Promise<LockedClass | undefined> {
+  const [row] = await tx<LockedClass[]>`select ${classCols(tx)}, now() as svc_now from classes k where k.id = ${id}::int for share`;
   return row;
 }
 

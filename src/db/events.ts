@@ -24,6 +24,11 @@ export function insertEventsSql(tx: Db, actor: Actor, events: NewEvent[]): Fragm
   return tx`insert into events (${EVENT_COLUMNS(tx)}) values ${values.slice(1).reduce((all, v) => tx`${all}, ${v}` as Fragment, values[0]!)}` as Fragment;
 }
 
+/** `, e as (insert into events …)`: the events as one more CTE of a write's statement; nothing when there are none. */
+export function eventsCte(tx: Db, actor: Actor, events: NewEvent[]): Fragment {
+  return (events.length ? tx`, e as (${insertEventsSql(tx, actor, events)})` : tx``) as Fragment;
+}
+
 function EVENT_COLUMNS(tx: Db): Fragment {
   return tx`entity_type, entity_id, entity_name, collection_id, related_collection_ids, action,
       actor_kind, actor_user_id, initiator_user_id, task_id, provenance, request_id, correlation_id,

@@ -4,7 +4,7 @@ import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
-import { appendEvent, insertEventsSql } from './events.ts';
+import { appendEvent, eventsCte } from './events.ts';
 import { classCols } from './classes.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -235,7 +235,7 @@ export async function insertObjectWithEvents(tx: TransactionSql, actor: Actor, v
       values (${v.id}::int, ${v.name}, ${v.description}, ${v.collection_id}::int, ${v.class_id}::int,
         ${JSON.stringify(v.json_data ?? null)}::text::jsonb)
       returning ${objectCols(tx)}
-    )${events.length ? tx`, e as (${insertEventsSql(tx, actor, events)})` : tx``}
+    )${eventsCte(tx, actor, events)}
     select * from o`;
   return row!;
 }
@@ -252,7 +252,7 @@ export async function updateObjectWithEvents(tx: TransactionSql, actor: Actor, a
         json_data = ${JSON.stringify(after.json_data ?? null)}::text::jsonb, updated_at = now(), revision = o.revision + 1
       where o.id = ${after.id}::int
       returning ${objectCols(tx)}
-    )${events.length ? tx`, e as (${insertEventsSql(tx, actor, events)})` : tx``}
+    )${eventsCte(tx, actor, events)}
     select * from o`;
   return row!;
 }

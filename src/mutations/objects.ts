@@ -6,8 +6,7 @@ import { assertFitsClass } from '../domain/class-schema.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
 import { appendEvent } from '../db/events.ts';
 import { readClassAs, readObjectAs } from '../db/authz.ts';
-import { shareLockClass } from '../db/classes.ts';
-import { type ClassRow } from '../domain/views/classes.ts';
+import { shareLockClass, type LockedClass } from '../db/classes.ts';
 import { objectComplianceEvent } from '../domain/views/class-schema-events.ts';
 import {
   deleteObjectWithRelations,
@@ -56,7 +55,7 @@ async function lockForWrite(
   t: ObjectTarget,
   perm: 'UpdateObject' | 'DeleteObject',
   ifMatch: string | undefined,
-): Promise<{ cls: ClassRow & { svc_now: Date }; obj: ObjectRow }> {
+): Promise<{ cls: LockedClass; obj: ObjectRow }> {
   const locking = shareLockClass(m.tx, t.classId);
   locking.catch(() => undefined); // awaited below
   const id = t.objectId ?? (await objectIdByName(m.tx, t.classId, t.objectName!));
@@ -75,7 +74,7 @@ async function lockForWrite(
 /** Writes a changed object with its event and compliance record; nothing when nothing changes. */
 async function writeObject(
   m: MutationContext,
-  cls: ClassRow & { svc_now: Date },
+  cls: LockedClass,
   before: ObjectRow,
   next: { name: string; description: string; json_data: unknown },
   how: string,
@@ -103,7 +102,7 @@ async function writeObject(
 export async function createObject(m: MutationContext, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
   // Two statements: the class (share-locked, with the permission check, the new id and now()), then
   // the object and its events together.
-  const cls = await readClassAs<ClassRow & { svc_next_id: number; svc_now: Date }>(
+  const cls = await readClassAs<LockedClass & { svc_next_id: number }>(
     m.tx,
     m.auth,
     classId,
