@@ -24,7 +24,7 @@ export const SERVER_SCHEMA = {
   },
 };
 
-function serverData(i: number) {
+export function serverData(i: number) {
   return {
     hostname: `new-${i}.example.net`,
     env: ['prod', 'staging', 'dev'][i % 3],

@@ -19,6 +19,7 @@ import { benchAudit } from './audit.ts';
 import { benchIdentity } from './identity.ts';
 import { benchExport, benchFanout } from './tasks.ts';
 import { benchDriverQueue } from './driver-queue.ts';
+import { benchRoundTrips } from './round-trips.ts';
 
 const int = (name: string, fallback: number) => {
   const v = Number(process.env[name] ?? fallback);
@@ -46,9 +47,11 @@ try {
   await benchAudit(b, EVENTS);
   await benchExport(b, big, RUNS);
   await benchFanout(b, collectionId, FANOUT_EVENTS, RUNS);
+  const roundTrips = await benchRoundTrips(b, collectionId);
   const driverQueue = await benchDriverQueue(b.deps.config.SVC_DATABASE_URL!);
 
   console.log(report());
+  console.log(`\n${roundTrips}`);
   console.log(`\n${driverQueue}`);
   console.log(`\n(BENCH_ITERATIONS=${ITER}; total run ${((performance.now() - started) / 1000).toFixed(0)} s)`);
 } finally {

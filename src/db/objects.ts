@@ -4,7 +4,8 @@ import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
-import { appendEvent, eventsCte } from './events.ts';
+import { eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
 import { classCols } from './classes.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -227,16 +228,25 @@ export function newObjectClassCols(db: Db): Fragment {
   return db`${classCols(db)}, nextval(pg_get_serial_sequence('objects', 'id'))::int as svc_next_id, now() as svc_now` as Fragment;
 }
 
-/** Inserts the object (with the id newObjectClassCols reserved) and its audit events in one statement. */
-export async function insertObjectWithEvents(tx: TransactionSql, actor: Actor, v: ObjectRow, events: NewEvent[]): Promise<ObjectRow> {
-  const [row] = await tx<ObjectRow[]>`
+/**
+ * Inserts the object (with the id newObjectClassCols reserved) and its audit events in one statement;
+ * `final` marks it as the transaction's last (COMMIT goes with it).
+ */
+export async function insertObjectWithEvents(
+  tx: TransactionSql,
+  actor: Actor,
+  v: ObjectRow,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<ObjectRow> {
+  const [row] = await final(tx<ObjectRow[]>`
     with o as (
       insert into objects as o (id, name, description, collection_id, class_id, json_data)
       values (${v.id}::int, ${v.name}, ${v.description}, ${v.collection_id}::int, ${v.class_id}::int,
         ${JSON.stringify(v.json_data ?? null)}::text::jsonb)
       returning ${objectCols(tx)}
     )${eventsCte(tx, actor, events)}
-    select * from o`;
+    select * from o`);
   return row!;
 }
 
@@ -245,43 +255,48 @@ export async function insertObjectWithEvents(tx: TransactionSql, actor: Actor, v
  * the row as it will be (revision + 1, updated_at the transaction's now()), so the events can be built
  * first; the returned row is the database's.
  */
-export async function updateObjectWithEvents(tx: TransactionSql, actor: Actor, after: ObjectRow, events: NewEvent[]): Promise<ObjectRow> {
-  const [row] = await tx<ObjectRow[]>`
+export async function updateObjectWithEvents(
+  tx: TransactionSql,
+  actor: Actor,
+  after: ObjectRow,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<ObjectRow> {
+  const [row] = await final(tx<ObjectRow[]>`
     with o as (
       update objects as o set name = ${after.name}, description = ${after.description},
         json_data = ${JSON.stringify(after.json_data ?? null)}::text::jsonb, updated_at = now(), revision = o.revision + 1
       where o.id = ${after.id}::int
       returning ${objectCols(tx)}
     )${eventsCte(tx, actor, events)}
-    select * from o`;
+    select * from o`);
   return row!;
 }
 
-/** Deletes an object (locked by the caller) and its relations, with a `deleted` event for each relation. */
-export async function deleteObjectWithRelations(tx: TransactionSql, actor: Actor, obj: ObjectRow): Promise<number> {
-  const rels = await tx<(ObjectRelationRow & RelationEnds)[]>`
+/** The relations of an object (locked for update), with the collections of both ends. */
+export function lockObjectRelations(tx: TransactionSql, objectId: number): Promise<(ObjectRelationRow & RelationEnds)[]> {
+  return tx<(ObjectRelationRow & RelationEnds)[]>`
     select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision,
       fo.collection_id as from_collection_id, t.collection_id as to_collection_id
     from object_relations r join objects fo on fo.id = r.from_object_id join objects t on t.id = r.to_object_id
-    where r.from_object_id = ${obj.id}::int or r.to_object_id = ${obj.id}::int
+    where r.from_object_id = ${objectId}::int or r.to_object_id = ${objectId}::int
     order by r.id for update of r`;
-  if (rels.length) await tx`delete from object_relations where id = any(${rels.map((r) => r.id)}::int[])`;
-  for (const r of rels) {
-    const { from_collection_id, to_collection_id, ...snapshot } = r;
-    await appendEvent(tx, actor, {
-      entityType: 'object_relation',
-      entityId: r.id,
-      collectionId: from_collection_id,
-      relatedCollectionIds: [to_collection_id],
-      action: 'deleted',
-      summary: `object relation ${r.id} deleted with object ${obj.name}`,
-      before: snapshot,
-      beforeRevision: r.revision,
-      metadata: { object_id: obj.id, cause: 'object_deleted' },
-    });
-  }
-  await tx`delete from objects where id = ${obj.id}::int`;
-  return rels.length;
+}
+
+/**
+ * Deletes an object (locked by the caller, as are its relations, which go with it: on delete
+ * cascade) and appends the events of both in one statement.
+ */
+export async function deleteObjectWithEvents(
+  tx: TransactionSql,
+  actor: Actor,
+  objectId: number,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<void> {
+  await final(tx`
+    with o as (delete from objects where id = ${objectId}::int returning id)${eventsCte(tx, actor, events)}
+    select count(*) from o`);
 }
 
 export { and };

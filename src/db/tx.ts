@@ -70,6 +70,21 @@ export async function withTx<T>(db: Db, fn: (tx: TransactionSql) => Promise<T>):
   }
 }
 
-function isTx(db: Db): db is TransactionSql {
+/**
+ * Wraps a transaction's final statement. `commitWith(tx)` sends COMMIT right behind it (postgres.js
+ * as patched in patches/: both go out in one write, so the statement and COMMIT cost one round trip);
+ * the identity when the caller does not own the transaction (it commits later). A statement issued
+ * after the final one is refused, so only the owner of a transaction may hand out commitWith.
+ */
+export type Final = <Q extends PromiseLike<unknown>>(query: Q) => Q;
+
+export const notFinal: Final = (query) => query;
+
+export function commitWith(tx: TransactionSql): Final {
+  const fn = (tx as unknown as { commitWith?: Final }).commitWith;
+  return typeof fn === 'function' ? fn : notFinal;
+}
+
+export function isTx(db: Db): db is TransactionSql {
   return typeof (db as TransactionSql).savepoint === 'function';
 }

@@ -104,8 +104,12 @@ async function objectReply(ctx: Ctx, classId: number, objectId: number, include:
 async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>) {
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
-  await requireClassPermission(db, auth, classId, 'ReadClass');
-  const active = await activeFields(db, classId, auth.principal);
+  // The permission and the class's computed fields are read side by side (one round trip), the page after.
+  const allowed = requireClassPermission(db, auth, classId, 'ReadClass');
+  const fields = activeFields(db, classId, auth.principal);
+  fields.catch(() => undefined); // awaited below, unless the permission check refuses
+  await allowed;
+  const active = await fields;
   const include = wantsComputed(query);
   const q = parseObjectQuery(db, query, active, auth, classId, { reserved: ['include'] });
   const where: Fragment[] = [

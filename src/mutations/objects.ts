@@ -4,19 +4,20 @@
 import { ApiError, notFound } from '../domain/errors.ts';
 import { assertFitsClass } from '../domain/class-schema.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
-import { appendEvent } from '../db/events.ts';
 import { readClassAs, readObjectAs } from '../db/authz.ts';
 import { shareLockClass, type LockedClass } from '../db/classes.ts';
 import { objectComplianceEvent } from '../domain/views/class-schema-events.ts';
 import {
-  deleteObjectWithRelations,
+  deleteObjectWithEvents,
   insertObjectWithEvents,
+  lockObjectRelations,
   newObjectClassCols,
   objectCols,
   objectIdByName,
   updateObjectWithEvents,
 } from '../db/objects.ts';
-import { objectCreatedEvent, objectUpdatedEvent, objectView, type ObjectRow } from '../domain/views/objects.ts';
+import { objectCreatedEvent, objectDeletedEvent, objectUpdatedEvent, type ObjectRow } from '../domain/views/objects.ts';
+import { objectRelationDeletedWithObjectEvent } from '../domain/views/relations.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'object';
@@ -95,13 +96,14 @@ async function writeObject(
     const events = [objectUpdatedEvent(before, after, cls.id, dataChanged, how)];
     const compliance = dataChanged ? objectComplianceEvent(cls, before, after) : null;
     if (compliance) events.push(compliance);
-    return updateObjectWithEvents(m.tx, m.actor, after, events);
+    return updateObjectWithEvents(m.tx, m.actor, after, events, m.final);
   });
 }
 
 export async function createObject(m: MutationContext, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
-  // Two statements: the class (share-locked, with the permission check, the new id and now()), then
-  // the object and its events together.
+  // Two statements, two round trips: the class (share-locked, with the permission check, the new id
+  // and now(); BEGIN and the actor binding go out with it), then the object and its events together
+  // (with COMMIT when the transaction is this mutation's).
   const cls = await readClassAs<LockedClass & { svc_next_id: number }>(
     m.tx,
     m.auth,
@@ -129,6 +131,7 @@ export async function createObject(m: MutationContext, classId: number, classNam
     m.actor,
     row,
     compliance ? [objectCreatedEvent(row, cls), compliance] : [objectCreatedEvent(row, cls)],
+    m.final,
   );
 }
 
@@ -161,19 +164,20 @@ export async function patchObjectData(m: MutationContext, t: ObjectTarget, patch
   return writeObject(m, cls, obj, { name: obj.name, description: obj.description, json_data: data }, ' (JSON Patch)');
 }
 
-/** Deletes an object with its relations (each recorded as deleted). */
+/**
+ * Deletes an object with its relations (each recorded as deleted). Addressed by id, the relations are
+ * read and locked in the same round trip as the class and the object (after them: no relation can be
+ * added to a locked object); the delete and every event are then one statement.
+ */
 export async function deleteObject(m: MutationContext, t: ObjectTarget, ifMatch?: string): Promise<void> {
-  const { cls, obj } = await lockForWrite(m, t, 'DeleteObject', ifMatch);
-  const relations = await deleteObjectWithRelations(m.tx, m.actor, obj);
-  await appendEvent(m.tx, m.actor, {
-    entityType: KIND,
-    entityId: obj.id,
-    entityName: obj.name,
-    collectionId: obj.collection_id,
-    action: 'deleted',
-    summary: `object ${obj.name} deleted from class ${cls.name}`,
-    before: objectView(obj),
-    beforeRevision: obj.revision,
-    metadata: { class_id: cls.id, deleted_object_relations: relations },
-  });
+  const locked = lockForWrite(m, t, 'DeleteObject', ifMatch);
+  const early = t.objectId != null ? lockObjectRelations(m.tx, t.objectId) : null;
+  early?.catch(() => undefined); // awaited below, unless the object answers 404 or 403
+  const { cls, obj } = await locked;
+  const relations = await (early ?? lockObjectRelations(m.tx, obj.id));
+  const events = relations.map(({ from_collection_id, to_collection_id, ...r }) =>
+    objectRelationDeletedWithObjectEvent(r, { from_collection_id, to_collection_id }, obj.id, obj.name),
+  );
+  events.push(objectDeletedEvent(obj, cls, relations.length));
+  await deleteObjectWithEvents(m.tx, m.actor, obj.id, events, m.final);
 }

@@ -61,3 +61,18 @@ export function objectUpdatedEvent(before: ObjectRow, after: ObjectRow, classId:
     metadata: { class_id: classId, data_changed: dataChanged },
   };
 }
+
+/** The event of an object's delete; `relations` counts the object relations deleted with it. */
+export function objectDeletedEvent(obj: ObjectRow, cls: { id: number; name: string }, relations: number): NewEvent {
+  return {
+    entityType: 'object',
+    entityId: obj.id,
+    entityName: obj.name,
+    collectionId: obj.collection_id,
+    action: 'deleted',
+    summary: `object ${obj.name} deleted from class ${cls.name}`,
+    before: objectView(obj),
+    beforeRevision: obj.revision,
+    metadata: { class_id: cls.id, deleted_object_relations: relations },
+  };
+}

@@ -47,3 +47,23 @@ export function objectRelationEvent(r: ObjectRelationRow, ends: RelationEnds, ac
     metadata: { class_relation_id: r.class_relation_id, from_object_id: r.from_object_id, to_object_id: r.to_object_id },
   };
 }
+
+/** The event of an object relation deleted because one of its objects was (its snapshot is the row). */
+export function objectRelationDeletedWithObjectEvent(
+  r: ObjectRelationRow,
+  ends: RelationEnds,
+  objectId: number,
+  objectName: string,
+): NewEvent {
+  return {
+    entityType: OBJECT_RELATION_KIND,
+    entityId: r.id,
+    collectionId: ends.from_collection_id,
+    relatedCollectionIds: [ends.to_collection_id],
+    action: 'deleted',
+    summary: `object relation ${r.id} deleted with object ${objectName}`,
+    before: r,
+    beforeRevision: r.revision,
+    metadata: { object_id: objectId, cause: 'object_deleted' },
+  };
+}

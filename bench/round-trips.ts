@@ -1,0 +1,139 @@
+// Database round trips per request (#14 items 3 and 4): a second app instance on the same database
+// reaches PostgreSQL through a proxy that holds every server → client chunk for DELAY_MS, so a
+// request's time is about (round trips × DELAY_MS) + its own small cost; the table gives the
+// median time and that time in round trips. Not a timed assertion: a count read off a clock slowed
+// down on purpose. Standalone: `npx tsx bench/round-trips.ts` (SVC_DATABASE_URL or embedded);
+// BENCH_RT_DELAY_MS sets the delay (default 25), BENCH_RT_TRACE=1 prints what the service writes to
+// PostgreSQL, chunk by chunk (statements written together share a line).
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { createApp } from '../src/app.ts';
+import { createSql } from '../src/db/sql.ts';
+import { createClass, type Bench } from './setup.ts';
+import { SERVER_SCHEMA, serverData } from './objects.ts';
+
+const DELAY_MS = Number(process.env.BENCH_RT_DELAY_MS ?? 25) || 25;
+const CALLS = 9;
+
+/** A TCP proxy to host:port that delays each chunk from the server by `delayMs` (order kept). */
+async function delayProxy(host: string, port: number, delayMs: number): Promise<{ port: number; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = connect(port, host);
+    for (const s of [client, upstream]) {
+      s.setNoDelay(true); // else Nagle holds a second answer until the first is acknowledged
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.on('data', (b) => {
+      if (process.env.BENCH_RT_TRACE)
+        console.log(
+          Math.round(performance.now()),
+          b
+            .toString('latin1')
+            .replace(/[^\x20-\x7e]+/g, ' ')
+            .slice(0, 160),
+        );
+      upstream.write(b);
+    });
+    upstream.on('data', (b) => setTimeout(() => client.writable && client.write(b), delayMs));
+    client.on('end', () => upstream.end());
+    upstream.on('end', () => setTimeout(() => client.end(), delayMs));
+  });
+  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
+  return {
+    port: (server.address() as { port: number }).port,
+    close: () =>
+      new Promise<void>((ok) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => ok());
+      }),
+  };
+}
+
+export async function benchRoundTrips(b: Bench, collectionId: number): Promise<string> {
+  const url = new URL(b.deps.config.SVC_DATABASE_URL!);
+  const proxy = await delayProxy(url.hostname || '127.0.0.1', Number(url.port || 5432), DELAY_MS);
+  url.hostname = '127.0.0.1';
+  url.port = String(proxy.port);
+  const sql = createSql(url.toString(), b.deps.config);
+  const app = await createApp({ ...b.deps, sql });
+  const classId = await createClass(b, collectionId, { json_schema: SERVER_SCHEMA, validate_schema: true });
+  const headers = { authorization: `Bearer ${b.adminToken}`, 'content-type': 'application/json' };
+  const call = async (method: string, path: string, body?: unknown, extra: Record<string, string> = {}) => {
+    const res = await app.fetch(
+      new Request(`http://bench.local${path}`, {
+        method,
+        headers: { ...headers, ...extra },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      }),
+    );
+    const text = await res.text();
+    if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
+    return { id: text ? (JSON.parse(text) as { id: number }).id : 0, etag: res.headers.get('etag') ?? '' };
+  };
+  const rows: string[][] = [];
+  const timeEach = async (name: string, fn: (i: number) => Promise<unknown>) => {
+    await fn(-1); // prepares the statements on the connection it lands on
+    const ms: number[] = [];
+    for (let i = 0; i < CALLS; i++) {
+      const t = performance.now();
+      await fn(i);
+      ms.push(performance.now() - t);
+    }
+    ms.sort((x, y) => x - y);
+    const median = ms[Math.floor(ms.length / 2)]!;
+    rows.push([name, `${median.toFixed(1)} ms`, (median / DELAY_MS).toFixed(1)]);
+  };
+  try {
+    const base = `/api/v1/classes/${classId}`;
+    const made: { id: number; etag: string }[] = [];
+    await call('GET', '/api/v1/collections'); // the token is validated once, then cached
+    await timeEach('createObject (schema enforced, audit event)', async (i) => {
+      made.push(await call('POST', `${base}/objects`, { name: `rt-${i + 1}-${Date.now()}`, json_data: serverData(i + 1) }));
+    });
+    const target = made[0]!;
+    await timeEach('getObject', () => call('GET', `${base}/${target.id}`));
+    await timeEach('listObjects (filter, sort, page of 5)', () =>
+      call('GET', `${base}/objects?json_data__equals=env=prod&sort=-name&limit=5`),
+    );
+    let etag = target.etag;
+    await timeEach('updateObject (PATCH, If-Match)', async (i) => {
+      etag = (await call('PATCH', `${base}/${target.id}`, { json_data: serverData(100 + i) }, { 'if-match': etag })).etag;
+    });
+    await timeEach('patchObjectData (JSON Patch, If-Match)', async (i) => {
+      const patch = [{ op: 'replace', path: '/counter', value: i + 10 }];
+      etag = (await call('PATCH', `${base}/${target.id}/data`, patch, { 'if-match': etag, 'content-type': 'application/json-patch+json' }))
+        .etag;
+    });
+    for (let i = made.length; i <= CALLS + 1; i++)
+      made.push(await call('POST', `${base}/objects`, { name: `rt-x${i}-${Date.now()}`, json_data: serverData(i) }));
+    let next = 1;
+    await timeEach('deleteObject', () => call('DELETE', `${base}/${made[next++]!.id}`));
+  } finally {
+    await sql.end();
+    await proxy.close();
+  }
+  const w = [Math.max(...rows.map((r) => r[0]!.length), 4), 10, 11];
+  const line = (c: string[]) => `| ${c.map((x, i) => (i ? x.padStart(w[i]!) : x.padEnd(w[i]!))).join(' | ')} |`;
+  return [
+    `Database round trips per request (every answer from PostgreSQL held ${DELAY_MS} ms by a proxy; round trips = median / ${DELAY_MS} ms):`,
+    '',
+    line(['case', 'median', 'round trips']),
+    `|${w.map((n) => '-'.repeat(n + 2)).join('|')}|`,
+    ...rows.map(line),
+  ].join('\n');
+}
+
+if (process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop()!)) {
+  const { startBench, createCollection } = await import('./setup.ts');
+  const b = await startBench();
+  try {
+    console.log(await benchRoundTrips(b, await createCollection(b)));
+  } finally {
+    await b.close();
+  }
+}
