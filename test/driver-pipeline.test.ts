@@ -151,7 +151,7 @@ describe.each(copies)('postgres.js transactions, %s copy', (_name, load) => {
     await expect(
       sql.begin(async (tx) => {
         void tx.commitWith(tx.unsafe(`select 1`));
-        tx.commitWith(tx.unsafe(`select 2`));
+        void tx.commitWith(tx.unsafe(`select 2`)); // throws: COMMIT is already on its way
       }),
     ).rejects.toMatchObject({ code: 'COMMIT_SENT' });
     // the final statement before the refused one did commit

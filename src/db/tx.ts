@@ -81,8 +81,7 @@ export type Final = <Q extends PromiseLike<unknown>>(query: Q) => Q;
 export const notFinal: Final = (query) => query;
 
 export function commitWith(tx: TransactionSql): Final {
-  const fn = (tx as unknown as { commitWith?: Final }).commitWith;
-  return typeof fn === 'function' ? fn : notFinal;
+  return (query) => tx.commitWith(query);
 }
 
 export function isTx(db: Db): db is TransactionSql {
