@@ -9,6 +9,7 @@ export default tseslint.config(
       'test/client-compat/',
       'data/',
       'console/dist/',
+      'dist/',
       'artifacts/',
       'spec/',
       'eslint.config.js',

@@ -3,7 +3,9 @@
 // 127.0.0.1 and the same database. Every measurement starts a fresh process, warms it, then loads it
 // with autocannon (used as a library, in this process); rounds run bare, service, bare, service, and
 // each row's ratio is service / bare within a round. Also: a soak (one service process under
-// getObject, last window vs first), the service's RSS, and 2 api processes vs 1.
+// getObject, last window vs first), the service's RSS, and 2 api processes vs 1. Both servers run
+// as plain JavaScript bundles (scripts/build-server.ts, rebuilt at the start), the service as
+// `make run` and deploy/*.service run it.
 // Prints numbers only (a markdown table on stdout, progress on stderr); tests never time anything.
 //
 // Uses SVC_DATABASE_URL when set (a scratch database is created on that server and dropped), else an
@@ -26,6 +28,7 @@ import autocannon, { type AutocannonInstance, type AutocannonRequest } from 'aut
 import postgres from 'postgres';
 import { startEmbeddedPostgres, type EmbeddedDb } from '../src/db/embedded.ts';
 import { SERVER_SCHEMA } from './objects.ts';
+import { bundle, SERVER_BUNDLE } from '../scripts/build-server.ts';
 
 const int = (name: string, fallback: number, min = 1) => {
   const v = Number(process.env[name] ?? fallback);
@@ -46,6 +49,7 @@ const SVC_NODE_OPTIONS = (process.env.BENCH_SVC_NODE_OPTIONS ?? '').split(' ').f
 const BARE_NODE_OPTIONS = (process.env.BENCH_BARE_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
 const ADMIN_PASSWORD = 'bench-throughput-password';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const BARE_BUNDLE = 'dist/bench/bare-server.js';
 const TICK_US = 1e6 / (Number(process.env.BENCH_CLK_TCK) || 100); // USER_HZ: 100 on Linux
 
 // ---------------------------------------------------------------------------------------------
@@ -90,9 +94,9 @@ async function startProc(
   readyPath: string,
   nodeOptions: string[] = [],
 ): Promise<Proc> {
-  // node itself (not npx/tsx's CLI, which would run the server as a grandchild): the pid we read
+  // node itself (not npx's CLI, which would run the server as a grandchild): the pid we read
   // /proc of is the server's.
-  const child = spawn(process.execPath, [...nodeOptions, '--import', 'tsx', script], {
+  const child = spawn(process.execPath, [...nodeOptions, '--enable-source-maps', script], {
     cwd: ROOT,
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -363,6 +367,8 @@ async function seed(port: number): Promise<Seed> {
 // Scenarios
 
 async function main(): Promise<void> {
+  await bundle('src/main.ts', SERVER_BUNDLE);
+  await bundle('bench/bare-server.ts', BARE_BUNDLE);
   const started = performance.now();
   const load0 = loadavg()[0]!;
   const dbUrl = await createDatabase();
@@ -376,13 +382,13 @@ async function main(): Promise<void> {
       SVC_RUNTIME_ROLE: role,
       ...extra,
     };
-    return startProc(`service:${port}`, 'src/main.ts', env, port, '/readyz', SVC_NODE_OPTIONS);
+    return startProc(`service:${port}`, SERVER_BUNDLE, env, port, '/readyz', SVC_NODE_OPTIONS);
   };
   const bare = async () => {
     const port = await freePort();
     return startProc(
       `bare:${port}`,
-      'bench/bare-server.ts',
+      BARE_BUNDLE,
       { BARE_DATABASE_URL: dbUrl, BARE_PORT: String(port) },
       port,
       '/constant',
@@ -395,7 +401,7 @@ async function main(): Promise<void> {
   // The first process migrates the new database (an api process alone waits for migrations).
   const first = await startProc(
     'seeding',
-    'src/main.ts',
+    SERVER_BUNDLE,
     {
       SVC_DATABASE_URL: dbUrl,
       SVC_BIND: `127.0.0.1:${seedPort}`,

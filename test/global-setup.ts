@@ -1,4 +1,4 @@
-// One unique database per test run: on SVC_DATABASE_URL / DATABASE_URL when set, else on an
+// The server bundle (dist/server/main.js) is rebuilt first. One unique database per test run: on SVC_DATABASE_URL / DATABASE_URL when set, else on an
 // embedded PostgreSQL in a temporary directory (as root, wherever src/db/embedded.ts finds a place
 // the postgres user can reach). Migrated once here; test files share it and
 // isolate by unique names.
@@ -11,6 +11,7 @@ import { startEmbeddedPostgres, type EmbeddedDb } from '../src/db/embedded.ts';
 import { createSql } from '../src/db/sql.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { loadConfig } from '../src/config.ts';
+import { bundle, SERVER_BUNDLE } from '../scripts/build-server.ts';
 
 let embedded: EmbeddedDb | undefined;
 let tmp: string | undefined;
@@ -18,6 +19,8 @@ let adminUrl = '';
 let dbName = '';
 
 export async function setup(project: TestProject): Promise<void> {
+  // The tests that start real processes run the bundle, as deploy/*.service does: built from these sources.
+  await bundle('src/main.ts', SERVER_BUNDLE);
   adminUrl = process.env.SVC_DATABASE_URL || process.env.DATABASE_URL || '';
   if (!adminUrl) {
     tmp = await mkdtemp(join(tmpdir(), 'svc-test-'));
