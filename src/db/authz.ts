@@ -176,25 +176,29 @@ export async function requireObjectPermission(
 
 /**
  * requireObjectPermission and a read of the object's `columns` (over alias `o`) in one statement, so
- * an authorized point read is one round trip; `lock: 'update'` also locks the row for a write. The row also holds svc_* helper columns; views pick
- * their members by name.
+ * an authorized point read is one round trip; `lock: 'update'` also locks the row for a write. The
+ * object is named by id, or by name within `opts.classId`. The row also holds svc_* helper columns;
+ * views pick their members by name.
  */
 export async function readObjectAs<R extends object>(
   db: Db,
   auth: Authority,
-  objectId: number,
+  object: number | { name: string },
   perm: Permission,
   opts: { classId?: number },
   columns: Fragment,
   lock?: 'update',
 ): Promise<R> {
-  const [row] = await db<(R & { svc_class_id: number; svc_collection_id: number; svc_granted: boolean })[]>`
-    select ${columns}, o.class_id as svc_class_id, o.collection_id as svc_collection_id,
+  if (typeof object !== 'number' && opts.classId === undefined) throw new Error('readObjectAs by name needs the class');
+  const [row] = await db<(R & { svc_id: number; svc_class_id: number; svc_collection_id: number; svc_granted: boolean })[]>`
+    select ${columns}, o.id as svc_id, o.class_id as svc_class_id, o.collection_id as svc_collection_id,
       ${grantOrAdmin(db, auth, perm, db`o.collection_id` as Fragment)} as svc_granted
-    from objects o where o.id = ${objectId}::int ${lock === 'update' ? db`for update of o` : db``}`;
+    from objects o
+    where ${typeof object === 'number' ? db`o.id = ${object}::int` : db`o.class_id = ${opts.classId!}::int and o.name = ${object.name}::text`}
+    ${lock === 'update' ? db`for update of o` : db``}`;
   if (!row || (opts.classId !== undefined && row.svc_class_id !== opts.classId)) throw notFound('object');
   enforce(
-    decide(auth, perm, { kind: 'object', id: objectId, classId: row.svc_class_id, collectionId: row.svc_collection_id }, row.svc_granted),
+    decide(auth, perm, { kind: 'object', id: row.svc_id, classId: row.svc_class_id, collectionId: row.svc_collection_id }, row.svc_granted),
     perm,
     'object',
   );

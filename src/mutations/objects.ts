@@ -13,7 +13,6 @@ import {
   lockObjectRelations,
   newObjectClassCols,
   objectCols,
-  objectIdByName,
   updateObjectWithEvents,
 } from '../db/objects.ts';
 import { objectCreatedEvent, objectDeletedEvent, objectUpdatedEvent, type ObjectRow } from '../domain/views/objects.ts';
@@ -59,13 +58,11 @@ async function lockForWrite(
 ): Promise<{ cls: LockedClass; obj: ObjectRow }> {
   const locking = shareLockClass(m.tx, t.classId);
   locking.catch(() => undefined); // awaited below
-  const id = t.objectId ?? (await objectIdByName(m.tx, t.classId, t.objectName!));
-  const reading =
-    id === undefined ? null : readObjectAs<ObjectRow>(m.tx, m.auth, id, perm, { classId: t.classId }, objectCols(m.tx), 'update');
-  reading?.catch(() => undefined); // awaited below, unless the class already answers 404
+  const object = t.objectId ?? { name: t.objectName! };
+  const reading = readObjectAs<ObjectRow>(m.tx, m.auth, object, perm, { classId: t.classId }, objectCols(m.tx), 'update');
+  reading.catch(() => undefined); // awaited below, unless the class already answers 404
   const cls = await locking;
   if (!cls || (t.className != null && cls.name !== t.className)) throw notFound('class');
-  if (!reading) throw notFound('object');
   const obj = await reading;
   if (t.objectName != null && obj.name !== t.objectName) throw notFound('object');
   requireMatch(ifMatch, KIND, obj.id, obj.revision);
@@ -165,16 +162,16 @@ export async function patchObjectData(m: MutationContext, t: ObjectTarget, patch
 }
 
 /**
- * Deletes an object with its relations (each recorded as deleted). Addressed by id, the relations are
- * read and locked in the same round trip as the class and the object (after them: no relation can be
- * added to a locked object); the delete and every event are then one statement.
+ * Deletes an object with its relations (each recorded as deleted). The relations are read and locked
+ * in the same round trip as the class and the object (after them: no relation can be added to a
+ * locked object); the delete and every event are then one statement.
  */
 export async function deleteObject(m: MutationContext, t: ObjectTarget, ifMatch?: string): Promise<void> {
   const locked = lockForWrite(m, t, 'DeleteObject', ifMatch);
-  const early = t.objectId != null ? lockObjectRelations(m.tx, t.objectId) : null;
-  early?.catch(() => undefined); // awaited below, unless the object answers 404 or 403
+  const early = lockObjectRelations(m.tx, t.objectId ?? { classId: t.classId, name: t.objectName! });
+  early.catch(() => undefined); // awaited below, unless the object answers 404 or 403
   const { cls, obj } = await locked;
-  const relations = await (early ?? lockObjectRelations(m.tx, obj.id));
+  const relations = await early;
   const events = relations.map(({ from_collection_id, to_collection_id, ...r }) =>
     objectRelationDeletedWithObjectEvent(r, { from_collection_id, to_collection_id }, obj.id, obj.name),
   );
