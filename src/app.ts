@@ -1,3 +1,4 @@
+import { learnTextOrder } from './db/text-order.ts';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Deps } from './deps.ts';
@@ -23,6 +24,8 @@ export async function createApp(deps: Deps): Promise<App> {
   const router = new ContractRouter();
   const lookupToken = tokenLookup(deps);
   await tokenCache(deps).start();
+  // Not awaited: until it answers (or if it fails), startswith filters keep their plain form.
+  learnTextOrder(deps.sql).catch(() => undefined);
   const hono = new Hono();
 
   // request ids, security headers, HTTP metrics and the request log line

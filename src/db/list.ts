@@ -11,6 +11,7 @@
 //   return listReply(page, page.rows.map(toWire));              // src/http/paging.ts: X-Page-Limit, X-Next-Cursor, X-Total-Count
 // Bind timestamps as text and cast in SQL (${iso}::text::timestamptz): postgres.js serializes
 // timestamptz parameters through JS Date and drops microseconds.
+import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import type postgres from 'postgres';
 import type { Db } from './sql.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
@@ -129,8 +130,15 @@ function textOp(db: Db, c: Fragment, op: string, v: string): Fragment {
       return db`${c} like ${'%' + likeEscape(v) + '%'}::text` as Fragment;
     case 'icontains':
       return db`${c} ilike ${'%' + likeEscape(v) + '%'}::text` as Fragment;
-    case 'startswith':
-      return db`${c} like ${likeEscape(v) + '%'}::text` as Fragment;
+    case 'startswith': {
+      // In code-point order the prefix is also a range, which the ordinary b-tree indexes serve.
+      const upper = v && sortsByCodePoint(db) ? prefixUpperBound(v) : null;
+      return (
+        upper === null
+          ? db`${c} like ${likeEscape(v) + '%'}::text`
+          : db`(${c} like ${likeEscape(v) + '%'}::text and ${c} >= ${v}::text and ${c} < ${upper}::text)`
+      ) as Fragment;
+    }
     case 'istartswith':
       return db`${c} ilike ${likeEscape(v) + '%'}::text` as Fragment;
     case 'endswith':
