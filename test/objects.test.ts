@@ -304,6 +304,22 @@ describe('listObjects and listObjectsByClassName', () => {
     expect(await q({ json_data__not_all: 'tags=x' })).toEqual([b.id, c.id]);
   });
 
+  it('json_data equals / in / all of a plain string (containment alone) match the string itself, not arrays or objects holding it', async () => {
+    const cls = await createClass(t, await collection(t));
+    const str = await createObject(t, cls.id, { s: 'q', tags: ['x', 'y'], nested: { deep: { v: 'q' } } });
+    const arr = await createObject(t, cls.id, { s: ['q'], tags: 'x', nested: { deep: ['q'] } });
+    const obj = await createObject(t, cls.id, { s: { q: 'q' }, tags: [['x'], 'y'], nested: [{ deep: { v: 'q' } }] });
+    const num = await createObject(t, cls.id, { s: 'Q', tags: ['X'], nested: { deep: { v: 'q', w: 1 } } });
+    const q = async (query: Record<string, string | string[]>) =>
+      ids(await t.request('GET', `/api/v1/classes/${cls.id}/objects`, { query }));
+    expect(await q({ json_data__equals: 's=q' })).toEqual([str.id]);
+    expect(await q({ json_data__in: 's=q,Q' })).toEqual([str.id, num.id]);
+    expect(await q({ json_data__equals: 'nested,deep,v=q' })).toEqual([str.id, num.id]);
+    expect(await q({ json_data__all: 'tags=x' })).toEqual([str.id]);
+    expect(await q({ json_data__all: 'tags=x,y' })).toEqual([str.id]);
+    expect(await q({ json_data__not_equals: 's=q' })).toEqual([arr.id, obj.id, num.id]);
+  });
+
   it('listObjects 200 filters by json_data, name and collection_id, sorts, pages and totals', async () => {
     const cls = await createClass(t, await collection(t));
     const a = await createObject(t, cls.id, { cpu: 2, net: { ip: '10.0.0.5' }, tags: ['x', 'y'] });

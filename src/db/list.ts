@@ -13,7 +13,8 @@
 // timestamptz parameters through JS Date and drops microseconds.
 import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import type postgres from 'postgres';
-import type { Db } from './sql.ts';
+import type { Db, TransactionSql } from './sql.ts';
+import { isTx, withTx } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
 
 export type Fragment = postgres.PendingQuery<postgres.Row[]>;
@@ -131,13 +132,10 @@ function textOp(db: Db, c: Fragment, op: string, v: string): Fragment {
     case 'icontains':
       return db`${c} ilike ${'%' + likeEscape(v) + '%'}::text` as Fragment;
     case 'startswith': {
-      // In code-point order the prefix is also a range, which the ordinary b-tree indexes serve.
+      // In code-point order the strings with a prefix are exactly a range, which the ordinary b-tree
+      // indexes serve in order (the LIKE beside it would only make the planner underestimate).
       const upper = v && sortsByCodePoint(db) ? prefixUpperBound(v) : null;
-      return (
-        upper === null
-          ? db`${c} like ${likeEscape(v) + '%'}::text`
-          : db`(${c} like ${likeEscape(v) + '%'}::text and ${c} >= ${v}::text and ${c} < ${upper}::text)`
-      ) as Fragment;
+      return (upper === null ? db`${c} like ${likeEscape(v) + '%'}::text` : db`(${c} >= ${v}::text and ${c} < ${upper}::text)`) as Fragment;
     }
     case 'istartswith':
       return db`${c} ilike ${likeEscape(v) + '%'}::text` as Fragment;
@@ -189,6 +187,11 @@ function jsonFilter(db: Db, f: Filter): Fragment {
         leaves(s).map((leaf) => db`o.json_data @> ${nest(leaf)}` as Fragment),
       );
     const needed = f.op === 'in' ? or(db, v.map(contains)) : f.op === 'all' ? and(db, v.map(contains)) : contains(first);
+    // Values that stand only for a JSON string (not a number, boolean or null): containment of a
+    // string leaf under member names is the exact condition itself (`{"a":["s"]}` does not contain
+    // `{"a":"s"}`, nor `{"a":"s"}` `{"a":["s"]}`), so it stands alone, and the planner estimates the
+    // one condition it can read instead of multiplying it with an opaque one.
+    if (v.every((s) => scalars(s).length === 1)) return needed;
     return db`(${exact} and ${needed})` as Fragment;
   };
   /** The JSON values a filter value s stands for, as equalsOne and `all` read it. */
@@ -339,12 +342,35 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
     return (type === 'timestamp' ? db`(${expr})::text as ${db(name)}` : db`${expr} as ${db(name)}`) as Fragment;
   });
   const keys = keyCols.reduce((acc, p) => db`${acc}, ${p}` as Fragment);
-  const count = () => db`select count(*)::bigint as n from ${opts.from} where ${where}` as unknown as Promise<{ n: number }[]>;
-  const counted = parsed.includeTotal && parsed.cursor ? count() : null;
-  counted?.catch(() => undefined); // awaited below; a failure of the page query comes first
-  const rows = (await db`
-    select ${opts.select}, ${keys} from ${opts.from} where ${page}
-    order by ${orderBy(db, spec, parsed.sort)} limit ${parsed.limit + 1}`) as unknown as Record<string, unknown>[];
+  const count = (q: Db) => q`select count(*)::bigint as n from ${opts.from} where ${where}` as unknown as Promise<{ n: number }[]>;
+  const select = (q: Db) =>
+    q`select ${opts.select}, ${keys} from ${opts.from} where ${page}
+      order by ${orderBy(db, spec, parsed.sort)} limit ${parsed.limit + 1}` as unknown as Promise<Record<string, unknown>[]>;
+  let rows: Record<string, unknown>[];
+  let counted: Promise<{ n: number }[]> | null = null;
+  if (parsed.filters.length === 0) {
+    counted = parsed.includeTotal && parsed.cursor ? count(db) : null;
+    counted?.catch(() => undefined); // awaited below; a failure of the page query comes first
+    rows = await select(db);
+  } else {
+    // Filters make the best plan depend on their values (a prefix, a JSON value, a substring), which
+    // a prepared statement's generic plan does not know: planned for each execution instead, inside a
+    // transaction of its own whose statements all go out in one round trip (BEGIN, the setting, the
+    // page, the count when it is needed, COMMIT).
+    const run = async (tx: TransactionSql) => {
+      const owned = !isTx(db);
+      void tx`select set_config('plan_cache_mode', 'force_custom_plan', true)`.catch(() => undefined);
+      const selected = select(tx);
+      selected.catch(() => undefined); // sends it now (postgres.js queries start when first awaited); awaited by the caller
+      if (parsed.includeTotal && parsed.cursor) {
+        counted = owned ? tx.commitWith(count(tx)) : count(tx);
+        counted.catch(() => undefined); // awaited below
+        return selected;
+      }
+      return owned ? tx.commitWith(selected) : selected;
+    };
+    rows = await withTx(db, run);
+  }
   const more = rows.length > parsed.limit;
   if (more) rows.pop();
   let nextCursor: string | null = null;
@@ -359,7 +385,7 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
   if (parsed.includeTotal) {
     if (!parsed.cursor && !more) total = rows.length;
     else {
-      const [c] = await (counted ?? count());
+      const [c] = await (counted ?? count(db));
       total = Number(c?.n ?? 0);
     }
   }

@@ -1,4 +1,4 @@
-// Whether the database sorts text by code point, so a `startswith` filter can also be a range of
+// Whether the database sorts text by code point, so a `startswith` filter can be a range of
 // the ordinary b-tree indexes. PostgreSQL turns `name LIKE 'srv-c%'` into an index range only
 // under the C (POSIX) collation; under C.UTF-8 (glibc's code-point order, or the builtin provider)
 // it does not, although the range `name >= 'srv-c' AND name < 'srv-d'` holds exactly the strings

@@ -74,7 +74,9 @@ export async function withTx<T>(db: Db, fn: (tx: TransactionSql) => Promise<T>):
  * Wraps a transaction's final statement. `commitWith(tx)` sends COMMIT right behind it (postgres.js
  * as patched in patches/: both go out in one write, so the statement and COMMIT cost one round trip);
  * the identity when the caller does not own the transaction (it commits later). A statement issued
- * after the final one is refused, so only the owner of a transaction may hand out commitWith.
+ * after the final one is refused, so only the owner of a transaction may hand out commitWith. A
+ * postgres.js query is sent when it is first awaited (or given .then / .catch): start every earlier
+ * statement before passing the final one, or it counts as issued after it.
  */
 export type Final = <Q extends PromiseLike<unknown>>(query: Q) => Q;
 
