@@ -138,6 +138,28 @@ describe('getMetrics after real traffic', () => {
     expect(
       find(samples, 'svc_http_request_duration_seconds_bucket', { route: '/api/v1/collections', le: '+Inf' })[0]?.value,
     ).toBeGreaterThan(0);
+    // one series of the histogram: cumulative buckets at the declared bounds, +Inf = _count = the counter, a positive _sum
+    const series = { method: 'POST', route: '/api/v1/collections', status_class: '2xx' };
+    const buckets = find(samples, 'svc_http_request_duration_seconds_bucket', series);
+    expect(buckets.map((b) => b.labels.le)).toEqual([
+      '0.005',
+      '0.01',
+      '0.025',
+      '0.05',
+      '0.1',
+      '0.25',
+      '0.5',
+      '1',
+      '2.5',
+      '5',
+      '10',
+      '30',
+      '+Inf',
+    ]);
+    for (let i = 1; i < buckets.length; i++) expect(buckets[i]!.value).toBeGreaterThanOrEqual(buckets[i - 1]!.value);
+    expect(buckets.at(-1)!.value).toBe(created[0]!.value);
+    expect(find(samples, 'svc_http_request_duration_seconds_count', series)[0]?.value).toBe(created[0]!.value);
+    expect(find(samples, 'svc_http_request_duration_seconds_sum', series)[0]?.value).toBeGreaterThan(0);
     // the scrape itself is in flight while it is rendered
     expect(find(samples, 'svc_http_requests_in_flight')[0]?.value).toBeGreaterThanOrEqual(1);
   });

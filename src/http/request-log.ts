@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from '../deps.ts';
-import { httpDuration, httpInFlight, httpRequests, statusClass } from '../metrics.ts';
+import { httpInFlight, recordRequest } from '../metrics.ts';
 import { applySecurityHeaders, securityHeaders } from './security-headers.ts';
 
 /** X-Request-Id and X-Correlation-ID: 1 to 128 of `A-Z a-z 0-9 . _ : -`. */
@@ -76,9 +76,7 @@ export function endRequest(
   }
   const ms = performance.now() - started;
   const m = METHODS.has(method) ? method : 'other';
-  const labels = { method: m, route: facts.route, status_class: statusClass(res.status) };
-  httpRequests.inc(labels);
-  httpDuration.observe(labels, ms / 1000);
+  recordRequest(m, facts.route, res.status, ms / 1000);
   if (!deps.log.isLevelEnabled('info')) return;
   const length = finished ? (finished['content-length'] ?? null) : res.headers.get('content-length');
   deps.log.info(
