@@ -320,6 +320,21 @@ describe('listObjects and listObjectsByClassName', () => {
     expect(await q({ json_data__not_equals: 's=q' })).toEqual([arr.id, obj.id, num.id]);
   });
 
+  it('listObjects answers a caller without ReadClass 403/404 before looking at the query (no 400 for a bad sort), with or without computed fields named', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    await createObject(t, cls.id, {});
+    const outsider = await principalWith(t, [[await collection(t), ['ReadClass', 'ReadObject']]]);
+    const list = (query: Record<string, string>) => t.request('GET', `/api/v1/classes/${cls.id}/objects`, { token: outsider.token, query });
+    const refused = (await list({})).status;
+    expect([403, 404]).toContain(refused);
+    expect((await list({ sort: 'no_such_field' })).status).toBe(refused);
+    expect((await list({ sort: 'computed.shared.nope' })).status).toBe(refused);
+    // the admin gets the 400s
+    expect((await t.request('GET', `/api/v1/classes/${cls.id}/objects`, { query: { sort: 'no_such_field' } })).status).toBe(400);
+    expect((await t.request('GET', `/api/v1/classes/${cls.id}/objects`, { query: { sort: 'computed.shared.nope' } })).status).toBe(400);
+  });
+
   it('listObjects 200 filters by json_data, name and collection_id, sorts, pages and totals', async () => {
     const cls = await createClass(t, await collection(t));
     const a = await createObject(t, cls.id, { cpu: 2, net: { ip: '10.0.0.5' }, tags: ['x', 'y'] });

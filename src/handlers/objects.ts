@@ -88,6 +88,11 @@ function wantsComputed(query: unknown): boolean {
   return (query as Record<string, unknown>).include === 'computed';
 }
 
+/** Whether a list query names a computed field (a filter, or in its sort). */
+function mentionsComputed(query: Record<string, unknown>): boolean {
+  return Object.keys(query).some((k) => k.startsWith('computed.')) || String(query.sort ?? '').includes('computed.');
+}
+
 async function classIdOf(ctx: Ctx, name: string): Promise<number> {
   const id = await classIdByName(ctx.deps.sql, name);
   if (id === undefined) throw notFound('class');
@@ -104,20 +109,35 @@ async function objectReply(ctx: Ctx, classId: number, objectId: number, include:
 async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>) {
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
-  // The permission and the class's computed fields are read side by side (one round trip), the page after.
   const allowed = requireClassPermission(db, auth, classId, 'ReadClass');
-  const fields = activeFields(db, classId, auth.principal);
-  fields.catch(() => undefined); // awaited below, unless the permission check refuses
-  await allowed;
-  const active = await fields;
   const include = wantsComputed(query);
-  const q = parseObjectQuery(db, query, active, auth, classId, { reserved: ['include'] });
-  const where: Fragment[] = [
-    ofClassWhere(db, classId),
-    objectWhere(db, auth, 'ReadObject'),
-    ...permissionsFilter(q.parsed.extras.permissions, (p) => objectWhere(db, auth, p)),
-  ];
-  const page = await listObjects(db, q, where, include ? active : null);
+  const pageOf = (active: ActiveFields) => {
+    const q = parseObjectQuery(db, query, active, auth, classId, { reserved: ['include'] });
+    const where: Fragment[] = [
+      ofClassWhere(db, classId),
+      objectWhere(db, auth, 'ReadObject'),
+      ...permissionsFilter(q.parsed.extras.permissions, (p) => objectWhere(db, auth, p)),
+    ];
+    return listObjects(db, q, where, include ? active : null);
+  };
+  let active: ActiveFields;
+  let paging: ReturnType<typeof pageOf>;
+  if (!include && !mentionsComputed(query)) {
+    // No computed field named: the page goes out beside the permission check (one round trip; rows
+    // are only returned once the check passes, and a query error only after it, as below).
+    active = { shared: [], personal: auth.principal.kind === 'human' ? [] : null, disabled: new Set() };
+    paging = Promise.resolve().then(() => pageOf(active));
+    paging.catch(() => undefined); // awaited below, unless the permission check refuses
+    await allowed;
+  } else {
+    // The permission and the class's computed fields side by side, the page after (two round trips).
+    const fields = activeFields(db, classId, auth.principal);
+    fields.catch(() => undefined); // awaited below, unless the permission check refuses
+    await allowed;
+    active = await fields;
+    paging = pageOf(active);
+  }
+  const page = await paging;
   return listReply(
     page,
     page.rows.map((r) => wire(r, include ? active : null)),
