@@ -109,6 +109,22 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
       etag = (await call('PATCH', `${base}/${target.id}/data`, patch, { 'if-match': etag, 'content-type': 'application/json-patch+json' }))
         .etag;
     });
+    const otherClass = await createClass(b, collectionId);
+    const relation = (await call('POST', '/api/v1/relations/classes', {
+      from_class_id: classId,
+      to_class_id: otherClass,
+      forward_alias: `rt${Date.now()}`,
+    }))!;
+    const targets: number[] = [];
+    for (let i = 0; i <= CALLS; i++)
+      targets.push((await call('POST', `/api/v1/classes/${otherClass}/objects`, { name: `rt-t${i}-${Date.now()}`, json_data: {} }))!.id);
+    await timeEach('createObjectRelation (max counts, audit event)', (i) =>
+      call('POST', '/api/v1/relations/objects', {
+        class_relation_id: relation.id,
+        from_object_id: target.id,
+        to_object_id: targets[i + 1]!,
+      }),
+    );
     for (let i = made.length; i <= CALLS + 1; i++)
       made.push(await call('POST', `${base}/objects`, { name: `rt-x${i}-${Date.now()}`, json_data: serverData(i) }));
     let next = 1;

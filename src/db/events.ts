@@ -1,4 +1,5 @@
 import type { Db } from './sql.ts';
+import { notFinal, type Final } from './tx.ts';
 import type { Fragment } from './list.ts';
 import type { Actor } from '../domain/actor.ts';
 import { AUTH_ENTITY_TYPES, markAuthChange } from './auth-changes.ts';
@@ -8,10 +9,10 @@ import type { NewEvent } from '../domain/new-event.ts';
  * Appends one audit event inside the caller's transaction, so the event exists only if the change
  * commits. Snapshots must never hold secrets, raw tokens, token hashes or password hashes.
  */
-export async function appendEvent(tx: Db, actor: Actor, e: NewEvent): Promise<{ id: number; event_id: string }> {
-  const [row] = await tx<{ id: number; event_id: string }[]>`
+export async function appendEvent(tx: Db, actor: Actor, e: NewEvent, final: Final = notFinal): Promise<{ id: number; event_id: string }> {
+  const [row] = await final(tx<{ id: number; event_id: string }[]>`
     insert into events (${EVENT_COLUMNS(tx)}) values ${eventValues(tx, actor, e)}
-    returning id, event_id`;
+    returning id, event_id`);
   return row!;
 }
 

@@ -195,13 +195,17 @@ export async function assertRoomForRelation(
   fromId: number,
   toId: number,
 ): Promise<void> {
-  if (cr.from_max_relations !== null && (await countObjectRelations(tx, cr.id, 'from', fromId)) >= cr.from_max_relations) {
+  // Both counts go out together (one round trip); the first over its maximum decides the error.
+  const fromCount = cr.from_max_relations !== null ? countObjectRelations(tx, cr.id, 'from', fromId) : null;
+  const toCount = cr.to_max_relations !== null ? countObjectRelations(tx, cr.id, 'to', toId) : null;
+  toCount?.catch(() => undefined); // awaited below, unless the first count already refuses
+  if (fromCount && (await fromCount) >= cr.from_max_relations!) {
     throw conflict(
       `object ${fromId} already has ${cr.from_max_relations} relation(s) under class relation ${cr.id} (from_max_relations)`,
       'max_relations_exceeded',
     );
   }
-  if (cr.to_max_relations !== null && (await countObjectRelations(tx, cr.id, 'to', toId)) >= cr.to_max_relations) {
+  if (toCount && (await toCount) >= cr.to_max_relations!) {
     throw conflict(
       `object ${toId} already has ${cr.to_max_relations} relation(s) under class relation ${cr.id} (to_max_relations)`,
       'max_relations_exceeded',

@@ -158,14 +158,21 @@ export function ensureObjectRelation(m: MutationContext, v: NewObjectRelation): 
 
 async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists: 'conflict' | 'keep'): Promise<ObjectRelationRow | null> {
   // The share lock keeps the class relation (and so its max counts) while we count and insert;
-  // deleting it waits for us and then also deletes what we created.
-  const cr = await findClassRelation(m.tx, v.class_relation_id, 'share');
+  // deleting it waits for us and then also deletes what we created. It, both ends and both
+  // permission checks go out together (one round trip) and are read in the order that decides
+  // which error a request gets.
+  const finding = findClassRelation(m.tx, v.class_relation_id, 'share');
+  const reading = findObjectEnds(m.tx, [v.from_object_id, v.to_object_id]);
+  const fromAllowed = requireObjectPermission(m.tx, m.auth, v.from_object_id, 'CreateObjectRelation');
+  const toAllowed = requireObjectPermission(m.tx, m.auth, v.to_object_id, 'CreateObjectRelation');
+  for (const q of [finding, reading, fromAllowed, toAllowed]) q.catch(() => undefined); // awaited below
+  const cr = await finding;
   if (!cr) throw notFound('class relation');
-  const ends = await findObjectEnds(m.tx, [v.from_object_id, v.to_object_id]);
+  const ends = await reading;
   if (!ends.has(v.from_object_id)) throw notFound('object (from_object_id)');
   if (!ends.has(v.to_object_id)) throw notFound('object (to_object_id)');
-  const from = await requireObjectPermission(m.tx, m.auth, v.from_object_id, 'CreateObjectRelation');
-  const to = await requireObjectPermission(m.tx, m.auth, v.to_object_id, 'CreateObjectRelation');
+  const from = await fromAllowed;
+  const to = await toAllowed;
   if (from.id === to.id) {
     throw badRequest('an object cannot be related to itself', [{ path: 'body.to_object_id', message: 'equals from_object_id' }]);
   }
@@ -185,17 +192,24 @@ async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists:
       details,
     );
   }
-  await lockRelationEnds(m.tx, [from.id, to.id]);
-  if (await objectRelationExists(m.tx, cr.id, from.id, to.id)) {
+  // The ends locked, then the duplicate check and the counts: one round trip, run in that order.
+  const locking = lockRelationEnds(m.tx, [from.id, to.id]);
+  const existing = objectRelationExists(m.tx, cr.id, from.id, to.id);
+  existing.catch(() => undefined); // awaited below
+  const room = assertRoomForRelation(m.tx, cr, from.id, to.id);
+  room.catch(() => undefined); // awaited below, unless the relation exists
+  await locking;
+  if (await existing) {
     if (ifExists === 'keep') return null;
     throw conflict('this object relation already exists', 'duplicate_relation');
   }
-  await assertRoomForRelation(m.tx, cr, from.id, to.id);
+  await room;
   const created = await insertObjectRelation(m.tx, { class_relation_id: cr.id, from_object_id: from.id, to_object_id: to.id });
   await appendEvent(
     m.tx,
     m.actor,
     objectRelationEvent(created, { from_collection_id: from.collection_id, to_collection_id: to.collection_id }, 'created'),
+    m.final,
   );
   return created;
 }
