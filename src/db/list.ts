@@ -35,6 +35,8 @@ export interface ListOptions {
   where?: Fragment[];
   parsed: ParsedList;
   spec: ListSpec;
+  /** Plan the page for its values even without filters (the caller's `where` carries values that matter). */
+  planForValues?: boolean;
 }
 
 /** AND of fragments (true when empty). */
@@ -348,12 +350,13 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
       order by ${orderBy(db, spec, parsed.sort)} limit ${parsed.limit + 1}` as unknown as Promise<Record<string, unknown>[]>;
   let rows: Record<string, unknown>[];
   let counted: Promise<{ n: number }[]> | null = null;
-  if (parsed.filters.length === 0) {
+  if (parsed.filters.length === 0 && !opts.planForValues) {
     counted = parsed.includeTotal && parsed.cursor ? count(db) : null;
     counted?.catch(() => undefined); // awaited below; a failure of the page query comes first
     rows = await select(db);
   } else {
-    // Filters make the best plan depend on their values (a prefix, a JSON value, a substring), which
+    // Filters (or the caller's conditions: planForValues) make the best plan depend on their values
+    // (a prefix, a JSON value, a substring, a set of collections), which
     // a prepared statement's generic plan does not know: planned for each execution instead, inside a
     // transaction of its own whose statements all go out in one round trip (BEGIN, the setting, the
     // page, the count when it is needed, COMMIT).
@@ -362,7 +365,9 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
       void tx`select set_config('plan_cache_mode', 'force_custom_plan', true)`.catch(() => undefined);
       const selected = select(tx);
       selected.catch(() => undefined); // sends it now (postgres.js queries start when first awaited); awaited by the caller
-      if (parsed.includeTotal && parsed.cursor) {
+      // The count goes with the page (it may not be needed: a first page can show all; counting
+      // few matches is cheap, and planned for the values it uses the same indexes as the page).
+      if (parsed.includeTotal) {
         counted = owned ? tx.commitWith(count(tx)) : count(tx);
         counted.catch(() => undefined); // awaited below
         return selected;
