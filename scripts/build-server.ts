@@ -1,4 +1,4 @@
-// The server as plain JavaScript (README "Run"): esbuild bundles src/main.ts with the project's own
+// The server as plain JavaScript (README "Stopping" and "systemd"): esbuild bundles src/main.ts with the project's own
 // modules (src/, generated/) into one ES module, dist/server/main.js with its source map, in well
 // under a second; packages stay in node_modules and are imported from there. `make run`, the
 // deployment units and `make bench-throughput` run the bundle with node: no TypeScript loader at run

@@ -1,4 +1,3 @@
-import { learnTextOrder } from './db/text-order.ts';
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Deps } from './deps.ts';
@@ -11,6 +10,7 @@ import { serveDocsAsset } from './http/docs.ts';
 import { serveConsole } from './http/console.ts';
 import { clientIpOf } from './http/client-ip.ts';
 import { translatePgError } from './db/pg-errors.ts';
+import { learnTextOrder } from './db/text-order.ts';
 import { tokenCache } from './services/token-cache.ts';
 import { decodeUtf8Body, parseJsonBody } from './http/input.ts';
 import { beginRequest, endRequest, finishHeaders, observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';

@@ -24,7 +24,8 @@ const registers = [registry];
  * time; prom-client's Counter and Histogram would build, validate and hash a label object on every
  * request (measured: ~15 % of a /healthz request's CPU).
  */
-const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'other'] as const;
+/** The methods the HTTP metrics and the request log name; any other is 'other'. */
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'other'] as const;
 const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
 const STATUS_CLASSES = 6; // 0xx (never) … 5xx
 

@@ -76,25 +76,21 @@ function eventColumns(db: Db, full: Fragment): Fragment {
  * those ids (grants, token scope and the permission scope included).
  */
 export async function listEventRows(db: Db, auth: Authority, parsed: ParsedList, fixed: Fragment[] = []): Promise<ListPage<EventRow>> {
-  if (auth.isAdmin) {
-    return runList<EventRow>(db, {
-      from: db`events e` as Fragment,
-      select: eventColumns(db, fullVisibility(db, auth)),
-      where: [...fixed, eventVisibleWhere(db, auth)],
-      parsed,
-      spec: EVENT_LIST_SPEC,
-    });
+  let full = fullVisibility(db, auth);
+  let visible = eventVisibleWhere(db, auth);
+  if (!auth.isAdmin) {
+    const [row] = await db<{ ids: number[] }[]>`select array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[] as ids`;
+    const ids = row?.ids ?? [];
+    full = db`e.collection_id = any(${ids}::int[])` as Fragment;
+    visible = db`(${full} or e.related_collection_ids && ${ids}::int[])` as Fragment;
   }
-  const [row] = await db<{ ids: number[] }[]>`select array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[] as ids`;
-  const ids = row?.ids ?? [];
-  const full = db`e.collection_id = any(${ids}::int[])` as Fragment;
   return runList<EventRow>(db, {
     from: db`events e` as Fragment,
     select: eventColumns(db, full),
-    where: [...fixed, db`(${full} or e.related_collection_ids && ${ids}::int[])` as Fragment],
+    where: [...fixed, visible],
     parsed,
     spec: EVENT_LIST_SPEC,
-    planForValues: true,
+    planForValues: !auth.isAdmin,
   });
 }
 

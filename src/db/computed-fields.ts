@@ -132,6 +132,11 @@ export interface ActiveFields {
   disabled: Set<string>;
 }
 
+/** No computed fields (a personal list only for humans): what a request naming none needs. */
+export function noActiveFields(principal: { kind: string }): ActiveFields {
+  return { shared: [], personal: principal.kind === 'human' ? [] : null, disabled: new Set() };
+}
+
 export async function activeFields(db: Db, classId: number, principal: { id: number; kind: string }): Promise<ActiveFields> {
   const human = principal.kind === 'human';
   const rows = await db<ComputedFieldRow[]>`
@@ -139,7 +144,7 @@ export async function activeFields(db: Db, classId: number, principal: { id: num
     where f.class_id = ${classId}::int
       and (f.visibility = 'shared' or (${human}::boolean and f.visibility = 'personal' and f.owner_user_id = ${principal.id}::int))
     order by f.id`;
-  const out: ActiveFields = { shared: [], personal: human ? [] : null, disabled: new Set() };
+  const out = noActiveFields(principal);
   for (const r of rows) {
     if (!r.enabled) {
       out.disabled.add(`computed.${r.visibility}.${r.key}`);

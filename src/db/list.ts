@@ -11,10 +11,10 @@
 //   return listReply(page, page.rows.map(toWire));              // src/http/paging.ts: X-Page-Limit, X-Next-Cursor, X-Total-Count
 // Bind timestamps as text and cast in SQL (${iso}::text::timestamptz): postgres.js serializes
 // timestamptz parameters through JS Date and drops microseconds.
-import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import type postgres from 'postgres';
 import type { Db, TransactionSql } from './sql.ts';
-import { isTx, withTx } from './tx.ts';
+import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
+import { finalFor, withTx } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
 
 export type Fragment = postgres.PendingQuery<postgres.Row[]>;
@@ -361,18 +361,18 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
     // transaction of its own whose statements all go out in one round trip (BEGIN, the setting, the
     // page, the count when it is needed, COMMIT).
     const run = async (tx: TransactionSql) => {
-      const owned = !isTx(db);
+      const final = finalFor(db, tx);
       void tx`select set_config('plan_cache_mode', 'force_custom_plan', true)`.catch(() => undefined);
       const selected = select(tx);
       selected.catch(() => undefined); // sends it now (postgres.js queries start when first awaited); awaited by the caller
       // The count goes with the page (it may not be needed: a first page can show all; counting
       // few matches is cheap, and planned for the values it uses the same indexes as the page).
       if (parsed.includeTotal) {
-        counted = owned ? tx.commitWith(count(tx)) : count(tx);
+        counted = final(count(tx));
         counted.catch(() => undefined); // awaited below
         return selected;
       }
-      return owned ? tx.commitWith(selected) : selected;
+      return final(selected);
     };
     rows = await withTx(db, run);
   }

@@ -102,6 +102,11 @@ export function computedDef(active: ActiveFields, name: string): ComputedDef {
   return def;
 }
 
+/** Whether an object-list query names a computed field (a filter, or in its sort), which parseObjectQuery then needs. */
+export function namesComputedField(query: Record<string, unknown>): boolean {
+  return Object.keys(query).some((k) => k.startsWith('computed.')) || String(query.sort ?? '').includes('computed.');
+}
+
 /**
  * Parses an object-list query (the list query language plus computed and related filters).
  * `reserved` names query parameters the caller reads itself (e.g. include, group_by).

@@ -82,8 +82,12 @@ export type Final = <Q extends PromiseLike<unknown>>(query: Q) => Q;
 
 export const notFinal: Final = (query) => query;
 
-export function commitWith(tx: TransactionSql): Final {
-  return (query) => tx.commitWith(query);
+/**
+ * The final-statement wrapper for `tx`, opened by withTx(db, …): commitWith when that call began it
+ * (db was not a transaction yet), else the identity (the outer owner commits).
+ */
+export function finalFor(db: Db, tx: TransactionSql): Final {
+  return isTx(db) ? notFinal : (query) => tx.commitWith(query);
 }
 
 export function isTx(db: Db): db is TransactionSql {

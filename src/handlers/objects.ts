@@ -6,11 +6,20 @@ import { filterSql, type Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
 import { objectWhere, permissionsFilter, readObjectAs, requireClassPermission, requireObjectPermission } from '../db/authz.ts';
 import { classIdByName } from '../db/classes.ts';
-import { findObject, listObjects, objectCols, objectIdByName, ofClassWhere, parseObjectQuery, computedDef } from '../db/objects.ts';
+import {
+  findObject,
+  listObjects,
+  namesComputedField,
+  objectCols,
+  objectIdByName,
+  ofClassWhere,
+  parseObjectQuery,
+  computedDef,
+} from '../db/objects.ts';
 import { objectView, type ObjectRow } from '../domain/views/objects.ts';
 import { runAggregate } from '../db/aggregates.ts';
 import { STATES, aggregateSignature, decodeAggregateCursor, encodeAggregateCursor, parseAggregateRequest } from '../domain/aggregates.ts';
-import { activeFields, type ActiveFields } from '../db/computed-fields.ts';
+import { activeFields, noActiveFields, type ActiveFields } from '../db/computed-fields.ts';
 import { valueSet, type ComputedDef } from '../domain/computed.ts';
 import { inTx } from '../mutations/context.ts';
 import { createObject, deleteObject, patchObjectData, updateObject, type ObjectTarget } from '../mutations/objects.ts';
@@ -88,11 +97,6 @@ function wantsComputed(query: unknown): boolean {
   return (query as Record<string, unknown>).include === 'computed';
 }
 
-/** Whether a list query names a computed field (a filter, or in its sort). */
-function mentionsComputed(query: Record<string, unknown>): boolean {
-  return Object.keys(query).some((k) => k.startsWith('computed.')) || String(query.sort ?? '').includes('computed.');
-}
-
 async function classIdOf(ctx: Ctx, name: string): Promise<number> {
   const id = await classIdByName(ctx.deps.sql, name);
   if (id === undefined) throw notFound('class');
@@ -103,6 +107,11 @@ async function objectReply(ctx: Ctx, classId: number, objectId: number, include:
   const active = include ? await activeFields(ctx.deps.sql, classId, authOf(ctx).principal) : null;
   const row = await findObject(ctx.deps.sql, objectId, active);
   if (!row || row.class_id !== classId) throw notFound('object');
+  return rowReply(row, active, extra);
+}
+
+/** 200 with the object (and its computed fields when `active`) and its ETag. */
+function rowReply(row: Row, active: ActiveFields | null, extra: Record<string, string> = {}) {
   return { status: 200 as const, body: wire(row, active), headers: { ...extra, ...etagHeader('object', row.id, row.revision) } };
 }
 
@@ -122,10 +131,10 @@ async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>)
   };
   let active: ActiveFields;
   let paging: ReturnType<typeof pageOf>;
-  if (!include && !mentionsComputed(query)) {
+  if (!include && !namesComputedField(query)) {
     // No computed field named: the page goes out beside the permission check (one round trip; rows
     // are only returned once the check passes, and a query error only after it, as below).
-    active = { shared: [], personal: auth.principal.kind === 'human' ? [] : null, disabled: new Set() };
+    active = noActiveFields(auth.principal);
     paging = Promise.resolve().then(() => pageOf(active));
     paging.catch(() => undefined); // awaited below, unless the permission check refuses
     await allowed;
@@ -190,7 +199,7 @@ export const objectsHandlers = {
       );
       // A class renamed meanwhile no longer answers to the old name.
       if (row.svc_class_name !== class_name) throw notFound('class');
-      return { status: 200, body: wire(row, null), headers: etagHeader('object', row.id, row.revision) };
+      return rowReply(row, null);
     }
     const objectId = await objectIdByName(ctx.deps.sql, classId, object_name);
     if (objectId === undefined) throw notFound('object');
@@ -226,7 +235,7 @@ export const objectsHandlers = {
     if (!wantsComputed(input.query)) {
       // the common read: authorization and the row in one statement
       const row = await readObjectAs<ObjectRow>(db, authOf(ctx), object_id, 'ReadObject', { classId: class_id }, objectCols(db));
-      return { status: 200, body: wire(row, null), headers: etagHeader('object', row.id, row.revision) };
+      return rowReply(row, null);
     }
     await requireObjectPermission(db, authOf(ctx), object_id, 'ReadObject', { classId: class_id });
     return objectReply(ctx, class_id, object_id, true);

@@ -7,12 +7,12 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from '../deps.ts';
-import { httpInFlight, recordRequest } from '../metrics.ts';
+import { HTTP_METHODS, httpInFlight, recordRequest } from '../metrics.ts';
 import { applySecurityHeaders, securityHeaders } from './security-headers.ts';
 
 /** X-Request-Id and X-Correlation-ID: 1 to 128 of `A-Z a-z 0-9 . _ : -`. */
 const HEADER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+const METHODS: ReadonlySet<string> = new Set(HTTP_METHODS);
 export const UNMATCHED_ROUTE = 'unmatched';
 
 export function validHeaderId(value: string | undefined): string | null {

@@ -3,7 +3,7 @@
 // savepoint per item. The write path itself does lock → If-Match → rules → write → audit event;
 // the caller only decides where the transaction begins and ends.
 import type { Db, TransactionSql } from '../db/sql.ts';
-import { commitWith, isTx, withTx, type Final } from '../db/tx.ts';
+import { finalFor, withTx, type Final } from '../db/tx.ts';
 import { bindActor } from '../db/history.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { Authority } from '../domain/authz.ts';
@@ -18,22 +18,21 @@ export interface Caller {
 export interface MutationContext extends Caller {
   tx: TransactionSql;
   /**
-   * Wraps the mutation's final statement. Set by inTx when the mutation has the transaction to itself:
-   * COMMIT then goes out with that statement (one round trip for both). Absent (the identity) where
-   * the caller runs more in the same transaction, such as an import.
+   * Wraps the mutation's final statement. Set by inTx: when the mutation has the transaction to itself,
+   * COMMIT goes out with that statement (one round trip for both), else it is the identity. Absent
+   * where the caller builds the context and runs more in the same transaction, such as an import.
    */
   final?: Final;
 }
 
 /** Runs fn as one mutation in its own transaction (or in db, when db already is one). */
 export function inTx<T>(db: Db, caller: Caller, fn: (m: MutationContext) => Promise<T>): Promise<T> {
-  const owned = !isTx(db);
   return withTx(db, async (tx) => {
     // Not awaited: the binding is pipelined with the mutation's first statement (postgres.js writes
     // both before the first answer comes back), which PostgreSQL runs after it on the same connection.
     const bound = bindActor(tx, caller.actor);
     bound.catch(() => undefined); // its failure aborts the transaction, so fn's statement fails too
-    const result = await fn(owned ? { ...caller, tx, final: commitWith(tx) } : { ...caller, tx });
+    const result = await fn({ ...caller, tx, final: finalFor(db, tx) });
     await bound;
     return result;
   });

@@ -63,8 +63,7 @@ async function lockForWrite(
   reading.catch(() => undefined); // awaited below, unless the class already answers 404
   const cls = await locking;
   if (!cls || (t.className != null && cls.name !== t.className)) throw notFound('class');
-  const obj = await reading;
-  if (t.objectName != null && obj.name !== t.objectName) throw notFound('object');
+  const obj = await reading; // by name, the statement matched the name
   requireMatch(ifMatch, KIND, obj.id, obj.revision);
   return { cls, obj };
 }
