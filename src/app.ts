@@ -1,5 +1,4 @@
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { Deps } from './deps.ts';
 import { ApiError, reasonPhrase } from './domain/errors.ts';
 import { ContractRouter, type RawRequest } from './http/adapter.ts';
@@ -12,12 +11,14 @@ import { clientIpOf } from './http/client-ip.ts';
 import { translatePgError } from './db/pg-errors.ts';
 import { learnTextOrder } from './db/text-order.ts';
 import { tokenCache } from './services/token-cache.ts';
-import { decodeUtf8Body, parseJsonBody } from './http/input.ts';
+import { decodeUtf8Body, parseJsonBody, readRequestBody, refuseDeclaredTooLarge } from './http/input.ts';
 import { beginRequest, endRequest, finishHeaders, observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
 import { httpInFlight } from './metrics.ts';
 import { requestHeaders, urlParts } from './http/request.ts';
 
 const JSON_TYPES = /^application\/(.+\+)?json$/;
+/** The methods app.fetch serves without Hono (serveDirect). */
+const DIRECT_METHODS: ReadonlySet<string> = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** The HTTP application: testable with app.fetch(new Request(...)) or served by @hono/node-server. */
 export async function createApp(deps: Deps): Promise<App> {
@@ -26,18 +27,11 @@ export async function createApp(deps: Deps): Promise<App> {
   await tokenCache(deps).start();
   // Not awaited: until it answers (or if it fails), startswith filters keep their plain form.
   learnTextOrder(deps.sql).catch(() => undefined);
+  const bodyLimit = deps.config.SVC_BODY_LIMIT_BYTES;
   const hono = new Hono();
 
   // request ids, security headers, HTTP metrics and the request log line
   hono.use('*', observeRequests(deps));
-
-  const limitBody = bodyLimit({
-    maxSize: deps.config.SVC_BODY_LIMIT_BYTES,
-    onError: (c) => render(requestFacts(c), c.req.path, errorReply(new ApiError('payload_too_large', 'the request body is too large'))),
-  });
-  // A GET or HEAD request has no body (bodyLimit would find none and pass it on), and asking for
-  // one makes @hono/node-server build a whole Request with its Headers and AbortSignal.
-  hono.use('*', (c, next) => (c.req.method === 'GET' || c.req.method === 'HEAD' ? next() : limitBody(c, next)));
 
   hono.get('/docs/assets/:file', (c) => {
     requestFacts(c).route = '/docs/assets/{file}';
@@ -65,6 +59,9 @@ export async function createApp(deps: Deps): Promise<App> {
   async function dispatch(req: Request, env: unknown, facts: RequestFacts): Promise<Reply> {
     const url = urlParts(req.url);
     const headers = req.headers;
+    const method = req.method;
+    // A declared body over the limit is refused before routing (a chunked one when it is read).
+    if (method !== 'GET' && method !== 'HEAD') refuseDeclaredTooLarge(headers, env, bodyLimit);
     const contentType = (headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     const query: Record<string, string | string[]> = {};
     if (url.query) {
@@ -75,7 +72,7 @@ export async function createApp(deps: Deps): Promise<App> {
         query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
       }
     }
-    const raw: RawRequest = { method: req.method.toLowerCase(), path: url.path, query, headers, body: undefined, contentType };
+    const raw: RawRequest = { method: method.toLowerCase(), path: url.path, query, headers, body: undefined, contentType };
     const op = router.match(raw);
     facts.route = op.path;
     const ctx: Ctx = {
@@ -96,7 +93,7 @@ export async function createApp(deps: Deps): Promise<App> {
     }
 
     if (op.hasBody && raw.method !== 'get' && raw.method !== 'head' && raw.method !== 'delete') {
-      const bytes = await req.arrayBuffer().then(toBytes, unreadableBody);
+      const bytes = await readRequestBody(req, env, bodyLimit);
       if (bytes.length > 0) {
         const text = decodeUtf8Body(bytes);
         raw.body = contentType === '' || JSON_TYPES.test(contentType) ? parseJsonBody(text) : text;
@@ -114,14 +111,15 @@ export async function createApp(deps: Deps): Promise<App> {
   });
 
   /**
-   * A GET of an operation served without Hono: the same beginRequest / serveApi / endRequest the
-   * Hono app runs for it (observeRequests, the catch-all route), without its Context and
-   * middleware chain. Only for requests Hono would certainly hand to its catch-all route: GET
-   * (HEAD is answered by Hono from the GET route, without the body), a path that is not the
-   * console's or a docs asset, and a URL without `%`, `#` or `/.` (Hono routes by the decoded
-   * path, and its c.req.path, which the security headers go by, is the URL's as it is).
+   * A request for an operation served without Hono: the same beginRequest / serveApi / endRequest
+   * the Hono app runs for it (observeRequests, the catch-all route), without its Context and
+   * middleware chain. Only for requests Hono would certainly hand to its catch-all route: GET (HEAD
+   * is answered by Hono from the GET route, without the body) and the methods with a body, a path
+   * that is not the console's or a docs asset, and a URL without `%`, `#` or `/.` (Hono routes by
+   * the decoded path, and its c.req.path, which the security headers go by, is the URL's as it is).
+   * A body is read by readRequestBody, straight from the connection when its length is declared.
    */
-  async function serveGet(req: Request, env: unknown, path: string): Promise<Response> {
+  async function serveDirect(req: Request, env: unknown, path: string): Promise<Response> {
     const started = performance.now();
     const facts = beginRequest(req.headers);
     httpInFlight.inc();
@@ -138,24 +136,16 @@ export async function createApp(deps: Deps): Promise<App> {
   }
 
   const fetch = (req: Request, env?: unknown): Response | Promise<Response> => {
-    if (req.method === 'GET') {
+    if (DIRECT_METHODS.has(req.method)) {
       const url = req.url;
       if (!url.includes('%') && !url.includes('#') && !url.includes('/.')) {
         const { path } = urlParts(url);
-        if (!path.startsWith('/console') && !path.startsWith('/docs/assets/')) return serveGet(req, env, path);
+        if (!path.startsWith('/console') && !path.startsWith('/docs/assets/')) return serveDirect(req, env, path);
       }
     }
     return hono.fetch(req, env as never);
   };
   return { fetch, hono };
-}
-
-function toBytes(b: ArrayBuffer): Uint8Array {
-  return new Uint8Array(b);
-}
-
-function unreadableBody(): never {
-  throw new ApiError('bad_request', 'the request body could not be read to its end');
 }
 
 /**

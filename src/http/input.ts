@@ -144,3 +144,52 @@ function printable(s: string): string {
   const escaped = s.replace(/[\u0000-\u001f\u007f]|[\ud800-\udfff]/gu, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
   return escaped.length > 64 ? `${escaped.slice(0, 64)}…` : escaped;
 }
+
+/**
+ * The request body's bytes, at most `max` of them (SVC_BODY_LIMIT_BYTES): a declared
+ * Content-Length over the limit is a 413 before anything is read (refuseDeclaredTooLarge), a body sent
+ * in chunks is read up to the limit and refused (413) as soon as it passes it. A body that ends
+ * early (the client went away) is a 400. With Content-Length the bytes are read straight from the
+ * connection (@hono/node-server's direct read: no web stream, no Request copy); on a 413 the
+ * connection is closed after the response (`env.outgoing`), since the rest of the body is not read.
+ */
+export async function readRequestBody(req: Request, env: unknown, max: number): Promise<Uint8Array> {
+  refuseDeclaredTooLarge(req.headers, env, max);
+  if (req.headers.get('transfer-encoding') === null) {
+    const bytes = new Uint8Array(await req.arrayBuffer().catch(unreadableBody));
+    // Only a Request made in process (app.fetch) has a body of undeclared length here.
+    if (bytes.byteLength > max) throw tooLarge(env);
+    return bytes;
+  }
+  const body = req.body;
+  if (!body) return new Uint8Array(0);
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read().catch(unreadableBody);
+    if (done) break;
+    size += value.byteLength;
+    if (size > max) {
+      void reader.cancel().catch(() => undefined);
+      throw tooLarge(env);
+    }
+    chunks.push(value);
+  }
+  return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks);
+}
+
+/** 413 for a Content-Length over `max` (without Transfer-Encoding, which would override it). */
+export function refuseDeclaredTooLarge(headers: Pick<Headers, 'get'>, env: unknown, max: number): void {
+  const declared = headers.get('content-length');
+  if (declared !== null && headers.get('transfer-encoding') === null && Number.parseInt(declared, 10) > max) throw tooLarge(env);
+}
+
+function tooLarge(env: unknown): ApiError {
+  (env as { outgoing?: { setHeader?(name: string, value: string): void } } | undefined)?.outgoing?.setHeader?.('connection', 'close');
+  return new ApiError('payload_too_large', 'the request body is too large');
+}
+
+function unreadableBody(): never {
+  throw new ApiError('bad_request', 'the request body could not be read to its end');
+}
