@@ -1,8 +1,8 @@
 // Throughput benchmark (`make bench-throughput`): the service against the best bare server built from
 // the same parts (bench/bare-server.ts) under the same concurrent load, both as real processes on
 // 127.0.0.1 and the same database. Every measurement starts a fresh process, warms it, then loads it
-// with autocannon (used as a library, in this process); rounds run bare, service, bare, service, and
-// each row's ratio is service / bare within a round. Also: a soak (one service process under
+// with wrk (-t1) when it is installed, else autocannon (used as a library, in this process); rounds
+// run bare, service, bare, service, and each row's ratio is service / bare within a round. Also: a soak (one service process under
 // getObject, last window vs first), the service's RSS, and 2 api processes vs 1. Both servers run
 // as plain JavaScript bundles (scripts/build-server.ts, rebuilt at the start), the service as
 // `make run` and deploy/*.service run it.
@@ -15,10 +15,11 @@
 // scenario ids, e.g. `bare-constant,svc-healthz`: a shorter targeted run; the table then has only
 // the rows whose scenarios ran), BENCH_SVC_NODE_OPTIONS (extra node flags for the service processes,
 // e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them under the load; bench/cpuprofile-top.ts
-// summarises a profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server).
-import { spawn, type ChildProcess } from 'node:child_process';
+// summarises a profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server), BENCH_LOADER
+// (wrk or autocannon; default wrk when it is on the PATH).
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,10 +48,19 @@ const ONLY = (process.env.BENCH_ONLY ?? '')
   .filter(Boolean);
 const SVC_NODE_OPTIONS = (process.env.BENCH_SVC_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
 const BARE_NODE_OPTIONS = (process.env.BENCH_BARE_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+const LOADER = loader(process.env.BENCH_LOADER);
 const ADMIN_PASSWORD = 'bench-throughput-password';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BARE_BUNDLE = 'dist/bench/bare-server.js';
 const TICK_US = 1e6 / (Number(process.env.BENCH_CLK_TCK) || 100); // USER_HZ: 100 on Linux
+
+/** wrk when asked for or (unless autocannon is asked for) when it is on the PATH. */
+function loader(asked: string | undefined): 'wrk' | 'autocannon' {
+  if (asked !== undefined && asked !== 'wrk' && asked !== 'autocannon') throw new Error('BENCH_LOADER must be wrk or autocannon');
+  const found = spawnSync('wrk', ['--version']).error === undefined;
+  if (asked === 'wrk' && !found) throw new Error('BENCH_LOADER=wrk: wrk is not installed (Debian: apt-get install wrk)');
+  return asked ?? (found ? 'wrk' : 'autocannon');
+}
 
 // ---------------------------------------------------------------------------------------------
 // Processes: every one started here is stopped at the end, on failure and on Ctrl-C.
@@ -67,6 +77,8 @@ interface Proc {
 
 const live = new Set<Proc>();
 const running = new Set<AutocannonInstance>();
+/** wrk processes under way. */
+const generators = new Set<ChildProcess>();
 
 function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
@@ -154,9 +166,20 @@ function memKb(p: Proc, key: 'VmRSS' | 'VmHWM'): number {
 // ---------------------------------------------------------------------------------------------
 // Load
 
+/**
+ * What a load sends to one process: GETs of one path, or creates (POSTs whose bodies carry a name
+ * unique to the run and one of DATA_VARIANTS as json_data).
+ */
+interface Shape {
+  method: 'GET' | 'POST';
+  path: string;
+  headers: Record<string, string>;
+  creates?: boolean;
+}
+
 interface Target {
   port: number;
-  request: AutocannonRequest;
+  shape: Shape;
 }
 
 interface Load {
@@ -165,39 +188,157 @@ interface Load {
   rps: number;
   p50: number;
   p99: number;
+  /** CPU of the load generator over the load, in cores. */
+  generatorCores: number;
 }
 
+let dataVariants: string[] | undefined;
+/** The json_data of creates: 1,000 variants of serverData, as JSON. */
+const variants = () => (dataVariants ??= Array.from({ length: 1000 }, (_, i) => JSON.stringify(serverData(i))));
+const runTag = Date.now().toString(36);
+let loads = 0;
+
+/** The i-th create body of a load whose names start with `prefix` (the same in both generators). */
+const createBody = (prefix: string, i: number) => `{"name":"${prefix}${i}","json_data":${variants()[i % variants().length]}}`;
+
 /**
- * Loads every target at once for `seconds`, the connections split evenly among them. Any response
- * other than 2xx, or any error, aborts the run (a benchmark of errors measures nothing).
+ * Loads every target at once for `seconds`, the connections split evenly among them, with wrk
+ * (`-t1`, as the issue's own measurements) when it is installed, else autocannon in this process
+ * (BENCH_LOADER=wrk|autocannon chooses). wrk uses a fraction of autocannon's CPU per request, which
+ * on a small machine leaves the servers more of it. Any response other than 2xx, or any error,
+ * aborts the run (a benchmark of errors measures nothing).
  */
-async function load(targets: Target[], seconds: number, onResponse?: () => void): Promise<Load> {
-  const hist: RecordableHistogram = createHistogram();
+async function load(targets: Target[], seconds: number): Promise<Load> {
+  const n = ++loads;
+  const split = (i: number) => Math.floor(CONNECTIONS / targets.length) + (i < CONNECTIONS % targets.length ? 1 : 0);
+  const gen0 = generatorCpuUs();
   const started = performance.now();
-  const instances = targets.map((t, i) => {
-    const connections = Math.floor(CONNECTIONS / targets.length) + (i < CONNECTIONS % targets.length ? 1 : 0);
-    const inst = autocannon({ url: `http://127.0.0.1:${t.port}`, connections, duration: seconds, timeout: 10, requests: [t.request] });
-    inst.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => {
-      hist.record(Math.max(1, Math.round(ms * 1000)));
-      onResponse?.();
-    });
-    running.add(inst);
-    return inst;
-  });
-  const results = await Promise.all(instances);
-  for (const inst of instances) running.delete(inst);
+  const parts = await Promise.all(
+    targets.map((t, i) =>
+      LOADER === 'wrk'
+        ? wrkLoad(t, split(i), seconds, `tp-${runTag}-${n}-${i}-`)
+        : autocannonLoad(t, split(i), seconds, `tp-${runTag}-${n}-${i}-`),
+    ),
+  );
   const elapsed = (performance.now() - started) / 1000;
-  for (const r of results) {
-    if (r.non2xx || r.errors || r.timeouts) {
-      throw new Error(
-        `${targets[0]!.request.method ?? 'GET'} ${targets[0]!.request.path}: ${r.non2xx} non-2xx, ${r.errors} errors, ` +
-          `${r.timeouts} timeouts; status codes ${JSON.stringify(r.statusCodeStats)}`,
-      );
-    }
+  const requests = parts.reduce((s, r) => s + r.requests, 0);
+  const secs = Math.max(...parts.map((r) => r.seconds), 0) || elapsed;
+  // Percentiles of the targets' loads: the one target's, or the slower one's.
+  return {
+    requests,
+    seconds: secs,
+    rps: requests / secs,
+    p50: Math.max(...parts.map((r) => r.p50)),
+    p99: Math.max(...parts.map((r) => r.p99)),
+    generatorCores: (generatorCpuUs() - gen0) / 1e6 / elapsed,
+  };
+}
+
+type PartLoad = Omit<Load, 'rps' | 'generatorCores'>;
+
+/** CPU of this process and its finished children (wrk, once it exited) so far, in µs. */
+function generatorCpuUs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_US; // utime stime cutime cstime
+}
+
+async function autocannonLoad(t: Target, connections: number, seconds: number, prefix: string): Promise<PartLoad> {
+  const hist: RecordableHistogram = createHistogram();
+  let i = 0;
+  const request: AutocannonRequest = {
+    method: t.shape.method,
+    path: t.shape.path,
+    headers: t.shape.creates ? { ...t.shape.headers, 'content-type': 'application/json' } : t.shape.headers,
+    ...(t.shape.creates ? { setupRequest: (req) => ({ ...req, body: createBody(prefix, ++i) }) } : {}),
+  };
+  const inst = autocannon({ url: `http://127.0.0.1:${t.port}`, connections, duration: seconds, timeout: 10, requests: [request] });
+  inst.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => hist.record(Math.max(1, Math.round(ms * 1000))));
+  running.add(inst);
+  let r: Awaited<typeof inst>;
+  try {
+    r = await inst;
+  } finally {
+    running.delete(inst);
   }
-  const requests = results.reduce((s, r) => s + r.requests.total, 0);
-  const seconds_ = Math.max(...results.map((r) => r.duration), 0) || elapsed;
-  return { requests, seconds: seconds_, rps: requests / seconds_, p50: hist.percentile(50) / 1000, p99: hist.percentile(99) / 1000 };
+  if (r.non2xx || r.errors || r.timeouts) {
+    throw new Error(
+      `${t.shape.method} ${t.shape.path}: ${r.non2xx} non-2xx, ${r.errors} errors, ${r.timeouts} timeouts; ` +
+        `status codes ${JSON.stringify(r.statusCodeStats)}`,
+    );
+  }
+  return { requests: r.requests.total, seconds: r.duration, p50: hist.percentile(50) / 1000, p99: hist.percentile(99) / 1000 };
+}
+
+/** A Lua string literal (long brackets: the JSON bodies hold no `]==]`). */
+const lua = (s: string) => `[==[${s}]==]`;
+
+async function wrkLoad(t: Target, connections: number, seconds: number, prefix: string): Promise<PartLoad> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-wrk-'));
+  const script = join(dir, 'load.lua');
+  const headers = t.shape.creates ? { ...t.shape.headers, 'content-type': 'application/json' } : t.shape.headers;
+  await writeFile(
+    script,
+    [
+      `wrk.method = ${lua(t.shape.method)}`,
+      ...Object.entries(headers).map(([k, v]) => `wrk.headers[ ${lua(k)} ] = ${lua(v)}`),
+      ...(t.shape.creates
+        ? [
+            `local data = {\n${variants().map(lua).join(',\n')}\n}`,
+            'local n = 0',
+            'request = function()',
+            '  n = n + 1',
+            `  return wrk.format(nil, nil, nil, ${lua(`{"name":"${prefix}`)} .. n .. '","json_data":' .. data[(n % #data) + 1] .. '}')`,
+            'end',
+          ]
+        : []),
+    ].join('\n'),
+  );
+  try {
+    const args = [
+      '-t1',
+      `-c${connections}`,
+      `-d${seconds}s`,
+      '--timeout',
+      '10s',
+      '--latency',
+      '-s',
+      script,
+      `http://127.0.0.1:${t.port}${t.shape.path}`,
+    ];
+    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    generators.add(child);
+    child.once('exit', () => generators.delete(child));
+    let out = '';
+    child.stdout!.on('data', (b: Buffer) => (out += b.toString('utf8')));
+    child.stderr!.on('data', (b: Buffer) => (out += b.toString('utf8')));
+    const code = await new Promise<number | null>((ok, fail) => {
+      child.once('error', fail);
+      child.once('exit', (c) => ok(c));
+    });
+    const requests = /(\d+) requests in ([\d.]+)(us|ms|s|m),/.exec(out);
+    const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
+    const errors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+    const bad = (non2xx ? Number(non2xx[1]) : 0) + (errors ? errors.slice(1).reduce((a, b) => a + Number(b), 0) : 0);
+    if (code !== 0 || !requests || bad > 0) throw new Error(`wrk ${t.shape.method} ${t.shape.path} (exit ${code}):\n${out}`);
+    return {
+      requests: Number(requests[1]),
+      seconds: wrkSeconds(requests[2]!, requests[3]!),
+      p50: wrkPercentile(out, '50%'),
+      p99: wrkPercentile(out, '99%'),
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+const wrkSeconds = (v: string, unit: string) => Number(v) * ({ us: 1e-6, ms: 1e-3, s: 1, m: 60 } as Record<string, number>)[unit]!;
+
+/** A line of wrk's latency distribution, in ms. */
+function wrkPercentile(out: string, which: string): number {
+  const m = new RegExp(`^\\s*${which}\\s+([\\d.]+)(us|ms|s|m)\\s*$`, 'm').exec(out);
+  if (!m) throw new Error(`wrk printed no ${which} latency:\n${out}`);
+  return wrkSeconds(m[1]!, m[2]!) * 1000;
 }
 
 interface Measurement extends Load {
@@ -209,21 +350,14 @@ interface Measurement extends Load {
 }
 
 /** Fresh process(es), warm-up, then the measured load; CPU per request summed over the processes. */
-async function measure(
-  id: string,
-  round: number,
-  procs: () => Promise<Proc[]>,
-  target: (p: Proc) => AutocannonRequest,
-): Promise<Measurement> {
+async function measure(id: string, round: number, procs: () => Promise<Proc[]>, target: (p: Proc) => Shape): Promise<Measurement> {
   const ps = await procs();
   try {
-    const targets = ps.map((p) => ({ port: p.port, request: target(p) }));
+    const targets = ps.map((p) => ({ port: p.port, shape: target(p) }));
     await load(targets, WARMUP);
     const cpu0 = ps.reduce((s, p) => s + cpuUs(p), 0);
-    const gen0 = process.cpuUsage();
     const l = await load(targets, DURATION);
     const cpu1 = ps.reduce((s, p) => s + cpuUs(p), 0);
-    const gen = process.cpuUsage(gen0);
     const m: Measurement = {
       id,
       round,
@@ -235,7 +369,7 @@ async function measure(
     process.stderr.write(
       `  round ${round} ${id.padEnd(16)} ${fmt(m.rps).padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms  ` +
         `${fmt(m.cpuPerReq)} µs CPU/req  RSS ${m.startRssMb.toFixed(0)} → ${m.peakRssMb.toFixed(0)} MB  ` +
-        `(load generator ${(((gen.user + gen.system) / 1e6 / l.seconds) * 100).toFixed(0)} % of a core; load avg ${loadavg()[0]!.toFixed(2)})\n`,
+        `(${LOADER} ${(l.generatorCores * 100).toFixed(0)} % of a core; load avg ${loadavg()[0]!.toFixed(2)})\n`,
     );
     return m;
   } finally {
@@ -272,6 +406,7 @@ let cleaning: Promise<void> | undefined;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     for (const inst of running) inst.stop();
+    for (const child of generators) child.kill('SIGKILL');
     await Promise.all([...live].map(stopProc));
     if (admin && dbName) await admin.unsafe(`drop database if exists ${dbName} with (force)`).catch(() => {});
     await admin?.end({ timeout: 5 });
@@ -289,6 +424,7 @@ for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
 // Last resort (an exit nobody awaited cleanup for): no child outlives us.
 process.on('exit', () => {
   for (const p of live) p.child.kill('SIGKILL');
+  for (const child of generators) child.kill('SIGKILL');
 });
 
 interface Seed {
@@ -321,7 +457,6 @@ async function api<T>(
   return (text ? JSON.parse(text) : undefined) as T;
 }
 
-let seq = 0;
 const serverData = (i: number) => ({
   hostname: `host-${i}.example.net`,
   env: ['prod', 'staging', 'dev'][i % 3],
@@ -417,21 +552,12 @@ async function main(): Promise<void> {
   const scratch = postgres(dbUrl, { max: 1, onnotice: () => {} });
   await scratch`vacuum analyze`.finally(() => scratch.end());
   const auth = (token: string) => ({ authorization: `Bearer ${token}` });
-  const get = (path: string, token?: string): AutocannonRequest => ({ method: 'GET', path, headers: token ? auth(token) : {} });
+  const get = (path: string, token?: string): Shape => ({ method: 'GET', path, headers: token ? auth(token) : {} });
   const objPath = `/api/v1/classes/${s.classId}/${s.objectId}`;
-  const runTag = Date.now().toString(36);
-  const create = (path: string, token?: string): AutocannonRequest => ({
-    method: 'POST',
-    path,
-    headers: { 'content-type': 'application/json', ...(token ? auth(token) : {}) },
-    setupRequest: (req) => {
-      const i = seq++;
-      return { ...req, body: JSON.stringify({ name: `tp-${runTag}-${i}`, json_data: serverData(i) }) };
-    },
-  });
+  const create = (path: string, token?: string): Shape => ({ method: 'POST', path, headers: token ? auth(token) : {}, creates: true });
 
   // One round: each bare measurement right before the service one(s) it is compared with.
-  const fullPlan: [string, () => Promise<Proc[]>, (p: Proc) => AutocannonRequest][] = [
+  const fullPlan: [string, () => Promise<Proc[]>, (p: Proc) => Shape][] = [
     ['bare-constant', async () => [await bare()], () => get('/constant')],
     ['svc-healthz', async () => [await service()], () => get('/healthz')],
     ['bare-select', async () => [await bare()], () => get(`/objects/${s.objectId}`)],
@@ -460,34 +586,23 @@ async function main(): Promise<void> {
     process.stderr.write(`soak: getObject on one service process for ${SOAK} s\n`);
     const p = await service();
     try {
-      const target = [{ port: p.port, request: get(objPath, s.adminToken) }];
+      const target = [{ port: p.port, shape: get(objPath, s.adminToken) }];
       await load(target, WARMUP);
-      let count = 0;
-      const mark = () => ({ t: performance.now(), n: count, cpu: cpuUs(p) });
-      const marks: ReturnType<typeof mark>[] = [mark()];
-      const timers = [SOAK_WINDOW, SOAK - SOAK_WINDOW].map((sec) => setTimeout(() => marks.push(mark()), sec * 1000));
-      const progress = setInterval(
-        () => process.stderr.write(`  soak ${Math.round((performance.now() - marks[0]!.t) / 1000)} s: ${count} requests\n`),
-        30_000,
-      );
-      try {
-        await load(target, SOAK, () => count++);
-      } finally {
-        timers.forEach(clearTimeout);
-        clearInterval(progress);
-      }
-      marks.push(mark());
-      const [m0, m1, m2, m3] = marks as [
-        ReturnType<typeof mark>,
-        ReturnType<typeof mark>,
-        ReturnType<typeof mark>,
-        ReturnType<typeof mark>,
-      ];
+      // Three loads back to back on the one process: the first window, the middle, the last window.
+      const window = async (sec: number) => {
+        const cpu0 = cpuUs(p);
+        const l = await load(target, sec);
+        process.stderr.write(`  soak: ${sec} s at ${fmt(l.rps)} req/s\n`);
+        return { rps: l.rps, cpu: (cpuUs(p) - cpu0) / l.requests };
+      };
+      const first = await window(SOAK_WINDOW);
+      if (SOAK > 2 * SOAK_WINDOW) await window(SOAK - 2 * SOAK_WINDOW);
+      const last = await window(SOAK_WINDOW);
       soak = {
-        first: ((m1.n - m0.n) / (m1.t - m0.t)) * 1000,
-        last: ((m3.n - m2.n) / (m3.t - m2.t)) * 1000,
-        cpuFirst: (m1.cpu - m0.cpu) / (m1.n - m0.n),
-        cpuLast: (m3.cpu - m2.cpu) / (m3.n - m2.n),
+        first: first.rps,
+        last: last.rps,
+        cpuFirst: first.cpu,
+        cpuLast: last.cpu,
         startRss: p.startRssKb / 1024,
         peakRss: memKb(p, 'VmHWM') / 1024,
       };
@@ -586,7 +701,7 @@ function report(
   const cpu = cpus();
   return [
     `Throughput, ${new Date().toISOString().slice(0, 10)}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}, Node ${process.version}, ${run.db}; ` +
-      `${CONNECTIONS} connections, ${DURATION} s per measurement after ${WARMUP} s warm-up, ${ROUNDS} rounds (bare, service, bare, service), ` +
+      `load by ${LOADER === 'wrk' ? 'wrk -t1' : 'autocannon'}, ${CONNECTIONS} connections, ${DURATION} s per measurement after ${WARMUP} s warm-up, ${ROUNDS} rounds (bare, service, bare, service), ` +
       `fresh processes (service: SVC_RUNTIME_ROLE=api); load average ${run.load0.toFixed(2)} before, ${run.load1.toFixed(2)} after; total ${run.seconds.toFixed(0)} s.`,
     '',
     `| ${header.join(' | ')} |`,
