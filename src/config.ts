@@ -42,7 +42,12 @@ export const SETTINGS = {
     values: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
     doc: 'log level (JSON lines on stdout)',
   },
-  SVC_BODY_LIMIT_BYTES: { kind: 'int', default: '16777216', min: 1024, doc: 'largest accepted request body' },
+  SVC_BODY_LIMIT_BYTES: {
+    kind: 'int',
+    default: '16777216',
+    min: 1024,
+    doc: 'largest accepted request body (a larger one is a 413, before it is read when its length is declared; the connection is then closed)',
+  },
   SVC_TRUSTED_PROXIES: {
     kind: 'string',
     default: '',
