@@ -15,6 +15,7 @@ import { decodeUtf8Body, parseJsonBody, readRequestBody, refuseDeclaredTooLarge 
 import { beginRequest, endRequest, finishHeaders, observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
 import { httpInFlight } from './metrics.ts';
 import { requestHeaders, urlParts } from './http/request.ts';
+import { spliceJsonTexts } from './domain/json-text.ts';
 
 const JSON_TYPES = /^application\/(.+\+)?json$/;
 /** The methods app.fetch serves without Hono (serveDirect). */
@@ -196,6 +197,7 @@ function render(facts: RequestFacts | undefined, path: string, reply: Reply): Re
   } else {
     headers['content-type'] = 'application/json';
     body = JSON.stringify(reply.body);
+    if (reply.jsonTexts?.length) body = spliceJsonTexts(body, reply.jsonTexts);
     bytes = Buffer.byteLength(body);
   }
   if (facts) {

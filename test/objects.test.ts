@@ -424,3 +424,47 @@ describe('listObjects and listObjectsByClassName', () => {
     expect(ids(res)).toEqual([h1.id]);
   });
 });
+
+describe('json_data as the database wrote it (getObject and listObjects pass the jsonb text through)', () => {
+  // Every kind of JSON value, strings that need escaping or look like the placeholders the
+  // renderer replaces (src/domain/json-text.ts), member names alike, deep nesting.
+  const ODD = {
+    quote: 'he said "hi"',
+    backslashes: 'C:\\path\\u0000 not a NUL',
+    unicode: 'ü 😀 \u2028 \u00e9',
+    control: 'tab\tnewline\n',
+    'member "quoted"': 1,
+    '\\u0000': 'a member named backslash-u0000',
+    numbers: [0, -1, 1.5, -0.0001, 1e300, 2 ** 53, 12345678901234567000],
+    nested: { a: [1, [2, [3, { b: null, c: true, d: false }]]], e: {}, f: [] },
+    placeholderish: ['"\\u00000\\u0000"', '\\u00001\\u0000'],
+  };
+
+  it('GET and a list page answer the stored value (also a bare string, number, array or null)', async () => {
+    const cls = await createClass(t, await collection(t));
+    const values: unknown[] = [ODD, 'just a string', 42, [1, 'two', { three: 3 }], null, { '': '' }];
+    const created: number[] = [];
+    for (const v of values) {
+      const res = await t.request('POST', `/api/v1/classes/${cls.id}/objects`, { body: { name: uniq('odd'), json_data: v } });
+      expect(res.status, res.text).toBe(201);
+      created.push((res.body as Obj).id);
+    }
+    const expected = values.map((v) => JSON.parse(JSON.stringify(v)) as unknown);
+    for (const [i, id] of created.entries()) {
+      const got = await t.request('GET', `/api/v1/classes/${cls.id}/${id}`);
+      expect(got.status, got.text).toBe(200);
+      expect((got.body as Obj).json_data).toEqual(expected[i]);
+    }
+    const page = await t.request('GET', `/api/v1/classes/${cls.id}/objects`, { query: { sort: 'id', limit: 10 } });
+    expect(page.status, page.text).toBe(200);
+    expect((page.body as Obj[]).map((o) => o.json_data)).toEqual(expected);
+    // a name that looks like a placeholder is left alone as well
+    const named = await t.request('POST', `/api/v1/classes/${cls.id}/objects`, { body: { name: '"\\u00000\\u0000"', json_data: 1 } });
+    expect(named.status, named.text).toBe(201);
+    const byName = await t.request('GET', `/api/v1/classes/${cls.id}/objects`, { query: { name: '"\\u00000\\u0000"' } });
+    expect((byName.body as Obj[]).map((o) => [o.name, o.json_data])).toEqual([['"\\u00000\\u0000"', 1]]);
+    const computed = await t.request('GET', `/api/v1/classes/${cls.id}/objects`, { query: { sort: 'id', include: 'computed' } });
+    expect(computed.status, computed.text).toBe(200);
+    expect((computed.body as Obj[]).map((o) => o.json_data)).toEqual([...expected, 1]);
+  });
+});

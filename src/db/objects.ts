@@ -25,6 +25,14 @@ export function objectCols(db: Db): Fragment {
   return db`o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision` as Fragment;
 }
 
+/**
+ * objectCols with json_data as the database's JSON text (`jsonb::text`), for a reply that passes it
+ * through unparsed (src/domain/json-text.ts).
+ */
+export function objectColsJsonText(db: Db): Fragment {
+  return db`o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data::text as json_data, o.created_at, o.updated_at, o.revision` as Fragment;
+}
+
 const BASE_FIELDS: Record<string, FieldDef> = {
   id: { type: 'integer', column: 'o.id', notNull: true },
   name: { type: 'text', column: 'o.name', notNull: true },
@@ -193,16 +201,21 @@ export function parseObjectQuery(
   return { parsed, spec, where, computedFilters, computedSort };
 }
 
-/** A page of objects; with `computed` the evaluated sets of the given fields are selected as `__cs` / `__cp`. */
+/**
+ * A page of objects; with `computed` the evaluated sets of the given fields are selected as `__cs` /
+ * `__cp`; with `jsonText` json_data is the database's JSON text (objectColsJsonText).
+ */
 export function listObjects(
   db: Db,
   q: ObjectQuery,
   where: Fragment[],
   computed: { shared: ComputedDef[]; personal: ComputedDef[] | null } | null,
+  opts: { jsonText?: boolean } = {},
 ): Promise<ListPage<ObjectRow & { __cs?: unknown; __cp?: unknown }>> {
+  const cols = opts.jsonText ? objectColsJsonText(db) : objectCols(db);
   const select = computed
-    ? (db`${objectCols(db)}, ${evalSetExpr(db, computed.shared)} as __cs, ${evalSetExpr(db, computed.personal ?? [])} as __cp` as Fragment)
-    : objectCols(db);
+    ? (db`${cols}, ${evalSetExpr(db, computed.shared)} as __cs, ${evalSetExpr(db, computed.personal ?? [])} as __cp` as Fragment)
+    : cols;
   return runList(db, { from: db`objects o` as Fragment, select, where: [...where, ...q.where], parsed: q.parsed, spec: q.spec });
 }
 

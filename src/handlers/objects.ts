@@ -11,6 +11,7 @@ import {
   listObjects,
   namesComputedField,
   objectCols,
+  objectColsJsonText,
   objectIdByName,
   ofClassWhere,
   parseObjectQuery,
@@ -24,6 +25,7 @@ import { valueSet, type ComputedDef } from '../domain/computed.ts';
 import { inTx } from '../mutations/context.ts';
 import { createObject, deleteObject, patchObjectData, updateObject, type ObjectTarget } from '../mutations/objects.ts';
 import type { ResponseBody } from '../domain/wire.ts';
+import { JsonTexts } from '../domain/json-text.ts';
 
 /** Query parameters of the aggregate operations that are not object filters. */
 const AGGREGATE_PARAMS = new Set(['group_by', 'aggregate', 'sort', 'cursor', 'include_total']);
@@ -81,8 +83,13 @@ async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string,
 
 type Row = ObjectRow & { __cs?: unknown; __cp?: unknown };
 
-function wire(row: Row, active: ActiveFields | null): ResponseBody<'getObject', 200> {
+/**
+ * The object's reply body (with its computed fields when `active`). With `texts`, the row's
+ * json_data is the database's JSON text (objectColsJsonText), passed through (src/domain/json-text.ts).
+ */
+function wire(row: Row, active: ActiveFields | null, texts?: JsonTexts): ResponseBody<'getObject', 200> {
   const view = objectView(row);
+  if (texts) view.json_data = texts.add(row.json_data as string);
   if (!active) return view;
   return {
     ...view,
@@ -111,8 +118,13 @@ async function objectReply(ctx: Ctx, classId: number, objectId: number, include:
 }
 
 /** 200 with the object (and its computed fields when `active`) and its ETag. */
-function rowReply(row: Row, active: ActiveFields | null, extra: Record<string, string> = {}) {
-  return { status: 200 as const, body: wire(row, active), headers: { ...extra, ...etagHeader('object', row.id, row.revision) } };
+function rowReply(row: Row, active: ActiveFields | null, extra: Record<string, string> = {}, texts?: JsonTexts) {
+  return {
+    status: 200 as const,
+    body: wire(row, active, texts),
+    headers: { ...extra, ...etagHeader('object', row.id, row.revision) },
+    ...(texts && { jsonTexts: texts.texts }),
+  };
 }
 
 async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>) {
@@ -127,7 +139,7 @@ async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>)
       objectWhere(db, auth, 'ReadObject'),
       ...permissionsFilter(q.parsed.extras.permissions, (p) => objectWhere(db, auth, p)),
     ];
-    return listObjects(db, q, where, include ? active : null);
+    return listObjects(db, q, where, include ? active : null, { jsonText: true });
   };
   let active: ActiveFields;
   let paging: ReturnType<typeof pageOf>;
@@ -147,10 +159,14 @@ async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>)
     paging = pageOf(active);
   }
   const page = await paging;
-  return listReply(
-    page,
-    page.rows.map((r) => wire(r, include ? active : null)),
-  );
+  const texts = new JsonTexts();
+  return {
+    ...listReply(
+      page,
+      page.rows.map((r) => wire(r, include ? active : null, texts)),
+    ),
+    jsonTexts: texts.texts,
+  };
 }
 
 function objectWritten<S extends number>(row: ObjectRow, status: S, extra: Record<string, string> = {}) {
@@ -233,9 +249,9 @@ export const objectsHandlers = {
     const { class_id, object_id } = input.params;
     const db = ctx.deps.sql;
     if (!wantsComputed(input.query)) {
-      // the common read: authorization and the row in one statement
-      const row = await readObjectAs<ObjectRow>(db, authOf(ctx), object_id, 'ReadObject', { classId: class_id }, objectCols(db));
-      return rowReply(row, null);
+      // the common read: authorization and the row in one statement (json_data passed through as text)
+      const row = await readObjectAs<ObjectRow>(db, authOf(ctx), object_id, 'ReadObject', { classId: class_id }, objectColsJsonText(db));
+      return rowReply(row, null, {}, new JsonTexts());
     }
     await requireObjectPermission(db, authOf(ctx), object_id, 'ReadObject', { classId: class_id });
     return objectReply(ctx, class_id, object_id, true);

@@ -35,6 +35,8 @@ export interface WireReply {
   /** Non-JSON payload (text, bytes or a stream); contentType then names it. */
   raw?: RawBody;
   contentType?: string;
+  /** JSON texts whose placeholders the body holds (src/domain/json-text.ts). */
+  jsonTexts?: readonly string[];
 }
 
 type Responses<K extends OperationId> = Ops[K]['responses'];
@@ -46,7 +48,7 @@ export type Body<K extends OperationId, S extends Status<K>> = Wire<Get<ContentO
 
 type ReplyHeaders = Record<string, string>;
 type JsonReply<S, C> = 'application/json' extends keyof C
-  ? { status: S; body: Wire<C['application/json']>; headers?: ReplyHeaders }
+  ? { status: S; body: Wire<C['application/json']>; headers?: ReplyHeaders; jsonTexts?: readonly string[] }
   : never;
 type RawReply<S, C> = [Exclude<keyof C, 'application/json'>] extends [never]
   ? never

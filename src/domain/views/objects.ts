@@ -1,7 +1,7 @@
 // Objects: the row as the database returns it, its wire view, and the audit event a change of it
 // appends. Pure functions (no SQL); src/db reads and writes the rows.
 import { type NewEvent } from '../new-event.ts';
-import type { ResponseBody } from '../wire.ts';
+import { isoTime, type ResponseBody } from '../wire.ts';
 
 export interface ObjectRow {
   [key: string]: unknown;
@@ -25,8 +25,8 @@ export function objectView(r: ObjectRow): ResponseBody<'getObject', 200> {
     collection_id: r.collection_id,
     svc_class_id: r.class_id,
     json_data: r.json_data,
-    created_at: r.created_at,
-    updated_at: r.updated_at,
+    created_at: isoTime(r.created_at),
+    updated_at: isoTime(r.updated_at),
     revision: r.revision,
   };
 }
