@@ -458,6 +458,12 @@ describe('json_data as the database wrote it (getObject and listObjects pass the
     const page = await t.request('GET', `/api/v1/classes/${cls.id}/objects`, { query: { sort: 'id', limit: 10 } });
     expect(page.status, page.text).toBe(200);
     expect((page.body as Obj[]).map((o) => o.json_data)).toEqual(expected);
+    // the audit list passes its snapshots, provenance and metadata through the same way
+    const events = await t.request('GET', `/api/v1/classes/${cls.id}/${created[0]}/events`);
+    expect(events.status, events.text).toBe(200);
+    const [ev] = events.body as { action: string; after: Obj; before: unknown; metadata: unknown; provenance: { actor: unknown } }[];
+    expect(ev).toMatchObject({ action: 'created', before: null, metadata: { class_id: cls.id }, after: { json_data: expected[0] } });
+    expect(ev!.provenance.actor).toMatchObject({ kind: 'user' });
     // a name that looks like a placeholder is left alone as well
     const named = await t.request('POST', `/api/v1/classes/${cls.id}/objects`, { body: { name: '"\\u00000\\u0000"', json_data: 1 } });
     expect(named.status, named.text).toBe(201);

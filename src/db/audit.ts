@@ -54,13 +54,18 @@ export function eventVisibleWhere(db: Db, auth: Authority): Fragment {
 }
 
 /** The event columns, with the snapshots only where `full` (full visibility) holds. */
-function eventColumns(db: Db, full: Fragment): Fragment {
+function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
+  const [provenance, before, after, metadata] = (
+    jsonText
+      ? [db`e.provenance::text`, db`e.before::text`, db`e.after::text`, db`e.metadata::text`]
+      : [db`e.provenance`, db`e.before`, db`e.after`, db`e.metadata`]
+  ) as Fragment[];
   return db`e.id, e.event_id, e.occurred_at, e.entity_type, e.entity_id, e.entity_name, e.collection_id, e.action,
-    e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, e.provenance, e.request_id, e.correlation_id,
-    e.summary,
-    case when ${full} then e.before end as before,
-    case when ${full} then e.after end as after,
-    e.before_revision, e.after_revision, e.metadata, e.schema_version::int as schema_version` as Fragment;
+    e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, ${provenance} as provenance, e.request_id,
+    e.correlation_id, e.summary,
+    case when ${full} then ${before} end as before,
+    case when ${full} then ${after} end as after,
+    e.before_revision, e.after_revision, ${metadata} as metadata, e.schema_version::int as schema_version` as Fragment;
 }
 
 /**
@@ -73,9 +78,16 @@ function eventColumns(db: Db, full: Fragment): Fragment {
  * planner can estimate and serve from the collection and related-collection indexes (as subqueries
  * it could do neither, and counted a non-admin's events with a sequential scan of all of them). The
  * same conditions as eventVisibleWhere: a non-administrator's ReadAudit collections are exactly
- * those ids (grants, token scope and the permission scope included).
+ * those ids (grants, token scope and the permission scope included). With `jsonText` the JSON
+ * columns are the database's text (for a reply that passes them through: domain/json-text.ts).
  */
-export async function listEventRows(db: Db, auth: Authority, parsed: ParsedList, fixed: Fragment[] = []): Promise<ListPage<EventRow>> {
+export async function listEventRows(
+  db: Db,
+  auth: Authority,
+  parsed: ParsedList,
+  fixed: Fragment[] = [],
+  opts: { jsonText?: boolean } = {},
+): Promise<ListPage<EventRow>> {
   let full = fullVisibility(db, auth);
   let visible = eventVisibleWhere(db, auth);
   if (!auth.isAdmin) {
@@ -86,7 +98,7 @@ export async function listEventRows(db: Db, auth: Authority, parsed: ParsedList,
   }
   return runList<EventRow>(db, {
     from: db`events e` as Fragment,
-    select: eventColumns(db, full),
+    select: eventColumns(db, full, opts.jsonText ?? false),
     where: [...fixed, visible],
     parsed,
     spec: EVENT_LIST_SPEC,

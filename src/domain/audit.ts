@@ -15,7 +15,8 @@
 import { badRequest } from './errors.ts';
 import type { Filter, ParsedList } from './list-query.ts';
 import { isUnscoped, type Authority } from './authz.ts';
-import type { ResponseBody } from './wire.ts';
+import { isoTime, type ResponseBody } from './wire.ts';
+import type { JsonTexts } from './json-text.ts';
 
 /** Collection-less events are for unscoped administrators only. */
 export function readsCollectionlessEvents(auth: Authority): boolean {
@@ -79,12 +80,17 @@ export interface EventRow {
   schema_version: AuditEventBody['schema_version'];
 }
 
-/** The AuditEvent wire shape (components.schemas.AuditEvent). */
-export function eventWire(r: EventRow): ResponseBody<'listEvents', 200>[number] {
+/**
+ * The AuditEvent wire shape (components.schemas.AuditEvent). With `texts`, the row's provenance,
+ * before, after and metadata are the database's JSON texts (listEventRows with jsonText), passed
+ * through (src/domain/json-text.ts).
+ */
+export function eventWire(r: EventRow, texts?: JsonTexts): ResponseBody<'listEvents', 200>[number] {
+  const text = (v: unknown) => (v === null || v === undefined ? null : texts!.add(v as string));
   return {
     id: r.id,
     event_id: r.event_id,
-    occurred_at: r.occurred_at,
+    occurred_at: isoTime(r.occurred_at),
     entity_type: r.entity_type,
     entity_id: r.entity_id,
     entity_name: r.entity_name,
@@ -94,15 +100,15 @@ export function eventWire(r: EventRow): ResponseBody<'listEvents', 200>[number] 
     actor_user_id: r.actor_user_id,
     initiator_user_id: r.initiator_user_id,
     task_id: r.task_id,
-    provenance: r.provenance,
+    provenance: texts ? (text(r.provenance) as unknown as EventRow['provenance']) : r.provenance,
     request_id: r.request_id,
     correlation_id: r.correlation_id,
     summary: r.summary,
-    before: r.before ?? null,
-    after: r.after ?? null,
+    before: texts ? text(r.before) : (r.before ?? null),
+    after: texts ? text(r.after) : (r.after ?? null),
     before_revision: r.before_revision,
     after_revision: r.after_revision,
-    metadata: r.metadata ?? {},
+    metadata: texts ? (text(r.metadata ?? '{}') as unknown as EventRow['metadata']) : (r.metadata ?? {}),
     schema_version: r.schema_version,
   };
 }

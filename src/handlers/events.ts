@@ -18,6 +18,7 @@ import {
   listEventRows,
 } from '../db/audit.ts';
 import { eventWire } from '../domain/audit.ts';
+import { JsonTexts } from '../domain/json-text.ts';
 import { WRAPPER_ENTITY_TYPES, applyTimeWindow } from '../domain/audit.ts';
 import { findExportTemplateRef } from '../db/export-templates.ts';
 
@@ -26,8 +27,15 @@ async function eventPage(query: Record<string, unknown>, ctx: Ctx, fixed: (db: C
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
   const parsed = applyTimeWindow(parseListQuery(query, EVENT_LIST_SPEC));
-  const page = await listEventRows(db, auth, parsed, fixed(db));
-  return listReply(page, page.rows.map(eventWire));
+  const page = await listEventRows(db, auth, parsed, fixed(db), { jsonText: true });
+  const texts = new JsonTexts();
+  return {
+    ...listReply(
+      page,
+      page.rows.map((r) => eventWire(r, texts)),
+    ),
+    jsonTexts: texts.texts,
+  };
 }
 
 export const eventsHandlers = {
