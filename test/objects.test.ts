@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { objectColsJsonText } from '../src/db/objects.ts';
+import { isoTime } from '../src/domain/wire.ts';
 import { ALL_CLASS_OBJECT, collection, createClass, createObject, eventsOf, principalWith, type Obj } from './class-fixtures.ts';
 
 let t: TestApp;
@@ -444,26 +446,46 @@ describe('json_data as the database wrote it (getObject and listObjects pass the
     const cls = await createClass(t, await collection(t));
     const values: unknown[] = [ODD, 'just a string', 42, [1, 'two', { three: 3 }], null, { '': '' }];
     const created: number[] = [];
+    const times = new Map<number, [string, string]>();
     for (const v of values) {
       const res = await t.request('POST', `/api/v1/classes/${cls.id}/objects`, { body: { name: uniq('odd'), json_data: v } });
       expect(res.status, res.text).toBe(201);
-      created.push((res.body as Obj).id);
+      const o = res.body as Obj & { created_at: string; updated_at: string };
+      created.push(o.id);
+      times.set(o.id, [o.created_at, o.updated_at]);
     }
     const expected = values.map((v) => JSON.parse(JSON.stringify(v)) as unknown);
     for (const [i, id] of created.entries()) {
       const got = await t.request('GET', `/api/v1/classes/${cls.id}/${id}`);
       expect(got.status, got.text).toBe(200);
       expect((got.body as Obj).json_data).toEqual(expected[i]);
+      // the times read as the database's UTC text are written exactly as the create wrote its Dates
+      const { created_at, updated_at } = got.body as { created_at: string; updated_at: string };
+      expect([created_at, updated_at]).toEqual(times.get(id));
+      expect(created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     }
     const page = await t.request('GET', `/api/v1/classes/${cls.id}/objects`, { query: { sort: 'id', limit: 10 } });
     expect(page.status, page.text).toBe(200);
     expect((page.body as Obj[]).map((o) => o.json_data)).toEqual(expected);
+    expect((page.body as (Obj & { created_at: string; updated_at: string })[]).map((o) => [o.created_at, o.updated_at])).toEqual(
+      created.map((id) => times.get(id)),
+    );
     // the audit list passes its snapshots, provenance and metadata through the same way
     const events = await t.request('GET', `/api/v1/classes/${cls.id}/${created[0]}/events`);
     expect(events.status, events.text).toBe(200);
     const [ev] = events.body as { action: string; after: Obj; before: unknown; metadata: unknown; provenance: { actor: unknown } }[];
     expect(ev).toMatchObject({ action: 'created', before: null, metadata: { class_id: cls.id }, after: { json_data: expected[0] } });
     expect(ev!.provenance.actor).toMatchObject({ kind: 'user' });
+    const audit = await t.deps.sql<
+      { occurred_at: Date }[]
+    >`select occurred_at from events where id = ${(ev as unknown as { id: number }).id}`;
+    expect((ev as unknown as { occurred_at: string }).occurred_at).toBe(audit[0]!.occurred_at.toISOString());
+    // the times' text is UTC whatever the session's time zone
+    const zoned = await t.deps.sql.begin(async (tx) => {
+      await tx`set local timezone = 'Asia/Kolkata'`;
+      return tx<{ created_at: string; updated_at: string }[]>`select ${objectColsJsonText(tx)} from objects o where o.id = ${created[0]!}`;
+    });
+    expect([isoTime(zoned[0]!.created_at), isoTime(zoned[0]!.updated_at)]).toEqual(times.get(created[0]!));
     // a name that looks like a placeholder is left alone as well
     const named = await t.request('POST', `/api/v1/classes/${cls.id}/objects`, { body: { name: '"\\u00000\\u0000"', json_data: 1 } });
     expect(named.status, named.text).toBe(201);

@@ -55,12 +55,12 @@ export function eventVisibleWhere(db: Db, auth: Authority): Fragment {
 
 /** The event columns, with the snapshots only where `full` (full visibility) holds. */
 function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
-  const [provenance, before, after, metadata] = (
+  const [occurred, provenance, before, after, metadata] = (
     jsonText
-      ? [db`e.provenance::text`, db`e.before::text`, db`e.after::text`, db`e.metadata::text`]
-      : [db`e.provenance`, db`e.before`, db`e.after`, db`e.metadata`]
+      ? [db`(e.occurred_at at time zone 'UTC')::text`, db`e.provenance::text`, db`e.before::text`, db`e.after::text`, db`e.metadata::text`]
+      : [db`e.occurred_at`, db`e.provenance`, db`e.before`, db`e.after`, db`e.metadata`]
   ) as Fragment[];
-  return db`e.id, e.event_id, e.occurred_at, e.entity_type, e.entity_id, e.entity_name, e.collection_id, e.action,
+  return db`e.id, e.event_id, ${occurred} as occurred_at, e.entity_type, e.entity_id, e.entity_name, e.collection_id, e.action,
     e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, ${provenance} as provenance, e.request_id,
     e.correlation_id, e.summary,
     case when ${full} then ${before} end as before,
@@ -79,7 +79,8 @@ function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
  * it could do neither, and counted a non-admin's events with a sequential scan of all of them). The
  * same conditions as eventVisibleWhere: a non-administrator's ReadAudit collections are exactly
  * those ids (grants, token scope and the permission scope included). With `jsonText` the JSON
- * columns are the database's text (for a reply that passes them through: domain/json-text.ts).
+ * columns are the database's text (for a reply that passes them through: domain/json-text.ts) and
+ * occurred_at its UTC text (domain/wire.ts isoTime).
  */
 export async function listEventRows(
   db: Db,

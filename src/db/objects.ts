@@ -26,11 +26,13 @@ export function objectCols(db: Db): Fragment {
 }
 
 /**
- * objectCols with json_data as the database's JSON text (`jsonb::text`), for a reply that passes it
- * through unparsed (src/domain/json-text.ts).
+ * objectCols for a reply: json_data as the database's JSON text (`jsonb::text`), which the reply
+ * passes through unparsed (src/domain/json-text.ts), and the times as UTC text, which isoTime turns
+ * into the reply's ISO text (src/domain/wire.ts) without the driver's Date parsing.
  */
 export function objectColsJsonText(db: Db): Fragment {
-  return db`o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data::text as json_data, o.created_at, o.updated_at, o.revision` as Fragment;
+  return db`o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data::text as json_data,
+    (o.created_at at time zone 'UTC')::text as created_at, (o.updated_at at time zone 'UTC')::text as updated_at, o.revision` as Fragment;
 }
 
 const BASE_FIELDS: Record<string, FieldDef> = {

@@ -57,6 +57,7 @@ export interface EventRow {
   [key: string]: unknown;
   id: number;
   event_id: string;
+  /** (listEventRows with jsonText: the database's UTC text of it, which isoTime reads as well.) */
   occurred_at: Date;
   entity_type: string;
   entity_id: number | null;

@@ -257,8 +257,9 @@ export class ContractRouter {
   /** Validates parameters and body; returns coerced params and query, or throws 400. */
   validate(operation: Operation, req: RawRequest): Routed {
     const op = operation as CompiledOperation;
-    // Before decoding the path parameters: malformed percent-encoding would throw URIError.
-    const hostile = pathDetails(op.path, req.path);
+    // Before decoding the path parameters: malformed percent-encoding would throw URIError. Without
+    // a `%` there is nothing to decode (and no NUL: Node's parser refuses one sent as it is).
+    const hostile = req.path.includes('%') ? pathDetails(op.path, req.path) : [];
     const nul = queryNulDetails(req.query);
     if (hostile.length || nul.length) throw invalidRequest([...hostile, ...nul]);
     const path = pathParams(op, req.path);
@@ -301,7 +302,10 @@ function pathParams(op: CompiledOperation, path: string): Record<string, unknown
   }
   if (op.segmentParams.length === 0) return out;
   const segments = path.split('/');
-  for (const [name, i] of op.segmentParams) out[name] = decodeURIComponent(segments[i] ?? '');
+  for (const [name, i] of op.segmentParams) {
+    const segment = segments[i] ?? '';
+    out[name] = segment.includes('%') ? decodeURIComponent(segment) : segment;
+  }
   return out;
 }
 

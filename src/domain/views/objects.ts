@@ -11,8 +11,9 @@ export interface ObjectRow {
   collection_id: number;
   class_id: number;
   json_data: unknown;
-  created_at: Date;
-  updated_at: Date;
+  /** A Date, or (objectColsJsonText) the database's UTC text of it: isoTime reads both. */
+  created_at: Date | string;
+  updated_at: Date | string;
   revision: number;
 }
 
