@@ -180,13 +180,15 @@ function jsonFilter(db: Db, f: Filter): Fragment {
   // The exact conditions below cannot use the GIN (jsonb_path_ops) index of objects.json_data; a
   // containment test beside them can, and it holds whenever they do, so the result is the same.
   // (A path with an array index is left alone: containment would read that step as a member name.)
-  const indexed = (exact: Fragment, leaves: (s: string) => Fragment[]): Fragment => {
+  const indexed = (exact: Fragment, leaves: (s: string) => string[]): Fragment => {
     if (f.def.column !== 'o.json_data' || f.path.length === 0 || f.path.some((seg) => /^-?\d+$/.test(seg))) return exact;
-    const nest = (leaf: Fragment) => f.path.reduceRight((inner, seg) => db`jsonb_build_object(${seg}::text, ${inner})` as Fragment, leaf);
+    // The contained document as JSON text, a parameter the planner sees as a constant (a list with
+    // filters is planned for its values): it can then estimate the test and choose the GIN index.
+    const nest = (leaf: string) => f.path.reduceRight((inner, seg) => `{${JSON.stringify(seg)}:${inner}}`, leaf);
     const contains = (s: string) =>
       or(
         db,
-        leaves(s).map((leaf) => db`o.json_data @> ${nest(leaf)}` as Fragment),
+        leaves(s).map((leaf) => db`o.json_data @> ${nest(leaf)}::text::jsonb` as Fragment),
       );
     const needed = f.op === 'in' ? or(db, v.map(contains)) : f.op === 'all' ? and(db, v.map(contains)) : contains(first);
     // Values that stand only for a JSON string (not a number, boolean or null): containment of a
@@ -196,12 +198,13 @@ function jsonFilter(db: Db, f: Filter): Fragment {
     if (v.every((s) => scalars(s).length === 1)) return needed;
     return db`(${exact} and ${needed})` as Fragment;
   };
-  /** The JSON values a filter value s stands for, as equalsOne and `all` read it. */
-  const scalars = (s: string): Fragment[] => [
-    db`to_jsonb(${s}::text)` as Fragment,
-    ...(numeric(s) ? [db`to_jsonb(${s}::numeric)` as Fragment] : []),
-    ...(s === 'true' || s === 'false' ? [db`to_jsonb(${s === 'true'}::boolean)` as Fragment] : []),
-    ...(f.op !== 'all' && s === 'null' ? [db`'null'::jsonb` as Fragment] : []),
+  /** The JSON values a filter value s stands for, as equalsOne and `all` read it (as JSON text). */
+  const scalars = (s: string): string[] => [
+    JSON.stringify(s),
+    // a number as written, without the leading zeros JSON does not allow (`007` is 7, as ::numeric reads it)
+    ...(numeric(s) ? [s.replace(/^(-?)0+(?=\d)/, '$1')] : []),
+    ...(s === 'true' || s === 'false' ? [s] : []),
+    ...(f.op !== 'all' && s === 'null' ? ['null'] : []),
   ];
   switch (f.op) {
     case 'is_null':
@@ -241,7 +244,7 @@ function jsonFilter(db: Db, f: Filter): Fragment {
             return or(db, alts);
           }),
         )})` as Fragment,
-        (s) => scalars(s).map((leaf) => db`jsonb_build_array(${leaf})` as Fragment),
+        (s) => scalars(s).map((leaf) => `[${leaf}]`),
       );
     case 'within_network':
       return db`(${isString} and svc_try_inet(${txt}) <<= svc_try_inet(${first}::text))` as Fragment;
