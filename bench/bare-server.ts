@@ -55,13 +55,13 @@ app.post('/classes/:class_id/objects', async (c) => {
   const row = await sql.begin(async (tx) => {
     const [o] = await tx`
       insert into objects (name, description, collection_id, class_id, json_data)
-      select ${body.name}, ${body.description ?? ''}, c.collection_id, c.id, ${JSON.stringify(body.json_data)}::jsonb
+      select ${body.name}, ${body.description ?? ''}, c.collection_id, c.id, ${JSON.stringify(body.json_data)}::text::jsonb
       from classes c where c.id = ${classId}::int
       returning id, name, description, collection_id, class_id, json_data, created_at, updated_at, revision`;
     if (!o) return undefined;
     await tx`
       insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, provenance, after, after_revision)
-      values ('object', ${o.id}, ${o.name}, ${o.collection_id}, 'created', 'system', '{}'::jsonb, ${JSON.stringify(o)}::jsonb, ${o.revision})`;
+      values ('object', ${o.id}, ${o.name}, ${o.collection_id}, 'created', 'system', '{}'::jsonb, ${JSON.stringify(o)}::text::jsonb, ${o.revision})`;
     return o;
   });
   return row ? c.json(row, 201) : c.json({ error: 'Not Found' }, 404);

@@ -35,7 +35,7 @@ const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
 const short = (url: string) => {
   const path = url.replace(/^file:\/\//, '');
-  return path.includes('/node_modules/') ? path.replace(/.*\/node_modules\//, 'npm:') : path.replace(/.*\/(src|bench|test)\//, '$1/');
+  return path.includes('/node_modules/') ? path.replace(/.*\/node_modules\//, 'npm:') : path.replace(/.*\/(src|bench|test|dist)\//, '$1/');
 };
 const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
 const fns = new Map<string, number>();
@@ -61,7 +61,7 @@ profile.samples.forEach((id, i) => {
   for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) seen.add(keyOf(n));
   for (const k of seen) add(inclusive, k, profile.timeDeltas[i] ?? 0);
 });
-const ours = process.env.ALL ? inclusive : new Map([...inclusive].filter(([k]) => /\s(src|bench|npm:hono|npm:@hono)\//.test(k)));
+const ours = process.env.ALL ? inclusive : new Map([...inclusive].filter(([k]) => /\s(src|bench|dist|npm:hono|npm:@hono)\//.test(k)));
 
 const pct = (us: number) => `${((us / total) * 100).toFixed(1).padStart(5)} %`;
 const print = (title: string, m: Map<string, number>, n: number) => {
