@@ -108,7 +108,7 @@ async function startProc(
 ): Promise<Proc> {
   // node itself (not npx's CLI, which would run the server as a grandchild): the pid we read
   // /proc of is the server's.
-  const child = spawn(process.execPath, [...nodeOptions, '--enable-source-maps', script], {
+  const child = spawn(process.execPath, [...nodeOptions, script], {
     cwd: ROOT,
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
