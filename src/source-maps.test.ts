@@ -2,7 +2,6 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -90,15 +89,9 @@ describe('mapStack', () => {
 describe('createLogger', () => {
   it("logs an error's stack with its frames mapped to the sources", () => {
     const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
     const err = new Error('boom 42');
     err.stack = stack;
-    createLogger('info', sink).error({ err }, 'unhandled error');
+    createLogger('info', { write: (line: string) => lines.push(line) }).error({ err }, 'unhandled error');
     const entry = JSON.parse(lines[0]!) as { err: { message: string; stack: string } };
     expect(entry.err.message).toBe('boom 42');
     expect(entry.err.stack).toContain(`at inner (${pathToFileURL(srcFile).href}:5:9)`);
