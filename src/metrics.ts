@@ -95,8 +95,8 @@ function tableMetric(
 
 /**
  * A counter or histogram with one label whose values are known (an outcome), as a table: one series
- * per value, shown once observed (as prom-client shows a labelled series); `observe` takes the
- * value's index in `values`. For a counter the observed number is ignored.
+ * per value, shown once observed (as prom-client shows a labelled series). `observe(value, n)`
+ * counts one observation of `n` under that label value; a counter ignores `n`.
  */
 function outcomeTable<V extends string>(
   name: string,
