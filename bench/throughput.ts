@@ -6,7 +6,8 @@
 // getObject, last window vs first), the service's RSS, and 2 api processes vs 1. Both servers run
 // as plain JavaScript bundles (scripts/build-server.ts, rebuilt at the start), the service as
 // `make run` and deploy/*.service run it.
-// Prints numbers only (a markdown table on stdout, progress on stderr); tests never time anything.
+// Prints numbers only (a markdown table on stdout, then each goal of #14 the run measured, judged on
+// the means of its rounds; progress on stderr); tests never time anything.
 //
 // Uses SVC_DATABASE_URL when set (a scratch database is created on that server and dropped), else an
 // embedded PostgreSQL in a temporary directory. Knobs: BENCH_CONNECTIONS (50), BENCH_DURATION (10 s
@@ -699,6 +700,51 @@ function report(
   const svc = results.filter((r) => svcIds.includes(r.id));
   const bareAll = results.filter((r) => r.id.startsWith('bare-'));
   const cpu = cpus();
+  // The goals of #14, each judged on the mean of this run's rounds (the rows above).
+  const goals: string[] = [];
+  const judge = (what: string, value: number, met: boolean, shown = value.toFixed(2), why = '') =>
+    goals.push(`- ${what}: ${shown} (${met ? 'met' : 'not met'})${why}`);
+  const ratioOf = (svcId: string, bareId: string) => mean(ratios(svcId, bareId));
+  if (ran('svc-healthz', 'bare-constant')) {
+    judge(
+      '`/healthz` ≥ 0.6 of the constant route',
+      ratioOf('svc-healthz', 'bare-constant'),
+      ratioOf('svc-healthz', 'bare-constant') >= 0.6,
+    );
+    const p99 = avg('svc-healthz', (m) => m.p99) / avg('bare-constant', (m) => m.p99);
+    judge("`/healthz` p99 within 5× of the bare server's", p99, p99 <= 5, `${p99.toFixed(1)}×`);
+  }
+  for (const [svcId, who] of [
+    ['svc-get-admin', 'admin'],
+    ['svc-get-reader', 'non-admin'],
+  ] as const) {
+    if (ran(svcId, 'bare-token'))
+      judge(`getObject (${who}) ≥ 0.8 of the bare token + select`, ratioOf(svcId, 'bare-token'), ratioOf(svcId, 'bare-token') >= 0.8);
+  }
+  if (ran('svc-get-admin', 'bare-select'))
+    judge(
+      'getObject ≥ 0.5 of the bare single select',
+      ratioOf('svc-get-admin', 'bare-select'),
+      ratioOf('svc-get-admin', 'bare-select') >= 0.5,
+    );
+  if (ran('svc-create', 'bare-create'))
+    judge(
+      'createObject ≥ 0.8 of the bare insert + event transaction',
+      ratioOf('svc-create', 'bare-create'),
+      ratioOf('svc-create', 'bare-create') >= 0.8,
+    );
+  const peak = Math.max(...svc.map((m) => m.peakRssMb), soak?.peakRss ?? 0);
+  if (svc.length)
+    judge(`RSS < 300 MB under ${CONNECTIONS} connections`, peak, peak < 300, `${fmt(peak)} MB`, soak ? '' : ' (without the soak)');
+  if (soak) judge(`the soak's last ${SOAK_WINDOW} s ≥ 0.9 of its first`, soak.last / soak.first, soak.last / soak.first >= 0.9);
+  if (ran('svc-get-2procs', 'svc-get-admin'))
+    judge(
+      '2 api processes ≥ 1.5× one on getObject',
+      mean(two),
+      mean(two) >= 1.5,
+      `${mean(two).toFixed(2)}×`,
+      cpu.length < 4 ? `; this machine has ${cpu.length} cores for both processes, PostgreSQL and the load generator` : '',
+    );
   return [
     `Throughput, ${new Date().toISOString().slice(0, 10)}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}, Node ${process.version}, ${run.db}; ` +
       `load by ${LOADER === 'wrk' ? 'wrk -t1' : 'autocannon'}, ${CONNECTIONS} connections, ${DURATION} s per measurement after ${WARMUP} s warm-up, ${ROUNDS} rounds (bare, service, bare, service), ` +
@@ -711,6 +757,7 @@ function report(
     `RSS of the service: ${fmt(mean(svc.map((m) => m.startRssMb)))} MB after start, peak ${fmt(Math.max(...svc.map((m) => m.peakRssMb)))} MB ` +
       `under ${CONNECTIONS} connections (bare server: ${fmt(mean(bareAll.map((m) => m.startRssMb)))} MB after start, peak ${fmt(Math.max(...bareAll.map((m) => m.peakRssMb)))} MB).`,
     ...(disagree ? ['', '† the rounds differ by more than 5 %: something else was using the machine; rerun when it is idle.'] : []),
+    ...(goals.length ? ['', 'Goals of #14 (means of the rounds):', ...goals] : []),
   ].join('\n');
 }
 
