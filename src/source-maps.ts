@@ -10,9 +10,12 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 /** `(file:///…/x.js:12:5)` or ` /…/x.js:12:5` at the end of a stack line. */
 const FRAME = /((?:file:\/\/)?\/[^\s()]+?\.[cm]?js):(\d+):(\d+)(\)?)$/;
-/** Maps read so far (null: the file has none, or it could not be read); bounded, as files are few. */
+/**
+ * Maps read so far, by file (null: the file has none, or it could not be read). Kept for every file
+ * a stack named: they are the installed modules' files, so their number is bounded, and no file is
+ * read twice however many errors follow.
+ */
 const maps = new Map<string, { map: SourceMap; dir: string } | null>();
-const MAX_FILES = 64;
 
 function mapOf(path: string): { map: SourceMap; dir: string } | null {
   if (maps.has(path)) return maps.get(path)!;
@@ -22,7 +25,7 @@ function mapOf(path: string): { map: SourceMap; dir: string } | null {
   } catch {
     found = null;
   }
-  if (maps.size < MAX_FILES) maps.set(path, found);
+  maps.set(path, found);
   return found;
 }
 
