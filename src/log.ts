@@ -30,10 +30,9 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   return destination ? pino(options, destination) : pino(options);
 }
 
-function serializeError(err: unknown): unknown {
-  const out = pino.stdSerializers.err(err as Error) as unknown;
-  if (out && typeof out === 'object' && typeof (out as { stack?: unknown }).stack === 'string') {
-    (out as { stack: string }).stack = mapStack((out as { stack: string }).stack);
-  }
+function serializeError(err: Error): unknown {
+  // Not an Error-like object, stdSerializers.err returns it as it is (a string, say).
+  const out = pino.stdSerializers.err(err) as { stack?: unknown } | null | undefined;
+  if (typeof out?.stack === 'string') out.stack = mapStack(out.stack);
   return out;
 }

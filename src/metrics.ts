@@ -218,16 +218,15 @@ export const loginLimiterBlocks = new Counter({
   help: 'Login attempts refused by the login rate limiter (429 before any password check).',
   registers,
 });
-const tokenValidationTable = outcomeTable(
+/** svc_token_validations_total: observe('valid' | 'invalid' | 'malformed') per bearer token validation. */
+export const tokenValidations = outcomeTable(
   'svc_token_validations_total',
   'Bearer token validations, by outcome (valid; invalid: unknown, revoked or expired; malformed).',
   'counter',
   'outcome',
   ['valid', 'invalid', 'malformed'],
 );
-/** One bearer token validation and its outcome. */
-export const tokenValidated = (outcome: 'valid' | 'invalid' | 'malformed'): void => tokenValidationTable.observe(outcome);
-/** svc_token_cache_lookups_total (its get() reads the samples, as prom-client's metrics do). */
+/** svc_token_cache_lookups_total: observe('hit' | 'miss' | 'bypass') per token-cache lookup. */
 export const tokenCacheLookups = outcomeTable(
   'svc_token_cache_lookups_total',
   'Bearer token lookups by outcome: hit (validated from the in-process cache), miss (read from the database), bypass (cache off, or suspended while its LISTEN connection is not confirmed).',
@@ -235,8 +234,6 @@ export const tokenCacheLookups = outcomeTable(
   'outcome',
   ['hit', 'miss', 'bypass'],
 );
-/** One token-cache lookup and its outcome. */
-export const tokenCacheLooked = (outcome: 'hit' | 'miss' | 'bypass'): void => tokenCacheLookups.observe(outcome);
 
 const databaseUp = new Gauge({
   name: 'svc_database_up',

@@ -18,8 +18,8 @@ const FRAME = /((?:file:\/\/)?\/[^\s()]+?\.[cm]?js):(\d+):(\d+)(\)?)$/;
 const maps = new Map<string, { map: SourceMap; dir: string } | null>();
 
 function mapOf(path: string): { map: SourceMap; dir: string } | null {
-  if (maps.has(path)) return maps.get(path)!;
-  let found: { map: SourceMap; dir: string } | null = null;
+  let found = maps.get(path);
+  if (found !== undefined) return found;
   try {
     found = { map: new SourceMap(JSON.parse(readFileSync(`${path}.map`, 'utf8')) as never), dir: dirname(path) };
   } catch {

@@ -4,7 +4,7 @@ import { unauthorized } from '../domain/errors.ts';
 import type { Principal } from '../domain/principals.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
 import type { TokenScopeValue } from '../domain/scope.ts';
-import { tokenValidated } from '../metrics.ts';
+import { tokenValidations } from '../metrics.ts';
 
 /** The authenticated caller of a request: its principal and the bearer token it presented. */
 export interface AuthInfo {
@@ -36,11 +36,11 @@ const BEARER = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/;
 export async function authenticate(deps: Deps, authorization: string | undefined, lookup: TokenLookup): Promise<AuthInfo> {
   const m = authorization ? BEARER.exec(authorization.trim()) : null;
   if (!m || m[1]!.length > 512) {
-    tokenValidated('malformed');
+    tokenValidations.observe('malformed');
     throw unauthorized();
   }
   const row = await lookup(hashToken(deps.tokenKey, m[1]!));
-  tokenValidated(row ? 'valid' : 'invalid');
+  tokenValidations.observe(row ? 'valid' : 'invalid');
   if (!row) throw unauthorized();
   return {
     principal: {

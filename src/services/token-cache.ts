@@ -23,7 +23,7 @@ import type { Deps } from '../deps.ts';
 import { listenForTokenChanges, onAuthChange, sendTokenCacheHeartbeat } from '../db/auth-changes.ts';
 import { recordTokenUses, validateTokenHash } from '../db/tokens.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
-import { tokenCacheLooked } from '../metrics.ts';
+import { tokenCacheLookups } from '../metrics.ts';
 
 export const HEARTBEAT_MS = 1000;
 export const LIVE_WINDOW_MS = 3000;
@@ -115,21 +115,21 @@ export class TokenCache {
   async lookup(hash: Buffer): Promise<ValidatedTokenRow | undefined> {
     const now = Date.now();
     if (!this.enabled || !this.live(now)) {
-      tokenCacheLooked('bypass');
+      tokenCacheLookups.observe('bypass');
       return this.fromDb(hash);
     }
     const key = hash.toString('base64');
     const entry = this.entries.get(key);
     if (entry) {
       if (now - entry.cachedAt < this.deps.config.SVC_TOKEN_CACHE_MAX_AGE_MS && now < entry.expiresAt) {
-        tokenCacheLooked('hit');
+        tokenCacheLookups.observe('hit');
         const at = new Date(now);
         this.noteUse(entry.row.token_id, at);
         return { ...entry.row, last_used_at: at };
       }
       this.entries.delete(key);
     }
-    tokenCacheLooked('miss');
+    tokenCacheLookups.observe('miss');
     const generation = this.generation;
     const row = await this.fromDb(hash);
     if (row && generation === this.generation && this.live(Date.now())) {
