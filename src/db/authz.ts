@@ -107,7 +107,7 @@ function grantExists(db: Db, principalId: number, perm: Permission, collectionCo
 }
 
 /** The grant test of a point check; the admin rule makes it moot (decide() still applies the scope first). */
-function grantOrAdmin(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
+export function grantOrAdmin(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
   return auth.isAdmin ? (db`true` as Fragment) : grantExists(db, auth.principal.id, perm, collectionColumn);
 }
 

@@ -36,8 +36,27 @@ function EVENT_COLUMNS(tx: Db): Fragment {
       summary, before, after, before_revision, after_revision, metadata, schema_version` as Fragment;
 }
 
+/**
+ * `, e as (insert into events … select … from o)`: the event of the row that the statement's `o` CTE
+ * inserts, for a write that does not know that row's id and times before the statement runs. The
+ * event's entity_id is `o.id`, and its `after` snapshot is `e.after` with `id`, `created_at` and
+ * `updated_at` taken from `o` (the times as ISO 8601 UTC text cut to milliseconds, as isoTime writes
+ * them); no event is written when `o` inserts nothing.
+ */
+export function rowEventCte(tx: Db, actor: Actor, e: NewEvent): Fragment {
+  const after = tx`${tx.json((e.after ?? {}) as never)}::jsonb || jsonb_build_object('id', o.id,
+      'created_at', to_char(o.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+      'updated_at', to_char(o.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))` as Fragment;
+  return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, e, tx`o.id` as Fragment, after)} from o)` as Fragment;
+}
+
 /** One parenthesised row of event values (columns as EVENT_COLUMNS). */
 function eventValues(tx: Db, actor: Actor, e: NewEvent): Fragment {
+  return tx`(${eventValueList(tx, actor, e)})` as Fragment;
+}
+
+/** The values of one event (columns as EVENT_COLUMNS); `entityId` and `after` replace e's when given. */
+function eventValueList(tx: Db, actor: Actor, e: NewEvent, entityId?: Fragment, after?: Fragment): Fragment {
   if (AUTH_ENTITY_TYPES.has(e.entityType)) markAuthChange(tx);
   const initiatorId = actor.initiatorId ?? (actor.kind === 'user' ? actor.principalId : null);
   const initiatorName = actor.initiatorName ?? (actor.kind === 'user' ? actor.principalName : null);
@@ -51,10 +70,10 @@ function eventValues(tx: Db, actor: Actor, e: NewEvent): Fragment {
   };
   const related = [...new Set(e.relatedCollectionIds ?? [])].filter((c) => c !== e.collectionId);
   const metadata = { ...(e.metadata ?? {}), ...(related.length ? { related_collection_ids: related } : {}) };
-  return tx`(${e.entityType}, ${e.entityId}, ${e.entityName ?? null}, ${e.collectionId ?? null}, ${related}::int[],
+  return tx`${e.entityType}, ${entityId ?? e.entityId}, ${e.entityName ?? null}, ${e.collectionId ?? null}, ${related}::int[],
       ${e.action}, ${actor.kind}, ${actor.kind === 'user' ? actor.principalId : null}, ${initiatorId},
       ${actor.taskId ?? null}, ${tx.json(provenance as never)}, ${actor.requestId ?? null}, ${actor.correlationId ?? null},
       ${e.summary ?? null}, ${e.before === undefined || e.before === null ? null : tx.json(e.before as never)},
-      ${e.after === undefined || e.after === null ? null : tx.json(e.after as never)},
-      ${e.beforeRevision ?? null}, ${e.afterRevision ?? null}, ${tx.json(metadata as never)}, 2)` as Fragment;
+      ${after ?? (e.after === undefined || e.after === null ? null : tx.json(e.after as never))},
+      ${e.beforeRevision ?? null}, ${e.afterRevision ?? null}, ${tx.json(metadata as never)}, 2` as Fragment;
 }

@@ -12,10 +12,12 @@ import { type HistoryKind, type VersionRow } from '../domain/views/history.ts';
  * Binds the actor to the current transaction (transaction-local settings the history triggers
  * read). Called once where a mutation gets its actor: inTx, and the import worker per item.
  */
-export async function bindActor(tx: Db, actor: Actor): Promise<void> {
+export function bindActor(tx: Db, actor: Actor): Promise<unknown> {
   const initiatorId = actor.initiatorId ?? (actor.kind === 'user' ? actor.principalId : null);
-  await tx`select set_config('svc.actor_kind', ${actor.kind}, true), set_config('svc.actor_id', ${str(actor.principalId)}, true),
-    set_config('svc.initiator_id', ${str(initiatorId)}, true), set_config('svc.task_id', ${str(actor.taskId ?? null)}, true)`;
+  // Sent at once (execute), not when the caller first awaits it: `await` takes a query's then() a
+  // microtask later, so a final statement issued meanwhile (commitWith) would go out before it.
+  return tx`select set_config('svc.actor_kind', ${actor.kind}, true), set_config('svc.actor_id', ${str(actor.principalId)}, true),
+    set_config('svc.initiator_id', ${str(initiatorId)}, true), set_config('svc.task_id', ${str(actor.taskId ?? null)}, true)`.execute();
 }
 
 function str(n: number | null | undefined): string {

@@ -4,7 +4,8 @@ import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
-import { eventsCte } from './events.ts';
+import { eventsCte, rowEventCte } from './events.ts';
+import { grantOrAdmin } from './authz.ts';
 import { notFinal, type Final } from './tx.ts';
 import { classCols } from './classes.ts';
 import type { NewEvent } from '../domain/new-event.ts';
@@ -245,7 +246,50 @@ export async function objectIdByName(db: Db, classId: number, name: string): Pro
  * events can be built before the one statement that writes the object and them.
  */
 export function newObjectClassCols(db: Db): Fragment {
-  return db`${classCols(db)}, nextval(pg_get_serial_sequence('objects', 'id'))::int as svc_next_id, now() as svc_now` as Fragment;
+  return db`${classCols(db)}, nextval(pg_get_serial_sequence('objects', 'id'))::int as svc_next_id, now() as svc_now,
+    k.xmin::text as svc_version` as Fragment;
+}
+
+/**
+ * A version of a class row: its xmin (as newObjectClassCols selects it) and revision. Every change
+ * to a class row makes a new xmin, so a statement that finds the version an earlier read found sees
+ * the same schema, name and collection (the revision guards against transaction ids wrapping around).
+ */
+export interface ClassVersion {
+  id: number;
+  revision: number;
+  version: string;
+}
+
+/**
+ * Inserts an object under a class as the caller read it earlier, with its audit event, in one
+ * statement: the class is share-locked as readClassAs(…, 'share') locks it, and nothing is written
+ * (no row is returned) unless the class is still at `cls.version` and the caller holds CreateObject
+ * on its collection. The object's id and times are the database's; `event` is built without them
+ * and rowEventCte fills them in.
+ */
+export async function insertObjectIfClassUnchanged(
+  tx: TransactionSql,
+  actor: Actor,
+  auth: Authority,
+  cls: ClassVersion,
+  v: { name: string; description: string; json_data: unknown },
+  event: NewEvent,
+  final: Final = notFinal,
+): Promise<ObjectRow | undefined> {
+  const [row] = await final(tx<ObjectRow[]>`
+    with k as (
+      select k.id, k.collection_id from classes k
+      where k.id = ${cls.id}::int and k.xmin = ${cls.version}::text::xid and k.revision = ${cls.revision}::int
+        and ${grantOrAdmin(tx, auth, 'CreateObject', tx`k.collection_id` as Fragment)}
+      for share of k
+    ), o as (
+      insert into objects as o (name, description, collection_id, class_id, json_data)
+      select ${v.name}, ${v.description}, k.collection_id, k.id, ${JSON.stringify(v.json_data ?? null)}::text::jsonb from k
+      returning ${objectCols(tx)}
+    )${rowEventCte(tx, actor, event)}
+    select * from o`);
+  return row;
 }
 
 /**

@@ -23,7 +23,7 @@ import { STATES, aggregateSignature, decodeAggregateCursor, encodeAggregateCurso
 import { activeFields, noActiveFields, type ActiveFields } from '../db/computed-fields.ts';
 import { valueSet, type ComputedDef } from '../domain/computed.ts';
 import { inTx } from '../mutations/context.ts';
-import { createObject, deleteObject, patchObjectData, updateObject, type ObjectTarget } from '../mutations/objects.ts';
+import { createOwnObject, deleteObject, patchObjectData, updateObject, type ObjectTarget } from '../mutations/objects.ts';
 import type { ResponseBody } from '../domain/wire.ts';
 import { JsonTexts } from '../domain/json-text.ts';
 
@@ -174,7 +174,7 @@ function objectWritten<S extends number>(row: ObjectRow, status: S, extra: Recor
 }
 
 async function createIn(ctx: Ctx, classId: number, className: string | null, body: RequestBody<'createObject'>) {
-  const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createObject(m, classId, className, body));
+  const row = await createOwnObject(ctx.deps.sql, callerOf(ctx), classId, className, body);
   return objectWritten(row, 201, { location: `/api/v1/classes/${row.class_id}/${row.id}` });
 }
 

@@ -2,13 +2,15 @@
 // share-locked for every write (its schema and collection hold while the object is checked and
 // written); an object write checks the class schema and records compliance flips.
 import { ApiError, notFound } from '../domain/errors.ts';
-import { assertFitsClass } from '../domain/class-schema.ts';
+import type { ValidateFunction } from 'ajv/dist/2020.js';
+import { assertFitsClass, compileClassSchema } from '../domain/class-schema.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
 import { readClassAs, readObjectAs } from '../db/authz.ts';
 import { shareLockClass, type LockedClass } from '../db/classes.ts';
 import { objectComplianceEvent } from '../domain/views/class-schema-events.ts';
 import {
   deleteObjectWithEvents,
+  insertObjectIfClassUnchanged,
   insertObjectWithEvents,
   lockObjectRelations,
   newObjectClassCols,
@@ -17,7 +19,10 @@ import {
 } from '../db/objects.ts';
 import { objectCreatedEvent, objectDeletedEvent, objectUpdatedEvent, type ObjectRow } from '../domain/views/objects.ts';
 import { objectRelationDeletedWithObjectEvent } from '../domain/views/relations.ts';
-import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
+import { decide } from '../domain/authz.ts';
+import type { ClassRow } from '../domain/views/classes.ts';
+import type { Db } from '../db/sql.ts';
+import { inTx, requireMatch, skipWhenUnchanged, type Caller, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'object';
 
@@ -96,11 +101,77 @@ async function writeObject(
   });
 }
 
+/**
+ * A class as a create under it read it, with that row's version (newObjectClassCols' svc_version)
+ * and, once needed, its compiled schema (which then costs no lookup by the schema's digest).
+ */
+type KnownClass = ClassRow & { svc_version: string; validate?: ValidateFunction };
+
+/**
+ * The classes that creates in this process read last, by id, for createOwnObject's one-statement
+ * path. Only a hint: that statement writes nothing unless the class row is still the version read.
+ * At most KNOWN_CLASSES, the oldest read first out.
+ */
+const knownClasses = new Map<number, KnownClass>();
+const KNOWN_CLASSES = 1000;
+
+function remember(cls: KnownClass): void {
+  knownClasses.delete(cls.id);
+  if (knownClasses.size >= KNOWN_CLASSES) knownClasses.delete(knownClasses.keys().next().value!);
+  knownClasses.set(cls.id, cls);
+}
+
+/**
+ * Creates an object in a transaction of its own (an API request's create). Under a class that an
+ * earlier create in this process read, this is one statement (insertObjectIfClassUnchanged: class
+ * check, permission, insert and audit event; one round trip with BEGIN, the actor binding and
+ * COMMIT), which writes only if the class row is still the version read and the caller may create
+ * in it. Whatever that cannot settle goes the way of createObject, in a transaction of its own,
+ * which also decides every error: a class not read yet or changed since (then nothing was written),
+ * a route by a name the class no longer has, a scoped-out token, data the known schema refuses, a
+ * compliance record to write.
+ */
+export async function createOwnObject(db: Db, caller: Caller, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
+  const known = knownClasses.get(classId);
+  if (known && (className == null || known.name === className)) {
+    const draft = { name: v.name, description: v.description ?? '', json_data: v.json_data };
+    // id 0 and no times: the statement puts the object's own into its event
+    const unsaved: ObjectRow = { ...draft, id: 0, collection_id: known.collection_id, class_id: known.id, created_at: '', updated_at: '', revision: 1 };
+    if (settlesAlone(caller, known, unsaved)) {
+      const cls = { id: known.id, revision: known.revision, version: known.svc_version };
+      const event = objectCreatedEvent(unsaved, known);
+      const row = await inTx(db, caller, (m) => insertObjectIfClassUnchanged(m.tx, m.actor, m.auth, cls, draft, event, m.final));
+      if (row) return row;
+      // Nothing written. The entry stays: a caller without the permission must not evict it for
+      // the others; a class changed since is read again below, and a successful create replaces it.
+    }
+  }
+  return inTx(db, caller, async (m) => {
+    const { row, cls } = await create(m, classId, className, v);
+    remember(cls);
+    return row;
+  });
+}
+
+/** Whether the one-statement create may go ahead: nothing it would leave undecided. */
+function settlesAlone(caller: Caller, known: KnownClass, unsaved: ObjectRow): boolean {
+  const scope = decide(caller.auth, 'CreateObject', { kind: 'class', id: known.id, collectionId: known.collection_id }, true);
+  if (scope !== 'allow') return false;
+  if (known.json_schema === null || known.json_schema === undefined) return true;
+  if (!known.validate_schema) return !objectComplianceEvent(known, null, unsaved);
+  known.validate ??= compileClassSchema(known.json_schema);
+  return known.validate(unsaved.json_data);
+}
+
 export async function createObject(m: MutationContext, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
+  return (await create(m, classId, className, v)).row;
+}
+
+async function create(m: MutationContext, classId: number, className: string | null, v: NewObject): Promise<{ row: ObjectRow; cls: KnownClass }> {
   // Two statements, two round trips: the class (share-locked, with the permission check, the new id
   // and now(); BEGIN and the actor binding go out with it), then the object and its events together
   // (with COMMIT when the transaction is this mutation's).
-  const cls = await readClassAs<LockedClass & { svc_next_id: number }>(
+  const cls = await readClassAs<LockedClass & { svc_next_id: number; svc_version: string }>(
     m.tx,
     m.auth,
     classId,
@@ -122,13 +193,8 @@ export async function createObject(m: MutationContext, classId: number, classNam
     revision: 1,
   };
   const compliance = objectComplianceEvent(cls, null, row);
-  return insertObjectWithEvents(
-    m.tx,
-    m.actor,
-    row,
-    compliance ? [objectCreatedEvent(row, cls), compliance] : [objectCreatedEvent(row, cls)],
-    m.final,
-  );
+  const events = compliance ? [objectCreatedEvent(row, cls), compliance] : [objectCreatedEvent(row, cls)];
+  return { row: await insertObjectWithEvents(m.tx, m.actor, row, events, m.final), cls };
 }
 
 export async function updateObject(
