@@ -108,17 +108,24 @@ async function writeObject(
 type KnownClass = ClassRow & { svc_version: string; validate?: ValidateFunction };
 
 /**
- * The classes that creates in this process read last, by id, for createOwnObject's one-statement
- * path. Only a hint: that statement writes nothing unless the class row is still the version read.
- * At most KNOWN_CLASSES, the oldest read first out.
+ * The classes that creates in this process read last, per database handle and by id, for
+ * createOwnObject's one-statement path. Only a hint: that statement writes nothing unless the class
+ * row is still the version read. At most KNOWN_CLASSES per handle, the oldest read first out.
  */
-const knownClasses = new Map<number, KnownClass>();
+const knownClasses = new WeakMap<Db, Map<number, KnownClass>>();
 const KNOWN_CLASSES = 1000;
 
-function remember(cls: KnownClass): void {
-  knownClasses.delete(cls.id);
-  if (knownClasses.size >= KNOWN_CLASSES) knownClasses.delete(knownClasses.keys().next().value!);
-  knownClasses.set(cls.id, cls);
+function knownIn(db: Db): Map<number, KnownClass> {
+  let known = knownClasses.get(db);
+  if (!known) knownClasses.set(db, (known = new Map()));
+  return known;
+}
+
+function remember(db: Db, cls: KnownClass): void {
+  const known = knownIn(db);
+  known.delete(cls.id);
+  if (known.size >= KNOWN_CLASSES) known.delete(known.keys().next().value!);
+  known.set(cls.id, cls);
 }
 
 /**
@@ -132,11 +139,19 @@ function remember(cls: KnownClass): void {
  * compliance record to write.
  */
 export async function createOwnObject(db: Db, caller: Caller, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
-  const known = knownClasses.get(classId);
+  const known = knownIn(db).get(classId);
   if (known && (className == null || known.name === className)) {
     const draft = { name: v.name, description: v.description ?? '', json_data: v.json_data };
     // id 0 and no times: the statement puts the object's own into its event
-    const unsaved: ObjectRow = { ...draft, id: 0, collection_id: known.collection_id, class_id: known.id, created_at: '', updated_at: '', revision: 1 };
+    const unsaved: ObjectRow = {
+      ...draft,
+      id: 0,
+      collection_id: known.collection_id,
+      class_id: known.id,
+      created_at: '',
+      updated_at: '',
+      revision: 1,
+    };
     if (settlesAlone(caller, known, unsaved)) {
       const cls = { id: known.id, revision: known.revision, version: known.svc_version };
       const event = objectCreatedEvent(unsaved, known);
@@ -148,7 +163,7 @@ export async function createOwnObject(db: Db, caller: Caller, classId: number, c
   }
   return inTx(db, caller, async (m) => {
     const { row, cls } = await create(m, classId, className, v);
-    remember(cls);
+    remember(db, cls);
     return row;
   });
 }
@@ -167,7 +182,12 @@ export async function createObject(m: MutationContext, classId: number, classNam
   return (await create(m, classId, className, v)).row;
 }
 
-async function create(m: MutationContext, classId: number, className: string | null, v: NewObject): Promise<{ row: ObjectRow; cls: KnownClass }> {
+async function create(
+  m: MutationContext,
+  classId: number,
+  className: string | null,
+  v: NewObject,
+): Promise<{ row: ObjectRow; cls: KnownClass }> {
   // Two statements, two round trips: the class (share-locked, with the permission check, the new id
   // and now(); BEGIN and the actor binding go out with it), then the object and its events together
   // (with COMMIT when the transaction is this mutation's).

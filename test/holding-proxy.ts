@@ -1,0 +1,58 @@
+// A TCP proxy in front of PostgreSQL for tests that observe round trips without timing anything:
+// it forwards the client's bytes at once and records them, and holds PostgreSQL's answers while
+// told to, so a test sees what a client sent before any answer came back.
+import { createServer, connect, type Server, type Socket } from 'node:net';
+
+/** Forwards client bytes at once; holds the server's until release(). Records what the client sent. */
+export class HoldingProxy {
+  server!: Server;
+  sent = '';
+  private held: [Socket, Buffer][] = [];
+  private holding = false;
+  private waiters: (() => void)[] = [];
+
+  async start(host: string, port: number): Promise<number> {
+    this.server = createServer((client) => {
+      client.setNoDelay(true);
+      const up = connect(port, host);
+      up.setNoDelay(true);
+      client.on('data', (b) => {
+        this.sent += b.toString('latin1');
+        up.write(b);
+        for (const w of this.waiters.splice(0)) w();
+      });
+      up.on('data', (b) => (this.holding ? this.held.push([client, b]) : client.write(b)));
+      client.on('error', () => up.destroy());
+      up.on('error', () => client.destroy());
+      client.on('close', () => up.destroy());
+    });
+    await new Promise<void>((ok) => this.server.listen(0, '127.0.0.1', ok));
+    return (this.server.address() as { port: number }).port;
+  }
+
+  hold(): void {
+    this.holding = true;
+    this.sent = '';
+  }
+
+  release(): void {
+    this.holding = false;
+    for (const [c, b] of this.held.splice(0)) c.write(b);
+  }
+
+  /** Resolves once the client has sent every marker (while answers are held, none can be a reply to another). */
+  async until(markers: string[]): Promise<void> {
+    const limit = Date.now() + 5000;
+    while (!markers.every((m) => this.sent.includes(m))) {
+      if (Date.now() > limit) throw new Error(`the client sent ${JSON.stringify(this.sent)} but not all of ${markers.join(', ')}`);
+      await new Promise<void>((ok) => {
+        this.waiters.push(ok);
+        setTimeout(ok, 100);
+      });
+    }
+  }
+
+  close(): Promise<void> {
+    return new Promise((ok) => this.server.close(() => ok()));
+  }
+}
