@@ -98,7 +98,10 @@ export function permissionsFilter(raw: string | undefined, build: (perm: Permiss
   return parsePermissionList(raw).map(build);
 }
 
-/** True when the principal's groups grant `perm` on the collection or an ancestor (no admin rule, no scope). */
+/**
+ * True when the principal's groups grant `perm` on the collection or an ancestor (no admin rule, no
+ * scope). grantExistsText is the same test as text: change both together.
+ */
 function grantExists(db: Db, principalId: number, perm: Permission, collectionColumn: Fragment): Fragment {
   return db`exists (
     select 1 from collection_ancestors(${collectionColumn}) a
@@ -106,8 +109,20 @@ function grantExists(db: Db, principalId: number, perm: Permission, collectionCo
     join group_members gm on gm.group_id = cp.group_id and gm.principal_id = ${principalId}::int)` as Fragment;
 }
 
+/**
+ * grantExists as statement text, for a statement kept as constant text: `principalParam` is the
+ * placeholder of the principal's id (e.g. `$7`), `perm` one of our permission names.
+ */
+export function grantExistsText(perm: Permission, principalParam: string, collectionColumn: string): string {
+  if (!/^[A-Za-z]+$/.test(perm) || !/^\$\d+$/.test(principalParam)) throw new Error('grantExistsText: not a permission or a placeholder');
+  return `exists (
+    select 1 from collection_ancestors(${collectionColumn}) a
+    join collection_permissions cp on cp.collection_id = a.ancestor_id and cp.permission = '${perm}'
+    join group_members gm on gm.group_id = cp.group_id and gm.principal_id = ${principalParam}::int)`;
+}
+
 /** The grant test of a point check; the admin rule makes it moot (decide() still applies the scope first). */
-export function grantOrAdmin(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
+function grantOrAdmin(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
   return auth.isAdmin ? (db`true` as Fragment) : grantExists(db, auth.principal.id, perm, collectionColumn);
 }
 

@@ -30,24 +30,12 @@ export function eventsCte(tx: Db, actor: Actor, events: NewEvent[]): Fragment {
   return (events.length ? tx`, e as (${insertEventsSql(tx, actor, events)})` : tx``) as Fragment;
 }
 
-function EVENT_COLUMNS(tx: Db): Fragment {
-  return tx`entity_type, entity_id, entity_name, collection_id, related_collection_ids, action,
+const EVENT_COLUMN_LIST = `entity_type, entity_id, entity_name, collection_id, related_collection_ids, action,
       actor_kind, actor_user_id, initiator_user_id, task_id, provenance, request_id, correlation_id,
-      summary, before, after, before_revision, after_revision, metadata, schema_version` as Fragment;
-}
+      summary, before, after, before_revision, after_revision, metadata, schema_version`;
 
-/**
- * `, e as (insert into events … select … from o)`: the event of the row that the statement's `o` CTE
- * inserts, for a write that does not know that row's id and times before the statement runs. The
- * event's entity_id is `o.id`, and its `after` snapshot is `e.after` with `id`, `created_at` and
- * `updated_at` taken from `o` (the times as ISO 8601 UTC text cut to milliseconds, as isoTime writes
- * them); no event is written when `o` inserts nothing.
- */
-export function rowEventCte(tx: Db, actor: Actor, e: NewEvent): Fragment {
-  const after = tx`${tx.json((e.after ?? {}) as never)}::jsonb || jsonb_build_object('id', o.id,
-      'created_at', to_char(o.created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-      'updated_at', to_char(o.updated_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))` as Fragment;
-  return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, e, tx`o.id` as Fragment, after)} from o)` as Fragment;
+function EVENT_COLUMNS(tx: Db): Fragment {
+  return tx.unsafe(EVENT_COLUMN_LIST) as unknown as Fragment;
 }
 
 /** One parenthesised row of event values (columns as EVENT_COLUMNS). */
@@ -55,9 +43,20 @@ function eventValues(tx: Db, actor: Actor, e: NewEvent): Fragment {
   return tx`(${eventValueList(tx, actor, e)})` as Fragment;
 }
 
-/** The values of one event (columns as EVENT_COLUMNS); `entityId` and `after` replace e's when given. */
-function eventValueList(tx: Db, actor: Actor, e: NewEvent, entityId?: Fragment, after?: Fragment): Fragment {
+/** The values of one event (columns as EVENT_COLUMNS). */
+function eventValueList(tx: Db, actor: Actor, e: NewEvent): Fragment {
   if (AUTH_ENTITY_TYPES.has(e.entityType)) markAuthChange(tx);
+  const v = eventFields(actor, e);
+  return tx`${e.entityType}, ${e.entityId}, ${e.entityName ?? null}, ${e.collectionId ?? null}, ${v.related}::int[],
+      ${e.action}, ${actor.kind}, ${v.actorUserId}, ${v.initiatorId},
+      ${actor.taskId ?? null}, ${tx.json(v.provenance as never)}, ${actor.requestId ?? null}, ${actor.correlationId ?? null},
+      ${e.summary ?? null}, ${e.before === undefined || e.before === null ? null : tx.json(e.before as never)},
+      ${e.after === undefined || e.after === null ? null : tx.json(e.after as never)},
+      ${e.beforeRevision ?? null}, ${e.afterRevision ?? null}, ${tx.json(v.metadata as never)}, 2` as Fragment;
+}
+
+/** What an event row holds beyond the event itself: its actor's columns and provenance, the related collections, the metadata. */
+function eventFields(actor: Actor, e: NewEvent) {
   const initiatorId = actor.initiatorId ?? (actor.kind === 'user' ? actor.principalId : null);
   const initiatorName = actor.initiatorName ?? (actor.kind === 'user' ? actor.principalName : null);
   const provenance = {
@@ -70,10 +69,52 @@ function eventValueList(tx: Db, actor: Actor, e: NewEvent, entityId?: Fragment, 
   };
   const related = [...new Set(e.relatedCollectionIds ?? [])].filter((c) => c !== e.collectionId);
   const metadata = { ...(e.metadata ?? {}), ...(related.length ? { related_collection_ids: related } : {}) };
-  return tx`${e.entityType}, ${entityId ?? e.entityId}, ${e.entityName ?? null}, ${e.collectionId ?? null}, ${related}::int[],
-      ${e.action}, ${actor.kind}, ${actor.kind === 'user' ? actor.principalId : null}, ${initiatorId},
-      ${actor.taskId ?? null}, ${tx.json(provenance as never)}, ${actor.requestId ?? null}, ${actor.correlationId ?? null},
-      ${e.summary ?? null}, ${e.before === undefined || e.before === null ? null : tx.json(e.before as never)},
-      ${after ?? (e.after === undefined || e.after === null ? null : tx.json(e.after as never))},
-      ${e.beforeRevision ?? null}, ${e.afterRevision ?? null}, ${tx.json(metadata as never)}, 2` as Fragment;
+  return { actorUserId: actor.kind === 'user' ? actor.principalId : null, initiatorId, provenance, related, metadata };
+}
+
+/**
+ * The event of the row that a statement's `o` CTE inserts, for a write that does not know that row's
+ * id and times before the statement runs, as statement text (such a statement is kept as constant
+ * text, so the driver neither builds it nor looks up its prepared statement anew per write):
+ * `insert into events (…) select … from o`, nothing when `o` inserts nothing. Its entity_id is
+ * `o.id`, and its `after` snapshot is the event's with `id`, `created_at` and `updated_at` taken
+ * from `o` (the times as ISO 8601 UTC text cut to milliseconds, as isoTime writes them). The event's
+ * own values are the parameters from `$first` on, in the order rowEventParams gives them.
+ */
+export function rowEventInsertText(first: number): string {
+  const p = (i: number) => `$${first + i}`;
+  const iso = (col: string) => `to_char(${col} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+  return `insert into events (${EVENT_COLUMN_LIST})
+    select ${p(0)}::text, o.id, ${p(1)}::text, ${p(2)}::int, ${p(3)}::int[], ${p(4)}::text, ${p(5)}::text, ${p(6)}::int,
+      ${p(7)}::int, ${p(8)}::int, ${p(9)}::text::jsonb, ${p(10)}::text, ${p(11)}::text, ${p(12)}::text, ${p(13)}::text::jsonb,
+      ${p(14)}::text::jsonb || jsonb_build_object('id', o.id, 'created_at', ${iso('o.created_at')}, 'updated_at', ${iso('o.updated_at')}),
+      ${p(15)}::int, ${p(16)}::int, ${p(17)}::text::jsonb, 2
+    from o`;
+}
+
+/** The parameters of rowEventInsertText, in its order. */
+export function rowEventParams(tx: Db, actor: Actor, e: NewEvent): unknown[] {
+  if (AUTH_ENTITY_TYPES.has(e.entityType)) markAuthChange(tx);
+  const v = eventFields(actor, e);
+  const json = (x: unknown) => (x === undefined || x === null ? null : JSON.stringify(x));
+  return [
+    e.entityType,
+    e.entityName ?? null,
+    e.collectionId ?? null,
+    v.related,
+    e.action,
+    actor.kind,
+    v.actorUserId,
+    v.initiatorId,
+    actor.taskId ?? null,
+    JSON.stringify(v.provenance),
+    actor.requestId ?? null,
+    actor.correlationId ?? null,
+    e.summary ?? null,
+    json(e.before),
+    JSON.stringify(e.after ?? {}),
+    e.beforeRevision ?? null,
+    e.afterRevision ?? null,
+    JSON.stringify(v.metadata),
+  ];
 }

@@ -4,8 +4,8 @@ import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
-import { eventsCte, rowEventCte } from './events.ts';
-import { grantOrAdmin } from './authz.ts';
+import { eventsCte, rowEventInsertText, rowEventParams } from './events.ts';
+import { grantExistsText } from './authz.ts';
 import { notFinal, type Final } from './tx.ts';
 import { classCols } from './classes.ts';
 import type { NewEvent } from '../domain/new-event.ts';
@@ -22,8 +22,10 @@ export function ofClassWhere(db: Db, classId: number): Fragment {
   return db`o.class_id = ${classId}::int` as Fragment;
 }
 
+const OBJECT_COLUMN_LIST = 'o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision';
+
 export function objectCols(db: Db): Fragment {
-  return db`o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision` as Fragment;
+  return db.unsafe(OBJECT_COLUMN_LIST) as unknown as Fragment;
 }
 
 /**
@@ -266,7 +268,10 @@ export interface ClassVersion {
  * statement: the class is share-locked as readClassAs(…, 'share') locks it, and nothing is written
  * (no row is returned) unless the class is still at `cls.version` and the caller holds CreateObject
  * on its collection. The object's id and times are the database's; `event` is built without them
- * and rowEventCte fills them in.
+ * and the statement fills them in (rowEventInsertText). The statement is constant text with
+ * parameters, one per kind of caller: a create's JavaScript cost is mostly the driver's, and a
+ * statement composed of fragments is built anew, and its prepared statement looked up by that text,
+ * on every call.
  */
 export async function insertObjectIfClassUnchanged(
   tx: TransactionSql,
@@ -277,20 +282,33 @@ export async function insertObjectIfClassUnchanged(
   event: NewEvent,
   final: Final = notFinal,
 ): Promise<ObjectRow | undefined> {
-  const [row] = await final(tx<ObjectRow[]>`
-    with k as (
+  const params = [cls.id, cls.version, cls.revision, v.name, v.description, JSON.stringify(v.json_data ?? null)];
+  if (!auth.isAdmin) params.push(auth.principal.id);
+  const text = auth.isAdmin ? CREATE_AS_ADMIN : CREATE_AS_GRANTED;
+  const [row] = await final(tx.unsafe<ObjectRow[]>(text, [...params, ...rowEventParams(tx, actor, event)] as never[], { prepare: true }));
+  return row;
+}
+
+/**
+ * The text of insertObjectIfClassUnchanged's statement: for an administrator, and for a caller whose
+ * groups must grant CreateObject on the class's collection or an ancestor (the grant test of
+ * src/db/authz.ts, parameter $7).
+ */
+function createUnderClassText(grant: string): string {
+  const first = grant ? 8 : 7;
+  return `with k as (
       select k.id, k.collection_id from classes k
-      where k.id = ${cls.id}::int and k.xmin = ${cls.version}::text::xid and k.revision = ${cls.revision}::int
-        and ${grantOrAdmin(tx, auth, 'CreateObject', tx`k.collection_id` as Fragment)}
+      where k.id = $1::int and k.xmin = $2::text::xid and k.revision = $3::int ${grant}
       for share of k
     ), o as (
       insert into objects as o (name, description, collection_id, class_id, json_data)
-      select ${v.name}, ${v.description}, k.collection_id, k.id, ${JSON.stringify(v.json_data ?? null)}::text::jsonb from k
-      returning ${objectCols(tx)}
-    )${rowEventCte(tx, actor, event)}
-    select * from o`);
-  return row;
+      select $4::text, $5::text, k.collection_id, k.id, $6::text::jsonb from k
+      returning ${OBJECT_COLUMN_LIST}
+    ), e as (${rowEventInsertText(first)})
+    select * from o`;
 }
+const CREATE_AS_ADMIN = createUnderClassText('');
+const CREATE_AS_GRANTED = createUnderClassText(`and ${grantExistsText('CreateObject', '$7', 'k.collection_id')}`);
 
 /**
  * Inserts the object (with the id newObjectClassCols reserved) and its audit events in one statement;
