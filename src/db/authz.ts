@@ -208,13 +208,20 @@ export async function readObjectAs<R extends object>(
   lock?: 'update',
 ): Promise<R> {
   if (typeof object !== 'number' && opts.classId === undefined) throw new Error('readObjectAs by name needs the class');
-  const [row] = await db<(R & { svc_id: number; svc_class_id: number; svc_collection_id: number; svc_granted: boolean })[]>`
+  const [row] = await db<ObjectReadRow<R>[]>`
     select ${columns}, o.id as svc_id, o.class_id as svc_class_id, o.collection_id as svc_collection_id,
       ${grantOrAdmin(db, auth, perm, db`o.collection_id` as Fragment)} as svc_granted
     from objects o
     where ${typeof object === 'number' ? db`o.id = ${object}::int` : db`o.class_id = ${opts.classId!}::int and o.name = ${object.name}::text`}
     ${lock === 'update' ? db`for update of o` : db``}`;
-  if (!row || (opts.classId !== undefined && row.svc_class_id !== opts.classId)) throw notFound('object');
+  return objectReadAs(row, auth, perm, opts.classId);
+}
+
+type ObjectReadRow<R> = R & { svc_id: number; svc_class_id: number; svc_collection_id: number; svc_granted: boolean };
+
+/** readObjectAs's verdict on the row its statement read: the row, or 404 / 403. */
+function objectReadAs<R>(row: ObjectReadRow<R> | undefined, auth: Authority, perm: Permission, classId: number | undefined): R {
+  if (!row || (classId !== undefined && row.svc_class_id !== classId)) throw notFound('object');
   enforce(
     decide(auth, perm, { kind: 'object', id: row.svc_id, classId: row.svc_class_id, collectionId: row.svc_collection_id }, row.svc_granted),
     perm,
@@ -222,6 +229,33 @@ export async function readObjectAs<R extends object>(
   );
   return row;
 }
+
+/**
+ * readObjectAs by id, for the point read of every getObject: the same statement kept as constant
+ * text (`columns` is text over alias `o`), so the driver neither builds it from fragments nor looks
+ * up its prepared statement anew per request. One text per columns, permission and kind of caller.
+ */
+export async function readObjectByIdAs<R extends object>(
+  db: Db,
+  auth: Authority,
+  objectId: number,
+  perm: Permission,
+  classId: number,
+  columns: string,
+): Promise<R> {
+  const key = `${auth.isAdmin ? 'admin' : 'granted'} ${perm} ${columns}`;
+  let text = readTexts.get(key);
+  if (text === undefined) {
+    const granted = auth.isAdmin ? 'true' : grantExistsText(perm, '$2', 'o.collection_id');
+    text = `select ${columns}, o.id as svc_id, o.class_id as svc_class_id, o.collection_id as svc_collection_id,
+      ${granted} as svc_granted from objects o where o.id = $1::int`;
+    readTexts.set(key, text);
+  }
+  const params = auth.isAdmin ? [objectId] : [objectId, auth.principal.id];
+  const [row] = await db.unsafe<ObjectReadRow<R>[]>(text, params, { prepare: true });
+  return objectReadAs(row, auth, perm, classId);
+}
+const readTexts = new Map<string, string>();
 
 /** Whether the caller effectively holds `perm` on the collection (false also when it does not exist). */
 export async function hasCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<boolean> {

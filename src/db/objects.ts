@@ -34,9 +34,12 @@ export function objectCols(db: Db): Fragment {
  * into the reply's ISO text (src/domain/wire.ts) without the driver's Date parsing.
  */
 export function objectColsJsonText(db: Db): Fragment {
-  return db`o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data::text as json_data,
-    (o.created_at at time zone 'UTC')::text as created_at, (o.updated_at at time zone 'UTC')::text as updated_at, o.revision` as Fragment;
+  return db.unsafe(OBJECT_COLUMN_LIST_JSON_TEXT) as unknown as Fragment;
 }
+
+/** objectColsJsonText as text, for a statement kept as text. */
+export const OBJECT_COLUMN_LIST_JSON_TEXT = `o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data::text as json_data,
+    (o.created_at at time zone 'UTC')::text as created_at, (o.updated_at at time zone 'UTC')::text as updated_at, o.revision`;
 
 const BASE_FIELDS: Record<string, FieldDef> = {
   id: { type: 'integer', column: 'o.id', notNull: true },

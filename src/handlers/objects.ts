@@ -4,14 +4,21 @@ import { badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
 import { filterSql, type Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
-import { objectWhere, permissionsFilter, readObjectAs, requireClassPermission, requireObjectPermission } from '../db/authz.ts';
+import {
+  objectWhere,
+  permissionsFilter,
+  readObjectAs,
+  readObjectByIdAs,
+  requireClassPermission,
+  requireObjectPermission,
+} from '../db/authz.ts';
 import { classIdByName } from '../db/classes.ts';
 import {
   findObject,
   listObjects,
   namesComputedField,
   objectCols,
-  objectColsJsonText,
+  OBJECT_COLUMN_LIST_JSON_TEXT,
   objectIdByName,
   ofClassWhere,
   parseObjectQuery,
@@ -250,7 +257,7 @@ export const objectsHandlers = {
     const db = ctx.deps.sql;
     if (!wantsComputed(input.query)) {
       // the common read: authorization and the row in one statement (json_data passed through as text)
-      const row = await readObjectAs<ObjectRow>(db, authOf(ctx), object_id, 'ReadObject', { classId: class_id }, objectColsJsonText(db));
+      const row = await readObjectByIdAs<ObjectRow>(db, authOf(ctx), object_id, 'ReadObject', class_id, OBJECT_COLUMN_LIST_JSON_TEXT);
       return rowReply(row, null, {}, new JsonTexts());
     }
     await requireObjectPermission(db, authOf(ctx), object_id, 'ReadObject', { classId: class_id });
