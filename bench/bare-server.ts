@@ -4,16 +4,19 @@
 // No validation, no authorization, no logging: whatever the service does beyond this is its overhead.
 //
 //   GET  /constant                      {"status":"ok"} (vs /healthz)
+//   GET  /constant-headers              the same with the response headers the service sends on every
+//                                       reply (a request id, the security headers): what they cost alone
 //   GET  /objects/:id                   one row select
 //   GET  /token/objects/:id             the bearer token's UPDATE … RETURNING (401 when it matches
 //                                       no live token), then the row select
 //   POST /classes/:class_id/objects     BEGIN; insert object; insert event; COMMIT (201)
 //
 // Started as its own process by the benchmark: BARE_DATABASE_URL, BARE_PORT (on 127.0.0.1).
-import { createHmac } from 'node:crypto';
+import { createHmac, randomUUID } from 'node:crypto';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import postgres from 'postgres';
+import { API_CSP, SECURITY_HEADERS } from '../src/http/security-headers.ts';
 
 const url = process.env.BARE_DATABASE_URL;
 const port = Number(process.env.BARE_PORT);
@@ -32,6 +35,9 @@ const selectObject = (id: number) =>
 const app = new Hono();
 
 app.get('/constant', (c) => c.json({ status: 'ok' }));
+app.get('/constant-headers', (c) =>
+  c.json({ status: 'ok' }, 200, { 'x-request-id': randomUUID(), ...SECURITY_HEADERS, 'content-security-policy': API_CSP }),
+);
 
 app.get('/objects/:id', async (c) => {
   const [row] = await selectObject(Number(c.req.param('id')));

@@ -561,6 +561,7 @@ async function main(): Promise<void> {
   const fullPlan: [string, () => Promise<Proc[]>, (p: Proc) => Shape][] = [
     ['bare-constant', async () => [await bare()], () => get('/constant')],
     ['svc-healthz', async () => [await service()], () => get('/healthz')],
+    ['bare-constant-headers', async () => [await bare()], () => get('/constant-headers')],
     ['bare-select', async () => [await bare()], () => get(`/objects/${s.objectId}`)],
     ['bare-token', async () => [await bare()], () => get(`/token/objects/${s.objectId}`, s.adminToken)],
     ['svc-get-admin', async () => [await service()], () => get(objPath, s.adminToken)],
@@ -654,6 +655,12 @@ function report(
   const rows = (
     [
       ['`/healthz` vs a constant JSON route', 'nothing', 'bare-constant', 'svc-healthz'],
+      [
+        '`/healthz` vs the same with its headers',
+        'the request id and security headers of every reply',
+        'bare-constant-headers',
+        'svc-healthz',
+      ],
       ['getObject, admin token', 'one row select', 'bare-select', 'svc-get-admin'],
       ['getObject, admin token', 'token `UPDATE … RETURNING` + row select', 'bare-token', 'svc-get-admin'],
       ['getObject, non-admin reader', 'token update + row select', 'bare-token', 'svc-get-reader'],
