@@ -2,7 +2,6 @@
 // share-locked for every write (its schema and collection hold while the object is checked and
 // written); an object write checks the class schema and records compliance flips.
 import { ApiError, notFound } from '../domain/errors.ts';
-import type { ValidateFunction } from 'ajv/dist/2020.js';
 import { assertFitsClass, compileClassSchema } from '../domain/class-schema.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
 import { readClassAs, readObjectAs } from '../db/authz.ts';
@@ -105,7 +104,7 @@ async function writeObject(
  * A class as a create under it read it, with that row's version (newObjectClassCols' svc_version)
  * and, once needed, its compiled schema (which then costs no lookup by the schema's digest).
  */
-type KnownClass = ClassRow & { svc_version: string; validate?: ValidateFunction };
+type KnownClass = ClassRow & { svc_version: string; validate?: ReturnType<typeof compileClassSchema> };
 
 /**
  * The classes that creates in this process read last, per database handle and by id, for
