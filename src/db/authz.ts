@@ -232,8 +232,9 @@ function objectReadAs<R>(row: ObjectReadRow<R> | undefined, auth: Authority, per
 
 /**
  * readObjectAs by id, for the point read of every getObject: the same statement kept as constant
- * text (`columns` is text over alias `o`), so the driver neither builds it from fragments nor looks
- * up its prepared statement anew per request. One text per columns, permission and kind of caller.
+ * text (`columns` is a constant of the caller's, text over alias `o`: never anything a request
+ * brings), so the driver neither builds it from fragments nor looks up its prepared statement anew
+ * per request. One text per columns, permission and kind of caller, made once.
  */
 export async function readObjectByIdAs<R extends object>(
   db: Db,
