@@ -36,9 +36,9 @@ describe('createObject under a class read before', () => {
     const sql = createSql(url.toString(), config);
     try {
       const app = await createApp({ ...t.deps, config, sql });
-      const post = (classId: number, name: string) =>
+      const post = (classId: number | string, name: string) =>
         app.fetch(
-          new Request(`http://test.local/api/v1/classes/${classId}/objects`, {
+          new Request(`http://test.local/api/v1/classes/${typeof classId === 'number' ? classId : `by-name/${classId}`}/objects`, {
             method: 'POST',
             headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json' },
             body: JSON.stringify({ name, json_data: { cpu: 2 } }),
@@ -49,20 +49,23 @@ describe('createObject under a class read before', () => {
       // connection; run both on every pooled connection so the held one finds its statement prepared
       for (let i = 0; i < 2 * config.SVC_DB_POOL_MAX + 2; i++) expect((await post(cls.id, uniq('warm'))).status).toBe(201);
 
-      const name = uniq('one-trip');
-      proxy.hold();
-      const reply = post(cls.id, name);
-      // Every answer is held: the object's name (a parameter of the insert) can only be on the wire
-      // now if the client did not wait for the class to be read first.
-      await proxy.until([name]);
-      proxy.hold(); // keep holding whatever is sent from here on
-      proxy.release(); // and hand over the answers to what was sent so far
-      const res = await reply; // completes without the answer to anything sent later: COMMIT went with it
-      expect(res.status).toBe(201);
-      const o = (await res.json()) as Obj & { created_at: string; updated_at: string };
-      proxy.release();
-      const [row] = await t.deps.sql`select name from objects where id = ${o.id}`;
-      expect(row).toEqual({ name });
+      // by id, and by the class's name (whose id is then not looked up either)
+      for (const route of [cls.id, cls.name]) {
+        const name = uniq('one-trip');
+        proxy.hold();
+        const reply = post(route, name);
+        // Every answer is held: the object's name (a parameter of the insert) can only be on the wire
+        // now if the client did not wait for the class to be read first.
+        await proxy.until([name]);
+        proxy.hold(); // keep holding whatever is sent from here on
+        proxy.release(); // and hand over the answers to what was sent so far
+        const res = await reply; // completes without the answer to anything sent later: COMMIT went with it
+        expect(res.status).toBe(201);
+        const o = (await res.json()) as Obj;
+        proxy.release();
+        const [row] = await t.deps.sql`select name, class_id from objects where id = ${o.id}`;
+        expect(row).toEqual({ name, class_id: cls.id });
+      }
     } finally {
       proxy.release();
       await sql.end({ timeout: 5 });
@@ -130,6 +133,12 @@ describe('createObject under a class read before', () => {
     expect((await t.request('PATCH', `/api/v1/classes/${cls.id}`, { body: { name: renamed } })).status).toBe(200);
     expect((await byName(cls.name)).status).toBe(404);
     expect((await byName(renamed)).status).toBe(201);
+    // the old name on another class now: creates by that name go there
+    const successor = await createClass(t, cid, { name: cls.name });
+    const there = await byName(cls.name);
+    expect(there.status).toBe(201);
+    expect((there.body as Obj).svc_class_id).toBe(successor.id);
+    expect((await byName(cls.name)).status).toBe(201);
 
     const other = await collection(t);
     expect((await t.request('PATCH', `/api/v1/classes/${cls.id}`, { body: { collection_id: other } })).status).toBe(200);

@@ -30,7 +30,14 @@ import { STATES, aggregateSignature, decodeAggregateCursor, encodeAggregateCurso
 import { activeFields, noActiveFields, type ActiveFields } from '../db/computed-fields.ts';
 import { valueSet, type ComputedDef } from '../domain/computed.ts';
 import { inTx } from '../mutations/context.ts';
-import { createOwnObject, deleteObject, patchObjectData, updateObject, type ObjectTarget } from '../mutations/objects.ts';
+import {
+  createOwnObject,
+  deleteObject,
+  type CreateTarget,
+  patchObjectData,
+  updateObject,
+  type ObjectTarget,
+} from '../mutations/objects.ts';
 import type { ResponseBody } from '../domain/wire.ts';
 import { JsonTexts } from '../domain/json-text.ts';
 
@@ -180,8 +187,8 @@ function objectWritten<S extends number>(row: ObjectRow, status: S, extra: Recor
   return { status, body: objectView(row), headers: { ...extra, ...etagHeader('object', row.id, row.revision) } };
 }
 
-async function createIn(ctx: Ctx, classId: number, className: string | null, body: RequestBody<'createObject'>) {
-  const row = await createOwnObject(ctx.deps.sql, callerOf(ctx), classId, className, body);
+async function createIn(ctx: Ctx, target: CreateTarget, body: RequestBody<'createObject'>) {
+  const row = await createOwnObject(ctx.deps.sql, callerOf(ctx), target, body);
   return objectWritten(row, 201, { location: `/api/v1/classes/${row.class_id}/${row.id}` });
 }
 
@@ -202,8 +209,7 @@ export const objectsHandlers = {
   listObjectsByClassName: async (input, ctx) =>
     listIn(ctx, await classIdOf(ctx, input.params.class_name), input.query as Record<string, unknown>),
 
-  createObjectByClassName: async (input, ctx) =>
-    createIn(ctx, await classIdOf(ctx, input.params.class_name), input.params.class_name, input.body),
+  createObjectByClassName: async (input, ctx) => createIn(ctx, { name: input.params.class_name }, input.body),
 
   getObjectByName: async (input, ctx) => {
     const { class_name, object_name } = input.params;
@@ -250,7 +256,7 @@ export const objectsHandlers = {
 
   listObjects: async (input, ctx) => listIn(ctx, input.params.class_id, input.query as Record<string, unknown>),
 
-  createObject: async (input, ctx) => createIn(ctx, input.params.class_id, null, input.body),
+  createObject: async (input, ctx) => createIn(ctx, { id: input.params.class_id }, input.body),
 
   getObject: async (input, ctx) => {
     const { class_id, object_id } = input.params;

@@ -5,7 +5,7 @@ import { ApiError, notFound } from '../domain/errors.ts';
 import { assertFitsClass, compileClassSchema } from '../domain/class-schema.ts';
 import { applyJsonPatch, jsonEqual, JsonPatchError } from '../domain/json-patch.ts';
 import { readClassAs, readObjectAs } from '../db/authz.ts';
-import { shareLockClass, type LockedClass } from '../db/classes.ts';
+import { classIdByName, shareLockClass, type LockedClass } from '../db/classes.ts';
 import { objectComplianceEvent } from '../domain/views/class-schema-events.ts';
 import {
   deleteObjectWithEvents,
@@ -107,39 +107,49 @@ async function writeObject(
 type KnownClass = ClassRow & { svc_version: string; validate?: ReturnType<typeof compileClassSchema> };
 
 /**
- * The classes that creates in this process read last, per database handle and by id, for
+ * The classes that creates in this process read last, per database handle, by id and by name, for
  * createOwnObject's one-statement path. Only a hint: that statement writes nothing unless the class
- * row is still the version read. At most KNOWN_CLASSES per handle, the oldest read first out.
+ * row is still the version read (so also still of that name). At most KNOWN_CLASSES per handle, the
+ * oldest read first out.
  */
-const knownClasses = new WeakMap<Db, Map<number, KnownClass>>();
+const knownClasses = new WeakMap<Db, { byId: Map<number, KnownClass>; byName: Map<string, KnownClass> }>();
 const KNOWN_CLASSES = 1000;
 
-function knownIn(db: Db): Map<number, KnownClass> {
+function knownIn(db: Db): { byId: Map<number, KnownClass>; byName: Map<string, KnownClass> } {
   let known = knownClasses.get(db);
-  if (!known) knownClasses.set(db, (known = new Map()));
+  if (!known) knownClasses.set(db, (known = { byId: new Map(), byName: new Map() }));
   return known;
 }
 
 function remember(db: Db, cls: KnownClass): void {
   const known = knownIn(db);
-  known.delete(cls.id);
-  if (known.size >= KNOWN_CLASSES) known.delete(known.keys().next().value!);
-  known.set(cls.id, cls);
+  const forget = (old: KnownClass | undefined) => {
+    if (!old) return;
+    known.byId.delete(old.id);
+    if (known.byName.get(old.name) === old) known.byName.delete(old.name);
+  };
+  forget(known.byId.get(cls.id));
+  if (known.byId.size >= KNOWN_CLASSES) forget(known.byId.values().next().value);
+  known.byId.set(cls.id, cls);
+  known.byName.set(cls.name, cls);
 }
+
+/** The class a create names: by id, or by name (the route by class name). */
+export type CreateTarget = { id: number } | { name: string };
 
 /**
  * Creates an object in a transaction of its own (an API request's create). Under a class that an
  * earlier create in this process read, this is one statement (insertObjectIfClassUnchanged: class
  * check, permission, insert and audit event; one round trip with BEGIN, the actor binding and
  * COMMIT), which writes only if the class row is still the version read and the caller may create
- * in it. Whatever that cannot settle goes the way of createObject, in a transaction of its own,
- * which also decides every error: a class not read yet or changed since (then nothing was written),
- * a route by a name the class no longer has, a scoped-out token, data the known schema refuses, a
- * compliance record to write.
+ * in it; by name, the class's id is then not looked up either. Whatever that cannot settle goes the
+ * way of createObject, in a transaction of its own, which also decides every error: a class not
+ * read yet or changed since (then nothing was written), a name no class has, a scoped-out token,
+ * data the known schema refuses, a compliance record to write.
  */
-export async function createOwnObject(db: Db, caller: Caller, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
-  const known = knownIn(db).get(classId);
-  if (known && (className == null || known.name === className)) {
+export async function createOwnObject(db: Db, caller: Caller, target: CreateTarget, v: NewObject): Promise<ObjectRow> {
+  const known = 'id' in target ? knownIn(db).byId.get(target.id) : knownIn(db).byName.get(target.name);
+  if (known) {
     const draft = { name: v.name, description: v.description ?? '', json_data: v.json_data };
     // id 0 and no times: the statement puts the object's own into its event
     const unsaved: ObjectRow = {
@@ -160,8 +170,10 @@ export async function createOwnObject(db: Db, caller: Caller, classId: number, c
       // the others; a class changed since is read again below, and a successful create replaces it.
     }
   }
+  const classId = 'id' in target ? target.id : await classIdByName(db, target.name);
+  if (classId === undefined) throw notFound('class');
   return inTx(db, caller, async (m) => {
-    const { row, cls } = await create(m, classId, className, v);
+    const { row, cls } = await create(m, classId, 'id' in target ? null : target.name, v);
     remember(db, cls);
     return row;
   });
