@@ -35,6 +35,9 @@ export async function principalWith(
 
 export { tokenFor };
 
+/** A class schema requiring an integer `cpu`. */
+export const CPU_SCHEMA = { type: 'object', properties: { cpu: { type: 'integer' } }, required: ['cpu'] };
+
 export const ALL_CLASS_OBJECT: Permission[] = [
   'ReadCollection',
   'CreateClass',

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createApp } from '../src/app.ts';
 import { createSql } from '../src/db/sql.ts';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { collection, createClass, createObject, eventsOf, principalWith, type Obj } from './class-fixtures.ts';
+import { collection, createClass, createObject, eventsOf, principalWith, type Obj, CPU_SCHEMA as SCHEMA } from './class-fixtures.ts';
 import { HoldingProxy } from './holding-proxy.ts';
 
 let t: TestApp;
@@ -19,7 +19,6 @@ afterAll(async () => {
   await t.close();
 });
 
-const SCHEMA = { type: 'object', properties: { cpu: { type: 'integer' } }, required: ['cpu'] };
 const create = (classId: number, json_data: unknown, token = t.adminToken, name = uniq('obj')) =>
   t.request('POST', `/api/v1/classes/${classId}/objects`, { token, body: { name, json_data } });
 

@@ -2,7 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { objectColsJsonText } from '../src/db/objects.ts';
 import { isoTime } from '../src/domain/wire.ts';
-import { ALL_CLASS_OBJECT, collection, createClass, createObject, eventsOf, principalWith, type Obj } from './class-fixtures.ts';
+import {
+  ALL_CLASS_OBJECT,
+  collection,
+  createClass,
+  createObject,
+  eventsOf,
+  principalWith,
+  type Obj,
+  CPU_SCHEMA as SCHEMA,
+} from './class-fixtures.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -12,7 +21,6 @@ afterAll(async () => {
   await t.close();
 });
 
-const SCHEMA = { type: 'object', properties: { cpu: { type: 'integer' } }, required: ['cpu'] };
 const ids = (r: { body: unknown }) => (r.body as { id: number }[]).map((x) => x.id);
 
 describe('createObject and createObjectByClassName', () => {

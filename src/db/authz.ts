@@ -244,19 +244,23 @@ export async function readObjectByIdAs<R extends object>(
   classId: number,
   columns: string,
 ): Promise<R> {
-  const key = `${auth.isAdmin ? 'admin' : 'granted'} ${perm} ${columns}`;
-  let text = readTexts.get(key);
+  // by the columns (a constant, so its hash is kept), then the permission ('' for an administrator:
+  // the same text whatever the permission); no key is built per request
+  let texts = readTexts.get(columns);
+  if (!texts) readTexts.set(columns, (texts = new Map()));
+  const key = auth.isAdmin ? '' : perm;
+  let text = texts.get(key);
   if (text === undefined) {
     const granted = auth.isAdmin ? 'true' : grantExistsText(perm, '$2', 'o.collection_id');
     text = `select ${columns}, o.id as svc_id, o.class_id as svc_class_id, o.collection_id as svc_collection_id,
       ${granted} as svc_granted from objects o where o.id = $1::int`;
-    readTexts.set(key, text);
+    texts.set(key, text);
   }
   const params = auth.isAdmin ? [objectId] : [objectId, auth.principal.id];
   const [row] = await db.unsafe<ObjectReadRow<R>[]>(text, params, { prepare: true });
   return objectReadAs(row, auth, perm, classId);
 }
-const readTexts = new Map<string, string>();
+const readTexts = new Map<string, Map<string, string>>();
 
 /** Whether the caller effectively holds `perm` on the collection (false also when it does not exist). */
 export async function hasCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<boolean> {
