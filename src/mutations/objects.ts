@@ -184,7 +184,8 @@ function settlesAlone(caller: Caller, known: KnownClass, unsaved: ObjectRow): bo
   const scope = decide(caller.auth, 'CreateObject', { kind: 'class', id: known.id, collectionId: known.collection_id }, true);
   if (scope !== 'allow') return false;
   if (known.json_schema === null || known.json_schema === undefined) return true;
-  if (!known.validate_schema) return !objectComplianceEvent(known, null, unsaved);
+  // Data the schema refuses: a 400 where it is enforced, else a compliance record to write (a new
+  // object is non-compliant exactly when the validator refuses it: complianceOf).
   known.validate ??= compileClassSchema(known.json_schema);
   return known.validate(unsaved.json_data);
 }
