@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import type { Deps } from './deps.ts';
 import { ApiError, reasonPhrase } from './domain/errors.ts';
-import { ContractRouter, type RawRequest } from './http/adapter.ts';
+import { ContractRouter, type Operation, type RawRequest } from './http/adapter.ts';
 import { authenticate, type TokenLookup } from './http/auth.ts';
 import type { App, Ctx, Reply } from './http/contract.ts';
 import { handlers } from './handlers/index.ts';
@@ -14,7 +14,7 @@ import { tokenCache } from './services/token-cache.ts';
 import { decodeUtf8Body, parseJsonBody, readRequestBody, refuseDeclaredTooLarge } from './http/input.ts';
 import { beginRequest, endRequest, finishHeaders, observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
 import { httpInFlight } from './metrics.ts';
-import { requestHeaders, urlParts } from './http/request.ts';
+import { HandlerInput, RequestContext, urlParts, type UrlParts } from './http/request.ts';
 import { spliceJsonTexts } from './domain/json-text.ts';
 
 const JSON_TYPES = /^application\/(.+\+)?json$/;
@@ -46,19 +46,40 @@ export async function createApp(deps: Deps): Promise<App> {
     return serveConsole(c.req.path);
   });
 
-  hono.all('*', (c) => serveApi(c.req.raw, c.env, requestFacts(c), c.req.path));
+  hono.all('*', (c) => serveApi(c.req.raw, c.env, requestFacts(c), c.req.path, urlParts(c.req.url)));
 
-  /** An operation of the contract: dispatch, then the reply or the error rendered. */
-  async function serveApi(req: Request, env: unknown, facts: RequestFacts, path: string): Promise<Response> {
+  /**
+   * An operation of the contract: dispatch, then the reply or the error rendered. Synchronous as
+   * far as the request allows: an operation without a bearer token or a body to read whose
+   * handler answers at once (`/healthz`) is answered in the same turn, without a promise, and
+   * @hono/node-server then writes it at once as well. `path` is the one the security headers go by.
+   */
+  function serveApi(req: Request, env: unknown, facts: RequestFacts, path: string, url: UrlParts): Response | Promise<Response> {
+    let reply: Reply | Promise<Reply>;
     try {
-      return render(facts, path, await dispatch(req, env, facts));
+      reply = dispatch(req, env, facts, url);
+    } catch (err) {
+      reply = errorReply(err, deps, facts.requestId);
+    }
+    if (reply instanceof Promise) {
+      return reply.then(
+        (r) => renderOrError(facts, path, r),
+        (err: unknown) => render(facts, path, errorReply(err, deps, facts.requestId)),
+      );
+    }
+    return renderOrError(facts, path, reply);
+  }
+
+  function renderOrError(facts: RequestFacts, path: string, reply: Reply): Response {
+    try {
+      return render(facts, path, reply);
     } catch (err) {
       return render(facts, path, errorReply(err, deps, facts.requestId));
     }
   }
 
-  async function dispatch(req: Request, env: unknown, facts: RequestFacts): Promise<Reply> {
-    const url = urlParts(req.url);
+  /** Routes the request and runs its handler: a promise only where something is awaited. */
+  function dispatch(req: Request, env: unknown, facts: RequestFacts, url: UrlParts): Reply | Promise<Reply> {
     const headers = req.headers;
     const method = req.method;
     // A declared body over the limit is refused before routing (a chunked one when it is read).
@@ -76,33 +97,40 @@ export async function createApp(deps: Deps): Promise<App> {
     const raw: RawRequest = { method: method.toLowerCase(), path: url.path, query, headers, body: undefined, contentType };
     const op = router.match(raw);
     facts.route = op.path;
-    const ctx: Ctx = {
-      deps,
-      auth: null,
-      requestId: facts.requestId,
-      correlationId: facts.correlationId,
-      clientIp: clientIpOf(env, headers, deps.config.SVC_TRUSTED_PROXIES),
-      operationId: op.operationId as Ctx['operationId'],
-      // Read when a handler asks: the AbortSignal is made on first use.
-      get signal() {
-        return req.signal;
-      },
-    };
+    const ctx = new RequestContext(deps, facts, op.operationId, req, clientIpOf(env, headers, deps.config.SVC_TRUSTED_PROXIES));
+    const readsBody = op.hasBody && raw.method !== 'get' && raw.method !== 'head' && raw.method !== 'delete';
+    if (op.needsAuth || readsBody) return authenticateAndRead(req, env, facts, op, raw, ctx, readsBody);
+    return handle(op, raw, ctx, headers);
+  }
+
+  /** The awaited part of a request: its bearer token, then its body. */
+  async function authenticateAndRead(
+    req: Request,
+    env: unknown,
+    facts: RequestFacts,
+    op: Operation,
+    raw: RawRequest,
+    ctx: RequestContext,
+    readsBody: boolean,
+  ): Promise<Reply> {
     if (op.needsAuth) {
-      ctx.auth = await authenticate(deps, headers.get('authorization') ?? undefined, lookupToken);
+      ctx.auth = await authenticate(deps, raw.headers.get('authorization') ?? undefined, lookupToken);
       facts.principalId = ctx.auth.principal.id;
     }
-
-    if (op.hasBody && raw.method !== 'get' && raw.method !== 'head' && raw.method !== 'delete') {
+    if (readsBody) {
       const bytes = await readRequestBody(req, env, bodyLimit);
       if (bytes.length > 0) {
         const text = decodeUtf8Body(bytes);
-        raw.body = contentType === '' || JSON_TYPES.test(contentType) ? parseJsonBody(text) : text;
+        raw.body = raw.contentType === '' || JSON_TYPES.test(raw.contentType) ? parseJsonBody(text) : text;
       }
     }
+    return handle(op, raw, ctx, req.headers);
+  }
+
+  function handle(op: Operation, raw: RawRequest, ctx: RequestContext, headers: Headers): Reply | Promise<Reply> {
     const routed = router.validate(op, raw);
-    const handler = handlers[routed.operationId] as (input: unknown, ctx: Ctx) => Promise<Reply>;
-    return handler({ params: routed.params, query: routed.query, body: raw.body, headers: requestHeaders(headers), contentType }, ctx);
+    const handler = handlers[routed.operationId] as (input: unknown, ctx: Ctx) => Reply | Promise<Reply>;
+    return handler(new HandlerInput(routed.params, routed.query, raw.body, headers, raw.contentType), ctx);
   }
 
   // Errors outside the catch-all route (middleware) get the same JSON error body.
@@ -120,18 +148,27 @@ export async function createApp(deps: Deps): Promise<App> {
    * the decoded path, and its c.req.path, which the security headers go by, is the URL's as it is).
    * A body is read by readRequestBody, straight from the connection when its length is declared.
    */
-  async function serveDirect(req: Request, env: unknown, path: string): Promise<Response> {
+  function serveDirect(req: Request, env: unknown, url: UrlParts): Response | Promise<Response> {
     const started = performance.now();
     const facts = beginRequest(req.headers);
     httpInFlight.inc();
-    let res: Response;
+    let res: Response | Promise<Response>;
     try {
-      res = await serveApi(req, env, facts, path);
+      res = serveApi(req, env, facts, url.path, url);
     } catch (err) {
-      res = render(facts, path, errorReply(err, deps, facts.requestId));
-    } finally {
-      httpInFlight.dec();
+      res = render(facts, url.path, errorReply(err, deps, facts.requestId));
     }
+    if (res instanceof Promise) {
+      return res.then(
+        (r) => endDirect(req, facts, r, url.path, started),
+        (err: unknown) => endDirect(req, facts, render(facts, url.path, errorReply(err, deps, facts.requestId)), url.path, started),
+      );
+    }
+    return endDirect(req, facts, res, url.path, started);
+  }
+
+  function endDirect(req: Request, facts: RequestFacts, res: Response, path: string, started: number): Response {
+    httpInFlight.dec();
     endRequest(deps, facts, res, req.method, path, started);
     return res;
   }
@@ -140,8 +177,8 @@ export async function createApp(deps: Deps): Promise<App> {
     if (DIRECT_METHODS.has(req.method)) {
       const url = req.url;
       if (!url.includes('%') && !url.includes('#') && !url.includes('/.')) {
-        const { path } = urlParts(url);
-        if (!path.startsWith('/console') && !path.startsWith('/docs/assets/')) return serveDirect(req, env, path);
+        const parts = urlParts(url);
+        if (!parts.path.startsWith('/console') && !parts.path.startsWith('/docs/assets/')) return serveDirect(req, env, parts);
       }
     }
     return hono.fetch(req, env as never);

@@ -7,7 +7,7 @@ import { METRICS_CONTENT_TYPE, renderMetrics } from '../metrics.ts';
 import { checkMetricsAccess } from '../http/metrics.ts';
 
 export const opsHandlers = {
-  getHealth: async () => ({ status: 200, body: { status: 'ok' } }),
+  getHealth: () => ({ status: 200, body: { status: 'ok' } }),
 
   getReadiness: async (_input, ctx) => {
     const ready = await isMigrated(ctx.deps.sql).catch(() => false);

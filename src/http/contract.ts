@@ -87,8 +87,11 @@ export function storedOutput<K extends OperationId>(raw: Uint8Array, contentType
   return { status: 200, raw, contentType, headers } as unknown as Reply<K>;
 }
 
-/** A handler of operation K: validated input in, a reply the contract declares for K out. */
-export type Handler<K extends OperationId> = (input: Input<K>, ctx: Ctx) => Promise<Reply<K>>;
+/**
+ * A handler of operation K: validated input in, a reply the contract declares for K out. Most are
+ * async; one with nothing to wait for may answer at once (the app then answers in the same turn).
+ */
+export type Handler<K extends OperationId> = (input: Input<K>, ctx: Ctx) => Reply<K> | Promise<Reply<K>>;
 /**
  * The handler table the adapter dispatches: every operation's handler, typed per operation, so a
  * missing operation or a body its contract does not declare is a compile error (a tag file checks

@@ -1,5 +1,16 @@
 // The parts of an incoming request the app reads, without the per-request copies a URL object or
 // a materialized Headers object would cost.
+import type { OperationId } from '../../generated/operations.ts';
+import type { Deps } from '../deps.ts';
+import type { AuthInfo } from './auth.ts';
+import type { Ctx } from './contract.ts';
+import type { RequestFacts } from './request-log.ts';
+
+/** A request URL's path and query string (without `?`). */
+export interface UrlParts {
+  path: string;
+  query: string;
+}
 
 /**
  * The path and the query string (without `?`) of a request URL, exactly as `new URL(url)` gives
@@ -9,7 +20,7 @@
  * (@hono/node-server's fast path: no `%`, no `\`, no `..`), whose path and query the parser would
  * not change in any way the query's decoding could see; anything else goes through the parser.
  */
-export function urlParts(url: string): { path: string; query: string } {
+export function urlParts(url: string): UrlParts {
   const scheme = url.indexOf('://');
   const start = scheme < 0 ? -1 : url.indexOf('/', scheme + 3);
   const hash = url.indexOf('#');
@@ -23,7 +34,7 @@ export function urlParts(url: string): { path: string; query: string } {
   return { path, query: q >= 0 && q < end ? url.slice(q + 1, end) : '' };
 }
 
-function viaUrlParser(url: string): { path: string; query: string } {
+function viaUrlParser(url: string): UrlParts {
   const u = new URL(url);
   return { path: u.pathname, query: u.search.slice(1) };
 }
@@ -78,4 +89,49 @@ const HEADER_RECORD: ProxyHandler<HeaderSource> = {
  */
 export function requestHeaders(source: Pick<Headers, 'get' | 'forEach'>): Record<string, string> {
   return new Proxy(new HeaderSource(source), HEADER_RECORD) as unknown as Record<string, string>;
+}
+
+/**
+ * A request's Ctx. A class, not an object literal: its `signal` getter is the prototype's, not a
+ * function made per request; the request's AbortSignal is made only when a handler reads it.
+ */
+export class RequestContext implements Ctx {
+  auth: AuthInfo | null = null;
+  readonly requestId: string;
+  readonly correlationId: string | null;
+
+  constructor(
+    readonly deps: Deps,
+    facts: RequestFacts,
+    readonly operationId: OperationId,
+    private readonly req: Pick<Request, 'signal'>,
+    readonly clientIp: string,
+  ) {
+    this.requestId = facts.requestId;
+    this.correlationId = facts.correlationId;
+  }
+
+  get signal(): AbortSignal {
+    return this.req.signal;
+  }
+}
+
+/**
+ * A handler's input (contract.ts Input): the validated parts, and the request headers as the
+ * record requestHeaders makes, made when a handler first reads them.
+ */
+export class HandlerInput {
+  #headers: Record<string, string> | undefined = undefined;
+
+  constructor(
+    readonly params: Record<string, unknown>,
+    readonly query: Record<string, unknown>,
+    readonly body: unknown,
+    private readonly source: Pick<Headers, 'get' | 'forEach'>,
+    readonly contentType: string,
+  ) {}
+
+  get headers(): Record<string, string> {
+    return (this.#headers ??= requestHeaders(this.source));
+  }
 }
