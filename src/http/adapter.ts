@@ -64,6 +64,11 @@ interface CompiledOperation extends Operation {
   body?: { required: boolean; types: string[]; pointer: string; content: Record<string, { schema?: unknown }> | undefined };
   /** Path parameters whose schema is an integer. */
   integers: Set<string>;
+  /**
+   * Declares no path or header parameter and no body, and its parameter validator accepts a
+   * request without query parameters: such a request (`/healthz`) is valid as it is.
+   */
+  validWithoutInput: boolean;
 }
 
 const DOC_ID = 'openapi.json';
@@ -79,6 +84,8 @@ export class ContractRouter {
   private readonly schemas = new SchemaRegistry();
   private readonly operations: CompiledOperation[];
   private readonly routes: RouteNode;
+  /** The routes whose path has no parameter, by path: looked up before the trie. */
+  private readonly exact: Map<string, Route>;
 
   constructor() {
     const doc = openapiDocument() as unknown as Json;
@@ -99,7 +106,7 @@ export class ContractRouter {
         );
       }
     }
-    this.routes = compileRoutes(this.operations);
+    [this.routes, this.exact] = compileRoutes(this.operations);
   }
 
   /** Kept for callers that awaited the old asynchronous start; everything is compiled in the constructor. */
@@ -189,7 +196,9 @@ export class ContractRouter {
         )
         .map(({ param }) => param.name),
     );
+    const noInput = segmentParams.length === 0 && !partial && headers.length === 0 && !body;
     return {
+      validWithoutInput: noInput && validateParams({ path: {}, query: {}, header: {}, cookie: {} }) === true,
       operationId,
       path,
       method,
@@ -225,6 +234,9 @@ export class ContractRouter {
    * as before).
    */
   match(req: Pick<RawRequest, 'method' | 'path'>): Operation {
+    // A literal path's route comes first of any that match (the order above).
+    const exact = this.exact.get(req.path)?.methods.get(req.method);
+    if (exact) return exact;
     const candidates: Route[] = [];
     collectRoutes(this.routes, req.path.split('/'), 0, candidates);
     if (candidates.length > 1) candidates.sort((a, b) => a.order - b.order);
@@ -257,6 +269,9 @@ export class ContractRouter {
   /** Validates parameters and body; returns coerced params and query, or throws 400. */
   validate(operation: Operation, req: RawRequest): Routed {
     const op = operation as CompiledOperation;
+    if (op.validWithoutInput && !req.path.includes('%') && isEmpty(req.query)) {
+      return { operationId: op.operationId, operation: op, params: {}, query: {}, needsAuth: op.needsAuth };
+    }
     // Before decoding the path parameters: malformed percent-encoding would throw URIError. Without
     // a `%` there is nothing to decode (and no NUL: Node's parser refuses one sent as it is).
     const hostile = req.path.includes('%') ? pathDetails(op.path, req.path) : [];
@@ -290,6 +305,11 @@ export class ContractRouter {
     if (validate(req.body)) return [];
     return (validate.errors ?? []).slice(0, 20).map((e) => toDetail(e, 'body'));
   }
+}
+
+function isEmpty(record: object): boolean {
+  for (const _ in record) return false;
+  return true;
 }
 
 /** The path parameters, percent-decoded (pathDetails has refused what decodeURIComponent would). */
@@ -344,7 +364,7 @@ function queryForValidation(op: CompiledOperation, query: Record<string, string 
  * then longer literal parts); a route with integer path parameters also gets the regex that
  * checks they are integers.
  */
-function compileRoutes(operations: CompiledOperation[]): RouteNode {
+function compileRoutes(operations: CompiledOperation[]): [RouteNode, Map<string, Route>] {
   const byPath = new Map<string, { methods: Map<string, Operation>; integers: Set<string> }>();
   for (const op of operations) {
     const entry = byPath.get(op.path) ?? { methods: new Map<string, Operation>(), integers: new Set<string>() };
@@ -373,8 +393,10 @@ function compileRoutes(operations: CompiledOperation[]): RouteNode {
     }))
     .sort((a, b) => Number(b.exact) - Number(a.exact) || b.literal - a.literal);
   const root = newNode();
-  ordered.forEach(({ path, typed, methods }, order) => {
+  const exact = new Map<string, Route>();
+  ordered.forEach(({ path, typed, methods, exact: literal }, order) => {
     const route: Route = { order, typed, methods };
+    if (literal) exact.set(path, route);
     let node = root;
     for (const segment of path.split('/')) {
       if (/^\{[^}]+\}$/.test(segment)) {
@@ -391,7 +413,7 @@ function compileRoutes(operations: CompiledOperation[]): RouteNode {
     }
     node.routes.push(route);
   });
-  return root;
+  return [root, exact];
 }
 
 interface Route {
