@@ -4,9 +4,16 @@
 // same driver with upstream's queue.js put back, loaded side by side from a temporary copy, for
 // BENCH_DRIVER_UPSTREAM_QUERIES (default 300,000: it slows down as it goes, so 1,000,000 takes
 // minutes; 0 skips it).
+// Then the Query patch: BENCH_DRIVER_FRAGMENT_QUERIES (default 200,000) statements built from
+// tagged-template fragments, as the service builds its list statements, through the installed
+// driver and through the same driver with upstream's Query constructor put back (side by side,
+// interleaved, 2 rounds): queries/s, the time the process spent in garbage collection and its
+// mark-compacts (a Query of upstream is promoted to the old generation by the young-generation
+// collections, so it is collected only by mark-compacts).
 // Part of `make bench`; alone: `SVC_DATABASE_URL=postgres://... npx tsx bench/driver-queue.ts`.
 // Prints numbers only.
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -50,6 +57,24 @@ function Queue(initial = []) {
     }
   }
 }
+`;
+
+/** The patched Query constructor's opening and upstream's, for putting upstream's back in a copy. */
+const PATCHED_QUERY_OPENING = `    super(captureResolvers)
+    this.resolver = capturedResolve
+    this.rejecter = capturedReject
+    capturedResolve = capturedReject = null
+`;
+const UPSTREAM_QUERY_OPENING = `    let resolve
+      , reject
+
+    super((a, b) => {
+      resolve = a
+      reject = b
+    })
+
+    this.resolve = x => (this.active = false, resolve(x))
+    this.reject = x => (this.active = false, reject(x))
 `;
 
 type Postgres = typeof postgres;
@@ -102,15 +127,98 @@ async function drive(driver: Postgres, url: string, label: string, total: number
   }
 }
 
-/** The installed driver's ESM sources copied to a temporary directory with upstream's queue.js. */
-async function loadUpstream(tmp: string): Promise<Postgres | string> {
+/**
+ * The installed driver's ESM sources copied to a temporary directory with upstream's queue.js
+ * (`part` 'queue') or upstream's Query constructor (`part` 'query') put back.
+ */
+async function loadUpstream(tmp: string, part: 'queue' | 'query'): Promise<Postgres | string> {
   const entry = fileURLToPath(import.meta.resolve('postgres'));
   const pkg = JSON.parse(await readFile(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string };
-  if (pkg.version !== UPSTREAM_VERSION) return `installed postgres is ${pkg.version}; the kept upstream queue is of ${UPSTREAM_VERSION}`;
+  if (pkg.version !== UPSTREAM_VERSION) return `installed postgres is ${pkg.version}; the kept upstream ${part} is of ${UPSTREAM_VERSION}`;
   await cp(dirname(entry), join(tmp, 'src'), { recursive: true });
   await writeFile(join(tmp, 'package.json'), '{"type":"module"}\n');
-  await writeFile(join(tmp, 'src', 'queue.js'), UPSTREAM_QUEUE);
+  if (part === 'queue') {
+    await writeFile(join(tmp, 'src', 'queue.js'), UPSTREAM_QUEUE);
+  } else {
+    const query = await readFile(join(tmp, 'src', 'query.js'), 'utf8');
+    if (!query.includes(PATCHED_QUERY_OPENING)) return 'the installed query.js is not the patched one';
+    // The prototype's resolve and reject stay; upstream's own arrow functions shadow them.
+    await writeFile(join(tmp, 'src', 'query.js'), query.replace(PATCHED_QUERY_OPENING, UPSTREAM_QUERY_OPENING));
+  }
   return ((await import(pathToFileURL(join(tmp, 'src', 'index.js')).href)) as { default: Postgres }).default;
+}
+
+interface FragmentRun {
+  label: string;
+  queriesPerSecond: number;
+  gcMs: number;
+  markCompacts: number;
+}
+
+/**
+ * `total` statements of six tagged-template fragments (a column list, conditions, an order, as a
+ * list statement is built) from CALLERS callers on a pool of POOL, after a warm-up; queries/s and
+ * the garbage collection the process did meanwhile.
+ */
+async function driveFragments(driver: Postgres, url: string, label: string, total: number): Promise<FragmentRun> {
+  const sql = driver(url, { max: POOL, onnotice: () => {} });
+  try {
+    const run = async (n: number) => {
+      let started = 0;
+      await Promise.all(
+        Array.from({ length: CALLERS }, async () => {
+          while (started < n) {
+            const i = started++;
+            const columns = sql`${i}::int as id, ${'x'}::text as name`;
+            const where = sql`${sql`${i % 7}::int >= 0`} and ${sql`${'a'}::text <> ''`}`;
+            await sql`select ${columns} where ${where} order by ${sql`1`} limit ${1}`;
+          }
+        }),
+      );
+    };
+    await run(WARMUP);
+    let gcMs = 0;
+    let markCompacts = 0;
+    const observer = new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) {
+        gcMs += e.duration;
+        if ((e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) markCompacts++;
+      }
+    });
+    observer.observe({ entryTypes: ['gc'] });
+    const t0 = performance.now();
+    await run(total);
+    const ms = performance.now() - t0;
+    await new Promise((r) => setImmediate(r)); // the last entries
+    observer.disconnect();
+    process.stderr.write(`  done: driver fragments / ${label}\n`);
+    return { label, queriesPerSecond: (total * 1000) / ms, gcMs, markCompacts };
+  } finally {
+    await sql.end();
+  }
+}
+
+function fragmentTable(runs: FragmentRun[][], total: number): string {
+  const header = ['Query', 'queries/s (per round)', 'GC ms (per round)', 'mark-compacts (per round)'];
+  const labels = runs[0]!.map((r) => r.label);
+  const rows = labels.map((label, i) => [
+    label,
+    runs.map((round) => fmt(round[i]!.queriesPerSecond)).join(', '),
+    runs.map((round) => fmt(round[i]!.gcMs)).join(', '),
+    runs.map((round) => String(round[i]!.markCompacts)).join(', '),
+  ]);
+  const ratio = runs.map((round) => (round[0]!.queriesPerSecond / round[1]!.queriesPerSecond).toFixed(2)).join(', ');
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [
+    `Driver fragments: ${fmt(total)} statements of six tagged-template fragments each, pool ${POOL}, ${CALLERS} concurrent callers, rounds interleaved.`,
+    '',
+    line(header),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...rows.map(line),
+    '',
+    `patched / upstream queries/s: ${ratio}`,
+  ].join('\n');
 }
 
 const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
@@ -147,6 +255,7 @@ function table(runs: Run[]): string {
 export async function benchDriverQueue(url: string): Promise<string> {
   const total = queries('BENCH_DRIVER_QUERIES', 1_000_000);
   const upstreamTotal = queries('BENCH_DRIVER_UPSTREAM_QUERIES', 300_000, true);
+  const fragmentTotal = queries('BENCH_DRIVER_FRAGMENT_QUERIES', 200_000, true);
   const installed = await readFile(join(dirname(fileURLToPath(import.meta.resolve('postgres'))), 'queue.js'), 'utf8');
   const patched = installed.includes('patches/postgres+3.4.9.patch');
   const runs: Run[] = [await drive(postgres, url, patched ? 'installed, patched' : 'installed, NOT patched', total)];
@@ -154,14 +263,34 @@ export async function benchDriverQueue(url: string): Promise<string> {
   if (upstreamTotal > 0) {
     const tmp = await mkdtemp(join(tmpdir(), 'svc-bench-pg-'));
     try {
-      const upstream = await loadUpstream(tmp);
+      const upstream = await loadUpstream(tmp, 'queue');
       if (typeof upstream === 'string') notes.push(`(upstream run skipped: ${upstream})`);
       else runs.push(await drive(upstream, url, `upstream ${UPSTREAM_VERSION}`, upstreamTotal));
     } finally {
       await rm(tmp, { recursive: true, force: true });
     }
   }
-  return [table(runs), ...notes].join('\n');
+  const tables = [table(runs), ...notes];
+  if (fragmentTotal > 0) {
+    const tmp = await mkdtemp(join(tmpdir(), 'svc-bench-pg-'));
+    try {
+      const upstream = await loadUpstream(tmp, 'query');
+      if (typeof upstream === 'string') tables.push('', `(driver fragments skipped: ${upstream})`);
+      else {
+        const rounds: FragmentRun[][] = [];
+        for (let round = 0; round < 2; round++) {
+          rounds.push([
+            await driveFragments(postgres, url, 'installed, patched', fragmentTotal),
+            await driveFragments(upstream, url, `upstream ${UPSTREAM_VERSION} constructor`, fragmentTotal),
+          ]);
+        }
+        tables.push('', fragmentTable(rounds, fragmentTotal));
+      }
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }
+  return tables.join('\n');
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -7,9 +7,10 @@
 // PostgreSQL in a temporary directory. BENCH_ITERATIONS (default 500) scales the iteration counts;
 // BENCH_OBJECTS (default 20000) the size of the large class, BENCH_EVENTS (default 50000) the
 // audit table, BENCH_FANOUT_EVENTS (default 5000) the fan-out batch, BENCH_GRAPH_OBJECTS (default
-// 100000, with four relations each) the relation graph (bench/graph.ts). The driver queue case
-// (bench/driver-queue.ts) runs last and prints its own table (BENCH_DRIVER_QUERIES and
-// BENCH_DRIVER_UPSTREAM_QUERIES size it).
+// 100000, with four relations each) the relation graph (bench/graph.ts). The driver cases
+// (bench/driver-queue.ts: the queue, then statements of tagged-template fragments) run last and
+// print their own tables (BENCH_DRIVER_QUERIES, BENCH_DRIVER_UPSTREAM_QUERIES and
+// BENCH_DRIVER_FRAGMENT_QUERIES size them).
 import { createCollection, startBench } from './setup.ts';
 import { ITER, report, setBaseline } from './harness.ts';
 import { benchObjects, seedLargeClass } from './objects.ts';
