@@ -144,8 +144,9 @@ export async function createApp(deps: Deps): Promise<App> {
    * the Hono app runs for it (observeRequests, the catch-all route), without its Context and
    * middleware chain. Only for requests Hono would certainly hand to its catch-all route: GET (HEAD
    * is answered by Hono from the GET route, without the body) and the methods with a body, a path
-   * that is not the console's or a docs asset, and a URL without `%`, `#` or `/.` (Hono routes by
-   * the decoded path, and its c.req.path, which the security headers go by, is the URL's as it is).
+   * that is not the console's or a docs asset, and a URL without `#` whose path has no `%` or `/.`
+   * (Hono routes by the decoded path, and its c.req.path, which the security headers go by, is the
+   * URL's as it is; a `%` in the query, as in an encoded filter value, changes neither).
    * A body is read by readRequestBody, straight from the connection when its length is declared.
    */
   function serveDirect(req: Request, env: unknown, url: UrlParts): Response | Promise<Response> {
@@ -176,7 +177,10 @@ export async function createApp(deps: Deps): Promise<App> {
   const fetch = (req: Request, env?: unknown): Response | Promise<Response> => {
     if (DIRECT_METHODS.has(req.method)) {
       const url = req.url;
-      if (!url.includes('%') && !url.includes('#') && !url.includes('/.')) {
+      // The path before the query: what Hono routes by (a `%` in the query changes nothing there).
+      const q = url.indexOf('?');
+      const beforeQuery = q < 0 ? url : url.slice(0, q);
+      if (!beforeQuery.includes('%') && !url.includes('#') && !beforeQuery.includes('/.')) {
         const parts = urlParts(url);
         if (!parts.path.startsWith('/console') && !parts.path.startsWith('/docs/assets/')) return serveDirect(req, env, parts);
       }
