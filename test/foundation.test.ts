@@ -23,6 +23,21 @@ describe('probes and documents', () => {
     expect(res.body).toEqual({ status: 'ok' });
   });
 
+  it('getHealth is answered in the same turn: app.fetch returns the Response itself, not a promise', async () => {
+    // What lets @hono/node-server write /healthz while it handles the request's read (README
+    // "Throughput"); an operation that awaits something answers with a promise.
+    const res = t.app.fetch(new Request('http://127.0.0.1/healthz'));
+    expect(res).toBeInstanceOf(Response);
+    const health = res as Response;
+    const checked = checkResponse('GET', '/healthz', health.status, health.headers, await health.text());
+    expect(checked.status).toBe(200);
+    expect(checked.body).toEqual({ status: 'ok' });
+    const ready = t.app.fetch(new Request('http://127.0.0.1/readyz'));
+    expect(ready).toBeInstanceOf(Promise);
+    const readyRes = await ready;
+    expect(checkResponse('GET', '/readyz', readyRes.status, readyRes.headers, await readyRes.text()).status).toBe(200);
+  });
+
   it('getReadiness 200 once migrated', async () => {
     const res = await t.request('GET', '/readyz', { token: null });
     expect(res.status).toBe(200);
