@@ -182,7 +182,8 @@ async function driveFragments(driver: Postgres, url: string, label: string, tota
     const observer = new PerformanceObserver((list) => {
       for (const e of list.getEntries()) {
         gcMs += e.duration;
-        if ((e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) markCompacts++;
+        if ((e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR)
+          markCompacts++;
       }
     });
     observer.observe({ entryTypes: ['gc'] });
