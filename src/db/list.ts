@@ -37,6 +37,14 @@ export interface ListOptions {
   spec: ListSpec;
   /** Plan the page for its values even without filters (the caller's `where` carries values that matter). */
   planForValues?: boolean;
+  /**
+   * The plain columns `select` is computed from, over the same alias (`select` may convert them,
+   * e.g. jsonb to text). When every sort key is a plain column, the page is selected as these in a
+   * subquery and `select` is computed over its rows only: PostgreSQL computes a select list below
+   * a Sort, for every row it sorts, so a plan that sorts many matches (a bitmap scan) would convert
+   * each of them to keep 100.
+   */
+  plain?: { columns: Fragment; alias: string };
 }
 
 /** AND of fragments (true when empty). */
@@ -348,9 +356,15 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
   });
   const keys = keyCols.reduce((acc, p) => db`${acc}, ${p}` as Fragment);
   const count = (q: Db) => q`select count(*)::bigint as n from ${opts.from} where ${where}` as unknown as Promise<{ n: number }[]>;
+  const plain = opts.plain && parsed.sort.every((k) => !spec.fields[k.field]!.expr) ? opts.plain : undefined;
   const select = (q: Db) =>
-    q`select ${opts.select}, ${keys} from ${opts.from} where ${page}
-      order by ${orderBy(db, spec, parsed.sort)} limit ${parsed.limit + 1}` as unknown as Promise<Record<string, unknown>[]>;
+    (plain
+      ? q`select ${opts.select}, ${keyCols.map((_, i) => db(`__k${i}`) as unknown as Fragment).reduce((acc, p) => db`${acc}, ${p}` as Fragment)}
+          from (select ${plain.columns}, ${keys} from ${opts.from} where ${page}
+            order by ${orderBy(db, spec, parsed.sort)} limit ${parsed.limit + 1}) ${db(plain.alias)}
+          order by ${orderBy(db, spec, parsed.sort)}`
+      : q`select ${opts.select}, ${keys} from ${opts.from} where ${page}
+      order by ${orderBy(db, spec, parsed.sort)} limit ${parsed.limit + 1}`) as unknown as Promise<Record<string, unknown>[]>;
   let rows: Record<string, unknown>[];
   let counted: Promise<{ n: number }[]> | null = null;
   if (parsed.filters.length === 0 && !opts.planForValues) {

@@ -224,7 +224,15 @@ export function listObjects(
   const select = computed
     ? (db`${cols}, ${evalSetExpr(db, computed.shared)} as __cs, ${evalSetExpr(db, computed.personal ?? [])} as __cp` as Fragment)
     : cols;
-  return runList(db, { from: db`objects o` as Fragment, select, where: [...where, ...q.where], parsed: q.parsed, spec: q.spec });
+  return runList(db, {
+    from: db`objects o` as Fragment,
+    select,
+    where: [...where, ...q.where],
+    parsed: q.parsed,
+    spec: q.spec,
+    // The text conversions of a reply only for the page's rows (runList `plain`).
+    plain: opts.jsonText && !computed ? { columns: objectCols(db), alias: 'o' } : undefined,
+  });
 }
 
 /** One object, optionally with evaluated computed sets (`__cs`, `__cp`). */
