@@ -104,6 +104,9 @@ export async function listEventRows(
     parsed,
     spec: EVENT_LIST_SPEC,
     planForValues: !auth.isAdmin,
+    // The text conversions of a reply (snapshots, provenance, metadata, the time) only for the
+    // page's rows (runList `plain`).
+    plain: opts.jsonText ? { columns: db`e.*` as Fragment, alias: 'e' } : undefined,
   });
 }
 
