@@ -331,10 +331,17 @@ function typed(db: Db, type: string, v: unknown): Fragment {
 }
 
 function orderBy(db: Db, spec: ListSpec, sort: SortKey[]): Fragment {
-  const parts = sort.map((k) => {
-    const { expr } = sortExpr(db, spec, k);
-    return (k.desc ? db`${expr} desc nulls first` : db`${expr} asc nulls last`) as Fragment;
-  });
+  return commaSeparated(
+    db,
+    sort.map((k) => {
+      const { expr } = sortExpr(db, spec, k);
+      return (k.desc ? db`${expr} desc nulls first` : db`${expr} asc nulls last`) as Fragment;
+    }),
+  );
+}
+
+/** Fragments joined by commas (at least one). */
+function commaSeparated(db: Db, parts: Fragment[]): Fragment {
   return parts.reduce((acc, p) => db`${acc}, ${p}` as Fragment);
 }
 
@@ -349,22 +356,30 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
   const conditions = [...(opts.where ?? []), ...parsed.filters.map((f) => filterSql(db, f))];
   const where = and(db, conditions);
   const page = parsed.cursor ? and(db, [where, afterCursor(db, spec, parsed.sort, parsed.cursor)]) : where;
-  const keyCols = parsed.sort.map((k, i) => {
-    const { expr, type } = sortExpr(db, spec, k);
-    const name = `__k${i}`;
-    return (type === 'timestamp' ? db`(${expr})::text as ${db(name)}` : db`${expr} as ${db(name)}`) as Fragment;
-  });
-  const keys = keyCols.reduce((acc, p) => db`${acc}, ${p}` as Fragment);
+  // The sort keys' values, selected as __k0, __k1, ... (the next page's cursor)
+  const keyNames = parsed.sort.map((_, i) => `__k${i}`);
+  const keys = commaSeparated(
+    db,
+    parsed.sort.map((k, i) => {
+      const { expr, type } = sortExpr(db, spec, k);
+      const name = db(keyNames[i]!);
+      return (type === 'timestamp' ? db`(${expr})::text as ${name}` : db`${expr} as ${name}`) as Fragment;
+    }),
+  );
+  const order = orderBy(db, spec, parsed.sort);
   const count = (q: Db) => q`select count(*)::bigint as n from ${opts.from} where ${where}` as unknown as Promise<{ n: number }[]>;
   const plain = opts.plain && parsed.sort.every((k) => !spec.fields[k.field]!.expr) ? opts.plain : undefined;
-  const select = (q: Db) =>
-    (plain
-      ? q`select ${opts.select}, ${keyCols.map((_, i) => db(`__k${i}`) as unknown as Fragment).reduce((acc, p) => db`${acc}, ${p}` as Fragment)}
-          from (select ${plain.columns}, ${keys} from ${opts.from} where ${page}
-            order by ${orderBy(db, spec, parsed.sort)} limit ${parsed.limit + 1}) ${db(plain.alias)}
-          order by ${orderBy(db, spec, parsed.sort)}`
-      : q`select ${opts.select}, ${keys} from ${opts.from} where ${page}
-      order by ${orderBy(db, spec, parsed.sort)} limit ${parsed.limit + 1}`) as unknown as Promise<Record<string, unknown>[]>;
+  const pageOf = (q: Db, columns: Fragment) =>
+    q`select ${columns}, ${keys} from ${opts.from} where ${page} order by ${order} limit ${parsed.limit + 1}` as Fragment;
+  type Page = Promise<Record<string, unknown>[]>;
+  const select = (q: Db): Page => {
+    if (!plain) return pageOf(q, opts.select) as unknown as Page;
+    const names = commaSeparated(
+      db,
+      keyNames.map((n) => db(n) as unknown as Fragment),
+    );
+    return q`select ${opts.select}, ${names} from (${pageOf(db, plain.columns)}) ${db(plain.alias)} order by ${order}` as unknown as Page;
+  };
   let rows: Record<string, unknown>[];
   let counted: Promise<{ n: number }[]> | null = null;
   if (parsed.filters.length === 0 && !opts.planForValues) {
@@ -399,10 +414,10 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
   const last = rows.at(-1);
   if (more && last)
     nextCursor = encodeCursor(
-      parsed.sort.map((_, i) => (last[`__k${i}`] ?? null) as unknown),
+      keyNames.map((n) => (last[n] ?? null) as unknown),
       parsed.signature,
     );
-  for (const r of rows) for (let i = 0; i < parsed.sort.length; i++) delete r[`__k${i}`];
+  for (const r of rows) for (const n of keyNames) delete r[n];
   let total: number | null = null;
   if (parsed.includeTotal) {
     if (!parsed.cursor && !more) total = rows.length;
