@@ -100,7 +100,7 @@ export async function createApp(deps: Deps): Promise<App> {
     const ctx = new RequestContext(deps, facts, op.operationId, req, clientIpOf(env, headers, deps.config.SVC_TRUSTED_PROXIES));
     const readsBody = op.hasBody && raw.method !== 'get' && raw.method !== 'head' && raw.method !== 'delete';
     if (op.needsAuth || readsBody) return authenticateAndRead(req, env, facts, op, raw, ctx, readsBody);
-    return handle(op, raw, ctx, headers);
+    return handle(op, raw, ctx);
   }
 
   /** The awaited part of a request: its bearer token, then its body. */
@@ -124,13 +124,13 @@ export async function createApp(deps: Deps): Promise<App> {
         raw.body = raw.contentType === '' || JSON_TYPES.test(raw.contentType) ? parseJsonBody(text) : text;
       }
     }
-    return handle(op, raw, ctx, req.headers);
+    return handle(op, raw, ctx);
   }
 
-  function handle(op: Operation, raw: RawRequest, ctx: RequestContext, headers: Headers): Reply | Promise<Reply> {
+  function handle(op: Operation, raw: RawRequest, ctx: RequestContext): Reply | Promise<Reply> {
     const routed = router.validate(op, raw);
     const handler = handlers[routed.operationId] as (input: unknown, ctx: Ctx) => Reply | Promise<Reply>;
-    return handler(new HandlerInput(routed.params, routed.query, raw.body, headers, raw.contentType), ctx);
+    return handler(new HandlerInput(routed.params, routed.query, raw.body, raw.headers, raw.contentType), ctx);
   }
 
   // Errors outside the catch-all route (middleware) get the same JSON error body.

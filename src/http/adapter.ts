@@ -10,8 +10,8 @@ export interface RawRequest {
   method: string;
   path: string;
   query: Record<string, string | string[]>;
-  /** The request headers (read by lowercase name). */
-  headers: Pick<Headers, 'get'>;
+  /** The request headers (read by lowercase name; a handler's header record reads them too). */
+  headers: Pick<Headers, 'get' | 'forEach'>;
   body: unknown;
   contentType: string;
 }
