@@ -27,6 +27,7 @@
 import { spawnSync } from 'node:child_process';
 import postgres from 'postgres';
 import { createClass, createCollection, seedObjects, type Bench, startBench } from './setup.ts';
+import { listPoolOf } from '../src/db/sql.ts';
 
 if (import.meta.url.endsWith('.ts')) {
   const builder = '../scripts/build-server.ts'; // (a variable: not part of the bundle)
@@ -89,10 +90,11 @@ async function compare(
 ): Promise<void> {
   // Capture the service's statements of one request, then check both sides answer the same rows.
   const stmts: { string: string; parameters: unknown[] }[] = [];
-  const opts = b.sql.options as unknown as { debug: unknown };
-  opts.debug = (_conn: number, string: string, parameters: unknown[]) => stmts.push({ string, parameters });
+  const pools = [b.sql, listPoolOf(b.sql)].map((p) => p?.options as unknown as { debug: unknown } | undefined);
+  for (const opts of pools)
+    if (opts) opts.debug = (_conn: number, string: string, parameters: unknown[]) => stmts.push({ string, parameters });
   const s = await svc();
-  opts.debug = false;
+  for (const opts of pools) if (opts) opts.debug = false;
   captured.set(name, stmts);
   const h = await hand();
   if (s.ids.join(',') !== h.ids.join(',') || (s.total ?? null) !== (h.total ?? null))

@@ -112,6 +112,12 @@ export const SETTINGS = {
     doc: 'spacing of the attempts on a name over that bound (429 with Retry-After; never a lockout)',
   },
   SVC_DB_POOL_MAX: { kind: 'int', default: '10', min: 1, doc: 'database connections per process' },
+  SVC_DB_LIST_POOL_MAX: {
+    kind: 'int',
+    default: '4',
+    min: 0,
+    doc: 'more connections per api process, for list pages with filters (planned for their values); 0: none',
+  },
   SVC_DB_STATEMENT_TIMEOUT_MS: { kind: 'int', default: '30000', min: 100, doc: 'statement timeout' },
   SVC_DB_POOL_ACQUIRE_TIMEOUT_MS: { kind: 'int', default: '10000', min: 100, doc: 'time to wait for a connection' },
   SVC_REMOTE_CALL_TIMEOUT_MS: { kind: 'int', default: '10000', min: 1, doc: 'remote call timeout cap' },

@@ -55,7 +55,8 @@ async function main(): Promise<void> {
     if (embedded.notice) log.warn({ cluster_dir: embedded.clusterDir }, embedded.notice);
     url = embedded.url;
   }
-  const sql: Sql = createSql(url, cfg);
+  // A worker serves no list pages: no list pool (a read planned for its values runs in a transaction there).
+  const sql: Sql = createSql(url, cfg.SVC_RUNTIME_ROLE === 'worker' ? { ...cfg, SVC_DB_LIST_POOL_MAX: 0 } : cfg);
   const life = new Lifecycle();
   const startup = new AbortController();
   const { host, port } = bind(cfg.SVC_BIND);

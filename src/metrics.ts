@@ -7,7 +7,7 @@
 // that only read partial indexes (src/db/queue-status.ts), bounded in time: a scrape while the
 // database is unreachable still answers, with svc_database_up 0 and those gauges absent.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { observeTransactions, poolStats, type Sql } from './db/sql.ts';
+import { listPoolOf, observeTransactions, poolStats, type Sql } from './db/sql.ts';
 import { activeTaskCounts, fanoutHead, openDeliveryCounts, sinkKinds } from './db/queue-status.ts';
 
 export const METRICS_CONTENT_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
@@ -172,6 +172,14 @@ const poolMax = new Gauge({ name: 'svc_db_pool_max', help: 'Most connections the
 const poolSize = new Gauge({ name: 'svc_db_pool_size', help: 'Connections open or opening.', registers });
 const poolInUse = new Gauge({ name: 'svc_db_pool_in_use', help: 'Connections running queries or held by a transaction.', registers });
 const poolWaiting = new Gauge({ name: 'svc_db_pool_waiting', help: 'Queries and transactions waiting for a connection.', registers });
+const listPoolMax = new Gauge({
+  name: 'svc_db_list_pool_max',
+  help: 'Most connections the list pool may open (SVC_DB_LIST_POOL_MAX).',
+  registers,
+});
+const listPoolSize = new Gauge({ name: 'svc_db_list_pool_size', help: 'List pool connections open or opening.', registers });
+const listPoolInUse = new Gauge({ name: 'svc_db_list_pool_in_use', help: 'List pool connections running queries.', registers });
+const listPoolWaiting = new Gauge({ name: 'svc_db_list_pool_waiting', help: 'Queries waiting for a list pool connection.', registers });
 const acquireTimeouts = new Counter({
   name: 'svc_db_pool_acquire_timeouts_total',
   help: 'Transactions that got no connection within SVC_DB_POOL_ACQUIRE_TIMEOUT_MS (answered 503 database_busy).',
@@ -300,12 +308,17 @@ let scraping: Promise<unknown> = Promise.resolve();
 export function renderMetrics(sql: Sql): Promise<string> {
   // one scrape at a time: the database gauges are reset and set as a whole
   const next = scraping.then(async () => {
-    const stats = poolStats(sql);
-    if (stats) {
-      poolMax.set(stats.max);
-      poolSize.set(stats.connecting + stats.open + stats.busy + stats.full + stats.reserved);
-      poolInUse.set(stats.busy + stats.full + stats.reserved);
-      poolWaiting.set(stats.waiting);
+    const pools = [
+      [sql, poolMax, poolSize, poolInUse, poolWaiting],
+      [listPoolOf(sql), listPoolMax, listPoolSize, listPoolInUse, listPoolWaiting],
+    ] as const;
+    for (const [pool, max, size, inUse, waiting] of pools) {
+      const stats = pool && poolStats(pool);
+      if (!stats) continue;
+      max.set(stats.max);
+      size.set(stats.connecting + stats.open + stats.busy + stats.full + stats.reserved);
+      inUse.set(stats.busy + stats.full + stats.reserved);
+      waiting.set(stats.waiting);
     }
     let timer: NodeJS.Timeout | undefined;
     const bound = new Promise<never>((_, reject) => {

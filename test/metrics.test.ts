@@ -175,6 +175,10 @@ describe('getMetrics after real traffic', () => {
     expect(one('svc_db_pool_size')).toBeGreaterThanOrEqual(1);
     expect(one('svc_db_pool_in_use')).toBeGreaterThanOrEqual(0);
     expect(one('svc_db_pool_waiting')).toBeGreaterThanOrEqual(0);
+    expect(one('svc_db_list_pool_max')).toBe(t.deps.config.SVC_DB_LIST_POOL_MAX);
+    expect(one('svc_db_list_pool_size')).toBeGreaterThanOrEqual(0);
+    expect(one('svc_db_list_pool_in_use')).toBeGreaterThanOrEqual(0);
+    expect(one('svc_db_list_pool_waiting')).toBeGreaterThanOrEqual(0);
     expect(types.get('svc_db_pool_acquire_timeouts_total')).toBe('counter');
     expect(one('svc_db_pool_acquire_wait_seconds_count')).toBeGreaterThan(0);
     expect(one('svc_db_transaction_duration_seconds_count', { outcome: 'commit' })).toBeGreaterThan(0);

@@ -12,7 +12,7 @@
 // Bind timestamps as text and cast in SQL (${iso}::text::timestamptz): postgres.js serializes
 // timestamptz parameters through JS Date and drops microseconds.
 import type postgres from 'postgres';
-import type { Db, TransactionSql } from './sql.ts';
+import { listPoolOf, type Db, type TransactionSql } from './sql.ts';
 import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import { finalFor, withTx } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
@@ -382,16 +382,24 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
   };
   let rows: Record<string, unknown>[];
   let counted: Promise<{ n: number }[]> | null = null;
-  if (parsed.filters.length === 0 && !opts.planForValues) {
-    counted = parsed.includeTotal && parsed.cursor ? count(db) : null;
+  // Filters (or the caller's conditions: planForValues) make the best plan depend on their values (a
+  // prefix, a JSON value, a substring, a set of collections), which a prepared statement's generic
+  // plan does not know: such a page is planned for each execution instead.
+  const planned = parsed.filters.length > 0 || opts.planForValues === true;
+  const list = planned ? listPoolOf(db) : undefined;
+  if (!planned || list) {
+    // One statement: on the pool, or on the list pool, whose sessions plan every statement for its
+    // values. The count goes beside the page, on another connection, when it may be needed: past the
+    // first page, or a planned first page (counting few matches is cheap, and planned for the values
+    // it uses the same indexes as the page).
+    const q = list ?? db;
+    counted = parsed.includeTotal && (parsed.cursor || list) ? count(q) : null;
     counted?.catch(() => undefined); // awaited below; a failure of the page query comes first
-    rows = await select(db);
+    rows = await select(q);
   } else {
-    // Filters (or the caller's conditions: planForValues) make the best plan depend on their values
-    // (a prefix, a JSON value, a substring, a set of collections), which
-    // a prepared statement's generic plan does not know: planned for each execution instead, inside a
-    // transaction of its own whose statements all go out in one round trip (BEGIN, the setting, the
-    // page, the count when it is needed, COMMIT).
+    // Without a list pool (or inside a transaction): in a transaction of its own that sets the mode,
+    // whose statements all go out in one round trip (BEGIN, the setting, the page, the count when it
+    // is needed, COMMIT).
     const run = async (tx: TransactionSql) => {
       const final = finalFor(db, tx);
       void tx`select set_config('plan_cache_mode', 'force_custom_plan', true)`.catch(() => undefined);

@@ -58,23 +58,56 @@ export interface PoolSettings {
   SVC_DB_POOL_MAX: number;
   SVC_DB_STATEMENT_TIMEOUT_MS: number;
   SVC_DB_POOL_ACQUIRE_TIMEOUT_MS: number;
+  /** Connections of the list pool (listPoolOf); absent or 0: no list pool. */
+  SVC_DB_LIST_POOL_MAX?: number;
 }
 
-export function createSql(url: string, cfg: PoolSettings): Sql {
-  const sql = postgres(url, {
-    max: cfg.SVC_DB_POOL_MAX,
+const listPools = new WeakMap<object, Sql>();
+
+function open(url: string, cfg: PoolSettings, max: number, settings: Record<string, string> = {}): Sql {
+  return postgres(url, {
+    max,
     idle_timeout: 30,
     connect_timeout: Math.ceil(cfg.SVC_DB_POOL_ACQUIRE_TIMEOUT_MS / 1000),
     onnotice: () => {},
     connection: {
       statement_timeout: cfg.SVC_DB_STATEMENT_TIMEOUT_MS,
       application_name: 'inventory-data-service',
+      ...settings,
     },
     types: {
       // int8 (counts, event ids) as JS numbers: they stay far below 2^53 here.
       bigint: { to: 20, from: [20], serialize: (x: number) => String(x), parse: (x: string) => Number(x) },
     },
   }) as unknown as Sql;
+}
+
+/**
+ * The pool of SVC_DB_POOL_MAX connections and, with SVC_DB_LIST_POOL_MAX, beside it the list pool
+ * (listPoolOf). Both open their connections when first needed; `end()` of the pool ends both.
+ */
+export function createSql(url: string, cfg: PoolSettings): Sql {
+  const sql = open(url, cfg, cfg.SVC_DB_POOL_MAX);
   acquireTimeouts.set(sql, cfg.SVC_DB_POOL_ACQUIRE_TIMEOUT_MS);
+  if (cfg.SVC_DB_LIST_POOL_MAX) {
+    const list = open(url, cfg, cfg.SVC_DB_LIST_POOL_MAX, { plan_cache_mode: 'force_custom_plan' });
+    listPools.set(sql, list);
+    const end = sql.end.bind(sql);
+    sql.end = async (options) => {
+      await Promise.all([end(options), list.end(options)]);
+    };
+  }
   return sql;
+}
+
+/**
+ * The list pool of a pool made by createSql: connections whose sessions plan every statement for
+ * the values it is given (plan_cache_mode = force_custom_plan), for the reads whose best plan depends
+ * on them (a list page with filters: a prefix, a JSON value, a set of collections). A prepared
+ * statement's generic plan does not know the values; planned for them, such a read is one statement
+ * here instead of a transaction that sets the mode on the pool. Undefined for a transaction (whose
+ * reads must stay in it) and for a pool without one.
+ */
+export function listPoolOf(db: Db): Sql | undefined {
+  return listPools.get(db);
 }
