@@ -174,3 +174,95 @@ describe('token cache', () => {
     expect(new Date(listed.last_used_at).getTime()).toBeGreaterThanOrEqual(new Date(used).getTime());
   });
 });
+
+describe('the ReadAudit collections kept with a token', () => {
+  type Ev = { entity_type: string; entity_id: number };
+  /** The ids of the classes whose `created` events `token` sees in the audit list of `t`. */
+  const seen = async (t: TestApp, token: string, ids: number[]): Promise<number[]> => {
+    const res = await t.request('GET', '/api/v1/events', {
+      token,
+      query: { entity_type: 'class', entity_id__in: ids.join(','), action: 'created', include_total: 'false' },
+    });
+    expect(res.status, res.text).toBe(200);
+    return (res.body as Ev[]).map((e) => e.entity_id).sort((x, y) => x - y);
+  };
+  /** Polls until `token` sees exactly `want` on `t` (the other instance learns of a change by NOTIFY). */
+  const seesOn = async (t: TestApp, token: string, ids: number[], want: number[]): Promise<void> => {
+    let got: number[] = [];
+    for (let i = 0; i < 500; i++) {
+      got = await seen(t, token, ids);
+      if (got.join() === want.join()) return;
+      await new Promise((ok) => setTimeout(ok, 10));
+    }
+    throw new Error(`saw ${got.join()} instead of ${want.join()}`);
+  };
+  const collection = async (parent?: number): Promise<number> => {
+    const res = await a.request('POST', '/api/v1/collections', {
+      body: { name: uniq('audit-c'), ...(parent ? { parent_collection_id: parent } : {}) },
+    });
+    expect(res.status, res.text).toBe(201);
+    return (res.body as { id: number }).id;
+  };
+  /** A class in collection `c`: its `created` event is of `c` alone (no related collection). */
+  const classIn = async (c: number): Promise<number> => {
+    const res = await a.request('POST', '/api/v1/classes', { body: { name: uniq('audit-k'), collection_id: c } });
+    expect(res.status, res.text).toBe(201);
+    return (res.body as { id: number }).id;
+  };
+  /** Statements of `t`'s pool that read a caller's ReadAudit collections, while `fn` runs. */
+  const auditReads = async (t: TestApp, fn: () => Promise<unknown>): Promise<number> => {
+    let n = 0;
+    const opts = t.deps.sql.options as unknown as { debug: unknown };
+    opts.debug = (_c: number, text: string, params: unknown[]) => {
+      if (text.startsWith('select array(select svc_c.id from collections svc_c') && params.includes('ReadAudit')) n++;
+    };
+    try {
+      await fn();
+    } finally {
+      opts.debug = false;
+    }
+    return n;
+  };
+
+  it('read once per token; a grant revoked takes them away at once here and after its NOTIFY there', async () => {
+    const c = await collection();
+    const k = await classIn(c);
+    const h = await createHuman(a);
+    const g = await createGroup(a);
+    await addMember(a, g.id, h.id);
+    await grant(a, c, g.id, ['ReadAudit']);
+    for (const t of [a, b]) expect(await seen(t, h.token, [k])).toEqual([k]);
+    expect(await auditReads(a, () => seen(a, h.token, [k]))).toBe(0);
+    const res = await a.request('DELETE', `/api/v1/collections/${c}/permissions/group/${g.id}/ReadAudit`);
+    expect(res.status, res.text).toBeLessThan(300);
+    expect(await auditReads(a, async () => expect(await seen(a, h.token, [k])).toEqual([]))).toBe(1);
+    await seesOn(b, h.token, [k], []);
+  });
+
+  it('grants reach down the tree: a collection created under, moved out of or (in SQL) put back under a granted one', async () => {
+    const top = await collection();
+    const inTop = await classIn(top);
+    const h = await createHuman(a);
+    const g = await createGroup(a);
+    await addMember(a, g.id, h.id);
+    await grant(a, top, g.id, ['ReadAudit']);
+    const both = () => [inTop, inChild].sort((x, y) => x - y);
+    let inChild = 0;
+    for (const t of [a, b]) expect(await seen(t, h.token, [inTop])).toEqual([inTop]);
+    // a collection created under it: its events are seen at once here, and there once the NOTIFY
+    // arrives (the class is made after the collection, so each instance had the old set cached)
+    const child = await collection(top);
+    inChild = await classIn(child);
+    expect(await seen(a, h.token, both())).toEqual(both());
+    await seesOn(b, h.token, both(), both());
+    // moved to the top level: gone at once here, and there after the NOTIFY
+    const moved = await a.request('PUT', `/api/v1/collections/${child}/parent`, { body: { parent_collection_id: null } });
+    expect(moved.status, moved.text).toBe(200);
+    expect(await seen(a, h.token, both())).toEqual([inTop]);
+    await seesOn(b, h.token, both(), [inTop]);
+    // put back by plain SQL (no event, no API): the trigger's NOTIFY reaches both instances
+    await a.deps.sql`update collections set parent_collection_id = ${top} where id = ${child}`;
+    await seesOn(a, h.token, both(), both());
+    await seesOn(b, h.token, both(), both());
+  });
+});

@@ -73,7 +73,8 @@ function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
  * conditions of a wrapper route (`fixed`), with snapshots redacted where visibility is related-only.
  *
  * For a non-administrator the collections it may read the audit of are read first (one small
- * statement) and the page is planned with them as a value: full visibility is then
+ * statement, or `auditCollections`: the token cache keeps them with the token) and the page is
+ * planned with them as a value: full visibility is then
  * `collection_id = any(ids)` and related visibility `related_collection_ids && ids`, which the
  * planner can estimate and serve from the collection and related-collection indexes (as subqueries
  * it could do neither, and counted a non-admin's events with a sequential scan of all of them). The
@@ -87,13 +88,18 @@ export async function listEventRows(
   auth: Authority,
   parsed: ParsedList,
   fixed: Fragment[] = [],
-  opts: { jsonText?: boolean } = {},
+  opts: {
+    jsonText?: boolean;
+    /** Where a non-administrator's ReadAudit collections come from (the token cache); default: `read`. */
+    auditCollections?: (read: () => Promise<number[]>) => Promise<number[]>;
+  } = {},
 ): Promise<ListPage<EventRow>> {
   let full = fullVisibility(db, auth);
   let visible = eventVisibleWhere(db, auth);
   if (!auth.isAdmin) {
-    const [row] = await db<{ ids: number[] }[]>`select array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[] as ids`;
-    const ids = row?.ids ?? [];
+    const read = async () =>
+      (await db<{ ids: number[] }[]>`select array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[] as ids`)[0]?.ids ?? [];
+    const ids = opts.auditCollections ? await opts.auditCollections(read) : await read();
     full = db`e.collection_id = any(${ids}::int[])` as Fragment;
     visible = db`(${full} or e.related_collection_ids && ${ids}::int[])` as Fragment;
   }

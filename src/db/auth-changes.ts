@@ -8,9 +8,14 @@
 // in one process (as tests run them) behave like two processes.
 import type { Db, Sql } from './sql.ts';
 
-/** Audit entity types whose changes may revoke, disable or re-scope a token or change who is admin. */
+/**
+ * Audit entity types whose changes may revoke, disable or re-scope a token or change who is admin,
+ * or (collections: grants reach down the tree) which collections a grant covers, as the token cache
+ * also keeps per token (services/token-cache.ts collectionsWith).
+ */
 export const AUTH_ENTITY_TYPES: ReadonlySet<string> = new Set([
   'token',
+  'collection',
   'user',
   'principal',
   'service_account',
@@ -63,8 +68,9 @@ function signalAuthChange(sql: Sql): void {
 export const TOKEN_CACHE_CHANNEL = 'svc_token_cache';
 
 /**
- * Listens on the token-cache channel: `onMessage` gets each payload ('t:<id>', 'g', or the
- * heartbeat 'p'), `onListen` runs on every (re)connection of the listening connection.
+ * Listens on the token-cache channel: `onMessage` gets each payload ('t:<id>', 'g', 'c' from
+ * migrations/0200_collection_tree_notify.sql, or the heartbeat 'p'), `onListen` runs on every
+ * (re)connection of the listening connection.
  */
 export async function listenForTokenChanges(
   sql: Sql,

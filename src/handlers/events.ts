@@ -21,13 +21,17 @@ import { eventWire } from '../domain/audit.ts';
 import { JsonTexts } from '../domain/json-text.ts';
 import { WRAPPER_ENTITY_TYPES, applyTimeWindow } from '../domain/audit.ts';
 import { findExportTemplateRef } from '../db/export-templates.ts';
+import { tokenCache } from '../services/token-cache.ts';
 
 /** The audit list with the caller's visibility, the query's filters and a wrapper's fixed conditions. */
 async function eventPage(query: Record<string, unknown>, ctx: Ctx, fixed: (db: Ctx['deps']['sql']) => Fragment[] = () => []) {
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
   const parsed = applyTimeWindow(parseListQuery(query, EVENT_LIST_SPEC));
-  const page = await listEventRows(db, auth, parsed, fixed(db), { jsonText: true });
+  const page = await listEventRows(db, auth, parsed, fixed(db), {
+    jsonText: true,
+    auditCollections: (read) => tokenCache(ctx.deps).collectionsWith(auth.token.id, 'ReadAudit', read),
+  });
   const texts = new JsonTexts();
   return {
     ...listReply(

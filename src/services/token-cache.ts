@@ -4,7 +4,8 @@
 // Safety (a revoked token must not get through beyond the notification delay):
 // - every change that bears on validation is announced at commit on LISTEN channel svc_token_cache
 //   by database triggers (migrations/0180_token_cache_notify.sql): 't:<id>' drops one token,
-//   'g' (principals, users, groups, memberships, service accounts, permissions) drops them all;
+//   'g' (principals, users, groups, memberships, service accounts, permissions) drops them all,
+//   'c' (a collection created, deleted or moved: migrations/0200) drops the collection sets below;
 // - a change made through this process drops the cache before its response is sent
 //   (db/auth-changes.ts), so it takes effect at once here and within the NOTIFY delay elsewhere;
 // - a lookup that started before a drop does not put its (possibly older) row into the cache;
@@ -15,6 +16,10 @@
 //   LISTEN succeeded) every lookup goes to the database; when notifications are heard again, the
 //   cache starts empty. A silently lost LISTEN connection thus lets a cached token live at most
 //   LIVE_WINDOW_MS after a change.
+//
+// With each token the cache also keeps the collections its holder may read the audit stream of
+// (collectionsWith), which a non-administrator's audit list reads before its page: dropped with the
+// token, on 'g' and on 'c', and in this process on any collection change it commits.
 //
 // last_used_at of a cached token is advanced in memory and written in batches at most
 // LAST_USED_FLUSH_MS after the use (the later of stored and batched time wins); token reads of this
@@ -37,8 +42,16 @@ interface Entry {
   expiresAt: number;
 }
 
+/** A cached set of collection ids (collectionsWith). */
+interface CollectionSet {
+  tokenId: number;
+  ids: number[];
+  cachedAt: number;
+}
+
 export class TokenCache {
   private readonly entries = new Map<string, Entry>();
+  private readonly collectionSets = new Map<string, CollectionSet>();
   private generation = 0;
   private listening = false;
   private lastHeard = 0;
@@ -85,6 +98,7 @@ export class TokenCache {
     this.lastHeard = now;
     if (payload === 'p') return;
     if (payload.startsWith('t:')) this.dropToken(Number(payload.slice(2)));
+    else if (payload === 'c') this.dropCollectionSets();
     else this.clear();
   }
 
@@ -96,11 +110,45 @@ export class TokenCache {
   clear(): void {
     this.generation++;
     this.entries.clear();
+    this.collectionSets.clear();
   }
 
   private dropToken(id: number): void {
     this.generation++;
     for (const [key, e] of this.entries) if (e.row.token_id === id) this.entries.delete(key);
+    for (const [key, c] of this.collectionSets) if (c.tokenId === id) this.collectionSets.delete(key);
+  }
+
+  /** The collection tree changed: the collection sets go, the tokens stay. */
+  private dropCollectionSets(): void {
+    this.generation++;
+    this.collectionSets.clear();
+  }
+
+  /**
+   * The collections where the holder of token `tokenId` holds `perm` (`read` reads them from the
+   * database), kept with the token while the cache may be used: dropped with it, with every token
+   * on a grant, membership or principal change ('g'), and on any change of the collection tree
+   * ('c', migrations/0200), as grants reach down the tree. A read that started before a drop does
+   * not fill it, and an entry is read again after SVC_TOKEN_CACHE_MAX_AGE_MS, as a token is.
+   */
+  async collectionsWith(tokenId: number, perm: string, read: () => Promise<number[]>): Promise<number[]> {
+    const now = Date.now();
+    if (!this.enabled || !this.live(now)) return read();
+    const key = `${tokenId}:${perm}`;
+    const cached = this.collectionSets.get(key);
+    if (cached && now - cached.cachedAt < this.deps.config.SVC_TOKEN_CACHE_MAX_AGE_MS) return cached.ids;
+    const generation = this.generation;
+    const ids = await read();
+    if (generation === this.generation && this.live(Date.now())) {
+      this.collectionSets.delete(key);
+      if (this.collectionSets.size >= this.deps.config.SVC_TOKEN_CACHE_SIZE) {
+        const oldest = this.collectionSets.keys().next();
+        if (!oldest.done) this.collectionSets.delete(oldest.value);
+      }
+      this.collectionSets.set(key, { tokenId, ids, cachedAt: now });
+    }
+    return ids;
   }
 
   private fromDb(hash: Buffer): Promise<ValidatedTokenRow | undefined> {
