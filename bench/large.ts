@@ -193,6 +193,13 @@ try {
       total: total === null ? null : Number(total),
     };
   };
+  /** A list answer as compare() takes it: the ids, parsed only when read, and the total. */
+  const answered = (r: Awaited<ReturnType<typeof get>>) => ({
+    get ids() {
+      return ids(r.rows);
+    },
+    total: r.total,
+  });
 
   // --- seed ---------------------------------------------------------------------------------
   let t0 = performance.now();
@@ -227,15 +234,8 @@ try {
   const list = `/api/v1/classes/${classId}/objects`;
   const svcList =
     (query: Query, tok = token) =>
-    async () => {
-      const r = await get(list, query, tok);
-      return {
-        get ids() {
-          return ids(r.rows);
-        },
-        total: r.total,
-      };
-    };
+    async () =>
+      answered(await get(list, query, tok));
 
   // --- keyset pages ---------------------------------------------------------------------------
   const page1 = { limit: 100, include_total: false };
@@ -409,15 +409,7 @@ try {
 
   // --- audit stream for a non-admin -----------------------------------------------------------
   const reader = await b.principalWith([[cols[0]!, ['ReadCollection', 'ReadAudit']]]);
-  const events = (query: Query) => async () => {
-    const r = await get('/api/v1/events', query, reader.token);
-    return {
-      get ids() {
-        return ids(r.rows);
-      },
-      total: r.total,
-    };
-  };
+  const events = (query: Query) => async () => answered(await get('/api/v1/events', query, reader.token));
   const visibleSql = direct`(collection_id = ${cols[0]!} or related_collection_ids && array[${cols[0]!}::int])`;
   const [vis] = await direct<{ n: string }[]>`select count(*) as n from events where ${visibleSql}`;
   await compare(

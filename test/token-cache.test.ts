@@ -5,7 +5,7 @@
 // run with the cache off: test/helpers.ts.)
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { addMember, adminGroupId, createGroup, createHuman, createServiceAccount, grant, tokenFor } from './iam-fixtures.ts';
+import { addMember, adminGroupId, createGroup, createHuman, createServiceAccount, grant, tokenFor, userWith } from './iam-fixtures.ts';
 import { insertToken } from '../src/db/tokens.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
 import { tokenCacheLookups } from '../src/metrics.ts';
@@ -227,13 +227,10 @@ describe('the ReadAudit collections kept with a token', () => {
   it('read once per token; a grant revoked takes them away at once here and after its NOTIFY there', async () => {
     const c = await collection();
     const k = await classIn(c);
-    const h = await createHuman(a);
-    const g = await createGroup(a);
-    await addMember(a, g.id, h.id);
-    await grant(a, c, g.id, ['ReadAudit']);
+    const h = await userWith(a, [[c, ['ReadAudit']]]);
     for (const t of [a, b]) expect(await seen(t, h.token, [k])).toEqual([k]);
     expect(await auditReads(a, () => seen(a, h.token, [k]))).toBe(0);
-    const res = await a.request('DELETE', `/api/v1/collections/${c}/permissions/group/${g.id}/ReadAudit`);
+    const res = await a.request('DELETE', `/api/v1/collections/${c}/permissions/group/${h.groupId}/ReadAudit`);
     expect(res.status, res.text).toBeLessThan(300);
     expect(await auditReads(a, async () => expect(await seen(a, h.token, [k])).toEqual([]))).toBe(1);
     await seesOn(b, h.token, [k], []);
@@ -242,17 +239,13 @@ describe('the ReadAudit collections kept with a token', () => {
   it('grants reach down the tree: a collection created under, moved out of or (in SQL) put back under a granted one', async () => {
     const top = await collection();
     const inTop = await classIn(top);
-    const h = await createHuman(a);
-    const g = await createGroup(a);
-    await addMember(a, g.id, h.id);
-    await grant(a, top, g.id, ['ReadAudit']);
-    const both = () => [inTop, inChild].sort((x, y) => x - y);
-    let inChild = 0;
+    const h = await userWith(a, [[top, ['ReadAudit']]]);
     for (const t of [a, b]) expect(await seen(t, h.token, [inTop])).toEqual([inTop]);
     // a collection created under it: its events are seen at once here, and there once the NOTIFY
     // arrives (the class is made after the collection, so each instance had the old set cached)
     const child = await collection(top);
-    inChild = await classIn(child);
+    const inChild = await classIn(child);
+    const both = () => [inTop, inChild].sort((x, y) => x - y);
     expect(await seen(a, h.token, both())).toEqual(both());
     await seesOn(b, h.token, both(), both());
     // moved to the top level: gone at once here, and there after the NOTIFY

@@ -140,15 +140,18 @@ export class TokenCache {
     if (cached && now - cached.cachedAt < this.deps.config.SVC_TOKEN_CACHE_MAX_AGE_MS) return cached.ids;
     const generation = this.generation;
     const ids = await read();
-    if (generation === this.generation && this.live(Date.now())) {
-      this.collectionSets.delete(key);
-      if (this.collectionSets.size >= this.deps.config.SVC_TOKEN_CACHE_SIZE) {
-        const oldest = this.collectionSets.keys().next();
-        if (!oldest.done) this.collectionSets.delete(oldest.value);
-      }
-      this.collectionSets.set(key, { tokenId, ids, cachedAt: now });
-    }
+    if (generation === this.generation && this.live(Date.now())) this.put(this.collectionSets, key, { tokenId, ids, cachedAt: now });
     return ids;
+  }
+
+  /** Sets `key` in `map`, first dropping its oldest entry when it holds SVC_TOKEN_CACHE_SIZE. */
+  private put<V>(map: Map<string, V>, key: string, value: V): void {
+    map.delete(key);
+    if (map.size >= this.deps.config.SVC_TOKEN_CACHE_SIZE) {
+      const oldest = map.keys().next();
+      if (!oldest.done) map.delete(oldest.value);
+    }
+    map.set(key, value);
   }
 
   private fromDb(hash: Buffer): Promise<ValidatedTokenRow | undefined> {
@@ -184,11 +187,7 @@ export class TokenCache {
       const expiresAt = (
         row.expires_at ?? new Date(row.issued.getTime() + this.deps.config.SVC_TOKEN_LIFETIME_HOURS * 3_600_000)
       ).getTime();
-      if (this.entries.size >= this.deps.config.SVC_TOKEN_CACHE_SIZE) {
-        const oldest = this.entries.keys().next();
-        if (!oldest.done) this.entries.delete(oldest.value);
-      }
-      this.entries.set(key, { row, cachedAt: now, expiresAt });
+      this.put(this.entries, key, { row, cachedAt: now, expiresAt });
     }
     return row;
   }
