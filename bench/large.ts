@@ -244,6 +244,7 @@ try {
   }));
   // Follow real cursors for a while (limit 250), then take a cursor of this query and point it at
   // the row 90% into the class: the deep page of a client that kept following cursors.
+  // (The last cursor answered: a class of fewer than 10,000 objects runs out of pages first.)
   let cursor: string | null = null;
   let followed = 0;
   let lastId = 0;
@@ -252,8 +253,8 @@ try {
     const got = ids(r.rows);
     if (got[0]! <= lastId) throw new Error('cursor paging went backwards');
     lastId = got.at(-1)!;
+    if (!r.next) break;
     cursor = r.next;
-    if (!cursor) break;
   }
   const [deepRow] = await direct<{ id: number }[]>`
     select id from objects where class_id = ${classId} order by id offset ${Math.floor(OBJECTS * 0.9)} limit 1`;
