@@ -164,4 +164,22 @@ describe('runList against PostgreSQL', () => {
       expect(pageHeaders(noTotal)['x-total-count']).toBeUndefined();
     });
   });
+
+  it('rows lose their sort-key columns, unless they go to a view (viewed); the cursor is the same', async () => {
+    await withItems(async (tx) => {
+      await tx`insert into i (name, size) select 'n' || g, g % 3 from generate_series(1, 5) g`;
+      const parsed = parseListQuery({ limit: 2, sort: 'size,name' }, spec);
+      const plain = await runList<Record<string, unknown>>(tx, { from: tx`i`, select: tx`i.id, i.name`, parsed, spec });
+      const viewed = await runList<Record<string, unknown>>(tx, { from: tx`i`, select: tx`i.id, i.name`, parsed, spec, viewed: true });
+      expect(plain.rows).toEqual([
+        { id: 3, name: 'n3' },
+        { id: 1, name: 'n1' },
+      ]);
+      expect(viewed.rows).toEqual([
+        { id: 3, name: 'n3', __k0: 0, __k1: 'n3', __k2: 3 },
+        { id: 1, name: 'n1', __k0: 1, __k1: 'n1', __k2: 1 },
+      ]);
+      expect(viewed.nextCursor).toBe(plain.nextCursor);
+    });
+  });
 });

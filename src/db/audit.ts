@@ -113,6 +113,7 @@ export async function listEventRows(
     // The text conversions of a reply (snapshots, provenance, metadata, the time) only for the
     // page's rows (runList `plain`).
     plain: opts.jsonText ? { columns: db`e.*` as Fragment, alias: 'e' } : undefined,
+    viewed: true, // eventWire
   });
 }
 

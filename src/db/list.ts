@@ -45,6 +45,14 @@ export interface ListOptions {
    * each of them to keep 100.
    */
   plain?: { columns: Fragment; alias: string };
+  /**
+   * Every caller of this list reads named members of the rows into objects of its own (a view), so
+   * the rows keep their sort-key columns (`__k0`, ...). Removing a property from a row as the
+   * driver built it, even its last one, turns the row into a dictionary for V8: ~1.2 µs per row
+   * for the delete (a 100-row object page spent 100–140 µs in it) and slower reads of every member
+   * after.
+   */
+  viewed?: boolean;
 }
 
 /** AND of fragments (true when empty). */
@@ -425,10 +433,7 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
       keyNames.map((n) => (last[n] ?? null) as unknown),
       parsed.signature,
     );
-  // (removed last first: deleting an object's last property keeps its fast shape, deleting any
-  // other turns it into a dictionary, slower for every later read of the row)
-  const helpers = [...keyNames].reverse();
-  for (const r of rows) for (const n of helpers) delete r[n];
+  if (!opts.viewed) for (const r of rows) for (const n of keyNames) delete r[n];
   let total: number | null = null;
   if (parsed.includeTotal) {
     if (!parsed.cursor && !more) total = rows.length;
