@@ -3,11 +3,15 @@
 // against the hand-written indexed SQL that returns the same rows, run through postgres.js
 // directly (its own connection, no service code). The goal of issue #14: every case within 2x.
 //
-// Both sides are timed interleaved (one service request, then one SQL run, so both see the same
-// machine load); the report has median and p95 of each and ratio = service median / SQL median.
+// The service is called the way its deployed server calls it, through its HTTP request listener
+// (the one `make run` serves: @hono/node-server's, src/http/server.ts requestListener), on an
+// in-memory connection (bench/served.ts): node:http's request and response, without a socket. Both
+// sides are timed interleaved (one service request, then one SQL run, so both see the same machine
+// load); the report has median and p95 of each and ratio = service median / SQL median.
 // Before timing, each case checks that the service answered exactly the rows of its SQL (ids in
-// order), so the comparison is of the same result. A service request is timed until its body has
-// been read (parsing the JSON is the client's work; the timed requests leave it unparsed), an SQL
+// order), so the comparison is of the same result. A service request is timed until its response
+// has been written and its body decoded (parsing the JSON is the client's work; the timed requests
+// leave it unparsed), an SQL
 // run until postgres.js has returned its rows. "svc SQL replay" is the service's own read
 // statements of one request replayed back to back through postgres.js: service median minus it is
 // roughly the request's cost outside the database. The hand-written SQL uses only the indexes the
@@ -30,6 +34,7 @@ import { spawnSync } from 'node:child_process';
 import postgres from 'postgres';
 import { createClass, createCollection, seedObjects, type Bench, startBench } from './setup.ts';
 import { listPoolOf } from '../src/db/sql.ts';
+import { servedClient } from './served.ts';
 
 if (import.meta.url.endsWith('.ts')) {
   const builder = '../scripts/build-server.ts'; // (a variable: not part of the bundle)
@@ -180,17 +185,26 @@ const direct = postgres(b.deps.config.SVC_DATABASE_URL!, { max: 1, onnotice: () 
 try {
   const token = b.adminToken;
   const ids = (rows: readonly Row[]) => rows.map((r) => Number(r.id));
-  // A request's time ends when its body has been read: parsing it is the client's work (the agreement
-  // check before timing parses it; the timed requests leave `rows` unread).
+  // A request goes through the service's HTTP request listener on an in-memory connection
+  // (bench/served.ts). Its time ends when its response has been written and its body decoded:
+  // parsing the JSON is the client's work (the agreement check before timing parses it; the timed
+  // requests leave `rows` unread).
+  const send = servedClient(b.app);
+  const served = async (path: string, query: Query, tok: string) => {
+    const qs = new URLSearchParams(Object.entries(query).map(([k, v]) => [k, String(v)]));
+    const res = await send('GET', `${path}?${qs}`, { authorization: `Bearer ${tok}` });
+    if (res.status !== 200) throw new Error(`GET ${path}: expected 200, got ${res.status}: ${res.text.slice(0, 500)}`);
+    return res;
+  };
   const get = async (path: string, query: Query, tok = token) => {
-    const res = await b.expect(200, 'GET', path, { token: tok, query });
+    const res = await served(path, query, tok);
     const total = res.headers.get('x-total-count');
     return {
       get rows() {
         return JSON.parse(res.text) as Row[];
       },
-      next: res.headers.get('x-next-cursor'),
-      total: total === null ? null : Number(total),
+      next: res.headers.get('x-next-cursor') ?? null,
+      total: total === undefined ? null : Number(total),
     };
   };
   /** A list answer as compare() takes it: the ids, parsed only when read, and the total. */
@@ -347,7 +361,7 @@ try {
     'page fills early in id order',
   );
   const plain = async (q: string) => {
-    const res = await b.expect(200, 'GET', '/api/v1/search', { token, query: { q, kinds: 'object', limit_per_kind: 100 } });
+    const res = await served('/api/v1/search', { q, kinds: 'object', limit_per_kind: 100 }, token);
     return {
       get ids() {
         return (JSON.parse(res.text) as { results: { objects: { id: number }[] } }).results.objects.map((x) => x.id);
@@ -462,7 +476,7 @@ try {
 
   console.log(
     `Large data: ${OBJECTS.toLocaleString('en-US')} objects in one class, ${EVENTS.toLocaleString('en-US')} events over ` +
-      `${EVENT_COLLECTIONS} collections. Service = GET through the app in-process (admin token unless noted); SQL = the ` +
+      `${EVENT_COLLECTIONS} collections. Service = GET through the service's HTTP request listener in-process, on an in-memory connection (admin token unless noted); SQL = the ` +
       `hand-written query for the same rows through postgres.js directly. svc/SQL = ratio of medians ("!" beyond the 2x goal); svc stmts = ` +
       `statements the service ran for one request; svc SQL replay = its read statements replayed through postgres.js.\n`,
   );

@@ -19,6 +19,7 @@ import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
 import type { Permission } from '../src/domain/authz.ts';
 import { createApp } from '../src/app.ts';
 import type { Deps } from '../src/deps.ts';
+import type { App } from '../src/http/contract.ts';
 
 export const ADMIN_PASSWORD = 'bench-password';
 
@@ -41,6 +42,8 @@ export interface Bench {
   json<T>(status: number, method: string, path: string, init?: RequestInit): Promise<T>;
   /** A human in a new group holding `perms` on each collection, with an unscoped token. */
   principalWith(grants: [number, Permission[]][]): Promise<{ id: number; token: string }>;
+  /** The app (for bench/served.ts). */
+  app: App;
   close(): Promise<void>;
 }
 
@@ -106,7 +109,7 @@ export async function startBench(): Promise<Bench> {
       return { id: p!.id, token: raw };
     };
 
-    return { deps, sql, adminToken: login.token, adminId: me!.id, request, expect, json, principalWith, close };
+    return { deps, sql, adminToken: login.token, adminId: me!.id, request, expect, json, principalWith, app, close };
   } catch (err) {
     await close();
     throw err;

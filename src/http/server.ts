@@ -12,14 +12,7 @@ import { SECURITY_HEADERS } from './security-headers.ts';
  * large) and those @hono/node-server cannot turn into a Request (e.g. a backslash in the path).
  */
 export function serveApp(app: App, host: string, port: number): ServerType {
-  const listener = getRequestListener(app.fetch, {
-    hostname: host,
-    errorHandler: (err) =>
-      err instanceof RequestError
-        ? errorResponse(400, 'the request URL or Host header is not valid')
-        : errorResponse(500, 'internal server error'),
-  });
-  const server: Server = createServer(listener);
+  const server: Server = createServer(requestListener(app, host));
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number }, socket: Socket) => {
     // Write only where no response has begun on this connection (else the peer would get two).
     const current = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage;
@@ -32,6 +25,21 @@ export function serveApp(app: App, host: string, port: number): ServerType {
   });
   server.listen(port, host);
   return server;
+}
+
+/**
+ * The function the server hands each parsed request (node:http's IncomingMessage and
+ * ServerResponse): @hono/node-server's, which turns them into the app's Request and writes its
+ * Response. (bench/served.ts calls it on an in-memory connection.)
+ */
+export function requestListener(app: App, host: string): ReturnType<typeof getRequestListener> {
+  return getRequestListener(app.fetch, {
+    hostname: host,
+    errorHandler: (err) =>
+      err instanceof RequestError
+        ? errorResponse(400, 'the request URL or Host header is not valid')
+        : errorResponse(500, 'internal server error'),
+  });
 }
 
 /** The status and message for an error of Node's HTTP parser (its own choice of status, plus 414). */
