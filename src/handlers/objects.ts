@@ -24,7 +24,7 @@ import {
   parseObjectQuery,
   computedDef,
 } from '../db/objects.ts';
-import { objectView, type ObjectRow } from '../domain/views/objects.ts';
+import { objectJsonText, objectView, type ObjectRow } from '../domain/views/objects.ts';
 import { runAggregate } from '../db/aggregates.ts';
 import { STATES, aggregateSignature, decodeAggregateCursor, encodeAggregateCursor, parseAggregateRequest } from '../domain/aggregates.ts';
 import { activeFields, noActiveFields, type ActiveFields } from '../db/computed-fields.ts';
@@ -174,10 +174,15 @@ async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>)
   }
   const page = await paging;
   const texts = new JsonTexts();
+  if (!include) {
+    // The page's JSON written directly (objectJsonText), one text for the whole array.
+    const all = texts.add(`[${page.rows.map((r) => objectJsonText(r as ObjectRow & { json_data: string })).join(',')}]`);
+    return { ...listReply(page, all as unknown as ReturnType<typeof wire>[]), jsonTexts: texts.texts };
+  }
   return {
     ...listReply(
       page,
-      page.rows.map((r) => wire(r, include ? active : null, texts)),
+      page.rows.map((r) => wire(r, active, texts)),
     ),
     jsonTexts: texts.texts,
   };
