@@ -309,6 +309,7 @@ describe('listObjects and listObjectsByClassName', () => {
     expect(await q({ json_data__in: 'n=x,1' })).toEqual([a.id, c.id]);
     expect(await q({ json_data__all: 'tags=1' })).toEqual([a.id, b.id]); // the number 1 and the string "1"
     expect(await q({ json_data__all: 'tags=true,1' })).toEqual([b.id]);
+    expect(await q({ json_data__all: 'tags=x,1' })).toEqual([a.id]); // one value of one JSON form, one of two
     expect(await q({ json_data__equals: 'list,0,k=w' })).toEqual([c.id]); // an array index in the path
     expect(await q({ json_data__not_equals: 'n=1' })).toEqual([b.id, c.id]);
     expect(await q({ json_data__not_all: 'tags=x' })).toEqual([b.id, c.id]);
@@ -326,7 +327,9 @@ describe('listObjects and listObjectsByClassName', () => {
     expect(await q({ json_data__in: 's=q,Q' })).toEqual([str.id, num.id]);
     expect(await q({ json_data__equals: 'nested,deep,v=q' })).toEqual([str.id, num.id]);
     expect(await q({ json_data__all: 'tags=x' })).toEqual([str.id]);
-    expect(await q({ json_data__all: 'tags=x,y' })).toEqual([str.id]);
+    expect(await q({ json_data__all: 'tags=x,y' })).toEqual([str.id]); // one contained document, {"tags":["x","y"]}
+    expect(await q({ json_data__all: 'tags=y,x,y' })).toEqual([str.id]);
+    expect(await q({ json_data__all: 'tags=x,z' })).toEqual([]);
     expect(await q({ json_data__not_equals: 's=q' })).toEqual([arr.id, obj.id, num.id]);
   });
 

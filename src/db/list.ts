@@ -206,7 +206,21 @@ function jsonFilter(db: Db, f: Filter): Fragment {
         db,
         leaves(s).map((leaf) => db`o.json_data @> ${nest(leaf)}::text::jsonb` as Fragment),
       );
-    const needed = f.op === 'in' ? or(db, v.map(contains)) : f.op === 'all' ? and(db, v.map(contains)) : contains(first);
+    // `all`: the values that stand for one JSON value each go into one contained document (`{"a":
+    // ["x","y"]}` holds exactly where `{"a":["x"]}` and `{"a":["y"]}` both do), which PostgreSQL
+    // estimates as a whole against its statistics; as a product of separately estimated tests it
+    // guessed several hundred matches of two values that never occur together at 1M objects, and
+    // walked the class in id order for a page that had none (950 ms instead of 4 ms).
+    const containsAll = (): Fragment => {
+      const single = v.filter((s) => leaves(s).length === 1);
+      const parts = v.filter((s) => leaves(s).length !== 1).map(contains);
+      if (single.length > 0) {
+        const items = single.map((s) => leaves(s)[0]!.slice(1, -1)); // an `all` leaf is `[value]`
+        parts.unshift(db`o.json_data @> ${nest(`[${items.join(',')}]`)}::text::jsonb` as Fragment);
+      }
+      return and(db, parts);
+    };
+    const needed = f.op === 'in' ? or(db, v.map(contains)) : f.op === 'all' ? containsAll() : contains(first);
     // Values that stand only for a JSON string (not a number, boolean or null): containment of a
     // string leaf under member names is the exact condition itself (`{"a":["s"]}` does not contain
     // `{"a":"s"}`, nor `{"a":"s"}` `{"a":["s"]}`), so it stands alone, and the planner estimates the
