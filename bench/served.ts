@@ -61,7 +61,7 @@ export function servedClient(app: App): (method: string, pathAndQuery: string, h
         }
       });
       res.on('error', reject);
-      void listener(req, res);
+      listener(req, res).catch(reject);
     });
 }
 
