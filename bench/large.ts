@@ -11,10 +11,9 @@
 // Before timing, each case checks that the service answered exactly the rows of its SQL (ids in
 // order), so the comparison is of the same result. A service request is timed until its response
 // has been written and its body decoded (parsing the JSON is the client's work; the timed requests
-// leave it unparsed), an SQL
-// run until postgres.js has returned its rows. "svc SQL replay" is the service's own read
-// statements of one request replayed back to back through postgres.js: service median minus it is
-// roughly the request's cost outside the database. The hand-written SQL uses only the indexes the
+// leave it unparsed), an SQL run until postgres.js has returned its rows. "svc SQL replay" is the
+// service's own read statements of one request replayed back to back through postgres.js: service
+// median minus it is roughly the request's cost outside the database. The hand-written SQL uses only the indexes the
 // migrations create (the trigram indexes of object names and descriptions among them).
 //
 // The SQL the service ran for each case is captured (postgres.js `debug`) and, with

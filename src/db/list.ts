@@ -212,12 +212,14 @@ function jsonFilter(db: Db, f: Filter): Fragment {
     // guessed several hundred matches of two values that never occur together at 1M objects, and
     // walked the class in id order for a page that had none (950 ms instead of 4 ms).
     const containsAll = (): Fragment => {
-      const single = v.filter((s) => leaves(s).length === 1);
-      const parts = v.filter((s) => leaves(s).length !== 1).map(contains);
-      if (single.length > 0) {
-        const items = single.map((s) => leaves(s)[0]!.slice(1, -1)); // an `all` leaf is `[value]`
-        parts.unshift(db`o.json_data @> ${nest(`[${items.join(',')}]`)}::text::jsonb` as Fragment);
+      const single: string[] = [];
+      const parts: Fragment[] = [];
+      for (const s of v) {
+        const forms = scalars(s);
+        if (forms.length === 1) single.push(forms[0]!);
+        else parts.push(contains(s));
       }
+      if (single.length > 0) parts.unshift(db`o.json_data @> ${nest(`[${single.join(',')}]`)}::text::jsonb` as Fragment);
       return and(db, parts);
     };
     const needed = f.op === 'in' ? or(db, v.map(contains)) : f.op === 'all' ? containsAll() : contains(first);

@@ -232,7 +232,7 @@ export function listObjects(
     spec: q.spec,
     // The text conversions of a reply only for the page's rows (runList `plain`).
     plain: opts.jsonText && !computed ? { columns: objectCols(db), alias: 'o' } : undefined,
-    viewed: true, // objectView
+    viewed: true, // objectView, objectJsonText
   });
 }
 
