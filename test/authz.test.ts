@@ -159,6 +159,29 @@ describe('point checks', () => {
     expect(await status(requireObjectPermission(t.deps.sql, s, X, 'DeleteObject'))).toBe(403);
   });
 
+  it('the tree functions are inlined into the statement that calls them (no function scan)', async () => {
+    // migrations/0210: a STRICT set-returning SQL function is never inlined, and ran as a function
+    // scan that planned its recursive body again at every execution of every point check.
+    for (const fn of ['collection_ancestors', 'collection_descendants']) {
+      const plan = (await t.deps.sql.unsafe(`explain select exists (select 1 from ${fn}(c.id) a) from collections c where c.id = $1`, [G]))
+        .map((r) => String(r['QUERY PLAN']))
+        .join('\n');
+      expect(plan).toContain('Recursive Union');
+      expect(plan).not.toContain('Function Scan');
+    }
+    // and give the same rows as before (a null id: none, as STRICT did)
+    const up = await t.deps.sql<{ ancestor_id: number; depth: number }[]>`select * from collection_ancestors(${G}::int) order by depth`;
+    expect(up.map((r) => [r.ancestor_id, r.depth])).toEqual([
+      [G, 0],
+      [C, 1],
+      [R, 2],
+    ]);
+    const down = await t.deps.sql<{ descendant_id: number }[]>`select descendant_id from collection_descendants(${R}::int) order by depth`;
+    expect(down.map((r) => r.descendant_id)).toEqual([R, C, G]);
+    expect(await t.deps.sql`select * from collection_ancestors(null)`).toHaveLength(0);
+    expect(await t.deps.sql`select * from collection_descendants(null)`).toHaveLength(0);
+  });
+
   it('requireObjectPermission 404 when the object is not of the route class', async () => {
     expect(await status(requireObjectPermission(t.deps.sql, who(adminId, true), X, 'ReadObject', { classId: K2 }))).toBe(404);
   });
