@@ -114,8 +114,14 @@ export async function createApp(deps: Deps): Promise<App> {
     readsBody: boolean,
   ): Promise<Reply> {
     if (op.needsAuth) {
-      ctx.auth = await authenticate(deps, raw.headers.get('authorization') ?? undefined, lookupToken);
-      facts.principalId = ctx.auth.principal.id;
+      const auth = await authenticate(deps, raw.headers.get('authorization') ?? undefined, lookupToken);
+      // A non-administrator's read tests collections against its grants as values (Authority.grants)
+      // when this process has them in its token cache. Only reads: a write may change the tree its
+      // own later checks look at, and stays with the grants its statements read.
+      if (!auth.isAdmin && (raw.method === 'get' || raw.method === 'head'))
+        auth.grants = await tokenCache(deps).grantSets(auth.principal.id);
+      ctx.auth = auth;
+      facts.principalId = auth.principal.id;
     }
     if (readsBody) {
       const bytes = await readRequestBody(req, env, bodyLimit);

@@ -12,10 +12,20 @@ import {
   requireClassPermission,
   requireCollectionPermission,
   requireObjectPermission,
+  readGrantSets,
+  readObjectByIdAs,
   visibleCollectionIds,
 } from '../src/db/authz.ts';
 import { ApiError } from '../src/domain/errors.ts';
-import { PERMISSIONS, decide, parsePermissionList, requireRootAuthority, type Authority, type Permission } from '../src/domain/authz.ts';
+import {
+  PERMISSIONS,
+  decide,
+  parsePermissionList,
+  requireRootAuthority,
+  type Authority,
+  type GrantSets,
+  type Permission,
+} from '../src/domain/authz.ts';
 
 // Fixtures straight in SQL: this file tests the authorization module, not the IAM endpoints.
 let t: TestApp;
@@ -62,8 +72,12 @@ async function object(classId: number, collectionId: number): Promise<number> {
   return o!.id;
 }
 
+/** Each principal's grants (readGrantSets) while the tests run with grants known; null: read in SQL. */
+let knownGrants: Map<number, GrantSets> | null = null;
+
 function who(id: number, isAdmin = false, scope: TokenScopeValue | null = null): Authority {
-  return { principal: { id }, isAdmin, token: { scope } };
+  const grants = !isAdmin && knownGrants ? knownGrants.get(id) : undefined;
+  return { principal: { id }, isAdmin, token: { scope }, ...(grants && { grants }) };
 }
 
 async function status(p: Promise<unknown>): Promise<number> {
@@ -105,195 +119,237 @@ afterAll(async () => {
   await t.close();
 });
 
-describe('point checks', () => {
-  it('anonymous requests never reach authorization: getCollection 401', async () => {
-    const res = await t.request('GET', `/api/v1/collections/${C}`, { token: null });
-    expect(res.status).toBe(401);
+// The point checks, scopes and list fragments, once with the grants read in SQL (a write, a
+// worker, a process without its token cache) and once with them known as values (a read request
+// with the token cache: Authority.grants); both must decide the same.
+describe.each([
+  ['grants read in SQL', false],
+  ['grants known (Authority.grants)', true],
+])('%s', (_mode, known) => {
+  beforeAll(async () => {
+    if (!known) return;
+    knownGrants = new Map();
+    for (const id of [member, noPerm, parentMember, serviceAccount, adminId]) knownGrants.set(id, await readGrantSets(t.deps.sql, id));
+  });
+  afterAll(() => {
+    knownGrants = null;
   });
 
-  it('an unscoped admin holds every permission on every collection', async () => {
-    const admin = who(adminId, true);
-    for (const p of PERMISSIONS) expect(await hasCollectionPermission(t.deps.sql, admin, G, p)).toBe(true);
-    expect(await status(requireClassPermission(t.deps.sql, admin, K, 'DeleteClass'))).toBe(200);
-    expect(await status(requireObjectPermission(t.deps.sql, admin, X, 'UpdateObject'))).toBe(200);
-    expect(await effectiveCollectionPermissions(t.deps.sql, admin, C)).toEqual([...PERMISSIONS]);
+  it('each caller is as the mode says', () => {
+    expect(who(member).grants !== undefined).toBe(known);
   });
 
-  it('404 for a missing resource before any permission decision, 403 when it exists', async () => {
-    const nobody = who(noPerm);
-    expect(await status(requireCollectionPermission(t.deps.sql, nobody, 2_000_000_000, 'ReadCollection'))).toBe(404);
-    expect(await status(requireClassPermission(t.deps.sql, nobody, 2_000_000_000, 'ReadClass'))).toBe(404);
-    expect(await status(requireObjectPermission(t.deps.sql, nobody, 2_000_000_000, 'ReadObject'))).toBe(404);
-    expect(await status(requireCollectionPermission(t.deps.sql, nobody, C, 'ReadCollection'))).toBe(403);
-    expect(await status(requireClassPermission(t.deps.sql, nobody, K, 'ReadClass'))).toBe(403);
-    expect(await status(requireObjectPermission(t.deps.sql, nobody, X, 'ReadObject'))).toBe(403);
+  describe('point checks', () => {
+    it('anonymous requests never reach authorization: getCollection 401', async () => {
+      const res = await t.request('GET', `/api/v1/collections/${C}`, { token: null });
+      expect(res.status).toBe(401);
+    });
+
+    it('an unscoped admin holds every permission on every collection', async () => {
+      const admin = who(adminId, true);
+      for (const p of PERMISSIONS) expect(await hasCollectionPermission(t.deps.sql, admin, G, p)).toBe(true);
+      expect(await status(requireClassPermission(t.deps.sql, admin, K, 'DeleteClass'))).toBe(200);
+      expect(await status(requireObjectPermission(t.deps.sql, admin, X, 'UpdateObject'))).toBe(200);
+      expect(await effectiveCollectionPermissions(t.deps.sql, admin, C)).toEqual([...PERMISSIONS]);
+    });
+
+    it('404 for a missing resource before any permission decision, 403 when it exists', async () => {
+      const nobody = who(noPerm);
+      expect(await status(requireCollectionPermission(t.deps.sql, nobody, 2_000_000_000, 'ReadCollection'))).toBe(404);
+      expect(await status(requireClassPermission(t.deps.sql, nobody, 2_000_000_000, 'ReadClass'))).toBe(404);
+      expect(await status(requireObjectPermission(t.deps.sql, nobody, 2_000_000_000, 'ReadObject'))).toBe(404);
+      expect(await status(requireCollectionPermission(t.deps.sql, nobody, C, 'ReadCollection'))).toBe(403);
+      expect(await status(requireClassPermission(t.deps.sql, nobody, K, 'ReadClass'))).toBe(403);
+      expect(await status(requireObjectPermission(t.deps.sql, nobody, X, 'ReadObject'))).toBe(403);
+    });
+
+    it('a member with the permission is allowed; with another permission only, forbidden', async () => {
+      const m = who(member);
+      expect(await status(requireCollectionPermission(t.deps.sql, m, C, 'ReadCollection'))).toBe(200);
+      expect(await status(requireClassPermission(t.deps.sql, m, K, 'ReadClass'))).toBe(200);
+      expect(await status(requireObjectPermission(t.deps.sql, m, X, 'ReadObject'))).toBe(200);
+      expect(await status(requireCollectionPermission(t.deps.sql, m, C, 'UpdateCollection'))).toBe(403);
+      expect(await status(requireClassPermission(t.deps.sql, m, K, 'DeleteClass'))).toBe(403);
+      expect(await status(requireObjectPermission(t.deps.sql, m, X, 'UpdateObject'))).toBe(403);
+      // The grant is on C: it covers C's descendants, never its ancestors or unrelated collections.
+      expect(await status(requireCollectionPermission(t.deps.sql, m, G, 'ReadCollection'))).toBe(200);
+      expect(await status(requireCollectionPermission(t.deps.sql, m, R, 'ReadCollection'))).toBe(403);
+      expect(await status(requireCollectionPermission(t.deps.sql, m, O, 'ReadCollection'))).toBe(403);
+      expect(await effectiveCollectionPermissions(t.deps.sql, m, G)).toEqual(READ);
+    });
+
+    it('a member of a parent collection group inherits the grant on every descendant', async () => {
+      const p = who(parentMember);
+      for (const cid of [R, C, G]) {
+        expect(await status(requireCollectionPermission(t.deps.sql, p, cid, 'UpdateCollection'))).toBe(200);
+      }
+      expect(await status(requireCollectionPermission(t.deps.sql, p, O, 'ReadCollection'))).toBe(403);
+      expect(await status(requireCollectionPermission(t.deps.sql, p, G, 'DeleteCollection'))).toBe(403);
+    });
+
+    it("getObject's point read (readObjectByIdAs) decides as requireObjectPermission", async () => {
+      const read = (a: Authority, perm: Permission, classId = K) =>
+        status(readObjectByIdAs(t.deps.sql, a, X, perm, classId, 'o.id, o.name'));
+      expect(await read(who(member), 'ReadObject')).toBe(200);
+      expect(await read(who(parentMember), 'ReadObject')).toBe(403);
+      expect(await read(who(member), 'UpdateObject')).toBe(403);
+      expect(await read(who(noPerm), 'ReadObject')).toBe(403);
+      expect(await read(who(serviceAccount), 'ReadObject')).toBe(200);
+      expect(await read(who(member, false, { resources: [{ kind: 'collection', id: O }] }), 'ReadObject')).toBe(403);
+      expect(await read(who(member, false, { resources: [{ kind: 'object', id: X }] }), 'ReadObject')).toBe(200);
+      expect(await read(who(member), 'ReadObject', K2)).toBe(404);
+      expect(await read(who(adminId, true), 'DeleteObject')).toBe(200);
+    });
+
+    it('a service account gets exactly the authority of its groups', async () => {
+      const s = who(serviceAccount);
+      expect(await status(requireObjectPermission(t.deps.sql, s, X, 'ReadObject'))).toBe(200);
+      expect(await status(requireObjectPermission(t.deps.sql, s, X, 'DeleteObject'))).toBe(403);
+    });
+
+    it('the tree functions are inlined into the statement that calls them (no function scan)', async () => {
+      // migrations/0210: a STRICT set-returning SQL function is never inlined, and ran as a function
+      // scan that planned its recursive body again at every execution of every point check.
+      for (const fn of ['collection_ancestors', 'collection_descendants']) {
+        const plan = (
+          await t.deps.sql.unsafe(`explain select exists (select 1 from ${fn}(c.id) a) from collections c where c.id = $1`, [G])
+        )
+          .map((r) => String(r['QUERY PLAN']))
+          .join('\n');
+        expect(plan).toContain('Recursive Union');
+        expect(plan).not.toContain('Function Scan');
+      }
+      // and give the same rows as before (a null id: none, as STRICT did)
+      const up = await t.deps.sql<{ ancestor_id: number; depth: number }[]>`select * from collection_ancestors(${G}::int) order by depth`;
+      expect(up.map((r) => [r.ancestor_id, r.depth])).toEqual([
+        [G, 0],
+        [C, 1],
+        [R, 2],
+      ]);
+      const down = await t.deps.sql<
+        { descendant_id: number }[]
+      >`select descendant_id from collection_descendants(${R}::int) order by depth`;
+      expect(down.map((r) => r.descendant_id)).toEqual([R, C, G]);
+      expect(await t.deps.sql`select * from collection_ancestors(null)`).toHaveLength(0);
+      expect(await t.deps.sql`select * from collection_descendants(null)`).toHaveLength(0);
+    });
+
+    it('requireObjectPermission 404 when the object is not of the route class', async () => {
+      expect(await status(requireObjectPermission(t.deps.sql, who(adminId, true), X, 'ReadObject', { classId: K2 }))).toBe(404);
+    });
   });
 
-  it('a member with the permission is allowed; with another permission only, forbidden', async () => {
-    const m = who(member);
-    expect(await status(requireCollectionPermission(t.deps.sql, m, C, 'ReadCollection'))).toBe(200);
-    expect(await status(requireClassPermission(t.deps.sql, m, K, 'ReadClass'))).toBe(200);
-    expect(await status(requireObjectPermission(t.deps.sql, m, X, 'ReadObject'))).toBe(200);
-    expect(await status(requireCollectionPermission(t.deps.sql, m, C, 'UpdateCollection'))).toBe(403);
-    expect(await status(requireClassPermission(t.deps.sql, m, K, 'DeleteClass'))).toBe(403);
-    expect(await status(requireObjectPermission(t.deps.sql, m, X, 'UpdateObject'))).toBe(403);
-    // The grant is on C: it covers C's descendants, never its ancestors or unrelated collections.
-    expect(await status(requireCollectionPermission(t.deps.sql, m, G, 'ReadCollection'))).toBe(200);
-    expect(await status(requireCollectionPermission(t.deps.sql, m, R, 'ReadCollection'))).toBe(403);
-    expect(await status(requireCollectionPermission(t.deps.sql, m, O, 'ReadCollection'))).toBe(403);
-    expect(await effectiveCollectionPermissions(t.deps.sql, m, G)).toEqual(READ);
+  describe('token scopes', () => {
+    it('a token scoped to another collection is 403 on this one, even with grants', async () => {
+      const scoped = who(member, false, { resources: [{ kind: 'collection', id: O }] });
+      expect(await status(requireCollectionPermission(t.deps.sql, scoped, C, 'ReadCollection'))).toBe(403);
+      expect(await status(requireObjectPermission(t.deps.sql, scoped, X, 'ReadObject'))).toBe(403);
+      // and a scope is never a grant: O is in scope, but the member holds nothing there
+      expect(await status(requireCollectionPermission(t.deps.sql, scoped, O, 'ReadCollection'))).toBe(403);
+    });
+
+    it('the permission dimension intersects the grants', async () => {
+      const scoped = who(member, false, { permissions: ['ReadObject'] });
+      expect(await status(requireObjectPermission(t.deps.sql, scoped, X, 'ReadObject'))).toBe(200);
+      expect(await status(requireCollectionPermission(t.deps.sql, scoped, C, 'ReadCollection'))).toBe(403);
+      expect(await effectiveCollectionPermissions(t.deps.sql, scoped, C)).toEqual(['ReadObject']);
+    });
+
+    it('a scoped admin cannot exceed the scope; inside it the admin rule applies', async () => {
+      const scoped = who(adminId, true, { resources: [{ kind: 'collection', id: O }], permissions: ['ReadCollection'] });
+      expect(await status(requireCollectionPermission(t.deps.sql, scoped, O, 'ReadCollection'))).toBe(200);
+      expect(await status(requireCollectionPermission(t.deps.sql, scoped, O, 'UpdateCollection'))).toBe(403);
+      expect(await status(requireCollectionPermission(t.deps.sql, scoped, C, 'ReadCollection'))).toBe(403);
+      expect(() => requireRootAuthority(scoped)).toThrow(ApiError);
+      expect(() => requireRootAuthority(who(adminId, true))).not.toThrow();
+      expect(() => requireRootAuthority(who(adminId, true, { permissions: ['ReadCollection'] }))).toThrow(ApiError);
+      expect(() => requireRootAuthority(who(member))).toThrow(ApiError);
+    });
+
+    it('collection, class and object entries cover what the specification says', async () => {
+      const admin = (scope: TokenScopeValue) => who(adminId, true, scope);
+      const byCollection = admin({ resources: [{ kind: 'collection', id: C }] });
+      expect(await status(requireCollectionPermission(t.deps.sql, byCollection, C, 'ReadCollection'))).toBe(200);
+      expect(await status(requireClassPermission(t.deps.sql, byCollection, K2, 'ReadClass'))).toBe(200);
+      expect(await status(requireObjectPermission(t.deps.sql, byCollection, Y, 'ReadObject'))).toBe(200);
+      expect(await status(requireCollectionPermission(t.deps.sql, byCollection, G, 'ReadCollection'))).toBe(403);
+
+      const byClass = admin({ resources: [{ kind: 'class', id: K }] });
+      expect(await status(requireClassPermission(t.deps.sql, byClass, K, 'ReadClass'))).toBe(200);
+      expect(await status(requireObjectPermission(t.deps.sql, byClass, X, 'ReadObject'))).toBe(200);
+      expect(await status(requireCollectionPermission(t.deps.sql, byClass, C, 'ReadCollection'))).toBe(403);
+      expect(await status(requireClassPermission(t.deps.sql, byClass, K2, 'ReadClass'))).toBe(403);
+      expect(await status(requireObjectPermission(t.deps.sql, byClass, Y, 'ReadObject'))).toBe(403);
+
+      const byObject = admin({ resources: [{ kind: 'object', id: X }] });
+      expect(await status(requireObjectPermission(t.deps.sql, byObject, X, 'ReadObject'))).toBe(200);
+      expect(await status(requireClassPermission(t.deps.sql, byObject, K, 'ReadClass'))).toBe(403);
+      expect(await status(requireObjectPermission(t.deps.sql, byObject, Y, 'ReadObject'))).toBe(403);
+    });
+
+    it('a dimension present but empty denies everything', () => {
+      const empty = who(adminId, true, { permissions: [] });
+      expect(decide(empty, 'ReadCollection', { kind: 'collection', id: C }, true)).toBe('scoped_out');
+      const noResources = who(adminId, true, { resources: [] });
+      expect(decide(noResources, 'ReadCollection', { kind: 'collection', id: C }, true)).toBe('scoped_out');
+    });
   });
 
-  it('a member of a parent collection group inherits the grant on every descendant', async () => {
-    const p = who(parentMember);
-    for (const cid of [R, C, G]) {
-      expect(await status(requireCollectionPermission(t.deps.sql, p, cid, 'UpdateCollection'))).toBe(200);
+  describe('list visibility fragments', () => {
+    async function ids(table: 'collections' | 'classes' | 'objects', where: ReturnType<typeof collectionWhere>): Promise<number[]> {
+      const sql = t.deps.sql;
+      const alias = { collections: 'c', classes: 'k', objects: 'o' }[table];
+      // ids of different tables overlap: only this test's rows of this table are candidates
+      const candidates = { collections: [R, C, G, O], classes: [K, K2], objects: [X, Y] }[table];
+      const rows = await sql<{ id: number }[]>`
+        select ${sql(alias + '.id')} as id from ${sql(table)} ${sql(alias)}
+        where ${sql(alias + '.id')} = any(${candidates}::int[]) and ${where} order by 1`;
+      return rows.map((r) => r.id);
     }
-    expect(await status(requireCollectionPermission(t.deps.sql, p, O, 'ReadCollection'))).toBe(403);
-    expect(await status(requireCollectionPermission(t.deps.sql, p, G, 'DeleteCollection'))).toBe(403);
-  });
 
-  it('a service account gets exactly the authority of its groups', async () => {
-    const s = who(serviceAccount);
-    expect(await status(requireObjectPermission(t.deps.sql, s, X, 'ReadObject'))).toBe(200);
-    expect(await status(requireObjectPermission(t.deps.sql, s, X, 'DeleteObject'))).toBe(403);
-  });
+    it('collections: grants with inheritance, scope, admin', async () => {
+      const sql = t.deps.sql;
+      expect(await ids('collections', collectionWhere(sql, who(member), 'ReadCollection'))).toEqual([C, G]);
+      expect(await ids('collections', collectionWhere(sql, who(parentMember), 'ReadCollection'))).toEqual([R, C, G]);
+      expect(await ids('collections', collectionWhere(sql, who(noPerm), 'ReadCollection'))).toEqual([O]);
+      expect(await ids('collections', collectionWhere(sql, who(adminId, true), 'ReadCollection'))).toEqual([R, C, G, O]);
+      expect(
+        await ids(
+          'collections',
+          collectionWhere(sql, who(adminId, true, { resources: [{ kind: 'collection', id: G }] }), 'ReadCollection'),
+        ),
+      ).toEqual([G]);
+      expect(await ids('collections', collectionWhere(sql, who(member, false, { permissions: ['ReadObject'] }), 'ReadCollection'))).toEqual(
+        [],
+      );
+      const viaSubquery = await sql<{ id: number }[]>`
+        select id from collections where id in (${visibleCollectionIds(sql, who(member), 'ReadCollection')}) and id = any(${[R, C, G, O]}::int[])
+        order by id`;
+      expect(viaSubquery.map((r) => r.id)).toEqual([C, G]);
+    });
 
-  it('the tree functions are inlined into the statement that calls them (no function scan)', async () => {
-    // migrations/0210: a STRICT set-returning SQL function is never inlined, and ran as a function
-    // scan that planned its recursive body again at every execution of every point check.
-    for (const fn of ['collection_ancestors', 'collection_descendants']) {
-      const plan = (await t.deps.sql.unsafe(`explain select exists (select 1 from ${fn}(c.id) a) from collections c where c.id = $1`, [G]))
-        .map((r) => String(r['QUERY PLAN']))
-        .join('\n');
-      expect(plan).toContain('Recursive Union');
-      expect(plan).not.toContain('Function Scan');
-    }
-    // and give the same rows as before (a null id: none, as STRICT did)
-    const up = await t.deps.sql<{ ancestor_id: number; depth: number }[]>`select * from collection_ancestors(${G}::int) order by depth`;
-    expect(up.map((r) => [r.ancestor_id, r.depth])).toEqual([
-      [G, 0],
-      [C, 1],
-      [R, 2],
-    ]);
-    const down = await t.deps.sql<{ descendant_id: number }[]>`select descendant_id from collection_descendants(${R}::int) order by depth`;
-    expect(down.map((r) => r.descendant_id)).toEqual([R, C, G]);
-    expect(await t.deps.sql`select * from collection_ancestors(null)`).toHaveLength(0);
-    expect(await t.deps.sql`select * from collection_descendants(null)`).toHaveLength(0);
-  });
+    it('classes and objects follow their collections and the resource scope', async () => {
+      const sql = t.deps.sql;
+      expect(await ids('classes', classWhere(sql, who(member), 'ReadClass'))).toEqual([K, K2]);
+      expect(await ids('classes', classWhere(sql, who(noPerm), 'ReadClass'))).toEqual([]);
+      expect(await ids('objects', objectWhere(sql, who(serviceAccount), 'ReadObject'))).toEqual([X, Y]);
+      const byClass = who(member, false, { resources: [{ kind: 'class', id: K }] });
+      expect(await ids('classes', classWhere(sql, byClass, 'ReadClass'))).toEqual([K]);
+      expect(await ids('objects', objectWhere(sql, byClass, 'ReadObject'))).toEqual([X]);
+      const byObject = who(adminId, true, { resources: [{ kind: 'object', id: Y }] });
+      expect(await ids('objects', objectWhere(sql, byObject, 'ReadObject'))).toEqual([Y]);
+      expect(await ids('classes', classWhere(sql, byObject, 'ReadClass'))).toEqual([]);
+    });
 
-  it('requireObjectPermission 404 when the object is not of the route class', async () => {
-    expect(await status(requireObjectPermission(t.deps.sql, who(adminId, true), X, 'ReadObject', { classId: K2 }))).toBe(404);
-  });
-});
-
-describe('token scopes', () => {
-  it('a token scoped to another collection is 403 on this one, even with grants', async () => {
-    const scoped = who(member, false, { resources: [{ kind: 'collection', id: O }] });
-    expect(await status(requireCollectionPermission(t.deps.sql, scoped, C, 'ReadCollection'))).toBe(403);
-    expect(await status(requireObjectPermission(t.deps.sql, scoped, X, 'ReadObject'))).toBe(403);
-    // and a scope is never a grant: O is in scope, but the member holds nothing there
-    expect(await status(requireCollectionPermission(t.deps.sql, scoped, O, 'ReadCollection'))).toBe(403);
-  });
-
-  it('the permission dimension intersects the grants', async () => {
-    const scoped = who(member, false, { permissions: ['ReadObject'] });
-    expect(await status(requireObjectPermission(t.deps.sql, scoped, X, 'ReadObject'))).toBe(200);
-    expect(await status(requireCollectionPermission(t.deps.sql, scoped, C, 'ReadCollection'))).toBe(403);
-    expect(await effectiveCollectionPermissions(t.deps.sql, scoped, C)).toEqual(['ReadObject']);
-  });
-
-  it('a scoped admin cannot exceed the scope; inside it the admin rule applies', async () => {
-    const scoped = who(adminId, true, { resources: [{ kind: 'collection', id: O }], permissions: ['ReadCollection'] });
-    expect(await status(requireCollectionPermission(t.deps.sql, scoped, O, 'ReadCollection'))).toBe(200);
-    expect(await status(requireCollectionPermission(t.deps.sql, scoped, O, 'UpdateCollection'))).toBe(403);
-    expect(await status(requireCollectionPermission(t.deps.sql, scoped, C, 'ReadCollection'))).toBe(403);
-    expect(() => requireRootAuthority(scoped)).toThrow(ApiError);
-    expect(() => requireRootAuthority(who(adminId, true))).not.toThrow();
-    expect(() => requireRootAuthority(who(adminId, true, { permissions: ['ReadCollection'] }))).toThrow(ApiError);
-    expect(() => requireRootAuthority(who(member))).toThrow(ApiError);
-  });
-
-  it('collection, class and object entries cover what the specification says', async () => {
-    const admin = (scope: TokenScopeValue) => who(adminId, true, scope);
-    const byCollection = admin({ resources: [{ kind: 'collection', id: C }] });
-    expect(await status(requireCollectionPermission(t.deps.sql, byCollection, C, 'ReadCollection'))).toBe(200);
-    expect(await status(requireClassPermission(t.deps.sql, byCollection, K2, 'ReadClass'))).toBe(200);
-    expect(await status(requireObjectPermission(t.deps.sql, byCollection, Y, 'ReadObject'))).toBe(200);
-    expect(await status(requireCollectionPermission(t.deps.sql, byCollection, G, 'ReadCollection'))).toBe(403);
-
-    const byClass = admin({ resources: [{ kind: 'class', id: K }] });
-    expect(await status(requireClassPermission(t.deps.sql, byClass, K, 'ReadClass'))).toBe(200);
-    expect(await status(requireObjectPermission(t.deps.sql, byClass, X, 'ReadObject'))).toBe(200);
-    expect(await status(requireCollectionPermission(t.deps.sql, byClass, C, 'ReadCollection'))).toBe(403);
-    expect(await status(requireClassPermission(t.deps.sql, byClass, K2, 'ReadClass'))).toBe(403);
-    expect(await status(requireObjectPermission(t.deps.sql, byClass, Y, 'ReadObject'))).toBe(403);
-
-    const byObject = admin({ resources: [{ kind: 'object', id: X }] });
-    expect(await status(requireObjectPermission(t.deps.sql, byObject, X, 'ReadObject'))).toBe(200);
-    expect(await status(requireClassPermission(t.deps.sql, byObject, K, 'ReadClass'))).toBe(403);
-    expect(await status(requireObjectPermission(t.deps.sql, byObject, Y, 'ReadObject'))).toBe(403);
-  });
-
-  it('a dimension present but empty denies everything', () => {
-    const empty = who(adminId, true, { permissions: [] });
-    expect(decide(empty, 'ReadCollection', { kind: 'collection', id: C }, true)).toBe('scoped_out');
-    const noResources = who(adminId, true, { resources: [] });
-    expect(decide(noResources, 'ReadCollection', { kind: 'collection', id: C }, true)).toBe('scoped_out');
-  });
-});
-
-describe('list visibility fragments', () => {
-  async function ids(table: 'collections' | 'classes' | 'objects', where: ReturnType<typeof collectionWhere>): Promise<number[]> {
-    const sql = t.deps.sql;
-    const alias = { collections: 'c', classes: 'k', objects: 'o' }[table];
-    // ids of different tables overlap: only this test's rows of this table are candidates
-    const candidates = { collections: [R, C, G, O], classes: [K, K2], objects: [X, Y] }[table];
-    const rows = await sql<{ id: number }[]>`
-      select ${sql(alias + '.id')} as id from ${sql(table)} ${sql(alias)}
-      where ${sql(alias + '.id')} = any(${candidates}::int[]) and ${where} order by 1`;
-    return rows.map((r) => r.id);
-  }
-
-  it('collections: grants with inheritance, scope, admin', async () => {
-    const sql = t.deps.sql;
-    expect(await ids('collections', collectionWhere(sql, who(member), 'ReadCollection'))).toEqual([C, G]);
-    expect(await ids('collections', collectionWhere(sql, who(parentMember), 'ReadCollection'))).toEqual([R, C, G]);
-    expect(await ids('collections', collectionWhere(sql, who(noPerm), 'ReadCollection'))).toEqual([O]);
-    expect(await ids('collections', collectionWhere(sql, who(adminId, true), 'ReadCollection'))).toEqual([R, C, G, O]);
-    expect(
-      await ids('collections', collectionWhere(sql, who(adminId, true, { resources: [{ kind: 'collection', id: G }] }), 'ReadCollection')),
-    ).toEqual([G]);
-    expect(await ids('collections', collectionWhere(sql, who(member, false, { permissions: ['ReadObject'] }), 'ReadCollection'))).toEqual(
-      [],
-    );
-    const viaSubquery = await sql<{ id: number }[]>`
-      select id from collections where id in (${visibleCollectionIds(sql, who(member), 'ReadCollection')}) and id = any(${[R, C, G, O]}::int[])
-      order by id`;
-    expect(viaSubquery.map((r) => r.id)).toEqual([C, G]);
-  });
-
-  it('classes and objects follow their collections and the resource scope', async () => {
-    const sql = t.deps.sql;
-    expect(await ids('classes', classWhere(sql, who(member), 'ReadClass'))).toEqual([K, K2]);
-    expect(await ids('classes', classWhere(sql, who(noPerm), 'ReadClass'))).toEqual([]);
-    expect(await ids('objects', objectWhere(sql, who(serviceAccount), 'ReadObject'))).toEqual([X, Y]);
-    const byClass = who(member, false, { resources: [{ kind: 'class', id: K }] });
-    expect(await ids('classes', classWhere(sql, byClass, 'ReadClass'))).toEqual([K]);
-    expect(await ids('objects', objectWhere(sql, byClass, 'ReadObject'))).toEqual([X]);
-    const byObject = who(adminId, true, { resources: [{ kind: 'object', id: Y }] });
-    expect(await ids('objects', objectWhere(sql, byObject, 'ReadObject'))).toEqual([Y]);
-    expect(await ids('classes', classWhere(sql, byObject, 'ReadClass'))).toEqual([]);
-  });
-
-  it('permissionsFilter: one fragment per named permission; unknown names are 400', async () => {
-    const sql = t.deps.sql;
-    const m = who(parentMember);
-    const frags = permissionsFilter('ReadCollection,UpdateCollection', (p) => collectionWhere(sql, m, p));
-    expect(frags).toHaveLength(2);
-    expect(permissionsFilter(undefined, (p) => collectionWhere(sql, m, p))).toEqual([]);
-    expect(() => parsePermissionList('ReadCollection,Fly')).toThrow(ApiError);
-    expect(() => parsePermissionList('')).toThrow(ApiError);
+    it('permissionsFilter: one fragment per named permission; unknown names are 400', async () => {
+      const sql = t.deps.sql;
+      const m = who(parentMember);
+      const frags = permissionsFilter('ReadCollection,UpdateCollection', (p) => collectionWhere(sql, m, p));
+      expect(frags).toHaveLength(2);
+      expect(permissionsFilter(undefined, (p) => collectionWhere(sql, m, p))).toEqual([]);
+      expect(() => parsePermissionList('ReadCollection,Fly')).toThrow(ApiError);
+      expect(() => parsePermissionList('')).toThrow(ApiError);
+    });
   });
 });
 

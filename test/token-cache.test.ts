@@ -9,6 +9,7 @@ import { addMember, adminGroupId, createGroup, createHuman, createServiceAccount
 import { insertToken } from '../src/db/tokens.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
 import { tokenCacheLookups } from '../src/metrics.ts';
+import { GRANT_SETS_MAX_IDS } from '../src/services/token-cache.ts';
 
 let a: TestApp;
 let b: TestApp;
@@ -209,12 +210,16 @@ describe('the ReadAudit collections kept with a token', () => {
     expect(res.status, res.text).toBe(201);
     return (res.body as { id: number }).id;
   };
-  /** Statements of `t`'s pool that read a caller's ReadAudit collections, while `fn` runs. */
+  /**
+   * Statements of `t`'s pool that read a caller's ReadAudit collections, or all its grants (a read
+   * request's Authority.grants, from which the audit list takes them), while `fn` runs.
+   */
   const auditReads = async (t: TestApp, fn: () => Promise<unknown>): Promise<number> => {
     let n = 0;
     const opts = t.deps.sql.options as unknown as { debug: unknown };
     opts.debug = (_c: number, text: string, params: unknown[]) => {
       if (text.startsWith('select array(select svc_c.id from collections svc_c') && params.includes('ReadAudit')) n++;
+      if (text.includes('with recursive svc_granted (id, permission)')) n++;
     };
     try {
       await fn();
@@ -257,5 +262,108 @@ describe('the ReadAudit collections kept with a token', () => {
     await a.deps.sql`update collections set parent_collection_id = ${top} where id = ${child}`;
     await seesOn(a, h.token, both(), both());
     await seesOn(b, h.token, both(), both());
+  });
+});
+
+describe("a principal's grants kept for its read requests (Authority.grants)", () => {
+  const collection = async (parent?: number): Promise<number> => {
+    const res = await a.request('POST', '/api/v1/collections', {
+      body: { name: uniq('grants-c'), ...(parent ? { parent_collection_id: parent } : {}) },
+    });
+    expect(res.status, res.text).toBe(201);
+    return (res.body as { id: number }).id;
+  };
+  /** An object in a new class of collection `c`: the path of its getObject. */
+  const objectIn = async (c: number): Promise<string> => {
+    const k = await a.request('POST', '/api/v1/classes', { body: { name: uniq('grants-k'), collection_id: c } });
+    expect(k.status, k.text).toBe(201);
+    const kid = (k.body as { id: number }).id;
+    const o = await a.request('POST', `/api/v1/classes/${kid}/objects`, { body: { name: uniq('grants-o'), json_data: {} } });
+    expect(o.status, o.text).toBe(201);
+    return `/api/v1/classes/${kid}/${(o.body as { id: number }).id}`;
+  };
+  /** The statements of `t`'s pool while `fn` runs. */
+  const statements = async (t: TestApp, fn: () => Promise<unknown>): Promise<string[]> => {
+    const texts: string[] = [];
+    const opts = t.deps.sql.options as unknown as { debug: unknown };
+    opts.debug = (_c: number, text: string) => texts.push(text);
+    try {
+      await fn();
+    } finally {
+      opts.debug = false;
+    }
+    return texts;
+  };
+  const grantReads = (texts: string[]) => texts.filter((x) => x.includes('with recursive svc_granted (id, permission)')).length;
+  const status = async (t: TestApp, token: string, path: string) => (await t.request('GET', path, { token })).status;
+  /** Polls until `token` gets `want` for GET `path` on `t` (the other instance learns of a change by NOTIFY). */
+  const getsOn = async (t: TestApp, token: string, path: string, want: number): Promise<void> => {
+    let got = 0;
+    for (let i = 0; i < 500; i++) {
+      got = await status(t, token, path);
+      if (got === want) return;
+      await new Promise((ok) => setTimeout(ok, 10));
+    }
+    throw new Error(`GET ${path}: ${got} instead of ${want}`);
+  };
+
+  it('read once per principal and tested as values; a grant revoked takes effect at once here and after its NOTIFY there', async () => {
+    const c = await collection();
+    const path = await objectIn(c);
+    const h = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
+    const again = await a.request('POST', '/api/v0/auth/login', { body: { name: h.name, password: h.password } });
+    expect(again.status, again.text).toBe(200);
+    const second = (again.body as { token: string }).token;
+    for (const t of [a, b]) expect(await status(t, h.token, path)).toBe(200);
+    // cached: the point read tests the object's collection against the ids, no grant is read
+    const texts = await statements(a, async () => expect(await status(a, h.token, path)).toBe(200));
+    expect(grantReads(texts)).toBe(0);
+    expect(texts.some((x) => x.includes('o.collection_id = any($2::int[]) as svc_granted'))).toBe(true);
+    expect(texts.some((x) => x.includes('collection_ancestors'))).toBe(false);
+    // the principal's other token uses the same grants
+    expect(grantReads(await statements(a, async () => expect(await status(a, second, path)).toBe(200)))).toBe(0);
+    const res = await a.request('DELETE', `/api/v1/collections/${c}/permissions/group/${h.groupId}/ReadObject`);
+    expect(res.status, res.text).toBeLessThan(300);
+    expect(grantReads(await statements(a, async () => expect(await status(a, h.token, path)).toBe(403)))).toBe(1);
+    await getsOn(b, h.token, path, 403);
+    // granted again, in SQL (no API): the trigger's NOTIFY reaches both instances
+    await a.deps.sql`insert into collection_permissions (collection_id, group_id, permission) values (${c}, ${h.groupId}, 'ReadObject')`;
+    await getsOn(a, h.token, path, 200);
+    await getsOn(b, h.token, path, 200);
+  });
+
+  it('a collection created under a granted one: its objects are readable at once here, and there after the NOTIFY', async () => {
+    const top = await collection();
+    const h = await userWith(a, [[top, ['ReadClass', 'ReadObject']]]);
+    const inTop = await objectIn(top);
+    for (const t of [a, b]) expect(await status(t, h.token, inTop)).toBe(200);
+    const child = await collection(top);
+    const inChild = await objectIn(child);
+    expect(await status(a, h.token, inChild)).toBe(200);
+    await getsOn(b, h.token, inChild, 200);
+    // and the class list of the child collection's class: the list page tests the ids too
+    const classId = inChild.split('/')[4];
+    const list = await b.request('GET', `/api/v1/classes/${classId}/objects`, { token: h.token });
+    expect(list.status, list.text).toBe(200);
+    expect(list.body as unknown[]).toHaveLength(1);
+    // moved out from under the grant: refused at once here, there after the NOTIFY
+    const moved = await a.request('PUT', `/api/v1/collections/${child}/parent`, { body: { parent_collection_id: null } });
+    expect(moved.status, moved.text).toBe(200);
+    expect(await status(a, h.token, inChild)).toBe(403);
+    await getsOn(b, h.token, inChild, 403);
+  });
+
+  it(`grants of more than ${GRANT_SETS_MAX_IDS} collections are not kept: the statements read them`, async () => {
+    const top = await collection();
+    const path = await objectIn(top);
+    await a.deps.sql`
+      insert into collections (name, parent_collection_id)
+      select ${uniq('many')} || '-' || g, ${top}::int from generate_series(1, ${GRANT_SETS_MAX_IDS}) g`;
+    const h = await userWith(a, [[top, ['ReadClass', 'ReadObject']]]);
+    for (let i = 0; i < 2; i++) {
+      const texts = await statements(a, async () => expect(await status(a, h.token, path)).toBe(200));
+      expect(texts.some((x) => x.includes('collection_ancestors(o.collection_id)'))).toBe(true);
+      expect(texts.some((x) => x.includes('= any($2::int[]) as svc_granted'))).toBe(false);
+    }
   });
 });

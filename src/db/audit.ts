@@ -3,7 +3,7 @@
 // that pages and totals count only what the caller may see.
 import type { Db } from './sql.ts';
 import { and, or, runList, type Fragment, type ListPage } from './list.ts';
-import { collectionWhere, visibleCollectionIds } from './authz.ts';
+import { collectionWhere, knownVisibleCollectionIds, visibleCollectionIds } from './authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { readsCollectionlessEvents, type EventRow } from '../domain/audit.ts';
 import type { Authority } from '../domain/authz.ts';
@@ -72,8 +72,9 @@ function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
  * One page of the events visible to the caller, matching the parsed query and the extra fixed
  * conditions of a wrapper route (`fixed`), with snapshots redacted where visibility is related-only.
  *
- * For a non-administrator the collections it may read the audit of are read first (one small
- * statement, or `auditCollections`: the token cache keeps them with the token) and the page is
+ * For a non-administrator the collections it may read the audit of are taken from its known grants
+ * (Authority.grants), or read first (one small statement, or `auditCollections`: the token cache
+ * keeps them with the token), and the page is
  * planned with them as a value: full visibility is then
  * `collection_id = any(ids)` and related visibility `related_collection_ids && ids`, which the
  * planner can estimate and serve from the collection and related-collection indexes (as subqueries
@@ -99,7 +100,7 @@ export async function listEventRows(
   if (!auth.isAdmin) {
     const read = async () =>
       (await db<{ ids: number[] }[]>`select array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[] as ids`)[0]?.ids ?? [];
-    const ids = opts.auditCollections ? await opts.auditCollections(read) : await read();
+    const ids = knownVisibleCollectionIds(auth, 'ReadAudit') ?? (opts.auditCollections ? await opts.auditCollections(read) : await read());
     full = db`e.collection_id = any(${ids}::int[])` as Fragment;
     visible = db`(${full} or e.related_collection_ids && ${ids}::int[])` as Fragment;
   }

@@ -20,6 +20,7 @@ import {
 /**
  * Collections on which the principal's groups hold `perm`, directly or on an ancestor (grants
  * inherit down the tree). A subquery selecting one integer column `id`; no admin rule, no scope.
+ * readGrantSets reads the same for every permission at once: change both together.
  */
 export function grantedCollectionIds(db: Db, principalId: number, perm: Permission): Fragment {
   return db`
@@ -34,9 +35,34 @@ export function grantedCollectionIds(db: Db, principalId: number, perm: Permissi
     select svc_granted.id from svc_granted` as Fragment;
 }
 
+/**
+ * The principal's grants for every permission (Authority.grants): the collections where its groups
+ * hold it, directly or on an ancestor, as grantedCollectionIds selects them for one permission.
+ */
+export async function readGrantSets(db: Db, principalId: number): Promise<Map<string, number[]>> {
+  const rows = await db<{ permission: string; ids: number[] }[]>`
+    with recursive svc_granted (id, permission) as (
+      select cp.collection_id, cp.permission
+      from collection_permissions cp
+      join group_members gm on gm.group_id = cp.group_id
+      where gm.principal_id = ${principalId}::int
+      union
+      select c.id, g.permission from collections c join svc_granted g on c.parent_collection_id = g.id
+    )
+    select permission, array_agg(id order by id)::int[] as ids from svc_granted group by permission`;
+  return new Map(rows.map((r) => [r.permission, r.ids]));
+}
+
+/** The collections granted `perm` as a value, when the caller's grants are known (Authority.grants). */
+function knownGrant(auth: Authority, perm: Permission): readonly number[] | undefined {
+  return auth.grants ? (auth.grants.get(perm) ?? []) : undefined;
+}
+
 /** The grant part of visibility on a collection-id column: admin → true, else membership in the granted set. */
 function grantedOn(db: Db, auth: Authority, perm: Permission, collectionColumn: string): Fragment {
   if (auth.isAdmin) return db`true` as Fragment;
+  const known = knownGrant(auth, perm);
+  if (known) return db`${db(collectionColumn)} = any(${known as number[]}::int[])` as Fragment;
   // = any(array(…)): the granted ids are computed once per statement (an InitPlan), and the test
   // can be an index condition, also where it is one arm of an OR (`in (subquery)` there is a
   // hashed subplan checked row by row: the audit count of a non-admin read every event).
@@ -49,6 +75,21 @@ function grantedOn(db: Db, auth: Authority, perm: Permission, collectionColumn: 
  */
 export function visibleCollectionIds(db: Db, auth: Authority, perm: Permission): Fragment {
   return db`select svc_c.id from collections svc_c where ${collectionWhere(db, auth, perm, { id: 'svc_c.id' })}` as Fragment;
+}
+
+/**
+ * visibleCollectionIds as values, without a statement, when the caller's grants are known
+ * (Authority.grants: collections that existed when they were read, dropped with any change of the
+ * tree): the granted ones within the token's scope. Undefined for an administrator and when the
+ * grants are not known.
+ */
+export function knownVisibleCollectionIds(auth: Authority, perm: Permission): number[] | undefined {
+  if (auth.isAdmin) return undefined;
+  const known = knownGrant(auth, perm);
+  if (!known) return undefined;
+  if (!permissionInScope(auth, perm)) return [];
+  const rs = resourceScope(auth);
+  return rs ? known.filter((id) => rs.collections.includes(id)) : [...known];
 }
 
 /** Boolean fragment: the collection in column `id` is visible with `perm`. */
@@ -123,7 +164,10 @@ export function grantExistsText(perm: Permission, principalParam: string, collec
 
 /** The grant test of a point check; the admin rule makes it moot (decide() still applies the scope first). */
 function grantOrAdmin(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
-  return auth.isAdmin ? (db`true` as Fragment) : grantExists(db, auth.principal.id, perm, collectionColumn);
+  if (auth.isAdmin) return db`true` as Fragment;
+  const known = knownGrant(auth, perm);
+  if (known) return db`${collectionColumn} = any(${known as number[]}::int[])` as Fragment;
+  return grantExists(db, auth.principal.id, perm, collectionColumn);
 }
 
 export interface CollectionRef {
@@ -244,19 +288,21 @@ export async function readObjectByIdAs<R extends object>(
   classId: number,
   columns: string,
 ): Promise<R> {
-  // by the columns (a constant, so its hash is kept), then the permission ('' for an administrator:
-  // the same text whatever the permission); no key is built per request
+  // by the columns (a constant, so its hash is kept), then the permission ('' for an administrator
+  // and '*' for a caller whose grants are known: the same text whatever the permission); no key is
+  // built per request
   let texts = readTexts.get(columns);
   if (!texts) readTexts.set(columns, (texts = new Map()));
-  const key = auth.isAdmin ? '' : perm;
+  const known = auth.isAdmin ? undefined : knownGrant(auth, perm);
+  const key = auth.isAdmin ? '' : known ? '*' : perm;
   let text = texts.get(key);
   if (text === undefined) {
-    const granted = auth.isAdmin ? 'true' : grantExistsText(perm, '$2', 'o.collection_id');
+    const granted = auth.isAdmin ? 'true' : known ? 'o.collection_id = any($2::int[])' : grantExistsText(perm, '$2', 'o.collection_id');
     text = `select ${columns}, o.id as svc_id, o.class_id as svc_class_id, o.collection_id as svc_collection_id,
       ${granted} as svc_granted from objects o where o.id = $1::int`;
     texts.set(key, text);
   }
-  const params = auth.isAdmin ? [objectId] : [objectId, auth.principal.id];
+  const params = auth.isAdmin ? [objectId] : [objectId, known ?? auth.principal.id];
   const [row] = await db.unsafe<ObjectReadRow<R>[]>(text, params, { prepare: true });
   return objectReadAs(row, auth, perm, classId);
 }

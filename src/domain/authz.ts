@@ -116,7 +116,18 @@ export interface Authority {
   principal: { id: number };
   isAdmin: boolean;
   token: { scope: ScopeValue | null };
+  /**
+   * The principal's grants, when the process knows them: for each permission, the collections where
+   * its groups hold it (a grant reaches down the tree; no scope, no admin rule), a permission held
+   * nowhere absent. Set for a read request of a non-administrator while the token cache may be used
+   * (services/token-cache.ts grantSets); the SQL then tests a collection against these ids instead
+   * of reading the grants itself (db/authz.ts). Without it, the SQL reads them.
+   */
+  grants?: GrantSets;
 }
+
+/** Permission name → the collections granted (db/authz.ts readGrantSets). */
+export type GrantSets = ReadonlyMap<string, readonly number[]>;
 
 /** A resource as the resource scope sees it. */
 export type ScopedResource =

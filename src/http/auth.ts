@@ -5,6 +5,7 @@ import type { Principal } from '../domain/principals.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
 import type { TokenScopeValue } from '../domain/scope.ts';
 import { tokenValidations } from '../metrics.ts';
+import type { GrantSets } from '../domain/authz.ts';
 
 /** The authenticated caller of a request: its principal and the bearer token it presented. */
 export interface AuthInfo {
@@ -22,6 +23,8 @@ export interface AuthInfo {
     /** null = unscoped. */
     scope: TokenScopeValue | null;
   };
+  /** The principal's grants when known (domain/authz.ts Authority.grants; set by the app for reads). */
+  grants?: GrantSets;
 }
 
 /**

@@ -18,8 +18,11 @@
 //   LIVE_WINDOW_MS after a change.
 //
 // With each token the cache also keeps the collections its holder may read the audit stream of
-// (collectionsWith), which a non-administrator's audit list reads before its page: dropped with the
-// token, on 'g' and on 'c', and in this process on any collection change it commits.
+// (collectionsWith), which a non-administrator's audit list reads before its page, and with each
+// principal its grants (grantSets: every permission's collections, which a non-administrator's read
+// request tests collections against instead of reading the grants in its statements): dropped with
+// the token (collection sets), on 'g' and on 'c', and in this process on any collection change it
+// commits.
 //
 // last_used_at of a cached token is advanced in memory and written in batches at most
 // LAST_USED_FLUSH_MS after the use (the later of stored and batched time wins); token reads of this
@@ -27,7 +30,9 @@
 import type { Deps } from '../deps.ts';
 import { listenForTokenChanges, onAuthChange, sendTokenCacheHeartbeat } from '../db/auth-changes.ts';
 import { recordTokenUses, validateTokenHash } from '../db/tokens.ts';
+import { readGrantSets } from '../db/authz.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
+import type { GrantSets } from '../domain/authz.ts';
 import { tokenCacheLookups } from '../metrics.ts';
 
 export const HEARTBEAT_MS = 1000;
@@ -49,9 +54,23 @@ interface CollectionSet {
   cachedAt: number;
 }
 
+/** A principal's cached grants (grantSets); null: more than GRANT_SETS_MAX_IDS, not used. */
+interface CachedGrants {
+  sets: GrantSets | null;
+  cachedAt: number;
+}
+
+/**
+ * The most collection ids (all permissions together) a principal's grants may hold to be kept and
+ * used: beyond it the grants are read in SQL as before, so neither the memory of the cache nor
+ * the arrays sent with each statement grow with the size of the tree.
+ */
+export const GRANT_SETS_MAX_IDS = 2000;
+
 export class TokenCache {
   private readonly entries = new Map<string, Entry>();
   private readonly collectionSets = new Map<string, CollectionSet>();
+  private readonly grants = new Map<string, CachedGrants>();
   private generation = 0;
   private listening = false;
   private lastHeard = 0;
@@ -111,6 +130,7 @@ export class TokenCache {
     this.generation++;
     this.entries.clear();
     this.collectionSets.clear();
+    this.grants.clear();
   }
 
   private dropToken(id: number): void {
@@ -123,6 +143,7 @@ export class TokenCache {
   private dropCollectionSets(): void {
     this.generation++;
     this.collectionSets.clear();
+    this.grants.clear();
   }
 
   /**
@@ -142,6 +163,30 @@ export class TokenCache {
     const ids = await read();
     if (generation === this.generation && this.live(Date.now())) this.put(this.collectionSets, key, { tokenId, ids, cachedAt: now });
     return ids;
+  }
+
+  /**
+   * The grants of principal `principalId` (Authority.grants; read by db/authz.ts readGrantSets),
+   * kept while the cache may be used as collectionsWith keeps its sets: dropped on a grant,
+   * membership or principal change ('g') and on any change of the collection tree ('c'), not filled
+   * by a read that started before a drop, read again after SVC_TOKEN_CACHE_MAX_AGE_MS. Undefined
+   * when the cache may not be used, or the grants hold more than GRANT_SETS_MAX_IDS ids: the
+   * caller's statements then read the grants themselves.
+   */
+  async grantSets(principalId: number): Promise<GrantSets | undefined> {
+    const now = Date.now();
+    if (!this.enabled || !this.live(now)) return undefined;
+    const key = String(principalId);
+    const cached = this.grants.get(key);
+    if (cached && now - cached.cachedAt < this.deps.config.SVC_TOKEN_CACHE_MAX_AGE_MS) return cached.sets ?? undefined;
+    const generation = this.generation;
+    const sets = await readGrantSets(this.deps.sql, principalId);
+    let size = 0;
+    for (const ids of sets.values()) size += ids.length;
+    const usable = size <= GRANT_SETS_MAX_IDS ? sets : null;
+    if (generation !== this.generation || !this.live(Date.now())) return undefined;
+    this.put(this.grants, key, { sets: usable, cachedAt: now });
+    return usable ?? undefined;
   }
 
   /** Sets `key` in `map`, first dropping its oldest entry when it holds SVC_TOKEN_CACHE_SIZE. */
