@@ -17,8 +17,18 @@ import { collection, principalWith, tokenFor } from './class-fixtures.ts';
 import { PERMISSIONS, type Permission } from '../src/domain/authz.ts';
 import type { TokenScopeValue } from '../src/db/tokens.ts';
 import type { CheckedResponse } from './contract-check.ts';
+import { tokenCache } from '../src/services/token-cache.ts';
+import { operations } from '../generated/operations.ts';
 
 let t: TestApp;
+/**
+ * A second instance on the same database with its token cache on (the other instance has it off, as
+ * test/helpers.ts starts every app): a non-administrator's GET there tests collections against its
+ * grants as values (Authority.grants) instead of reading them in SQL, and must decide the same.
+ */
+let cached: TestApp;
+/** Statements on `cached` that read a principal's grants for its cache (the mode was used). */
+let grantReads = 0;
 let adminId: number;
 
 const CALLERS = [
@@ -140,6 +150,10 @@ async function sharedField(classId: number, owner: number | null = null): Promis
 
 beforeAll(async () => {
   t = await startTestApp();
+  cached = await startTestApp({ SVC_TOKEN_CACHE_SIZE: 10000 });
+  (cached.deps.sql.options as unknown as { debug: unknown }).debug = (_c: number, text: string) => {
+    if (text.includes('with recursive svc_granted (id, permission)')) grantReads++;
+  };
   const [admin] = await sql()<{ id: number }[]>`select id from principals where name = 'admin' and identity_scope = 'local'`;
   adminId = admin!.id;
   P = await collection(t);
@@ -193,6 +207,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await t.close();
+  await cached.close();
 });
 
 // ---- helpers for rows ---------------------------------------------------------------------------
@@ -875,6 +890,34 @@ describe('authorization matrix of the inventory core', () => {
       });
     }
   }
+
+  // The reads again on the instance with its token cache, whose cache is emptied first (the
+  // fixtures above are made in SQL, whose NOTIFY may not have arrived yet): same status, same items.
+  for (const row of rows) {
+    const op = operations[row.name.split(' ')[0] as keyof typeof operations];
+    if (row.check || op.method !== 'get') continue;
+    for (const caller of CALLERS) {
+      if (caller === 'anonymous' || caller === 'admin' || caller === 'scopedAdmin') continue;
+      it(`${row.name}: ${caller} → ${expectedStatus(row, caller)} with the grants known`, async () => {
+        const call = await row.prepare();
+        const { token, principalId } = await tokenOf(caller, row, call);
+        if (row.finish) await row.finish(call, principalId);
+        const req = resolvePath(row, call.req);
+        tokenCache(cached.deps).clear();
+        const res = await cached.request(req.method, req.path, { token, body: req.body, contentType: req.contentType, query: req.query });
+        const want = expectedStatus(row, caller);
+        if (want >= 400) return expectDenied(res, want);
+        expect(res.status, res.text).toBe(want);
+        if (!row.list) return;
+        const items = (res.body as { id: number }[]).map((r) => Number(r.id)).sort((a, b) => a - b);
+        expect(items).toEqual([...expectedItems(row.list(call), caller)].sort((a, b) => a - b));
+      });
+    }
+  }
+
+  it('the instance with its token cache read the grants for its cache (the mode above was used)', () => {
+    expect(grantReads).toBeGreaterThan(0);
+  });
 });
 
 // Scope dimensions beyond "another collection": what each resource entry covers, the permission
