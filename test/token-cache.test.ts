@@ -367,3 +367,81 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
     }
   });
 });
+
+describe("each class's collection kept for the lists of its objects", () => {
+  const collection = async (): Promise<number> => {
+    const res = await a.request('POST', '/api/v1/collections', { body: { name: uniq('kc-c') } });
+    expect(res.status, res.text).toBe(201);
+    return (res.body as { id: number }).id;
+  };
+  const classIn = async (c: number): Promise<number> => {
+    const res = await a.request('POST', '/api/v1/classes', { body: { name: uniq('kc-k'), collection_id: c } });
+    expect(res.status, res.text).toBe(201);
+    return (res.body as { id: number }).id;
+  };
+  const list = (t: TestApp, token: string | undefined, k: number) =>
+    t.request('GET', `/api/v1/classes/${k}/objects`, { token, query: { include_total: 'false' } });
+  /** Statements of `t`'s pools that read class `k` for its permission check, while `fn` runs. */
+  const classReads = async (t: TestApp, k: number, fn: () => Promise<unknown>): Promise<number> => {
+    let n = 0;
+    const opts = t.deps.sql.options as unknown as { debug: unknown };
+    opts.debug = (_c: number, text: string, params: unknown[]) => {
+      if (text.includes('from classes k where k.id = $') && params.map(String).includes(String(k))) n++;
+    };
+    try {
+      await fn();
+    } finally {
+      opts.debug = false;
+    }
+    return n;
+  };
+  const listsOn = async (t: TestApp, token: string | undefined, k: number, want: number): Promise<void> => {
+    let got = 0;
+    for (let i = 0; i < 500; i++) {
+      got = (await list(t, token, k)).status;
+      if (got === want) return;
+      await new Promise((ok) => setTimeout(ok, 10));
+    }
+    throw new Error(`GET /api/v1/classes/${k}/objects: ${got} instead of ${want}`);
+  };
+
+  it('read once, then decided without a statement, for an administrator and for a reader whose grants are known', async () => {
+    const c = await collection();
+    const k = await classIn(c);
+    const h = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
+    const other = await userWith(a, [[c, ['ReadObject']]]);
+    for (const token of [undefined, h.token]) {
+      expect((await list(a, token, k)).status).toBe(200);
+      expect(await classReads(a, k, async () => expect((await list(a, token, k)).status).toBe(200))).toBe(0);
+    }
+    // without ReadClass: still refused, from the kept collection
+    expect(await classReads(a, k, async () => expect((await list(a, other.token, k)).status).toBe(403))).toBe(0);
+    // and a class that does not exist is 404 (read each time: nothing is kept of it)
+    expect((await list(a, h.token, 2_000_000_000)).status).toBe(404);
+  });
+
+  it('a class moved to another collection: the permission follows it at once here, and there after the NOTIFY', async () => {
+    const c1 = await collection();
+    const c2 = await collection();
+    const k = await classIn(c1);
+    const h = await userWith(a, [[c1, ['ReadClass', 'ReadObject']]]);
+    for (const t of [a, b]) for (let i = 0; i < 2; i++) expect((await list(t, h.token, k)).status).toBe(200);
+    const moved = await a.request('PATCH', `/api/v1/classes/${k}`, { body: { collection_id: c2 } });
+    expect(moved.status, moved.text).toBe(200);
+    expect((await list(a, h.token, k)).status).toBe(403);
+    await listsOn(b, h.token, k, 403);
+    // moved back in SQL (no API): the trigger's NOTIFY reaches both instances
+    await a.deps.sql`update classes set collection_id = ${c1} where id = ${k}`;
+    await listsOn(a, h.token, k, 200);
+    await listsOn(b, h.token, k, 200);
+  });
+
+  it('a class deleted: 404 at once here, and there after the NOTIFY', async () => {
+    const c = await collection();
+    const k = await classIn(c);
+    for (const t of [a, b]) for (let i = 0; i < 2; i++) expect((await list(t, undefined, k)).status).toBe(200);
+    expect((await a.request('DELETE', `/api/v1/classes/${k}`)).status).toBe(204);
+    expect((await list(a, undefined, k)).status).toBe(404);
+    await listsOn(b, undefined, k, 404);
+  });
+});

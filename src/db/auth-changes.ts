@@ -26,6 +26,19 @@ export const AUTH_ENTITY_TYPES: ReadonlySet<string> = new Set([
   'restore',
 ]);
 
+/**
+ * Whether an audit event records a change that bears on the token cache: one of AUTH_ENTITY_TYPES,
+ * or a class deleted or moved to another collection (the cache keeps each class's collection:
+ * services/token-cache.ts classCollection).
+ */
+export function bearsOnAuth(e: { entityType: string; action: string; before?: unknown; after?: unknown }): boolean {
+  if (AUTH_ENTITY_TYPES.has(e.entityType)) return true;
+  if (e.entityType !== 'class') return false;
+  if (e.action === 'deleted') return true;
+  const collectionOf = (v: unknown) => (v && typeof v === 'object' ? (v as { collection_id?: unknown }).collection_id : undefined);
+  return e.action === 'updated' && collectionOf(e.before) !== collectionOf(e.after);
+}
+
 const open = new WeakSet<object>();
 const marked = new WeakSet<object>();
 const listeners = new Map<object, Set<() => void>>();
@@ -69,7 +82,8 @@ export const TOKEN_CACHE_CHANNEL = 'svc_token_cache';
 
 /**
  * Listens on the token-cache channel: `onMessage` gets each payload ('t:<id>', 'g', 'c' from
- * migrations/0200_collection_tree_notify.sql, or the heartbeat 'p'), `onListen` runs on every
+ * migrations/0200_collection_tree_notify.sql, 'k' from migrations/0220_class_collection_notify.sql,
+ * or the heartbeat 'p'), `onListen` runs on every
  * (re)connection of the listening connection.
  */
 export async function listenForTokenChanges(

@@ -201,6 +201,23 @@ export async function requireClassPermission(db: Db, auth: Authority, classId: n
 }
 
 /**
+ * requireClassPermission without a statement, for a class whose collection the caller already
+ * knows (the token cache keeps it: services/class-access.ts): decided for an administrator, or for
+ * a caller whose grants are known (Authority.grants), as the statement would decide it. Undefined
+ * when it cannot be decided so (a non-administrator whose grants are not known).
+ */
+export function classPermissionOf(auth: Authority, classId: number, collectionId: number, perm: Permission): ClassRef | undefined {
+  let granted = true;
+  if (!auth.isAdmin) {
+    const known = knownGrant(auth, perm);
+    if (!known) return undefined;
+    granted = known.includes(collectionId);
+  }
+  enforce(decide(auth, perm, { kind: 'class', id: classId, collectionId }, granted), perm, 'class');
+  return { id: classId, collection_id: collectionId };
+}
+
+/**
  * requireClassPermission and a read of the class's `columns` (over alias `k`) in one statement;
  * `lock: 'share'` also share-locks the class row (a write under the class holds its schema).
  */

@@ -2,7 +2,7 @@ import type { Db } from './sql.ts';
 import { notFinal, type Final } from './tx.ts';
 import type { Fragment } from './list.ts';
 import type { Actor } from '../domain/actor.ts';
-import { AUTH_ENTITY_TYPES, markAuthChange } from './auth-changes.ts';
+import { bearsOnAuth, markAuthChange } from './auth-changes.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 
 /**
@@ -45,7 +45,7 @@ function eventValues(tx: Db, actor: Actor, e: NewEvent): Fragment {
 
 /** The values of one event (columns as EVENT_COLUMNS). */
 function eventValueList(tx: Db, actor: Actor, e: NewEvent): Fragment {
-  if (AUTH_ENTITY_TYPES.has(e.entityType)) markAuthChange(tx);
+  if (bearsOnAuth(e)) markAuthChange(tx);
   const v = eventFields(actor, e);
   return tx`${e.entityType}, ${e.entityId}, ${e.entityName ?? null}, ${e.collectionId ?? null}, ${v.related}::int[],
       ${e.action}, ${actor.kind}, ${v.actorUserId}, ${v.initiatorId},
@@ -94,7 +94,7 @@ export function rowEventInsertText(first: number): string {
 
 /** The parameters of rowEventInsertText, in its order. */
 export function rowEventParams(tx: Db, actor: Actor, e: NewEvent): unknown[] {
-  if (AUTH_ENTITY_TYPES.has(e.entityType)) markAuthChange(tx);
+  if (bearsOnAuth(e)) markAuthChange(tx);
   const v = eventFields(actor, e);
   const json = (x: unknown) => (x === undefined || x === null ? null : JSON.stringify(x));
   return [

@@ -4,14 +4,7 @@ import { badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
 import { filterSql, type Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
-import {
-  objectWhere,
-  permissionsFilter,
-  readObjectAs,
-  readObjectByIdAs,
-  requireClassPermission,
-  requireObjectPermission,
-} from '../db/authz.ts';
+import { objectWhere, permissionsFilter, readObjectAs, readObjectByIdAs, requireObjectPermission } from '../db/authz.ts';
 import { classIdByName } from '../db/classes.ts';
 import {
   findObject,
@@ -40,6 +33,7 @@ import {
 } from '../mutations/objects.ts';
 import type { ResponseBody } from '../domain/wire.ts';
 import { JsonTexts } from '../domain/json-text.ts';
+import { requireClassAccess } from '../services/class-access.ts';
 
 /** Query parameters of the aggregate operations that are not object filters. */
 const AGGREGATE_PARAMS = new Set(['group_by', 'aggregate', 'sort', 'cursor', 'include_total']);
@@ -47,7 +41,7 @@ const AGGREGATE_PARAMS = new Set(['group_by', 'aggregate', 'sort', 'cursor', 'in
 async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string, unknown>) {
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
-  await requireClassPermission(db, auth, classId, 'ReadClass');
+  await requireClassAccess(ctx.deps, auth, classId, 'ReadClass');
   const req = parseAggregateRequest(query);
   const active = await activeFields(db, classId, auth.principal);
   const computed = new Map<string, ComputedDef>();
@@ -144,7 +138,8 @@ function rowReply(row: Row, active: ActiveFields | null, extra: Record<string, s
 async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>) {
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
-  const allowed = requireClassPermission(db, auth, classId, 'ReadClass');
+  // (without a statement when the class's collection is kept: services/class-access.ts)
+  const allowed = requireClassAccess(ctx.deps, auth, classId, 'ReadClass');
   const include = wantsComputed(query);
   const pageOf = (active: ActiveFields) => {
     const q = parseObjectQuery(db, query, active, auth, classId, { reserved: ['include'] });

@@ -22,7 +22,10 @@
 // principal its grants (grantSets: every permission's collections, which a non-administrator's read
 // request tests collections against instead of reading the grants in its statements): dropped with
 // the token (collection sets), on 'g' and on 'c', and in this process on any collection change it
-// commits.
+// commits. And it keeps which collection each class is in (classCollection), so a list of a class's
+// objects decides the permission on the class without a statement: dropped on 'k' (a class deleted
+// or moved: migrations/0220) and with everything else, and in this process when it commits such a
+// change (db/auth-changes.ts bearsOnAuth).
 //
 // last_used_at of a cached token is advanced in memory and written in batches at most
 // LAST_USED_FLUSH_MS after the use (the later of stored and batched time wins); token reads of this
@@ -71,6 +74,7 @@ export class TokenCache {
   private readonly entries = new Map<string, Entry>();
   private readonly collectionSets = new Map<string, CollectionSet>();
   private readonly grants = new Map<string, CachedGrants>();
+  private readonly classes = new Map<string, { collectionId: number; cachedAt: number }>();
   private generation = 0;
   private listening = false;
   private lastHeard = 0;
@@ -118,6 +122,7 @@ export class TokenCache {
     if (payload === 'p') return;
     if (payload.startsWith('t:')) this.dropToken(Number(payload.slice(2)));
     else if (payload === 'c') this.dropCollectionSets();
+    else if (payload === 'k') this.dropClasses();
     else this.clear();
   }
 
@@ -131,6 +136,7 @@ export class TokenCache {
     this.entries.clear();
     this.collectionSets.clear();
     this.grants.clear();
+    this.classes.clear();
   }
 
   private dropToken(id: number): void {
@@ -144,6 +150,40 @@ export class TokenCache {
     this.generation++;
     this.collectionSets.clear();
     this.grants.clear();
+  }
+
+  /** A class was deleted or moved: the cached classes go. */
+  private dropClasses(): void {
+    this.generation++;
+    this.classes.clear();
+  }
+
+  /**
+   * The collection of class `classId` as kept (see `knowClass`), or undefined when it is not kept or
+   * the cache may not be used.
+   */
+  classCollection(classId: number): number | undefined {
+    const now = Date.now();
+    if (!this.enabled || !this.live(now)) return undefined;
+    const kept = this.classes.get(String(classId));
+    if (!kept || now - kept.cachedAt >= this.deps.config.SVC_TOKEN_CACHE_MAX_AGE_MS) return undefined;
+    return kept.collectionId;
+  }
+
+  /** A mark to pass to `knowClass` (taken before the statement that reads the class). */
+  mark(): number {
+    return this.generation;
+  }
+
+  /**
+   * Keeps that class `classId` is in collection `collectionId`, as a statement begun at `mark` read
+   * it: not when anything was dropped since (the row may be older than the change), nor while the
+   * cache may not be used. Dropped on 'k', with everything on 'g', and after
+   * SVC_TOKEN_CACHE_MAX_AGE_MS.
+   */
+  knowClass(classId: number, collectionId: number, mark: number): void {
+    if (!this.enabled || mark !== this.generation || !this.live(Date.now())) return;
+    this.put(this.classes, String(classId), { collectionId, cachedAt: Date.now() });
   }
 
   /**

@@ -1,0 +1,30 @@
+// The permission check on a class that a list of its objects makes before its page, without a
+// statement when the token cache (services/token-cache.ts) keeps the class's collection and the
+// caller is an administrator or a non-administrator whose grants are known (Authority.grants).
+// Otherwise the class is read with the check (db/authz.ts requireClassPermission), and its
+// collection kept for the next request. The cache drops a class when it is deleted or moved
+// (migrations/0220, db/auth-changes.ts bearsOnAuth), so a decision from it is at most as stale as a
+// cached token: at once in this process, within the NOTIFY delay in the others.
+import type { Deps } from '../deps.ts';
+import type { Authority, Permission } from '../domain/authz.ts';
+import { classPermissionOf, requireClassPermission, type ClassRef } from '../db/authz.ts';
+import { tokenCache } from './token-cache.ts';
+
+/** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
+export function requireClassAccess(deps: Deps, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
+  const cache = tokenCache(deps);
+  const collectionId = cache.classCollection(classId);
+  if (collectionId !== undefined) {
+    try {
+      const decided = classPermissionOf(auth, classId, collectionId, perm);
+      if (decided) return Promise.resolve(decided);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+  }
+  const mark = cache.mark();
+  return requireClassPermission(deps.sql, auth, classId, perm).then((ref) => {
+    cache.knowClass(ref.id, ref.collection_id, mark);
+    return ref;
+  });
+}
