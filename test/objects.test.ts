@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { objectColsJsonText } from '../src/db/objects.ts';
+import { listPoolOf } from '../src/db/sql.ts';
 import { isoTime } from '../src/domain/wire.ts';
 import {
   ALL_CLASS_OBJECT,
@@ -331,6 +332,56 @@ describe('listObjects and listObjectsByClassName', () => {
     expect(await q({ json_data__all: 'tags=y,x,y' })).toEqual([str.id]);
     expect(await q({ json_data__all: 'tags=x,z' })).toEqual([]);
     expect(await q({ json_data__not_equals: 's=q' })).toEqual([arr.id, obj.id, num.id]);
+  });
+
+  it('json_data filters that are containment tests alone go out as one contained document, with the same result', async () => {
+    const cls = await createClass(t, await collection(t));
+    const a = await createObject(t, cls.id, { env: 'prod', role: 'db', tags: ['x', 'y'], net: { zone: 'a', rack: 'r1' }, n: 1 });
+    const b = await createObject(t, cls.id, { env: 'prod', role: 'web', tags: ['x'], n: 2 });
+    const c = await createObject(t, cls.id, { env: 'dev', role: 'db', net: { zone: 'a' } });
+    const d = await createObject(t, cls.id, { env: ['prod'], role: 'db', tags: 'x' });
+    const e = await createObject(t, cls.id, { ['__proto__']: 'p', env: 'prod', constructor: { x: 'y' } });
+    const statements: string[] = [];
+    const pools = [t.deps.sql, listPoolOf(t.deps.sql)].map((p) => p?.options as unknown as { debug: unknown } | undefined);
+    const q = async (query: Record<string, string | string[]>) => {
+      for (const o of pools)
+        if (o) o.debug = (_c: number, text: string, params: unknown[]) => statements.push(`${text} ${JSON.stringify(params)}`);
+      try {
+        return ids(await t.request('GET', `/api/v1/classes/${cls.id}/objects`, { query: { ...query, include_total: 'false' } }));
+      } finally {
+        for (const o of pools) if (o) o.debug = false;
+      }
+    };
+    const page = () => statements.filter((x) => x.includes('from objects o')).at(-1)!;
+    expect(await q({ json_data__equals: ['env=prod', 'role=db'] })).toEqual([a.id]);
+    expect(page().match(/@>/g)).toHaveLength(1);
+    expect(page()).toContain(JSON.stringify(JSON.stringify({ env: 'prod', role: 'db' })));
+    expect(await q({ json_data__equals: 'env=prod', json_data__all: 'tags=x' })).toEqual([a.id, b.id]);
+    expect(page().match(/@>/g)).toHaveLength(1);
+    expect(await q({ json_data__all: ['tags=x', 'tags=y'] })).toEqual([a.id]);
+    expect(await q({ json_data__equals: ['net,zone=a', 'net,rack=r1'] })).toEqual([a.id]);
+    expect(page()).toContain(JSON.stringify(JSON.stringify({ net: { zone: 'a', rack: 'r1' } })));
+    // values that cannot be one document: two documents, and no object holds both
+    expect(await q({ json_data__equals: ['env=prod', 'env=dev'] })).toEqual([]);
+    expect(page().match(/@>/g)).toHaveLength(2);
+    expect(await q({ json_data__equals: 'tags=x', json_data__all: 'tags=x' })).toEqual([]);
+    expect(await q({ json_data__equals: 'role=db', json_data__all: 'role=db' })).toEqual([]);
+    // negated, numeric (a number or a string) and array-index filters stay as they are beside the document
+    expect(await q({ json_data__equals: 'env=prod', json_data__not_equals: 'role=db' })).toEqual([b.id, e.id]);
+    expect(await q({ json_data__equals: ['env=prod', 'n=2'] })).toEqual([b.id]);
+    expect(await q({ json_data__equals: ['env=prod', 'tags,0=x'] })).toEqual([a.id, b.id]);
+    // member names that are JavaScript's own
+    expect(await q({ json_data__equals: ['__proto__=p', 'env=prod', 'constructor,x=y'] })).toEqual([e.id]);
+    expect(await q({ json_data__equals: ['__proto__=q', 'env=prod'] })).toEqual([]);
+    // one document alone is the filter as it was
+    expect(await q({ json_data__equals: 'role=db' })).toEqual([a.id, c.id, d.id]);
+    expect(await q({ json_data__equals: ['role=db', 'net,zone=a'] })).toEqual([a.id, c.id]);
+    // the same conditions in an aggregate
+    const agg = await t.request('GET', `/api/v1/classes/${cls.id}/object-aggregates`, {
+      query: { json_data__equals: ['env=prod', 'role=db'], aggregate: 'min:json_data.n' },
+    });
+    expect(agg.status, agg.text).toBe(200);
+    expect((agg.body as { object_count: number }[]).map((r) => r.object_count)).toEqual([1]);
   });
 
   it('listObjects answers a caller without ReadClass 403/404 before looking at the query (no 400 for a bad sort), with or without computed fields named', async () => {

@@ -170,6 +170,102 @@ function textOp(db: Db, c: Fragment, op: string, v: string): Fragment {
   }
 }
 
+/** The JSON values a filter value s stands for, as `equals`/`in` and `all` read it (as JSON text). */
+function jsonForms(s: string, op: string): string[] {
+  return [
+    JSON.stringify(s),
+    // a number as written, without the leading zeros JSON does not allow (`007` is 7, as ::numeric reads it)
+    ...(/^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(s) ? [s.replace(/^(-?)0+(?=\d)/, '$1')] : []),
+    ...(s === 'true' || s === 'false' ? [s] : []),
+    ...(op !== 'all' && s === 'null' ? ['null'] : []),
+  ];
+}
+
+/** Whether a json_data filter may add a containment test (its path names members only). */
+function containable(f: Filter): boolean {
+  return f.def.column === 'o.json_data' && f.path.length > 0 && !f.path.some((seg) => /^-?\d+$/.test(seg));
+}
+
+/**
+ * The contained document of a json_data filter that is a containment test and nothing else
+ * (jsonFilter's `indexed`: `equals` of a value that can only be a JSON string, `all` of such
+ * values), as a JSON value (objects without a prototype, so any member name is a plain member);
+ * undefined for any other filter.
+ */
+function containedDocument(f: Filter): unknown {
+  if (f.negate || f.def.type !== 'json' || !containable(f) || (f.op !== 'equals' && f.op !== 'all')) return undefined;
+  const values = (f.op === 'equals' ? f.values.slice(0, 1) : f.values).map((v) => jsonForms(String(v), f.op));
+  if (values.length === 0 || values.some((forms) => forms.length !== 1)) return undefined;
+  const leaves = values.map((forms) => JSON.parse(forms[0]!) as unknown);
+  return f.path.reduceRight<unknown>(
+    (inner, seg) => {
+      const o = Object.create(null) as Record<string, unknown>;
+      o[seg] = inner;
+      return o;
+    },
+    f.op === 'all' ? leaves : leaves[0],
+  );
+}
+
+const CONFLICT = Symbol('conflict');
+
+/**
+ * One document that contains exactly what `a` and `b` both contain, or CONFLICT where they cannot
+ * be one (a string against another value, an array against an object): objects merge member by
+ * member, arrays join (an array contains another when it contains each of its members).
+ */
+function mergeContained(a: unknown, b: unknown): unknown {
+  if (Array.isArray(a) && Array.isArray(b)) return [...(a as unknown[]), ...(b as unknown[])];
+  const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+  if (isObject(a) && isObject(b)) {
+    const out = Object.create(null) as Record<string, unknown>;
+    for (const k of Object.keys(a)) out[k] = a[k];
+    for (const k of Object.keys(b)) {
+      if (!Object.prototype.hasOwnProperty.call(out, k)) {
+        out[k] = b[k];
+        continue;
+      }
+      const m = mergeContained(out[k], b[k]);
+      if (m === CONFLICT) return CONFLICT;
+      out[k] = m;
+    }
+    return out;
+  }
+  return typeof a === 'string' && a === b ? a : CONFLICT;
+}
+
+/**
+ * SQL for the filters of one list, each as filterSql makes it, except that the json_data filters
+ * that are containment tests alone go into as few contained documents as they can
+ * (`json_data__equals=env=prod&json_data__equals=role=db` → `json_data @> {"env":"prod","role":"db"}`).
+ * The result is the same. PostgreSQL estimates one document as a whole against its statistics;
+ * separately estimated tests multiply, and the product of two common values that rarely occur
+ * together can make it walk the class in id order for a page that has few rows or none (as
+ * json_data__all's values did, before they became one document: 951 ms against 4 ms at 1M objects).
+ */
+export function filtersSql(db: Db, filters: Filter[]): Fragment[] {
+  const out: Fragment[] = [];
+  const docs: unknown[] = [];
+  for (const f of filters) {
+    const doc = containedDocument(f);
+    if (doc === undefined) {
+      out.push(filterSql(db, f));
+      continue;
+    }
+    let placed = false;
+    for (let i = 0; i < docs.length && !placed; i++) {
+      const m = mergeContained(docs[i], doc);
+      if (m !== CONFLICT) {
+        docs[i] = m;
+        placed = true;
+      }
+    }
+    if (!placed) docs.push(doc);
+  }
+  for (const doc of docs) out.push(db`(o.json_data @> ${JSON.stringify(doc)}::text::jsonb)` as Fragment);
+  return out;
+}
+
 /**
  * JSON path filters. A missing path or a value that cannot be converted never matches and is
  * never an error (the svc_try_* functions return null instead of failing).
@@ -197,7 +293,7 @@ function jsonFilter(db: Db, f: Filter): Fragment {
   // containment test beside them can, and it holds whenever they do, so the result is the same.
   // (A path with an array index is left alone: containment would read that step as a member name.)
   const indexed = (exact: Fragment, leaves: (s: string) => string[]): Fragment => {
-    if (f.def.column !== 'o.json_data' || f.path.length === 0 || f.path.some((seg) => /^-?\d+$/.test(seg))) return exact;
+    if (!containable(f)) return exact;
     // The contained document as JSON text, a parameter the planner sees as a constant (a list with
     // filters is planned for its values): it can then estimate the test and choose the GIN index.
     const nest = (leaf: string) => f.path.reduceRight((inner, seg) => `{${JSON.stringify(seg)}:${inner}}`, leaf);
@@ -230,14 +326,7 @@ function jsonFilter(db: Db, f: Filter): Fragment {
     if (v.every((s) => scalars(s).length === 1)) return needed;
     return db`(${exact} and ${needed})` as Fragment;
   };
-  /** The JSON values a filter value s stands for, as equalsOne and `all` read it (as JSON text). */
-  const scalars = (s: string): string[] => [
-    JSON.stringify(s),
-    // a number as written, without the leading zeros JSON does not allow (`007` is 7, as ::numeric reads it)
-    ...(numeric(s) ? [s.replace(/^(-?)0+(?=\d)/, '$1')] : []),
-    ...(s === 'true' || s === 'false' ? [s] : []),
-    ...(f.op !== 'all' && s === 'null' ? ['null'] : []),
-  ];
+  const scalars = (s: string): string[] => jsonForms(s, f.op);
   switch (f.op) {
     case 'is_null':
       return (
@@ -377,7 +466,7 @@ function commaSeparated(db: Db, parts: Fragment[]): Fragment {
  */
 export async function runList<T extends Record<string, unknown>>(db: Db, opts: ListOptions): Promise<ListPage<T>> {
   const { parsed, spec } = opts;
-  const conditions = [...(opts.where ?? []), ...parsed.filters.map((f) => filterSql(db, f))];
+  const conditions = [...(opts.where ?? []), ...filtersSql(db, parsed.filters)];
   const where = and(db, conditions);
   const page = parsed.cursor ? and(db, [where, afterCursor(db, spec, parsed.sort, parsed.cursor)]) : where;
   // The sort keys' values, selected as __k0, __k1, ... (the next page's cursor)

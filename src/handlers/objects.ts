@@ -2,7 +2,7 @@ import type { Ctx, HandlerMap, RequestBody } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
-import { filterSql, type Fragment } from '../db/list.ts';
+import { filtersSql, type Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
 import { objectWhere, permissionsFilter, readObjectAs, readObjectByIdAs, requireObjectPermission } from '../db/authz.ts';
 import { classIdByName } from '../db/classes.ts';
@@ -58,7 +58,7 @@ async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string,
     ofClassWhere(db, classId),
     objectWhere(db, auth, 'ReadObject'),
     ...permissionsFilter(q.parsed.extras.permissions, (p) => objectWhere(db, auth, p)),
-    ...q.parsed.filters.map((f) => filterSql(db, f)),
+    ...filtersSql(db, q.parsed.filters),
     ...q.where,
   ];
   const limit = req.dimensions.length ? q.parsed.limit : 1;
