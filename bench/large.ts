@@ -407,6 +407,21 @@ try {
     }),
     'SQL: @> (GIN)',
   );
+  // Two filters (equals and all) that are containment tests alone: one contained document
+  // (db/list.ts filtersSql), as the hand-written SQL writes it. No object is both on rack 9 and even.
+  await compare(
+    b,
+    'json_data env=prod + all tags=rack-9,even (none)',
+    svcList({ ...page1, json_data__equals: 'env=prod', json_data__all: 'tags=rack-9,even' }),
+    async () => ({
+      ids: ids(
+        await direct`
+        select ${OBJ} from objects where class_id = ${classId} and json_data @> '{"env":"prod","tags":["rack-9","even"]}'
+        order by id limit 100`,
+      ),
+    }),
+    'SQL: one @> (GIN)',
+  );
   const host = `srv-${Math.floor(OBJECTS * 0.7)}.example.net`;
   await compare(
     b,

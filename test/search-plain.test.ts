@@ -128,6 +128,11 @@ describe('searchPlainText', () => {
     ]);
     expect((await plainOk({ q: `${P}-datamark` })).results.objects).toEqual([]);
     expect(namesOf((await plainOk({ q: `${P}-DATAMARK`, search_object_data: true })).results.objects)).toEqual([`${P}-obj3`]);
+    // the object as getObject shows it, its json_data passed through as the database's text
+    const found = (await plainOk({ q: `${P}-DATAMARK`, search_object_data: true })).results.objects[0];
+    const read = await t.request('GET', `/api/v1/classes/${ids.plainClass}/${ids.obj3}`);
+    expect(found).toEqual(read.body);
+    expect(found!.json_data).toEqual({ deep: { list: [1, `x-${P}-datamark-y`] }, n: 42 });
     // only string values match, not numbers or keys
     const numbers = await plainOk({ q: '42', kinds: 'object', search_object_data: true });
     expect(numbers.results.objects.map((o) => o.id)).not.toContain(ids.obj3);

@@ -21,6 +21,7 @@ import type { FieldDef, ListSpec, ParsedList } from '../domain/list-query.ts';
 import { DEFAULT_SORT, TARGET_FIELDS, type TargetKind } from '../domain/search.ts';
 import type { Authority } from '../domain/authz.ts';
 import type { ResponseBody } from '../domain/wire.ts';
+import type { JsonTexts } from '../domain/json-text.ts';
 
 type Row = Record<string, unknown>;
 
@@ -151,8 +152,12 @@ export const TARGET_SPECS: Record<TargetKind, ListSpec> = {
   service_account: specFor('service_account'),
 };
 
-/** The SQL of one target for the caller. Authorization gates (403) are the handler's job. */
-export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { classId: number | null }): TargetSql {
+/**
+ * The SQL of one target for the caller. Authorization gates (403) are the handler's job. With
+ * `texts`, an object's json_data is the database's JSON text, passed through to the reply as a
+ * placeholder of `texts` (domain/json-text.ts) instead of being parsed and serialised again.
+ */
+export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { classId: number | null; texts?: JsonTexts }): TargetSql {
   const spec = TARGET_SPECS[kind];
   switch (kind) {
     case 'collection':
@@ -176,8 +181,14 @@ export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { cla
         spec,
         where,
         list: (parsed, w) =>
-          listObjects(db, { parsed, spec, where: [], computedFilters: 0, computedSort: false }, w, null) as Promise<ListPage<Row>>,
-        result: (r) => ({ kind: 'object', resource: objectView(r as ObjectRow) }),
+          listObjects(db, { parsed, spec, where: [], computedFilters: 0, computedSort: false }, w, null, {
+            jsonText: opts.texts !== undefined,
+          }) as Promise<ListPage<Row>>,
+        result: (r) => {
+          const resource = objectView(r as ObjectRow);
+          if (opts.texts) resource.json_data = opts.texts.add(r.json_data as string);
+          return { kind: 'object', resource };
+        },
       };
     }
     case 'audit_event':

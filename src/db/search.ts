@@ -8,6 +8,7 @@ import { and, filterSql, likeEscape, or, type Fragment } from './list.ts';
 import { translatePgError } from './pg-errors.ts';
 import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
 import { targetSql, type SearchResult } from './search-targets.ts';
+import type { JsonTexts } from '../domain/json-text.ts';
 import { ApiError } from '../domain/errors.ts';
 import type { Filter, ListSpec, ParsedList, SortKey } from '../domain/list-query.ts';
 import type { Authority } from '../domain/authz.ts';
@@ -162,9 +163,9 @@ export async function runPlainSearch(
   db: Db,
   auth: Authority,
   kind: PlainKind,
-  opts: { q: string; limit: number; after: unknown[] | null; searchClassSchema: boolean; searchObjectData: boolean },
+  opts: { q: string; limit: number; after: unknown[] | null; searchClassSchema: boolean; searchObjectData: boolean; texts?: JsonTexts },
 ): Promise<SearchPage> {
-  const t = targetSql(db, auth, kind, { classId: null });
+  const t = targetSql(db, auth, kind, { classId: null, texts: opts.texts });
   try {
     const page = await t.list(parsedFor(PLAIN_SORT, opts.limit, opts.after, false), [...t.where, plainMatch(db, kind, opts.q, opts)]);
     return { results: page.rows.map(t.result), nextValues: listCursorValues(page.nextCursor), total: null };

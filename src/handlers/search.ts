@@ -3,6 +3,7 @@ import { authOf } from '../http/contract.ts';
 import { ApiError, forbidden, isClientError, notFound } from '../domain/errors.ts';
 import { requireHumanUnscoped } from './gates.ts';
 import { sseReply } from '../http/sse.ts';
+import { JsonTexts } from '../domain/json-text.ts';
 import type { AuthInfo } from '../http/auth.ts';
 import { requireClassPermission } from '../db/authz.ts';
 import { resolveClassSelector, runPlainSearch, runStructuredSearch } from '../db/search.ts';
@@ -136,8 +137,15 @@ function preparePlain(input: Input<'searchPlainText'>, ctx: Ctx): PreparedPlain 
   return { auth, plan, after };
 }
 
-async function plainKind(ctx: Ctx, p: PreparedPlain, kind: PlainKind): Promise<{ results: SearchResult[]; next: string | null }> {
+/** One kind's page; with `texts`, objects' json_data as placeholders of the database's JSON text. */
+async function plainKind(
+  ctx: Ctx,
+  p: PreparedPlain,
+  kind: PlainKind,
+  texts?: JsonTexts,
+): Promise<{ results: SearchResult[]; next: string | null }> {
   const page = await runPlainSearch(ctx.deps.sql, p.auth, kind, {
+    texts,
     q: p.plan.q,
     limit: p.plan.limit,
     after: p.after[kind] ?? null,
@@ -172,12 +180,18 @@ export const searchHandlers = {
     const p = preparePlain(input, ctx);
     const results: Groups = { collections: [], classes: [], objects: [] };
     const next: NextCursors = { collections: null, classes: null, objects: null };
-    const pages = await Promise.all(p.plan.kinds.map(async (kind) => [kind, await plainKind(ctx, p, kind)] as const));
+    const texts = new JsonTexts();
+    const pages = await Promise.all(p.plan.kinds.map(async (kind) => [kind, await plainKind(ctx, p, kind, texts)] as const));
     for (const [kind, page] of pages) {
       fillGroup(results, kind, page.results);
       next[PLAIN_GROUP[kind]] = page.next;
     }
-    return { status: 200, body: { query: p.plan.q, results, next }, headers: { 'x-page-limit': String(p.plan.limit) } };
+    return {
+      status: 200,
+      body: { query: p.plan.q, results, next },
+      headers: { 'x-page-limit': String(p.plan.limit) },
+      jsonTexts: texts.texts,
+    };
   },
 
   searchPlainTextStream: async (input, ctx) => {
