@@ -113,3 +113,31 @@ export function eventWire(r: EventRow, texts?: JsonTexts): ResponseBody<'listEve
     schema_version: r.schema_version,
   };
 }
+
+/**
+ * JSON.stringify(eventWire(r, texts)) with its texts spliced in, written directly, for a row of
+ * listEventRows with jsonText (provenance, before, after and metadata the database's JSON texts,
+ * occurred_at its UTC text): an audit page's JSON without building a view per row, stringifying it
+ * and splicing each row's four texts in (as objectJsonText does for an object page). The members and
+ * their order are eventWire's: test/object-views.test.ts holds the two to the same text.
+ */
+export function eventJsonText(r: EventRow): string {
+  const text = (v: unknown) => (v === null || v === undefined ? 'null' : (v as string));
+  return (
+    `{"id":${json(r.id)},"event_id":${json(r.event_id)},"occurred_at":${json(isoTime(r.occurred_at))},` +
+    `"entity_type":${json(r.entity_type)},"entity_id":${json(r.entity_id)},"entity_name":${json(r.entity_name)},` +
+    `"collection_id":${json(r.collection_id)},"action":${json(r.action)},"actor_kind":${json(r.actor_kind)},` +
+    `"actor_user_id":${json(r.actor_user_id)},"initiator_user_id":${json(r.initiator_user_id)},"task_id":${json(r.task_id)},` +
+    `"provenance":${text(r.provenance)},"request_id":${json(r.request_id)},"correlation_id":${json(r.correlation_id)},` +
+    `"summary":${json(r.summary)},"before":${text(r.before)},"after":${text(r.after)},` +
+    `"before_revision":${json(r.before_revision)},"after_revision":${json(r.after_revision)},` +
+    `"metadata":${text(r.metadata ?? '{}')},"schema_version":${json(r.schema_version)}}`
+  );
+}
+
+/** A column's value as JSON.stringify writes it as a member (null for null; an integer without the call). */
+function json(v: unknown): string {
+  if (typeof v === 'number') return Number.isFinite(v) ? `${v}` : 'null';
+  if (v === null || v === undefined) return 'null';
+  return JSON.stringify(v);
+}

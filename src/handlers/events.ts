@@ -17,7 +17,7 @@ import {
   humanUserExists,
   listEventRows,
 } from '../db/audit.ts';
-import { eventWire } from '../domain/audit.ts';
+import { eventJsonText, type eventWire } from '../domain/audit.ts';
 import { JsonTexts } from '../domain/json-text.ts';
 import { WRAPPER_ENTITY_TYPES, applyTimeWindow } from '../domain/audit.ts';
 import { findExportTemplateRef } from '../db/export-templates.ts';
@@ -32,14 +32,10 @@ async function eventPage(query: Record<string, unknown>, ctx: Ctx, fixed: (db: C
     jsonText: true,
     auditCollections: (read) => tokenCache(ctx.deps).collectionsWith(auth.token.id, 'ReadAudit', read),
   });
+  // The page's JSON written directly (eventJsonText), one text for the whole array.
   const texts = new JsonTexts();
-  return {
-    ...listReply(
-      page,
-      page.rows.map((r) => eventWire(r, texts)),
-    ),
-    jsonTexts: texts.texts,
-  };
+  const all = texts.add(`[${page.rows.map(eventJsonText).join(',')}]`);
+  return { ...listReply(page, all as unknown as ReturnType<typeof eventWire>[]), jsonTexts: texts.texts };
 }
 
 export const eventsHandlers = {
