@@ -129,14 +129,21 @@ describe.each([
   beforeAll(async () => {
     if (!known) return;
     knownGrants = new Map();
-    for (const id of [member, noPerm, parentMember, serviceAccount, adminId]) knownGrants.set(id, await readGrantSets(t.deps.sql, id));
+    for (const id of [member, noPerm, parentMember, serviceAccount, adminId]) knownGrants.set(id, (await readGrantSets(t.deps.sql, id))!);
   });
   afterAll(() => {
     knownGrants = null;
   });
 
-  it('each caller is as the mode says', () => {
+  it('each caller is as the mode says', async () => {
     expect(who(member).grants !== undefined).toBe(known);
+    // readGrantSets: every permission's collections down the tree, or null beyond `max` pairs
+    const grants = (await readGrantSets(t.deps.sql, parentMember))!;
+    expect(grants.get('ReadCollection')).toEqual([R, C, G].sort((a, b) => a - b));
+    expect(grants.get('UpdateCollection')).toEqual([R, C, G].sort((a, b) => a - b));
+    expect(grants.has('ReadObject')).toBe(false);
+    expect(await readGrantSets(t.deps.sql, parentMember, 6)).not.toBeNull();
+    expect(await readGrantSets(t.deps.sql, parentMember, 5)).toBeNull();
   });
 
   describe('point checks', () => {

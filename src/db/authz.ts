@@ -37,10 +37,12 @@ export function grantedCollectionIds(db: Db, principalId: number, perm: Permissi
 
 /**
  * The principal's grants for every permission (Authority.grants): the collections where its groups
- * hold it, directly or on an ancestor, as grantedCollectionIds selects them for one permission.
+ * hold it, directly or on an ancestor, as grantedCollectionIds selects them for one permission. Null
+ * when they hold more than `max` (permission, collection) pairs: the read stops there, so a grant
+ * over a large tree costs no more than `max` rows.
  */
-export async function readGrantSets(db: Db, principalId: number): Promise<Map<string, number[]>> {
-  const rows = await db<{ permission: string; ids: number[] }[]>`
+export async function readGrantSets(db: Db, principalId: number, max = 1_000_000): Promise<Map<string, number[]> | null> {
+  const rows = await db<{ permission: string; id: number }[]>`
     with recursive svc_granted (id, permission) as (
       select cp.collection_id, cp.permission
       from collection_permissions cp
@@ -49,8 +51,16 @@ export async function readGrantSets(db: Db, principalId: number): Promise<Map<st
       union
       select c.id, g.permission from collections c join svc_granted g on c.parent_collection_id = g.id
     )
-    select permission, array_agg(id order by id)::int[] as ids from svc_granted group by permission`;
-  return new Map(rows.map((r) => [r.permission, r.ids]));
+    select permission, id from svc_granted limit ${max + 1}::int`;
+  if (rows.length > max) return null;
+  const sets = new Map<string, number[]>();
+  for (const r of rows) {
+    const ids = sets.get(r.permission);
+    if (ids) ids.push(r.id);
+    else sets.set(r.permission, [r.id]);
+  }
+  for (const ids of sets.values()) ids.sort((a, b) => a - b);
+  return sets;
 }
 
 /** The collections granted `perm` as a value, when the caller's grants are known (Authority.grants). */

@@ -220,10 +220,7 @@ export class TokenCache {
     const cached = this.grants.get(key);
     if (cached && now - cached.cachedAt < this.deps.config.SVC_TOKEN_CACHE_MAX_AGE_MS) return cached.sets ?? undefined;
     const generation = this.generation;
-    const sets = await readGrantSets(this.deps.sql, principalId);
-    let size = 0;
-    for (const ids of sets.values()) size += ids.length;
-    const usable = size <= GRANT_SETS_MAX_IDS ? sets : null;
+    const usable = await readGrantSets(this.deps.sql, principalId, GRANT_SETS_MAX_IDS);
     if (generation !== this.generation || !this.live(Date.now())) return undefined;
     this.put(this.grants, key, { sets: usable, cachedAt: now });
     return usable ?? undefined;
