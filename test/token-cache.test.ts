@@ -322,6 +322,12 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
     expect(texts.some((x) => x.includes('collection_ancestors'))).toBe(false);
     // the principal's other token uses the same grants
     expect(grantReads(await statements(a, async () => expect(await status(a, second, path)).toBe(200)))).toBe(0);
+    // a login (a token created) empties nothing: the first token is still answered from memory
+    const third = await a.request('POST', '/api/v0/auth/login', { body: { name: h.name, password: h.password } });
+    expect(third.status, third.text).toBe(200);
+    const hitsBefore = await hits();
+    expect(grantReads(await statements(a, async () => expect(await status(a, h.token, path)).toBe(200)))).toBe(0);
+    expect(await hits()).toBe(hitsBefore + 1);
     const res = await a.request('DELETE', `/api/v1/collections/${c}/permissions/group/${h.groupId}/ReadObject`);
     expect(res.status, res.text).toBeLessThan(300);
     expect(grantReads(await statements(a, async () => expect(await status(a, h.token, path)).toBe(403)))).toBe(1);

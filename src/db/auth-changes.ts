@@ -27,11 +27,14 @@ export const AUTH_ENTITY_TYPES: ReadonlySet<string> = new Set([
 ]);
 
 /**
- * Whether an audit event records a change that bears on the token cache: one of AUTH_ENTITY_TYPES,
- * or a class deleted or moved to another collection (the cache keeps each class's collection:
- * services/token-cache.ts classCollection).
+ * Whether an audit event records a change that bears on the token cache: one of AUTH_ENTITY_TYPES
+ * (but a token created), or a class deleted or moved to another collection (the cache keeps each
+ * class's collection: services/token-cache.ts classCollection).
  */
 export function bearsOnAuth(e: { entityType: string; action: string; before?: unknown; after?: unknown }): boolean {
+  // A token just created (a login, a minted token) is in no cache yet, and changes nothing the
+  // cache holds: it need not empty the cache of the process, as every login did.
+  if (e.entityType === 'token' && e.action === 'created') return false;
   if (AUTH_ENTITY_TYPES.has(e.entityType)) return true;
   if (e.entityType !== 'class') return false;
   if (e.action === 'deleted') return true;

@@ -64,9 +64,9 @@ interface CachedGrants {
 }
 
 /**
- * The most collection ids (all permissions together) a principal's grants may hold to be kept and
- * used: beyond it the grants are read in SQL as before, so neither the memory of the cache nor
- * the arrays sent with each statement grow with the size of the tree.
+ * The most (permission, collection) pairs a principal's grants may hold to be kept and used: beyond
+ * it the grants are read in SQL as before, so neither the memory of the cache nor the arrays sent
+ * with each statement grow with the size of the tree (and readGrantSets stops reading there).
  */
 export const GRANT_SETS_MAX_IDS = 2000;
 
@@ -210,7 +210,7 @@ export class TokenCache {
    * kept while the cache may be used as collectionsWith keeps its sets: dropped on a grant,
    * membership or principal change ('g') and on any change of the collection tree ('c'), not filled
    * by a read that started before a drop, read again after SVC_TOKEN_CACHE_MAX_AGE_MS. Undefined
-   * when the cache may not be used, or the grants hold more than GRANT_SETS_MAX_IDS ids: the
+   * when the cache may not be used, or the grants hold more than GRANT_SETS_MAX_IDS pairs: the
    * caller's statements then read the grants themselves.
    */
   async grantSets(principalId: number): Promise<GrantSets | undefined> {
