@@ -426,6 +426,30 @@ describe("each class's collection kept for the lists of its objects", () => {
     expect((await list(a, h.token, 2_000_000_000)).status).toBe(404);
   });
 
+  it('getClass and its computed fields decide from the kept collection too, a search on it from its selector', async () => {
+    const c = await collection();
+    const k = await classIn(c);
+    const h = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
+    const other = await userWith(a, [[c, ['ReadObject']]]);
+    const search = (token?: string) =>
+      a.request('POST', '/api/v1/search', { token, body: { version: 1, target: { kind: 'object', class: { id: k } } } });
+    expect((await list(a, undefined, k)).status).toBe(200); // kept from here on
+    for (const token of [undefined, h.token]) {
+      const reads = await classReads(a, k, async () => {
+        expect((await a.request('GET', `/api/v1/classes/${k}`, { token })).status).toBe(200);
+        expect((await a.request('GET', `/api/v1/classes/${k}/computed-fields`, { token })).status).toBe(200);
+      });
+      expect(reads).toBe(0);
+    }
+    // a search reads its class selector: the administrator's check is decided from that row; a
+    // search is a POST, where a reader's grants are not known, so its check reads the class again
+    expect(await classReads(a, k, async () => expect((await search()).status).toBe(200))).toBe(1);
+    expect(await classReads(a, k, async () => expect((await search(h.token)).status).toBe(200))).toBe(2);
+    expect(
+      await classReads(a, k, async () => expect((await a.request('GET', `/api/v1/classes/${k}`, { token: other.token })).status).toBe(403)),
+    ).toBe(0);
+  });
+
   it('a class moved to another collection: the permission follows it at once here, and there after the NOTIFY', async () => {
     const c1 = await collection();
     const c2 = await collection();

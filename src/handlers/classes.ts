@@ -5,7 +5,8 @@ import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import type { Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
-import { classWhere, permissionsFilter, requireClassPermission } from '../db/authz.ts';
+import { classWhere, permissionsFilter } from '../db/authz.ts';
+import { requireClassAccess } from '../services/class-access.ts';
 import { CLASS_LIST_SPEC, classIdByName, findClassExpanded, listClasses } from '../db/classes.ts';
 import { classExpandedView, classView, type ClassRow } from '../domain/views/classes.ts';
 import { inTx } from '../mutations/context.ts';
@@ -58,7 +59,7 @@ export const classesHandlers = {
   getClassByName: async (input, ctx) => {
     const auth = authOf(ctx);
     const id = await idByName(ctx, input.params.class_name);
-    await requireClassPermission(ctx.deps.sql, auth, id, 'ReadClass');
+    await requireClassAccess(ctx.deps, auth, id, 'ReadClass');
     const row = await findClassExpanded(ctx.deps.sql, id);
     if (!row || row.name !== input.params.class_name) throw notFound('class');
     const body = (input.query as Record<string, unknown>).include === 'collection' ? classExpandedView(row) : classView(row as ClassRow);
@@ -76,7 +77,7 @@ export const classesHandlers = {
   },
 
   getClass: async (input, ctx) => {
-    await requireClassPermission(ctx.deps.sql, authOf(ctx), input.params.class_id, 'ReadClass');
+    await requireClassAccess(ctx.deps, authOf(ctx), input.params.class_id, 'ReadClass');
     return expandedReply(ctx, input.params.class_id, 200);
   },
 

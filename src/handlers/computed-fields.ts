@@ -5,7 +5,7 @@ import { badRequest, forbidden, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
-import { requireClassPermission } from '../db/authz.ts';
+import { requireClassAccess } from '../services/class-access.ts';
 import { MY_FIELD_LIST_SPEC, SHARED_FIELD_LIST_SPEC, findField, listMyFields, listSharedFields } from '../db/computed-fields.ts';
 import { computedFieldView, type ComputedFieldRow } from '../domain/views/computed-fields.ts';
 import { inTx } from '../mutations/context.ts';
@@ -26,7 +26,7 @@ function requireHuman(ctx: Ctx): AuthInfo {
 
 export const computedFieldsHandlers = {
   listClassComputedFields: async (input, ctx) => {
-    await requireClassPermission(ctx.deps.sql, authOf(ctx), input.params.class_id, 'ReadClass');
+    await requireClassAccess(ctx.deps, authOf(ctx), input.params.class_id, 'ReadClass');
     const page = await listSharedFields(ctx.deps.sql, input.params.class_id, parseListQuery(input.query, SHARED_FIELD_LIST_SPEC));
     return listReply(page, page.rows.map(computedFieldView));
   },
@@ -43,7 +43,7 @@ export const computedFieldsHandlers = {
   },
 
   getClassComputedField: async (input, ctx) => {
-    await requireClassPermission(ctx.deps.sql, authOf(ctx), input.params.class_id, 'ReadClass');
+    await requireClassAccess(ctx.deps, authOf(ctx), input.params.class_id, 'ReadClass');
     const row = await findField(ctx.deps.sql, input.params.field_id);
     if (!row || row.class_id !== input.params.class_id || row.visibility !== 'shared') throw notFound('computed field');
     return fieldReply(row, 200);

@@ -1,6 +1,7 @@
-// The permission check on a class that a list of its objects makes before its page, without a
-// statement when the token cache (services/token-cache.ts) keeps the class's collection and the
-// caller is an administrator or a non-administrator whose grants are known (Authority.grants).
+// The permission check on a class that a read makes first (a list or aggregate of its objects,
+// getClass, its computed fields), without a statement when the token cache
+// (services/token-cache.ts) keeps the class's collection and the caller is an administrator or a
+// non-administrator whose grants are known (Authority.grants: a GET).
 // Otherwise the class is read with the check (db/authz.ts requireClassPermission), and its
 // collection kept for the next request. The cache drops a class when it is deleted or moved
 // (migrations/0220, db/auth-changes.ts bearsOnAuth), so a decision from it is at most as stale as a
