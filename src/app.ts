@@ -116,9 +116,10 @@ export async function createApp(deps: Deps): Promise<App> {
     if (op.needsAuth) {
       const auth = await authenticate(deps, raw.headers.get('authorization') ?? undefined, lookupToken);
       // A non-administrator's read tests collections against its grants as values (Authority.grants)
-      // when this process has them in its token cache. Only reads: a write may change the tree its
-      // own later checks look at, and stays with the grants its statements read.
-      if (!auth.isAdmin && (raw.method === 'get' || raw.method === 'head'))
+      // when this process has them in its token cache. Only reads (GET, HEAD and the structured
+      // search, a POST that writes nothing): a write may change the tree its own later checks look
+      // at, and stays with the grants its statements read.
+      if (!auth.isAdmin && (raw.method === 'get' || raw.method === 'head' || READ_ONLY_POSTS.has(op.operationId)))
         auth.grants = await tokenCache(deps).grantSets(auth.principal.id);
       ctx.auth = auth;
       facts.principalId = auth.principal.id;
@@ -195,6 +196,9 @@ export async function createApp(deps: Deps): Promise<App> {
   };
   return { fetch, hono };
 }
+
+/** Operations that are POSTs only to carry a query body, and write nothing. */
+const READ_ONLY_POSTS: ReadonlySet<string> = new Set(['searchStructured', 'searchStructuredStream']);
 
 /**
  * How http/auth.ts finds a bearer token: this process's token cache (services/token-cache.ts, the

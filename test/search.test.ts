@@ -3,12 +3,15 @@ import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
 import { appendEvent } from '../src/db/events.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
+import { tokenCache } from '../src/services/token-cache.ts';
 
 // Fixtures: collections, groups, grants and memberships go through their endpoints; users,
 // service accounts, tokens, classes, objects and relations are inserted into their tables
 // (their endpoints need credential approvals or are being built).
 
 let t: TestApp;
+/** An instance on the same database with its token cache on (see search()). */
+let cached: TestApp;
 let P: string;
 const ids = {} as Record<
   'alpha' | 'beta' | 'gamma' | 'delta' | 'server' | 'room' | 'secret' | 'srv1' | 'srv2' | 'srv3' | 'srvHidden' | 'room1' | 'room2' | 'sec1',
@@ -76,8 +79,20 @@ interface SearchBody {
   total: number | null;
 }
 
-async function search(body: unknown, token?: string) {
-  return t.request('POST', '/api/v1/search', { body, token });
+/**
+ * A structured search. With a caller's token, the same search also goes to a second instance whose
+ * token cache is on (emptied first, as fixtures are made beside it), where the caller's statements
+ * test its grants as values (Authority.grants) instead of reading them: it must answer the same.
+ */
+async function search(body: unknown, token?: string | null) {
+  const res = await t.request('POST', '/api/v1/search', { body, token });
+  if (token) {
+    tokenCache(cached.deps).clear();
+    const again = await cached.request('POST', '/api/v1/search', { body, token });
+    expect(again.status, again.text).toBe(res.status);
+    expect(again.text).toBe(res.text);
+  }
+  return res;
 }
 
 async function names(body: unknown, token?: string): Promise<string[]> {
@@ -100,6 +115,7 @@ const objectsOf = (classId: number, filter: unknown, extra: Record<string, unkno
 
 beforeAll(async () => {
   t = await startTestApp();
+  cached = await startTestApp({ SVC_TOKEN_CACHE_SIZE: 10000 });
   P = uniq('srch');
   ids.alpha = await collection(`${P}-alpha`, null, 'Production racks');
   ids.beta = await collection(`${P}-beta`, ids.alpha, 'child of alpha');
@@ -144,6 +160,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await t.close();
+  await cached.close();
 });
 
 describe('searchStructured: collections, sorting, paging and totals', () => {

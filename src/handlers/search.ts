@@ -72,7 +72,7 @@ async function readableClass(ctx: Ctx, auth: AuthInfo, sel: ClassSelector): Prom
   const cls = await resolveClassSelector(ctx.deps.sql, sel);
   if (!cls) throw notFound('class');
   // decided from the row just read where it can be (an administrator, or known grants), else read
-  // again with the grant test
+  // again with the grant test (a process without its token cache)
   if (!classPermissionOf(auth, cls.id, cls.collection_id, 'ReadClass'))
     await requireClassPermission(ctx.deps.sql, auth, cls.id, 'ReadClass');
   return cls.id;
