@@ -83,6 +83,12 @@ export const SETTINGS = {
     min: 0,
     doc: 'validated tokens an api process keeps in memory (0 = no cache: every request reads its token from the database)',
   },
+  SVC_TOKEN_CACHE_GRANT_IDS: {
+    kind: 'int',
+    default: '500000',
+    min: 0,
+    doc: "(permission, collection) pairs of principals' grants an api process keeps in memory, all together (0 = none kept: every read tests the grants in SQL)",
+  },
   SVC_TOKEN_CACHE_MAX_AGE_MS: {
     kind: 'int',
     default: '30000',

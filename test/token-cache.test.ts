@@ -9,7 +9,7 @@ import { addMember, adminGroupId, createGroup, createHuman, createServiceAccount
 import { insertToken } from '../src/db/tokens.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
 import { tokenCacheLookups } from '../src/metrics.ts';
-import { GRANT_SETS_MAX_IDS } from '../src/services/token-cache.ts';
+import { GRANT_SETS_MAX_IDS, tokenCache } from '../src/services/token-cache.ts';
 
 let a: TestApp;
 let b: TestApp;
@@ -484,5 +484,48 @@ describe("each class's collection kept for the lists of its objects", () => {
     expect((await a.request('DELETE', `/api/v1/classes/${k}`)).status).toBe(204);
     expect((await list(a, undefined, k)).status).toBe(404);
     await listsOn(b, undefined, k, 404);
+  });
+});
+
+describe('the grants kept, all together, within SVC_TOKEN_CACHE_GRANT_IDS', () => {
+  let small: TestApp;
+  beforeAll(async () => {
+    small = await startTestApp({ SVC_TOKEN_CACHE_SIZE: 10000, SVC_TOKEN_CACHE_GRANT_IDS: 5 });
+  });
+  afterAll(async () => {
+    await small.close();
+  });
+  const grantReadsOf = async (fn: () => Promise<unknown>): Promise<number> => {
+    let n = 0;
+    const opts = small.deps.sql.options as unknown as { debug: unknown };
+    opts.debug = (_c: number, text: string) => {
+      if (text.includes('with recursive svc_granted (id, permission)')) n++;
+    };
+    try {
+      await fn();
+    } finally {
+      opts.debug = false;
+    }
+    return n;
+  };
+
+  it('the oldest principal goes when the pairs would exceed it; grants beyond it alone are read each time', async () => {
+    const c = (await a.request('POST', '/api/v1/collections', { body: { name: uniq('budget-c') } })).body as { id: number };
+    const three = ['ReadCollection', 'ReadClass', 'ReadObject'];
+    const p1 = await userWith(a, [[c.id, three]]);
+    const p2 = await userWith(a, [[c.id, three]]);
+    const p6 = await userWith(a, [[c.id, [...three, 'ReadAudit', 'UpdateObject', 'CreateObject']]]);
+    const get = (token: string) => small.request('GET', `/api/v1/collections/${c.id}`, { token });
+    // each principal's first read reads its grants; the second is answered from memory
+    expect(await grantReadsOf(async () => expect((await get(p1.token)).status).toBe(200))).toBe(1);
+    expect(await grantReadsOf(async () => expect((await get(p1.token)).status).toBe(200))).toBe(0);
+    expect(tokenCache(small.deps).grantsHeld()).toEqual({ principals: 1, ids: 3 });
+    // p2's 3 pairs and p1's 3 exceed 5: p1's go
+    expect(await grantReadsOf(async () => expect((await get(p2.token)).status).toBe(200))).toBe(1);
+    expect(tokenCache(small.deps).grantsHeld()).toEqual({ principals: 1, ids: 3 });
+    expect(await grantReadsOf(async () => expect((await get(p1.token)).status).toBe(200))).toBe(1);
+    // 6 pairs alone exceed 5: read at every request, nothing else dropped for them
+    for (let i = 0; i < 2; i++) expect(await grantReadsOf(async () => expect((await get(p6.token)).status).toBe(200))).toBe(1);
+    expect(tokenCache(small.deps).grantsHeld()).toEqual({ principals: 1, ids: 3 });
   });
 });

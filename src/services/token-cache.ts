@@ -60,6 +60,8 @@ interface CollectionSet {
 /** A principal's cached grants (grantSets); null: more than GRANT_SETS_MAX_IDS, not used. */
 interface CachedGrants {
   sets: GrantSets | null;
+  /** Its (permission, collection) pairs, counted against SVC_TOKEN_CACHE_GRANT_IDS. */
+  size: number;
   cachedAt: number;
 }
 
@@ -74,6 +76,8 @@ export class TokenCache {
   private readonly entries = new Map<string, Entry>();
   private readonly collectionSets = new Map<string, CollectionSet>();
   private readonly grants = new Map<string, CachedGrants>();
+  /** The pairs the kept grants hold, all together (at most SVC_TOKEN_CACHE_GRANT_IDS). */
+  private grantIds = 0;
   private readonly classes = new Map<string, { collectionId: number; cachedAt: number }>();
   private generation = 0;
   private listening = false;
@@ -136,6 +140,7 @@ export class TokenCache {
     this.entries.clear();
     this.collectionSets.clear();
     this.grants.clear();
+    this.grantIds = 0;
     this.classes.clear();
   }
 
@@ -150,6 +155,7 @@ export class TokenCache {
     this.generation++;
     this.collectionSets.clear();
     this.grants.clear();
+    this.grantIds = 0;
   }
 
   /** A class was deleted or moved: the cached classes go. */
@@ -222,8 +228,37 @@ export class TokenCache {
     const generation = this.generation;
     const usable = await readGrantSets(this.deps.sql, principalId, GRANT_SETS_MAX_IDS);
     if (generation !== this.generation || !this.live(Date.now())) return undefined;
-    this.put(this.grants, key, { sets: usable, cachedAt: now });
+    let size = 0;
+    for (const ids of usable?.values() ?? []) size += ids.length;
+    this.keepGrants(key, { sets: usable, size, cachedAt: now });
     return usable ?? undefined;
+  }
+
+  /**
+   * Keeps a principal's grants, first dropping the oldest kept ones while the map holds
+   * SVC_TOKEN_CACHE_SIZE principals or their pairs and these would exceed SVC_TOKEN_CACHE_GRANT_IDS
+   * (grants that alone exceed it are not kept, and are read again at the next request).
+   */
+  private keepGrants(key: string, entry: CachedGrants): void {
+    const budget = this.deps.config.SVC_TOKEN_CACHE_GRANT_IDS;
+    const old = this.grants.get(key);
+    if (old) {
+      this.grants.delete(key);
+      this.grantIds -= old.size;
+    }
+    if (entry.size > budget) return;
+    for (const [k, e] of this.grants) {
+      if (this.grants.size < this.deps.config.SVC_TOKEN_CACHE_SIZE && this.grantIds + entry.size <= budget) break;
+      this.grants.delete(k);
+      this.grantIds -= e.size;
+    }
+    this.grants.set(key, entry);
+    this.grantIds += entry.size;
+  }
+
+  /** What the kept grants hold: principals and (permission, collection) pairs. */
+  grantsHeld(): { principals: number; ids: number } {
+    return { principals: this.grants.size, ids: this.grantIds };
   }
 
   /** Sets `key` in `map`, first dropping its oldest entry when it holds SVC_TOKEN_CACHE_SIZE. */
