@@ -436,6 +436,28 @@ try {
     'SQL: @> (GIN)',
   );
 
+  // --- objects for a non-admin -----------------------------------------------------------------
+  // A member of a group granted ReadClass and ReadObject on the class's collection: the page tests
+  // each object's collection against the grants the token cache keeps (Authority.grants); the SQL
+  // names the collection.
+  const objectReader = await b.principalWith([[objCol, ['ReadClass', 'ReadObject']]]);
+  await compare(b, 'keyset page 1, non-admin (ReadObject on the collection)', svcList(page1, objectReader.token), async () => ({
+    ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} and collection_id = ${objCol} order by id limit 100`),
+  }));
+  await compare(
+    b,
+    'json_data__equals=hostname=<one host>, non-admin',
+    svcList({ ...page1, json_data__equals: `hostname=${host}` }, objectReader.token),
+    async () => ({
+      ids: ids(
+        await direct`
+        select ${OBJ} from objects where class_id = ${classId} and collection_id = ${objCol}
+          and json_data @> ${direct.json({ hostname: host })} order by id limit 100`,
+      ),
+    }),
+    'SQL: @> (GIN)',
+  );
+
   // --- audit stream for a non-admin -----------------------------------------------------------
   const reader = await b.principalWith([[cols[0]!, ['ReadCollection', 'ReadAudit']]]);
   const events = (query: Query) => async () => answered(await get('/api/v1/events', query, reader.token));
