@@ -48,6 +48,49 @@ async function tokenIdOf(token: string): Promise<number> {
   return (me.body as { token: { id: number } }).token.id;
 }
 
+/** A new collection (under `parent`), made through `a`. */
+async function newCollection(parent?: number): Promise<number> {
+  const res = await a.request('POST', '/api/v1/collections', {
+    body: { name: uniq('c'), ...(parent ? { parent_collection_id: parent } : {}) },
+  });
+  expect(res.status, res.text).toBe(201);
+  return (res.body as { id: number }).id;
+}
+
+/** A new class in collection `c`, made through `a`: its `created` event is of `c` alone (no related collection). */
+async function newClass(c: number): Promise<number> {
+  const res = await a.request('POST', '/api/v1/classes', { body: { name: uniq('k'), collection_id: c } });
+  expect(res.status, res.text).toBe(201);
+  return (res.body as { id: number }).id;
+}
+
+/** The statements (text and parameters) of `t`'s pool while `fn` runs. */
+async function statementsOf(t: TestApp, fn: () => Promise<unknown>): Promise<{ text: string; params: unknown[] }[]> {
+  const seen: { text: string; params: unknown[] }[] = [];
+  const opts = t.deps.sql.options as unknown as { debug: unknown };
+  opts.debug = (_c: number, text: string, params: unknown[]) => seen.push({ text, params });
+  try {
+    await fn();
+  } finally {
+    opts.debug = false;
+  }
+  return seen;
+}
+
+/** Statements that read a principal's grants for the token cache (db/authz.ts readGrantSets). */
+const readsGrants = (st: { text: string }) => st.text.includes('with recursive svc_granted (id, permission)');
+
+/** Polls `probe` until it answers `want` (the other instance learns of a change by NOTIFY). */
+async function pollUntil(what: string, probe: () => Promise<string | number>, want: string | number): Promise<void> {
+  let got: string | number = '';
+  for (let i = 0; i < 500; i++) {
+    got = await probe();
+    if (got === want) return;
+    await new Promise((ok) => setTimeout(ok, 10));
+  }
+  throw new Error(`${what}: ${got} instead of ${want}`);
+}
+
 describe('token cache', () => {
   it('answers repeated uses from memory', async () => {
     const h = await createHuman(a);
@@ -187,51 +230,22 @@ describe('the ReadAudit collections kept with a token', () => {
     expect(res.status, res.text).toBe(200);
     return (res.body as Ev[]).map((e) => e.entity_id).sort((x, y) => x - y);
   };
-  /** Polls until `token` sees exactly `want` on `t` (the other instance learns of a change by NOTIFY). */
-  const seesOn = async (t: TestApp, token: string, ids: number[], want: number[]): Promise<void> => {
-    let got: number[] = [];
-    for (let i = 0; i < 500; i++) {
-      got = await seen(t, token, ids);
-      if (got.join() === want.join()) return;
-      await new Promise((ok) => setTimeout(ok, 10));
-    }
-    throw new Error(`saw ${got.join()} instead of ${want.join()}`);
-  };
-  const collection = async (parent?: number): Promise<number> => {
-    const res = await a.request('POST', '/api/v1/collections', {
-      body: { name: uniq('audit-c'), ...(parent ? { parent_collection_id: parent } : {}) },
-    });
-    expect(res.status, res.text).toBe(201);
-    return (res.body as { id: number }).id;
-  };
-  /** A class in collection `c`: its `created` event is of `c` alone (no related collection). */
-  const classIn = async (c: number): Promise<number> => {
-    const res = await a.request('POST', '/api/v1/classes', { body: { name: uniq('audit-k'), collection_id: c } });
-    expect(res.status, res.text).toBe(201);
-    return (res.body as { id: number }).id;
-  };
+  /** Polls until `token` sees exactly `want` on `t`. */
+  const seesOn = (t: TestApp, token: string, ids: number[], want: number[]) =>
+    pollUntil('saw', async () => (await seen(t, token, ids)).join(), want.join());
   /**
    * Statements of `t`'s pool that read a caller's ReadAudit collections, or all its grants (a read
    * request's Authority.grants, from which the audit list takes them), while `fn` runs.
    */
-  const auditReads = async (t: TestApp, fn: () => Promise<unknown>): Promise<number> => {
-    let n = 0;
-    const opts = t.deps.sql.options as unknown as { debug: unknown };
-    opts.debug = (_c: number, text: string, params: unknown[]) => {
-      if (text.startsWith('select array(select svc_c.id from collections svc_c') && params.includes('ReadAudit')) n++;
-      if (text.includes('with recursive svc_granted (id, permission)')) n++;
-    };
-    try {
-      await fn();
-    } finally {
-      opts.debug = false;
-    }
-    return n;
-  };
+  const auditReads = async (t: TestApp, fn: () => Promise<unknown>): Promise<number> =>
+    (await statementsOf(t, fn)).filter(
+      (st) =>
+        (st.text.startsWith('select array(select svc_c.id from collections svc_c') && st.params.includes('ReadAudit')) || readsGrants(st),
+    ).length;
 
   it('read once per token; a grant revoked takes them away at once here and after its NOTIFY there', async () => {
-    const c = await collection();
-    const k = await classIn(c);
+    const c = await newCollection();
+    const k = await newClass(c);
     const h = await userWith(a, [[c, ['ReadAudit']]]);
     for (const t of [a, b]) expect(await seen(t, h.token, [k])).toEqual([k]);
     expect(await auditReads(a, () => seen(a, h.token, [k]))).toBe(0);
@@ -242,14 +256,14 @@ describe('the ReadAudit collections kept with a token', () => {
   });
 
   it('grants reach down the tree: a collection created under, moved out of or (in SQL) put back under a granted one', async () => {
-    const top = await collection();
-    const inTop = await classIn(top);
+    const top = await newCollection();
+    const inTop = await newClass(top);
     const h = await userWith(a, [[top, ['ReadAudit']]]);
     for (const t of [a, b]) expect(await seen(t, h.token, [inTop])).toEqual([inTop]);
     // a collection created under it: its events are seen at once here, and there once the NOTIFY
     // arrives (the class is made after the collection, so each instance had the old set cached)
-    const child = await collection(top);
-    const inChild = await classIn(child);
+    const child = await newCollection(top);
+    const inChild = await newClass(child);
     const both = () => [inTop, inChild].sort((x, y) => x - y);
     expect(await seen(a, h.token, both())).toEqual(both());
     await seesOn(b, h.token, both(), both());
@@ -266,49 +280,22 @@ describe('the ReadAudit collections kept with a token', () => {
 });
 
 describe("a principal's grants kept for its read requests (Authority.grants)", () => {
-  const collection = async (parent?: number): Promise<number> => {
-    const res = await a.request('POST', '/api/v1/collections', {
-      body: { name: uniq('grants-c'), ...(parent ? { parent_collection_id: parent } : {}) },
-    });
-    expect(res.status, res.text).toBe(201);
-    return (res.body as { id: number }).id;
-  };
   /** An object in a new class of collection `c`: the path of its getObject. */
   const objectIn = async (c: number): Promise<string> => {
-    const k = await a.request('POST', '/api/v1/classes', { body: { name: uniq('grants-k'), collection_id: c } });
-    expect(k.status, k.text).toBe(201);
-    const kid = (k.body as { id: number }).id;
+    const kid = await newClass(c);
     const o = await a.request('POST', `/api/v1/classes/${kid}/objects`, { body: { name: uniq('grants-o'), json_data: {} } });
     expect(o.status, o.text).toBe(201);
     return `/api/v1/classes/${kid}/${(o.body as { id: number }).id}`;
   };
-  /** The statements of `t`'s pool while `fn` runs. */
-  const statements = async (t: TestApp, fn: () => Promise<unknown>): Promise<string[]> => {
-    const texts: string[] = [];
-    const opts = t.deps.sql.options as unknown as { debug: unknown };
-    opts.debug = (_c: number, text: string) => texts.push(text);
-    try {
-      await fn();
-    } finally {
-      opts.debug = false;
-    }
-    return texts;
-  };
-  const grantReads = (texts: string[]) => texts.filter((x) => x.includes('with recursive svc_granted (id, permission)')).length;
+  /** The statements' texts of `t`'s pool while `fn` runs. */
+  const statements = async (t: TestApp, fn: () => Promise<unknown>): Promise<string[]> => (await statementsOf(t, fn)).map((st) => st.text);
+  const grantReads = (texts: string[]) => texts.filter((text) => readsGrants({ text })).length;
   const status = async (t: TestApp, token: string, path: string) => (await t.request('GET', path, { token })).status;
-  /** Polls until `token` gets `want` for GET `path` on `t` (the other instance learns of a change by NOTIFY). */
-  const getsOn = async (t: TestApp, token: string, path: string, want: number): Promise<void> => {
-    let got = 0;
-    for (let i = 0; i < 500; i++) {
-      got = await status(t, token, path);
-      if (got === want) return;
-      await new Promise((ok) => setTimeout(ok, 10));
-    }
-    throw new Error(`GET ${path}: ${got} instead of ${want}`);
-  };
+  /** Polls until `token` gets `want` for GET `path` on `t`. */
+  const getsOn = (t: TestApp, token: string, path: string, want: number) => pollUntil(`GET ${path}`, () => status(t, token, path), want);
 
   it('read once per principal and tested as values; a grant revoked takes effect at once here and after its NOTIFY there', async () => {
-    const c = await collection();
+    const c = await newCollection();
     const path = await objectIn(c);
     const h = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
     const again = await a.request('POST', '/api/v0/auth/login', { body: { name: h.name, password: h.password } });
@@ -339,11 +326,11 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
   });
 
   it('a collection created under a granted one: its objects are readable at once here, and there after the NOTIFY', async () => {
-    const top = await collection();
+    const top = await newCollection();
     const h = await userWith(a, [[top, ['ReadClass', 'ReadObject']]]);
     const inTop = await objectIn(top);
     for (const t of [a, b]) expect(await status(t, h.token, inTop)).toBe(200);
-    const child = await collection(top);
+    const child = await newCollection(top);
     const inChild = await objectIn(child);
     expect(await status(a, h.token, inChild)).toBe(200);
     await getsOn(b, h.token, inChild, 200);
@@ -360,7 +347,7 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
   });
 
   it(`grants of more than ${GRANT_SETS_MAX_IDS} collections are not kept: the statements read them`, async () => {
-    const top = await collection();
+    const top = await newCollection();
     const path = await objectIn(top);
     await a.deps.sql`
       insert into collections (name, parent_collection_id)
@@ -375,45 +362,19 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
 });
 
 describe("each class's collection kept for the lists of its objects", () => {
-  const collection = async (): Promise<number> => {
-    const res = await a.request('POST', '/api/v1/collections', { body: { name: uniq('kc-c') } });
-    expect(res.status, res.text).toBe(201);
-    return (res.body as { id: number }).id;
-  };
-  const classIn = async (c: number): Promise<number> => {
-    const res = await a.request('POST', '/api/v1/classes', { body: { name: uniq('kc-k'), collection_id: c } });
-    expect(res.status, res.text).toBe(201);
-    return (res.body as { id: number }).id;
-  };
   const list = (t: TestApp, token: string | undefined, k: number) =>
     t.request('GET', `/api/v1/classes/${k}/objects`, { token, query: { include_total: 'false' } });
-  /** Statements of `t`'s pools that read class `k` for its permission check, while `fn` runs. */
-  const classReads = async (t: TestApp, k: number, fn: () => Promise<unknown>): Promise<number> => {
-    let n = 0;
-    const opts = t.deps.sql.options as unknown as { debug: unknown };
-    opts.debug = (_c: number, text: string, params: unknown[]) => {
-      if (text.includes('from classes k where k.id = $') && params.map(String).includes(String(k))) n++;
-    };
-    try {
-      await fn();
-    } finally {
-      opts.debug = false;
-    }
-    return n;
-  };
-  const listsOn = async (t: TestApp, token: string | undefined, k: number, want: number): Promise<void> => {
-    let got = 0;
-    for (let i = 0; i < 500; i++) {
-      got = (await list(t, token, k)).status;
-      if (got === want) return;
-      await new Promise((ok) => setTimeout(ok, 10));
-    }
-    throw new Error(`GET /api/v1/classes/${k}/objects: ${got} instead of ${want}`);
-  };
+  /** Statements of `t`'s pool that read class `k` for its permission check, while `fn` runs. */
+  const classReads = async (t: TestApp, k: number, fn: () => Promise<unknown>): Promise<number> =>
+    (await statementsOf(t, fn)).filter(
+      (st) => st.text.includes('from classes k where k.id = $') && st.params.map(String).includes(String(k)),
+    ).length;
+  const listsOn = (t: TestApp, token: string | undefined, k: number, want: number) =>
+    pollUntil(`GET /api/v1/classes/${k}/objects`, async () => (await list(t, token, k)).status, want);
 
   it('read once, then decided without a statement, for an administrator and for a reader whose grants are known', async () => {
-    const c = await collection();
-    const k = await classIn(c);
+    const c = await newCollection();
+    const k = await newClass(c);
     const h = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
     const other = await userWith(a, [[c, ['ReadObject']]]);
     for (const token of [undefined, h.token]) {
@@ -427,8 +388,8 @@ describe("each class's collection kept for the lists of its objects", () => {
   });
 
   it('getClass and its computed fields decide from the kept collection too, a search on it from its selector', async () => {
-    const c = await collection();
-    const k = await classIn(c);
+    const c = await newCollection();
+    const k = await newClass(c);
     const h = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
     const other = await userWith(a, [[c, ['ReadObject']]]);
     const search = (token?: string) =>
@@ -446,14 +407,7 @@ describe("each class's collection kept for the lists of its objects", () => {
     for (const token of [undefined, h.token]) {
       expect(await classReads(a, k, async () => expect((await search(token)).status).toBe(200))).toBe(1);
     }
-    const texts: string[] = [];
-    const opts = a.deps.sql.options as unknown as { debug: unknown };
-    opts.debug = (_c: number, text: string) => texts.push(text);
-    try {
-      expect((await search(h.token)).status).toBe(200);
-    } finally {
-      opts.debug = false;
-    }
+    const texts = (await statementsOf(a, async () => expect((await search(h.token)).status).toBe(200))).map((st) => st.text);
     expect(texts.some((x) => x.includes('svc_granted'))).toBe(false);
     expect(texts.some((x) => x.includes('"o"."collection_id" = any($'))).toBe(true);
     expect(
@@ -462,9 +416,9 @@ describe("each class's collection kept for the lists of its objects", () => {
   });
 
   it('a class moved to another collection: the permission follows it at once here, and there after the NOTIFY', async () => {
-    const c1 = await collection();
-    const c2 = await collection();
-    const k = await classIn(c1);
+    const c1 = await newCollection();
+    const c2 = await newCollection();
+    const k = await newClass(c1);
     const h = await userWith(a, [[c1, ['ReadClass', 'ReadObject']]]);
     for (const t of [a, b]) for (let i = 0; i < 2; i++) expect((await list(t, h.token, k)).status).toBe(200);
     const moved = await a.request('PATCH', `/api/v1/classes/${k}`, { body: { collection_id: c2 } });
@@ -478,8 +432,8 @@ describe("each class's collection kept for the lists of its objects", () => {
   });
 
   it('a class deleted: 404 at once here, and there after the NOTIFY', async () => {
-    const c = await collection();
-    const k = await classIn(c);
+    const c = await newCollection();
+    const k = await newClass(c);
     for (const t of [a, b]) for (let i = 0; i < 2; i++) expect((await list(t, undefined, k)).status).toBe(200);
     expect((await a.request('DELETE', `/api/v1/classes/${k}`)).status).toBe(204);
     expect((await list(a, undefined, k)).status).toBe(404);
@@ -495,22 +449,10 @@ describe('the grants kept, all together, within SVC_TOKEN_CACHE_GRANT_IDS', () =
   afterAll(async () => {
     await small.close();
   });
-  const grantReadsOf = async (fn: () => Promise<unknown>): Promise<number> => {
-    let n = 0;
-    const opts = small.deps.sql.options as unknown as { debug: unknown };
-    opts.debug = (_c: number, text: string) => {
-      if (text.includes('with recursive svc_granted (id, permission)')) n++;
-    };
-    try {
-      await fn();
-    } finally {
-      opts.debug = false;
-    }
-    return n;
-  };
+  const grantReadsOf = async (fn: () => Promise<unknown>): Promise<number> => (await statementsOf(small, fn)).filter(readsGrants).length;
 
   it('the oldest principal goes when the pairs would exceed it; grants beyond it alone are read each time', async () => {
-    const c = (await a.request('POST', '/api/v1/collections', { body: { name: uniq('budget-c') } })).body as { id: number };
+    const c = { id: await newCollection() };
     const three = ['ReadCollection', 'ReadClass', 'ReadObject'];
     const p1 = await userWith(a, [[c.id, three]]);
     const p2 = await userWith(a, [[c.id, three]]);

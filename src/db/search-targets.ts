@@ -11,7 +11,7 @@ import { collectionView, type CollectionRow } from '../domain/views/collections.
 import { listClasses } from './classes.ts';
 import { classExpandedView, type ClassExpandedRow } from '../domain/views/classes.ts';
 import { listObjects } from './objects.ts';
-import { objectView, type ObjectRow } from '../domain/views/objects.ts';
+import { objectJsonText, objectView, type ObjectRow } from '../domain/views/objects.ts';
 import { listEventRows } from './audit.ts';
 import { eventWire, type EventRow } from '../domain/audit.ts';
 import { userView, type UserRow } from '../domain/views/users.ts';
@@ -154,8 +154,9 @@ export const TARGET_SPECS: Record<TargetKind, ListSpec> = {
 
 /**
  * The SQL of one target for the caller. Authorization gates (403) are the handler's job. With
- * `texts`, an object's json_data is the database's JSON text, passed through to the reply as a
- * placeholder of `texts` (domain/json-text.ts) instead of being parsed and serialised again.
+ * `texts`, an object's json_data is the database's JSON text, and the object goes to the reply
+ * written directly (objectJsonText) as a placeholder of `texts` (domain/json-text.ts), instead of
+ * being parsed and serialised again.
  */
 export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { classId: number | null; texts?: JsonTexts }): TargetSql {
   const spec = TARGET_SPECS[kind];
@@ -185,8 +186,9 @@ export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { cla
             jsonText: opts.texts !== undefined,
           }) as Promise<ListPage<Row>>,
         result: (r) => {
-          const resource = objectView(r as ObjectRow);
-          if (opts.texts) resource.json_data = opts.texts.add(r.json_data as string);
+          const row = r as ObjectRow & { json_data: string };
+          // with `texts`, the object's JSON written directly (objectJsonText), as an object page's
+          const resource = opts.texts ? (opts.texts.add(objectJsonText(row)) as unknown as ReturnType<typeof objectView>) : objectView(row);
           return { kind: 'object', resource };
         },
       };

@@ -16,7 +16,7 @@ import { badRequest } from './errors.ts';
 import type { Filter, ParsedList } from './list-query.ts';
 import { isUnscoped, type Authority } from './authz.ts';
 import { isoTime, type ResponseBody } from './wire.ts';
-import type { JsonTexts } from './json-text.ts';
+import { jsonMember, type JsonTexts } from './json-text.ts';
 
 /** Collection-less events are for unscoped administrators only. */
 export function readsCollectionlessEvents(auth: Authority): boolean {
@@ -124,20 +124,13 @@ export function eventWire(r: EventRow, texts?: JsonTexts): ResponseBody<'listEve
 export function eventJsonText(r: EventRow): string {
   const text = (v: unknown) => (v === null || v === undefined ? 'null' : (v as string));
   return (
-    `{"id":${json(r.id)},"event_id":${json(r.event_id)},"occurred_at":${json(isoTime(r.occurred_at))},` +
-    `"entity_type":${json(r.entity_type)},"entity_id":${json(r.entity_id)},"entity_name":${json(r.entity_name)},` +
-    `"collection_id":${json(r.collection_id)},"action":${json(r.action)},"actor_kind":${json(r.actor_kind)},` +
-    `"actor_user_id":${json(r.actor_user_id)},"initiator_user_id":${json(r.initiator_user_id)},"task_id":${json(r.task_id)},` +
-    `"provenance":${text(r.provenance)},"request_id":${json(r.request_id)},"correlation_id":${json(r.correlation_id)},` +
-    `"summary":${json(r.summary)},"before":${text(r.before)},"after":${text(r.after)},` +
-    `"before_revision":${json(r.before_revision)},"after_revision":${json(r.after_revision)},` +
-    `"metadata":${text(r.metadata ?? '{}')},"schema_version":${json(r.schema_version)}}`
+    `{"id":${jsonMember(r.id)},"event_id":${jsonMember(r.event_id)},"occurred_at":${jsonMember(isoTime(r.occurred_at))},` +
+    `"entity_type":${jsonMember(r.entity_type)},"entity_id":${jsonMember(r.entity_id)},"entity_name":${jsonMember(r.entity_name)},` +
+    `"collection_id":${jsonMember(r.collection_id)},"action":${jsonMember(r.action)},"actor_kind":${jsonMember(r.actor_kind)},` +
+    `"actor_user_id":${jsonMember(r.actor_user_id)},"initiator_user_id":${jsonMember(r.initiator_user_id)},"task_id":${jsonMember(r.task_id)},` +
+    `"provenance":${text(r.provenance)},"request_id":${jsonMember(r.request_id)},"correlation_id":${jsonMember(r.correlation_id)},` +
+    `"summary":${jsonMember(r.summary)},"before":${text(r.before)},"after":${text(r.after)},` +
+    `"before_revision":${jsonMember(r.before_revision)},"after_revision":${jsonMember(r.after_revision)},` +
+    `"metadata":${text(r.metadata ?? '{}')},"schema_version":${jsonMember(r.schema_version)}}`
   );
-}
-
-/** A column's value as JSON.stringify writes it as a member (null for null; an integer without the call). */
-function json(v: unknown): string {
-  if (typeof v === 'number') return Number.isFinite(v) ? `${v}` : 'null';
-  if (v === null || v === undefined) return 'null';
-  return JSON.stringify(v);
 }

@@ -19,6 +19,24 @@ export class JsonTexts {
   add(text: string): string {
     return `\u0000${this.texts.push(text) - 1}\u0000`;
   }
+
+  /**
+   * The placeholder of a JSON array whose members are the JSON texts `members` (a page written
+   * directly, e.g. objectJsonText), typed as the array it stands for in the body.
+   */
+  addArray<T>(members: string[]): T[] {
+    return this.add(`[${members.join(',')}]`) as unknown as T[];
+  }
+}
+
+/**
+ * A column's value as JSON.stringify writes it as a member: null for null or undefined, an integer
+ * as the template's text (without the call), anything else as JSON.stringify does.
+ */
+export function jsonMember(v: unknown): string {
+  if (typeof v === 'number') return Number.isFinite(v) ? `${v}` : 'null';
+  if (v === null || v === undefined) return 'null';
+  return JSON.stringify(v);
 }
 
 const OPEN = '"\\u0000';

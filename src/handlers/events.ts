@@ -34,8 +34,8 @@ async function eventPage(query: Record<string, unknown>, ctx: Ctx, fixed: (db: C
   });
   // The page's JSON written directly (eventJsonText), one text for the whole array.
   const texts = new JsonTexts();
-  const all = texts.add(`[${page.rows.map(eventJsonText).join(',')}]`);
-  return { ...listReply(page, all as unknown as ReturnType<typeof eventWire>[]), jsonTexts: texts.texts };
+  const all = texts.addArray<ReturnType<typeof eventWire>>(page.rows.map(eventJsonText));
+  return { ...listReply(page, all), jsonTexts: texts.texts };
 }
 
 export const eventsHandlers = {

@@ -171,8 +171,8 @@ async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>)
   const texts = new JsonTexts();
   if (!include) {
     // The page's JSON written directly (objectJsonText), one text for the whole array.
-    const all = texts.add(`[${page.rows.map((r) => objectJsonText(r as ObjectRow & { json_data: string })).join(',')}]`);
-    return { ...listReply(page, all as unknown as ReturnType<typeof wire>[]), jsonTexts: texts.texts };
+    const all = texts.addArray<ReturnType<typeof wire>>(page.rows.map((r) => objectJsonText(r as ObjectRow & { json_data: string })));
+    return { ...listReply(page, all), jsonTexts: texts.texts };
   }
   return {
     ...listReply(

@@ -12,20 +12,13 @@ import { classPermissionOf, requireClassPermission, type ClassRef } from '../db/
 import { tokenCache } from './token-cache.ts';
 
 /** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
-export function requireClassAccess(deps: Deps, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
+export async function requireClassAccess(deps: Deps, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
   const cache = tokenCache(deps);
   const collectionId = cache.classCollection(classId);
-  if (collectionId !== undefined) {
-    try {
-      const decided = classPermissionOf(auth, classId, collectionId, perm);
-      if (decided) return Promise.resolve(decided);
-    } catch (err) {
-      return Promise.reject(err as Error);
-    }
-  }
+  const decided = collectionId === undefined ? undefined : classPermissionOf(auth, classId, collectionId, perm);
+  if (decided) return decided;
   const mark = cache.mark();
-  return requireClassPermission(deps.sql, auth, classId, perm).then((ref) => {
-    cache.knowClass(ref.id, ref.collection_id, mark);
-    return ref;
-  });
+  const ref = await requireClassPermission(deps.sql, auth, classId, perm);
+  cache.knowClass(ref.id, ref.collection_id, mark);
+  return ref;
 }

@@ -2,6 +2,7 @@
 // appends. Pure functions (no SQL); src/db reads and writes the rows.
 import { type NewEvent } from '../new-event.ts';
 import { isoTime, type ResponseBody } from '../wire.ts';
+import { jsonMember } from '../json-text.ts';
 
 export interface ObjectRow {
   [key: string]: unknown;
@@ -41,16 +42,11 @@ export function objectView(r: ObjectRow): ResponseBody<'getObject', 200> {
  */
 export function objectJsonText(r: ObjectRow & { json_data: string }): string {
   return (
-    `{"id":${num(r.id)},"name":${JSON.stringify(r.name)},"description":${JSON.stringify(r.description)},` +
-    `"collection_id":${num(r.collection_id)},"svc_class_id":${num(r.class_id)},"json_data":${r.json_data},` +
+    `{"id":${jsonMember(r.id)},"name":${JSON.stringify(r.name)},"description":${JSON.stringify(r.description)},` +
+    `"collection_id":${jsonMember(r.collection_id)},"svc_class_id":${jsonMember(r.class_id)},"json_data":${r.json_data},` +
     `"created_at":${JSON.stringify(isoTime(r.created_at))},"updated_at":${JSON.stringify(isoTime(r.updated_at))},` +
-    `"revision":${num(r.revision)}}`
+    `"revision":${jsonMember(r.revision)}}`
   );
-}
-
-/** A number as JSON.stringify writes it (an integer column's value: the template's text, without the call). */
-function num(n: number): string {
-  return Number.isFinite(n) ? `${n}` : 'null';
 }
 
 export function objectCreatedEvent(row: ObjectRow, cls: { id: number; name: string }): NewEvent {
