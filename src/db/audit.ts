@@ -3,7 +3,7 @@
 // that pages and totals count only what the caller may see.
 import type { Db } from './sql.ts';
 import { and, or, runList, type Fragment, type ListPage } from './list.ts';
-import { collectionWhere, knownVisibleCollectionIds, visibleCollectionIds } from './authz.ts';
+import { collectionWhere, knownVisibleCollectionIds, readInCollectionAs, visibleCollectionIds } from './authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { readsCollectionlessEvents, type EventRow } from '../domain/audit.ts';
 import type { Authority } from '../domain/authz.ts';
@@ -128,28 +128,35 @@ export function attachedTo(db: Db, collectionId: number): Fragment {
   return db`e.collection_id = ${collectionId}::int` as Fragment;
 }
 
-/** The class and its collection, or undefined. */
-export async function findClassRef(db: Db, classId: number): Promise<{ id: number; collection_id: number } | undefined> {
-  const [row] = await db<{ id: number; collection_id: number }[]>`
-    select k.id, k.collection_id from classes k where k.id = ${classId}::int`;
-  return row;
-}
+/** The tables of the entities whose audit wrapper routes check ReadAudit on the entity's collection. */
+const AUDITED_IN_COLLECTION = {
+  class: { what: 'class', from: 'classes', alias: 'k' },
+  object: { what: 'object', from: 'objects', alias: 'o' },
+  remote_target: { what: 'remote target', from: 'remote_targets', alias: 'rt' },
+  export_template: { what: 'export template', from: 'export_templates', alias: 'et' },
+} as const;
 
-/** The object, its class and collection, or undefined. */
-export async function findObjectRef(
+/**
+ * The check of an audit wrapper route on an entity kept in a collection, in one statement: 404 when
+ * the entity does not exist (an object also when it is of another class than `classId`); 403 when
+ * the caller lacks ReadAudit on its collection or is scoped out.
+ */
+export async function requireAuditOf(
   db: Db,
-  objectId: number,
-): Promise<{ id: number; class_id: number; collection_id: number } | undefined> {
-  const [row] = await db<{ id: number; class_id: number; collection_id: number }[]>`
-    select o.id, o.class_id, o.collection_id from objects o where o.id = ${objectId}::int`;
-  return row;
-}
-
-/** The remote target's collection, or undefined. */
-export async function findRemoteTargetRef(db: Db, targetId: number): Promise<{ id: number; collection_id: number } | undefined> {
-  const [row] = await db<{ id: number; collection_id: number }[]>`
-    select rt.id, rt.collection_id from remote_targets rt where rt.id = ${targetId}::int`;
-  return row;
+  auth: Authority,
+  entity: keyof typeof AUDITED_IN_COLLECTION,
+  id: number,
+  classId?: number,
+): Promise<void> {
+  const { what, from, alias } = AUDITED_IN_COLLECTION[entity];
+  const where = [db`${db(`${alias}.id`)} = ${id}::int` as Fragment];
+  if (classId !== undefined) where.push(db`${db(`${alias}.class_id`)} = ${classId}::int` as Fragment);
+  await readInCollectionAs(db, auth, 'ReadAudit', what, {
+    columns: db`${db(`${alias}.id`)}` as Fragment,
+    from: db`${db(from)} ${db(alias)}` as Fragment,
+    where: and(db, where),
+    collection: `${alias}.collection_id`,
+  });
 }
 
 /** Whether a human user (not a service account) with this principal id exists. */

@@ -15,6 +15,7 @@ import {
   sortPermissions,
   type Authority,
   type Permission,
+  type ScopedResource,
 } from '../domain/authz.ts';
 
 /**
@@ -180,6 +181,20 @@ function grantOrAdmin(db: Db, auth: Authority, perm: Permission, collectionColum
   return grantExists(db, auth.principal.id, perm, collectionColumn);
 }
 
+/**
+ * The grant test of `perm` on the collection in `collectionColumn` (true for an administrator), as a
+ * boolean column of a statement that reads a resource, so the read and its check are one statement;
+ * decide the row with enforceGranted.
+ */
+export function grantColumn(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
+  return grantOrAdmin(db, auth, perm, collectionColumn);
+}
+
+/** 403 unless the caller holds `perm` on the resource (`granted`: its grantColumn) and the token's scopes allow it. */
+export function enforceGranted(auth: Authority, perm: Permission, resource: ScopedResource, granted: boolean): void {
+  enforce(decide(auth, perm, resource, granted), perm, resource.kind);
+}
+
 export interface CollectionRef {
   id: number;
   parent_collection_id: number | null;
@@ -196,12 +211,47 @@ export interface ObjectRef {
 
 /** 404 when the collection does not exist; 403 when the caller lacks `perm` on it or is scoped out. */
 export async function requireCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<CollectionRef> {
-  const [row] = await db<(CollectionRef & { granted: boolean })[]>`
-    select c.id, c.parent_collection_id, ${grantOrAdmin(db, auth, perm, db`c.id` as Fragment)} as granted
-    from collections c where c.id = ${collectionId}::int`;
-  if (!row) throw notFound('collection');
-  enforce(decide(auth, perm, { kind: 'collection', id: row.id }, row.granted), perm, 'collection');
+  const row = await readCollectionAs<CollectionRef>(db, auth, collectionId, perm, db`c.id, c.parent_collection_id` as Fragment);
   return { id: row.id, parent_collection_id: row.parent_collection_id };
+}
+
+/** requireCollectionPermission and a read of the collection's `columns` (over alias `c`) in one statement. */
+export function readCollectionAs<R extends object>(
+  db: Db,
+  auth: Authority,
+  collectionId: number,
+  perm: Permission,
+  columns: Fragment,
+): Promise<R> {
+  return readInCollectionAs<R>(db, auth, perm, 'collection', {
+    columns,
+    from: db`collections c` as Fragment,
+    where: db`c.id = ${collectionId}::int` as Fragment,
+    collection: 'c.id',
+  });
+}
+
+/**
+ * A point read of a collection or of a row kept in one (a remote target, a template, a class or an
+ * object as the audit wrappers see them) and the check of `perm` on that collection, in one
+ * statement: `columns` from `from` where `where`, the collection being the column named by
+ * `collection` (e.g. 'rt.collection_id'). 404 (`what`) when no row matches; 403 when the caller
+ * lacks `perm` on the collection or is scoped out, as a check of the collection alone decides.
+ */
+export async function readInCollectionAs<R extends object>(
+  db: Db,
+  auth: Authority,
+  perm: Permission,
+  what: string,
+  read: { columns: Fragment; from: Fragment; where: Fragment; collection: string },
+): Promise<R> {
+  const column = (): Fragment => db`${db(read.collection)}` as Fragment;
+  const [row] = await db<(R & { svc_collection_id: number; svc_granted: boolean })[]>`
+    select ${read.columns}, ${column()} as svc_collection_id, ${grantOrAdmin(db, auth, perm, column())} as svc_granted
+    from ${read.from} where ${read.where}`;
+  if (!row) throw notFound(what);
+  enforce(decide(auth, perm, { kind: 'collection', id: row.svc_collection_id }, row.svc_granted), perm, 'collection');
+  return row;
 }
 
 /** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
@@ -228,23 +278,26 @@ export function classPermissionOf(auth: Authority, classId: number, collectionId
 }
 
 /**
- * requireClassPermission and a read of the class's `columns` (over alias `k`) in one statement;
- * `lock: 'share'` also share-locks the class row (a write under the class holds its schema).
+ * requireClassPermission and a read of the class's `columns` (over alias `k`, and what `join` adds)
+ * in one statement. The class is named by id or by name. `lock: 'share'` also share-locks the class
+ * row (a write under the class holds its schema).
  */
 export async function readClassAs<R extends object>(
   db: Db,
   auth: Authority,
-  classId: number,
+  cls: number | { name: string },
   perm: Permission,
   columns: Fragment,
-  lock?: 'share',
+  opts: { lock?: 'share'; join?: Fragment } = {},
 ): Promise<R> {
-  const [row] = await db<(R & { svc_collection_id: number; svc_granted: boolean })[]>`
-    select ${columns}, k.collection_id as svc_collection_id,
+  const [row] = await db<(R & { svc_class_id: number; svc_collection_id: number; svc_granted: boolean })[]>`
+    select ${columns}, k.id as svc_class_id, k.collection_id as svc_collection_id,
       ${grantOrAdmin(db, auth, perm, db`k.collection_id` as Fragment)} as svc_granted
-    from classes k where k.id = ${classId}::int ${lock === 'share' ? db`for share of k` : db``}`;
+    from classes k ${opts.join ?? db``}
+    where ${typeof cls === 'number' ? db`k.id = ${cls}::int` : db`k.name = ${cls.name}::text`}
+    ${opts.lock === 'share' ? db`for share of k` : db``}`;
   if (!row) throw notFound('class');
-  enforce(decide(auth, perm, { kind: 'class', id: classId, collectionId: row.svc_collection_id }, row.svc_granted), perm, 'class');
+  enforceGranted(auth, perm, { kind: 'class', id: row.svc_class_id, collectionId: row.svc_collection_id }, row.svc_granted);
   return row;
 }
 
@@ -266,25 +319,36 @@ export async function requireObjectPermission(
 /**
  * requireObjectPermission and a read of the object's `columns` (over alias `o`) in one statement, so
  * an authorized point read is one round trip; `lock: 'update'` also locks the row for a write. The
- * object is named by id, or by name within `opts.classId`. The row also holds svc_* helper columns;
- * views pick their members by name.
+ * object is named by id, by name within `opts.classId`, or by name within the class named
+ * `className` (a 404 then says which of the two names is unknown, with a second statement). The row
+ * also holds svc_* helper columns; views pick their members by name.
  */
 export async function readObjectAs<R extends object>(
   db: Db,
   auth: Authority,
-  object: number | { name: string },
+  object: number | { name: string; className?: string },
   perm: Permission,
   opts: { classId?: number },
   columns: Fragment,
   lock?: 'update',
 ): Promise<R> {
-  if (typeof object !== 'number' && opts.classId === undefined) throw new Error('readObjectAs by name needs the class');
+  let where: Fragment;
+  if (typeof object === 'number') where = db`o.id = ${object}::int` as Fragment;
+  else if (object.className !== undefined)
+    where =
+      db`o.class_id = (select k.id from classes k where k.name = ${object.className}::text) and o.name = ${object.name}::text` as Fragment;
+  else if (opts.classId !== undefined) where = db`o.class_id = ${opts.classId}::int and o.name = ${object.name}::text` as Fragment;
+  else throw new Error('readObjectAs by name needs the class');
   const [row] = await db<ObjectReadRow<R>[]>`
     select ${columns}, o.id as svc_id, o.class_id as svc_class_id, o.collection_id as svc_collection_id,
       ${grantOrAdmin(db, auth, perm, db`o.collection_id` as Fragment)} as svc_granted
     from objects o
-    where ${typeof object === 'number' ? db`o.id = ${object}::int` : db`o.class_id = ${opts.classId!}::int and o.name = ${object.name}::text`}
+    where ${where}
     ${lock === 'update' ? db`for update of o` : db``}`;
+  if (!row && typeof object !== 'number' && object.className !== undefined) {
+    const [cls] = await db`select 1 from classes k where k.name = ${object.className}::text`;
+    if (!cls) throw notFound('class');
+  }
   return objectReadAs(row, auth, perm, opts.classId);
 }
 

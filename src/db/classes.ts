@@ -9,6 +9,8 @@ import { lockClassFieldRows } from './computed-fields.ts';
 import { computedFieldView } from '../domain/views/computed-fields.ts';
 import type { ClassRelationRow, ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
 import { type ClassRow, type ClassExpandedRow, classView } from '../domain/views/classes.ts';
+import type { Authority, Permission } from '../domain/authz.ts';
+import { readClassAs } from './authz.ts';
 
 /** The columns of a ClassRow over alias `k`. */
 export function classCols(db: Db): Fragment {
@@ -44,6 +46,16 @@ export function listClasses(db: Db, parsed: ParsedList, where: Fragment[]): Prom
     where,
     parsed,
     spec: CLASS_LIST_SPEC,
+  });
+}
+
+/**
+ * The class with its collection's columns (findClassExpanded) and the check of `perm` on it, in one
+ * statement: 404 or 403 otherwise. The class is named by id or by name.
+ */
+export function readClassExpandedAs(db: Db, auth: Authority, cls: number | { name: string }, perm: Permission): Promise<ClassExpandedRow> {
+  return readClassAs<ClassExpandedRow>(db, auth, cls, perm, expandedCols(db), {
+    join: db`join collections c on c.id = k.collection_id` as Fragment,
   });
 }
 

@@ -30,7 +30,8 @@ export const ANCESTOR_LIST_SPEC: ListSpec = {
   defaultSort: [{ field: 'depth', desc: false }],
 };
 
-function cols(db: Db): Fragment {
+/** The columns of a CollectionRow, over alias `c`. */
+export function collectionCols(db: Db): Fragment {
   return db`c.id, c.name, c.description, c.parent_collection_id, c.created_at, c.updated_at, c.revision` as Fragment;
 }
 
@@ -40,13 +41,13 @@ export function childOfWhere(db: Db, parentId: number): Fragment {
 }
 
 export async function findCollection(db: Db, id: number): Promise<CollectionRow | undefined> {
-  const [row] = await db<CollectionRow[]>`select ${cols(db)} from collections c where c.id = ${id}::int`;
+  const [row] = await db<CollectionRow[]>`select ${collectionCols(db)} from collections c where c.id = ${id}::int`;
   return row;
 }
 
 /** Locks the row for a change of its own columns (no key update: inserts below it are not blocked). */
 export async function lockCollection(tx: TransactionSql, id: number): Promise<CollectionRow | undefined> {
-  const [row] = await tx<CollectionRow[]>`select ${cols(tx)} from collections c where c.id = ${id}::int for no key update`;
+  const [row] = await tx<CollectionRow[]>`select ${collectionCols(tx)} from collections c where c.id = ${id}::int for no key update`;
   return row;
 }
 
@@ -62,7 +63,7 @@ export async function insertCollection(
   const [row] = await tx<CollectionRow[]>`
     insert into collections as c (name, description, parent_collection_id)
     values (${c.name}, ${c.description}, ${c.parentId}::int)
-    returning ${cols(tx)}`;
+    returning ${collectionCols(tx)}`;
   return row!;
 }
 
@@ -74,7 +75,7 @@ export async function updateCollectionRow(
   const [row] = await tx<CollectionRow[]>`
     update collections c set name = ${c.name}, description = ${c.description}, updated_at = now(), revision = c.revision + 1
     where c.id = ${id}::int
-    returning ${cols(tx)}`;
+    returning ${collectionCols(tx)}`;
   return row!;
 }
 
@@ -82,7 +83,7 @@ export async function setCollectionParent(tx: TransactionSql, id: number, parent
   const [row] = await tx<CollectionRow[]>`
     update collections c set parent_collection_id = ${parentId}::int, updated_at = now(), revision = c.revision + 1
     where c.id = ${id}::int
-    returning ${cols(tx)}`;
+    returning ${collectionCols(tx)}`;
   return row!;
 }
 
@@ -116,7 +117,7 @@ export async function collectionDependents(
 export async function listCollectionRows(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<CollectionRow>> {
   return runList<CollectionRow>(db, {
     from: db`collections c` as Fragment,
-    select: cols(db),
+    select: collectionCols(db),
     where,
     parsed,
     spec: COLLECTION_LIST_SPEC,
@@ -127,7 +128,7 @@ export async function listCollectionRows(db: Db, parsed: ParsedList, where: Frag
 export async function listAncestorRows(db: Db, id: number, parsed: ParsedList, where: Fragment[]): Promise<ListPage<CollectionRow>> {
   return runList<CollectionRow>(db, {
     from: db`collection_ancestors(${id}::int) a join collections c on c.id = a.ancestor_id` as Fragment,
-    select: cols(db),
+    select: collectionCols(db),
     where: [db`a.depth > 0` as Fragment, ...where],
     parsed,
     spec: ANCESTOR_LIST_SPEC,

@@ -7,6 +7,8 @@ import { badRequest, type ErrorDetail } from '../domain/errors.ts';
 import { CONTENT_TYPES, TEMPLATE_KINDS, validateTemplateFields, type TemplateFields } from '../domain/exports.ts';
 import type { TemplateLimits } from '../domain/templates.ts';
 import { type ExportTemplateRow } from '../domain/views/export-templates.ts';
+import type { Authority, Permission } from '../domain/authz.ts';
+import { readInCollectionAs } from './authz.ts';
 
 export const EXPORT_TEMPLATE_LIST_SPEC: ListSpec = {
   fields: {
@@ -39,6 +41,16 @@ export function listExportTemplateRows(db: Db, parsed: ParsedList, where: Fragme
   });
 }
 
+/** The template and the check of `perm` on its collection, in one statement: 404 or 403 otherwise. */
+export function readExportTemplateAs(db: Db, auth: Authority, id: number, perm: Permission): Promise<ExportTemplateRow> {
+  return readInCollectionAs<ExportTemplateRow>(db, auth, perm, 'export template', {
+    columns: cols(db),
+    from: db`export_templates et` as Fragment,
+    where: db`et.id = ${id}::int` as Fragment,
+    collection: 'et.collection_id',
+  });
+}
+
 export async function findExportTemplate(db: Db, id: number): Promise<ExportTemplateRow | undefined> {
   const [row] = await db<ExportTemplateRow[]>`select ${cols(db)} from export_templates et where et.id = ${id}::int`;
   return row;
@@ -46,13 +58,6 @@ export async function findExportTemplate(db: Db, id: number): Promise<ExportTemp
 
 export async function lockExportTemplate(tx: TransactionSql, id: number): Promise<ExportTemplateRow | undefined> {
   const [row] = await tx<ExportTemplateRow[]>`select ${cols(tx)} from export_templates et where et.id = ${id}::int for update`;
-  return row;
-}
-
-/** The id and collection of a template (the events wrapper's lookup). */
-export async function findExportTemplateRef(db: Db, id: number): Promise<{ id: number; collection_id: number } | undefined> {
-  const [row] = await db<{ id: number; collection_id: number }[]>`
-    select et.id, et.collection_id from export_templates et where et.id = ${id}::int`;
   return row;
 }
 

@@ -277,7 +277,7 @@ export interface ClassVersion {
 
 /**
  * Inserts an object under a class as the caller read it earlier, with its audit event, in one
- * statement: the class is share-locked as readClassAs(…, 'share') locks it, and nothing is written
+ * statement: the class is share-locked as readClassAs(…, { lock: 'share' }) locks it, and nothing is written
  * (no row is returned) unless the class is still at `cls.version` and the caller holds CreateObject
  * on its collection. The object's id and times are the database's; `event` is built without them
  * and the statement fills them in (rowEventInsertText). The statement is constant text with

@@ -5,10 +5,10 @@ import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, type Fragment, type ListPage } from './list.ts';
 import { appendEvent } from './events.ts';
 import type { Actor } from '../domain/actor.ts';
-import { classWhere, objectWhere } from './authz.ts';
+import { classWhere, enforceGranted, grantColumn, objectWhere } from './authz.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import { conflict } from '../domain/errors.ts';
+import { conflict, notFound } from '../domain/errors.ts';
 import type { ClassRelationRow, NewClassRelationRow, ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
 import { type ClassRelationWithEnds, classRelationEvent, objectRelationEvent } from '../domain/views/relations.ts';
 
@@ -37,6 +37,26 @@ function classRelationCols(db: Db): Fragment {
  * The class relation with its ends' collections; `lock` takes a row lock on the relation
  * (share: object relations are being created under it; update: it is being deleted).
  */
+/**
+ * The class relation with its ends' collections and the check of `perm` on both of its classes, in
+ * one statement: 404 when there is no such relation, 403 as requireClassRelationPermission decides.
+ */
+export async function readClassRelationAs(db: Db, auth: Authority, id: number, perm: Permission): Promise<ClassRelationWithEnds> {
+  const [row] = await db<(ClassRelationWithEnds & { svc_from_granted: boolean; svc_to_granted: boolean })[]>`
+    select ${classRelationCols(db)}, fc.collection_id as from_collection_id, tc.collection_id as to_collection_id,
+      ${grantColumn(db, auth, perm, db`fc.collection_id` as Fragment)} as svc_from_granted,
+      ${grantColumn(db, auth, perm, db`tc.collection_id` as Fragment)} as svc_to_granted
+    from class_relations r
+    join classes fc on fc.id = r.from_class_id
+    join classes tc on tc.id = r.to_class_id
+    where r.id = ${id}::int`;
+  if (!row) throw notFound('class relation');
+  enforceGranted(auth, perm, { kind: 'class', id: row.from_class_id, collectionId: row.from_collection_id }, row.svc_from_granted);
+  if (row.to_class_id !== row.from_class_id)
+    enforceGranted(auth, perm, { kind: 'class', id: row.to_class_id, collectionId: row.to_collection_id }, row.svc_to_granted);
+  return row;
+}
+
 export async function findClassRelation(db: Db, id: number, lock?: 'share' | 'update'): Promise<ClassRelationWithEnds | undefined> {
   const suffix = lock === 'update' ? db`for update of r` : lock === 'share' ? db`for share of r` : db``;
   const [row] = await db<ClassRelationWithEnds[]>`
@@ -137,6 +157,33 @@ export interface ObjectRelationWithEnds extends ObjectRelationRow, RelationEnds 
 function objectRelationEndCols(db: Db): Fragment {
   return db`fo.class_id as from_class_id, tob.class_id as to_class_id,
     fo.collection_id as from_collection_id, tob.collection_id as to_collection_id` as Fragment;
+}
+
+/**
+ * The object relation with its ends' classes and collections and the check of `perm` on both of its
+ * objects, in one statement: 404 when there is no such relation, 403 as
+ * requireObjectRelationPermission decides.
+ */
+export async function readObjectRelationAs(db: Db, auth: Authority, id: number, perm: Permission): Promise<ObjectRelationWithEnds> {
+  const [row] = await db<(ObjectRelationWithEnds & { svc_from_granted: boolean; svc_to_granted: boolean })[]>`
+    select ${objectRelationCols(db)}, ${objectRelationEndCols(db)},
+      ${grantColumn(db, auth, perm, db`fo.collection_id` as Fragment)} as svc_from_granted,
+      ${grantColumn(db, auth, perm, db`tob.collection_id` as Fragment)} as svc_to_granted
+    from object_relations r
+    join objects fo on fo.id = r.from_object_id
+    join objects tob on tob.id = r.to_object_id
+    where r.id = ${id}::int`;
+  if (!row) throw notFound('object relation');
+  const end = (which: 'from' | 'to') =>
+    ({
+      kind: 'object',
+      id: row[`${which}_object_id`],
+      classId: row[`${which}_class_id`],
+      collectionId: row[`${which}_collection_id`],
+    }) as const;
+  enforceGranted(auth, perm, end('from'), row.svc_from_granted);
+  enforceGranted(auth, perm, end('to'), row.svc_to_granted);
+  return row;
 }
 
 export async function findObjectRelation(db: Db, id: number, lock = false): Promise<ObjectRelationWithEnds | undefined> {

@@ -3,9 +3,9 @@ import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { Method, Subject, SubjectContext, SubjectType, TargetFields } from '../domain/remote-targets.ts';
-import type { Authority } from '../domain/authz.ts';
+import type { Authority, Permission } from '../domain/authz.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
-import { requireClassPermission, requireCollectionPermission, requireObjectPermission } from './authz.ts';
+import { readInCollectionAs, requireClassPermission, requireCollectionPermission, requireObjectPermission } from './authz.ts';
 import { type RemoteTargetRow } from '../domain/views/remote-targets.ts';
 
 export const REMOTE_TARGET_LIST_SPEC: ListSpec = {
@@ -36,6 +36,16 @@ export function listRemoteTargetRows(db: Db, parsed: ParsedList, where: Fragment
     where,
     parsed,
     spec: REMOTE_TARGET_LIST_SPEC,
+  });
+}
+
+/** The target and the check of `perm` on its collection, in one statement: 404 or 403 otherwise. */
+export function readRemoteTargetAs(db: Db, auth: Authority, id: number, perm: Permission): Promise<RemoteTargetRow> {
+  return readInCollectionAs<RemoteTargetRow>(db, auth, perm, 'remote target', {
+    columns: cols(db),
+    from: db`remote_targets rt` as Fragment,
+    where: db`rt.id = ${id}::int` as Fragment,
+    collection: 'rt.collection_id',
   });
 }
 

@@ -6,8 +6,8 @@ import { parseListQuery } from '../domain/list-query.ts';
 import type { Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
 import { classWhere, permissionsFilter } from '../db/authz.ts';
-import { requireClassAccess } from '../services/class-access.ts';
-import { CLASS_LIST_SPEC, classIdByName, findClassExpanded, listClasses } from '../db/classes.ts';
+import { readClassExpanded } from '../services/class-access.ts';
+import { CLASS_LIST_SPEC, classIdByName, findClassExpanded, listClasses, readClassExpandedAs } from '../db/classes.ts';
 import { classExpandedView, classView, type ClassRow } from '../domain/views/classes.ts';
 import { inTx } from '../mutations/context.ts';
 import { createClass, deleteClass, recordingRefusal, updateClass, type ClassTarget } from '../mutations/classes.ts';
@@ -57,11 +57,7 @@ export const classesHandlers = {
   },
 
   getClassByName: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const id = await idByName(ctx, input.params.class_name);
-    await requireClassAccess(ctx.deps, auth, id, 'ReadClass');
-    const row = await findClassExpanded(ctx.deps.sql, id);
-    if (!row || row.name !== input.params.class_name) throw notFound('class');
+    const row = await readClassExpandedAs(ctx.deps.sql, authOf(ctx), { name: input.params.class_name }, 'ReadClass');
     const body = (input.query as Record<string, unknown>).include === 'collection' ? classExpandedView(row) : classView(row as ClassRow);
     return { status: 200, body, headers: etagHeader('class', row.id, row.revision) };
   },
@@ -77,8 +73,8 @@ export const classesHandlers = {
   },
 
   getClass: async (input, ctx) => {
-    await requireClassAccess(ctx.deps, authOf(ctx), input.params.class_id, 'ReadClass');
-    return expandedReply(ctx, input.params.class_id, 200);
+    const row = await readClassExpanded(ctx.deps, authOf(ctx), input.params.class_id, 'ReadClass');
+    return { status: 200, body: classExpandedView(row), headers: etagHeader('class', row.id, row.revision) };
   },
 
   updateClass: async (input, ctx) => updateClassBy(ctx, { classId: input.params.class_id }, input.body, input.headers),

@@ -1,16 +1,15 @@
 import type { HandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
-import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import type { Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
-import { collectionWhere, permissionsFilter, requireCollectionPermission } from '../db/authz.ts';
+import { collectionWhere, permissionsFilter, readCollectionAs, requireCollectionPermission } from '../db/authz.ts';
 import {
   ANCESTOR_LIST_SPEC,
   COLLECTION_LIST_SPEC,
   childOfWhere,
-  findCollection,
+  collectionCols,
   listAncestorRows,
   listCollectionRows,
 } from '../db/collections.ts';
@@ -47,10 +46,8 @@ export const collectionsHandlers = {
 
   getCollection: async (input, ctx) => {
     const auth = authOf(ctx);
-    await requireCollectionPermission(ctx.deps.sql, auth, input.params.collection_id, 'ReadCollection');
-    const row = await findCollection(ctx.deps.sql, input.params.collection_id);
-    if (!row) throw notFound('collection');
-    return ok(200, row);
+    const db = ctx.deps.sql;
+    return ok(200, await readCollectionAs<CollectionRow>(db, auth, input.params.collection_id, 'ReadCollection', collectionCols(db)));
   },
 
   updateCollection: async (input, ctx) => {

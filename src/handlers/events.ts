@@ -6,21 +6,10 @@ import { parseListQuery } from '../domain/list-query.ts';
 import type { Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
-import {
-  EVENT_LIST_SPEC,
-  attachedTo,
-  entityIs,
-  findClassRef,
-  findObjectRef,
-  findRemoteTargetRef,
-  groupExists,
-  humanUserExists,
-  listEventRows,
-} from '../db/audit.ts';
+import { EVENT_LIST_SPEC, attachedTo, entityIs, groupExists, humanUserExists, listEventRows, requireAuditOf } from '../db/audit.ts';
 import { eventJsonText, type eventWire } from '../domain/audit.ts';
 import { JsonTexts } from '../domain/json-text.ts';
 import { WRAPPER_ENTITY_TYPES, applyTimeWindow } from '../domain/audit.ts';
-import { findExportTemplateRef } from '../db/export-templates.ts';
 import { tokenCache } from '../services/token-cache.ts';
 
 /** The audit list with the caller's visibility, the query's filters and a wrapper's fixed conditions. */
@@ -49,17 +38,13 @@ export const eventsHandlers = {
 
   listClassEvents: async (input, ctx) => {
     const id = input.params.class_id;
-    const cls = await findClassRef(ctx.deps.sql, id);
-    if (!cls) throw notFound('class');
-    await requireCollectionPermission(ctx.deps.sql, authOf(ctx), cls.collection_id, 'ReadAudit');
+    await requireAuditOf(ctx.deps.sql, authOf(ctx), 'class', id);
     return eventPage(input.query, ctx, (db) => [entityIs(db, WRAPPER_ENTITY_TYPES.class, id)]);
   },
 
   listObjectEvents: async (input, ctx) => {
     const { class_id: classId, object_id: objectId } = input.params;
-    const obj = await findObjectRef(ctx.deps.sql, objectId);
-    if (!obj || obj.class_id !== classId) throw notFound('object');
-    await requireCollectionPermission(ctx.deps.sql, authOf(ctx), obj.collection_id, 'ReadAudit');
+    await requireAuditOf(ctx.deps.sql, authOf(ctx), 'object', objectId, classId);
     return eventPage(input.query, ctx, (db) => [entityIs(db, WRAPPER_ENTITY_TYPES.object, objectId)]);
   },
 
@@ -79,17 +64,13 @@ export const eventsHandlers = {
 
   listRemoteTargetEvents: async (input, ctx) => {
     const id = input.params.target_id;
-    const target = await findRemoteTargetRef(ctx.deps.sql, id);
-    if (!target) throw notFound('remote target');
-    await requireCollectionPermission(ctx.deps.sql, authOf(ctx), target.collection_id, 'ReadAudit');
+    await requireAuditOf(ctx.deps.sql, authOf(ctx), 'remote_target', id);
     return eventPage(input.query, ctx, (db) => [entityIs(db, WRAPPER_ENTITY_TYPES.remoteTarget, id)]);
   },
 
   listExportTemplateEvents: async (input, ctx) => {
     const id = input.params.template_id;
-    const tpl = await findExportTemplateRef(ctx.deps.sql, id);
-    if (!tpl) throw notFound('export template');
-    await requireCollectionPermission(ctx.deps.sql, authOf(ctx), tpl.collection_id, 'ReadAudit');
+    await requireAuditOf(ctx.deps.sql, authOf(ctx), 'export_template', id);
     return eventPage(input.query, ctx, (db) => [entityIs(db, ['export_template'], id)]);
   },
 } satisfies Partial<HandlerMap>;

@@ -1,11 +1,10 @@
 import type { HandlerMap } from '../http/contract.ts';
 import { authOf, callerOf } from '../http/contract.ts';
-import { notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
-import { collectionWhere, requireCollectionPermission } from '../db/authz.ts';
-import { EXPORT_TEMPLATE_LIST_SPEC, findExportTemplate, listExportTemplateRows } from '../db/export-templates.ts';
+import { collectionWhere } from '../db/authz.ts';
+import { EXPORT_TEMPLATE_LIST_SPEC, listExportTemplateRows, readExportTemplateAs } from '../db/export-templates.ts';
 import { exportTemplateView, type ExportTemplateRow } from '../domain/views/export-templates.ts';
 import { templateFieldsFromNew, type PatchBody } from '../domain/exports.ts';
 import { templateLimits } from '../domain/templates.ts';
@@ -36,11 +35,7 @@ export const exportTemplatesHandlers = {
   },
 
   getExportTemplate: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const row = await findExportTemplate(ctx.deps.sql, input.params.template_id);
-    if (!row) throw notFound('export template');
-    await requireCollectionPermission(ctx.deps.sql, auth, row.collection_id, 'ReadTemplate');
-    return ok(200, row);
+    return ok(200, await readExportTemplateAs(ctx.deps.sql, authOf(ctx), input.params.template_id, 'ReadTemplate'));
   },
 
   updateExportTemplate: async (input, ctx) => {

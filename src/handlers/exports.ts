@@ -2,10 +2,9 @@ import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf, storedOutput } from '../http/contract.ts';
 import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { withTx } from '../db/tx.ts';
-import { requireCollectionPermission } from '../db/authz.ts';
 import { findTask, insertTask } from '../db/tasks.ts';
 import { toTaskWire } from '../domain/views/tasks.ts';
-import { findExportTemplate } from '../db/export-templates.ts';
+import { readExportTemplateAs } from '../db/export-templates.ts';
 import { findExportOutput, openExportSource } from '../db/exports.ts';
 import { canSeeTask, parseIdempotencyKey } from '../domain/tasks.ts';
 import { parseQueryString, parseScope, resolveLimits } from '../domain/exports.ts';
@@ -33,9 +32,7 @@ export async function submitExport(ctx: Ctx, raw: Record<string, unknown>, heade
     let query = body.query ?? null;
     let templateCollection: number | null = null;
     if (body.template_id !== undefined) {
-      const tpl = await findExportTemplate(tx, body.template_id);
-      if (!tpl) throw notFound('export template');
-      await requireCollectionPermission(tx, auth, tpl.collection_id, 'ReadTemplate');
+      const tpl = await readExportTemplateAs(tx, auth, body.template_id, 'ReadTemplate');
       if (tpl.kind !== 'export') {
         throw badRequest('a fragment template cannot be run; run an export template that includes it', [
           { path: 'template_id', message: 'names a fragment' },

@@ -213,23 +213,20 @@ export const objectsHandlers = {
 
   getObjectByName: async (input, ctx) => {
     const { class_name, object_name } = input.params;
-    const classId = await classIdOf(ctx, class_name);
     const db = ctx.deps.sql;
     if (!wantsComputed(input.query)) {
-      // authorization, the row and the class's current name in one statement
-      const cols = db`${objectCols(db)}, (select k.name from classes k where k.id = o.class_id) as svc_class_name` as Fragment;
-      const row = await readObjectAs<ObjectRow & { svc_class_name: string }>(
+      // the class by its name, the object, and its authorization in one statement
+      const row = await readObjectAs<ObjectRow>(
         db,
         authOf(ctx),
-        { name: object_name },
+        { name: object_name, className: class_name },
         'ReadObject',
-        { classId },
-        cols,
+        {},
+        objectCols(db),
       );
-      // A class renamed meanwhile no longer answers to the old name.
-      if (row.svc_class_name !== class_name) throw notFound('class');
       return rowReply(row, null);
     }
+    const classId = await classIdOf(ctx, class_name);
     const objectId = await objectIdByName(ctx.deps.sql, classId, object_name);
     if (objectId === undefined) throw notFound('object');
     await requireObjectPermission(ctx.deps.sql, authOf(ctx), objectId, 'ReadObject', { classId });

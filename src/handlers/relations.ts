@@ -11,11 +11,11 @@ import {
   CLASS_RELATION_LIST_SPEC,
   OBJECT_RELATION_LIST_SPEC,
   classRelationWhere,
-  findClassRelation,
-  findObjectRelation,
   listClassRelationRows,
   listObjectRelationRows,
   objectRelationWhere,
+  readClassRelationAs,
+  readObjectRelationAs,
 } from '../db/relations.ts';
 import { CLASS_RELATION_KIND, OBJECT_RELATION_KIND } from '../domain/views/relations.ts';
 import {
@@ -41,14 +41,7 @@ import {
   type ObjectRelationRow,
 } from '../domain/relations.ts';
 import { inTx } from '../mutations/context.ts';
-import {
-  createClassRelation,
-  createObjectRelation,
-  deleteClassRelation,
-  deleteObjectRelation,
-  requireClassRelationPermission,
-  requireObjectRelationPermission,
-} from '../mutations/relations.ts';
+import { createClassRelation, createObjectRelation, deleteClassRelation, deleteObjectRelation } from '../mutations/relations.ts';
 
 function classRelationReply<S extends number>(status: S, row: ClassRelationRow, extra: Record<string, string> = {}) {
   return { status, body: classRelationView(row), headers: { ...etagHeader(CLASS_RELATION_KIND, row.id, row.revision), ...extra } };
@@ -193,10 +186,7 @@ export const relationsHandlers = {
   getClassRelation: async (input, ctx) => {
     const auth = authOf(ctx);
     const db = ctx.deps.sql;
-    const row = await findClassRelation(db, input.params.relation_id);
-    if (!row) throw notFound('class relation');
-    await requireClassRelationPermission(db, auth, row, 'ReadClassRelation');
-    return classRelationReply(200, row);
+    return classRelationReply(200, await readClassRelationAs(db, auth, input.params.relation_id, 'ReadClassRelation'));
   },
 
   deleteClassRelation: async (input, ctx) => {
@@ -224,10 +214,7 @@ export const relationsHandlers = {
   getObjectRelation: async (input, ctx) => {
     const auth = authOf(ctx);
     const db = ctx.deps.sql;
-    const row = await findObjectRelation(db, input.params.relation_id);
-    if (!row) throw notFound('object relation');
-    await requireObjectRelationPermission(db, auth, row, 'ReadObjectRelation');
-    return objectRelationReply(200, row);
+    return objectRelationReply(200, await readObjectRelationAs(db, auth, input.params.relation_id, 'ReadObjectRelation'));
   },
 
   deleteObjectRelation: async (input, ctx) => {

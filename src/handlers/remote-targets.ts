@@ -6,13 +6,13 @@ import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
-import { collectionWhere, requireCollectionPermission } from '../db/authz.ts';
+import { collectionWhere } from '../db/authz.ts';
 import { insertTask } from '../db/tasks.ts';
 import { toTaskWire } from '../domain/views/tasks.ts';
 import { parseIdempotencyKey } from '../domain/tasks.ts';
 import {
   REMOTE_TARGET_LIST_SPEC,
-  findRemoteTarget,
+  readRemoteTargetAs,
   hasIdempotentRemoteCall,
   listRemoteTargetRows,
   loadSubjectContext,
@@ -46,11 +46,7 @@ export const remoteTargetsHandlers = {
   },
 
   getRemoteTarget: async (input, ctx) => {
-    const auth = authOf(ctx);
-    const row = await findRemoteTarget(ctx.deps.sql, input.params.target_id);
-    if (!row) throw notFound('remote target');
-    await requireCollectionPermission(ctx.deps.sql, auth, row.collection_id, 'ReadRemoteTarget');
-    return ok(200, row);
+    return ok(200, await readRemoteTargetAs(ctx.deps.sql, authOf(ctx), input.params.target_id, 'ReadRemoteTarget'));
   },
 
   updateRemoteTarget: async (input, ctx) => {
@@ -75,9 +71,7 @@ export const remoteTargetsHandlers = {
     const bodyOverride = body.body_override ?? {};
     const idempotencyKey = parseIdempotencyKey(input.headers['idempotency-key']);
     const { task } = await withTx(ctx.deps.sql, async (tx) => {
-      const target = await findRemoteTarget(tx, id);
-      if (!target) throw notFound('remote target');
-      await requireCollectionPermission(tx, auth, target.collection_id, 'ExecuteRemoteTarget');
+      const target = await readRemoteTargetAs(tx, auth, id, 'ExecuteRemoteTarget');
       if (!target.enabled) throw badRequest('the remote target is disabled', [{ path: 'target', message: 'disabled' }]);
       if (!target.allowed_subject_types.includes(subject.type)) {
         throw badRequest(`the remote target does not accept ${subject.type} subjects`, [

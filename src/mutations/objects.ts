@@ -209,7 +209,7 @@ async function create(
     classId,
     'CreateObject',
     newObjectClassCols(m.tx),
-    'share',
+    { lock: 'share' },
   );
   if (className != null && cls.name !== className) throw notFound('class');
   assertFitsClass(cls, v.json_data);

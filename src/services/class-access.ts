@@ -9,6 +9,9 @@
 import type { Deps } from '../deps.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import { classPermissionOf, requireClassPermission, type ClassRef } from '../db/authz.ts';
+import { findClassExpanded, readClassExpandedAs } from '../db/classes.ts';
+import { notFound } from '../domain/errors.ts';
+import type { ClassExpandedRow } from '../domain/views/classes.ts';
 import { tokenCache } from './token-cache.ts';
 
 /** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
@@ -21,4 +24,23 @@ export async function requireClassAccess(deps: Deps, auth: Authority, classId: n
   const ref = await requireClassPermission(deps.sql, auth, classId, perm);
   cache.knowClass(ref.id, ref.collection_id, mark);
   return ref;
+}
+
+/**
+ * getClass's read: the class with its collection, checked as requireClassAccess checks it, in one
+ * statement either way (the row alone when the kept collection decides, else the row with its
+ * check, whose collection is then kept).
+ */
+export async function readClassExpanded(deps: Deps, auth: Authority, classId: number, perm: Permission): Promise<ClassExpandedRow> {
+  const cache = tokenCache(deps);
+  const collectionId = cache.classCollection(classId);
+  if (collectionId !== undefined && classPermissionOf(auth, classId, collectionId, perm)) {
+    const row = await findClassExpanded(deps.sql, classId);
+    if (!row) throw notFound('class');
+    return row;
+  }
+  const mark = cache.mark();
+  const row = await readClassExpandedAs(deps.sql, auth, classId, perm);
+  cache.knowClass(row.id, row.collection_id, mark);
+  return row;
 }

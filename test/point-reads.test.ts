@@ -1,0 +1,163 @@
+// A point read and its authorization are one statement (issue 14, item 3): the row is read with the
+// grant test of its collection as a column (db/authz.ts readInCollectionAs, grantColumn), for an
+// administrator, for a reader whose grants the token cache keeps (tested as values) and for one whose
+// grants are read in SQL (an instance with the cache off). A refusal (403) and a missing row (404)
+// are decided on the same statement. The audit routes of one entity check it in one statement beside
+// their page. Which callers get which status is the authorization matrix's (authz-matrix.test.ts).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { userWith } from './iam-fixtures.ts';
+import { listPoolOf } from '../src/db/sql.ts';
+import { PERMISSIONS } from '../src/domain/authz.ts';
+
+/** The test apps have their token cache off (test/helpers.ts); `cached` has it on. */
+let plain: TestApp;
+let cached: TestApp;
+let reads: { path: string; perm: string }[];
+let missing: string[];
+let audits: string[];
+let collection: number;
+
+beforeAll(async () => {
+  plain = await startTestApp();
+  cached = await startTestApp({ SVC_TOKEN_CACHE_SIZE: 10000 });
+  const ok = async (path: string, body: unknown) => {
+    const res = await plain.request('POST', path, { body });
+    expect(res.status, res.text).toBe(201);
+    return res.body as { id: number };
+  };
+  collection = (await ok('/api/v1/collections', { name: uniq('pr') })).id;
+  const kName = uniq('pr-k');
+  const k = (await ok('/api/v1/classes', { name: kName, collection_id: collection })).id;
+  const o1Name = uniq('pr-o');
+  const o1 = (await ok(`/api/v1/classes/${k}/objects`, { name: o1Name, json_data: {} })).id;
+  const o2 = (await ok(`/api/v1/classes/${k}/objects`, { name: uniq('pr-o'), json_data: {} })).id;
+  const cr = (await ok('/api/v1/relations/classes', { from_class_id: k, to_class_id: k })).id;
+  const or = (await ok('/api/v1/relations/objects', { class_relation_id: cr, from_object_id: o1, to_object_id: o2 })).id;
+  const rt = (
+    await ok('/api/v1/remote-targets', {
+      collection_id: collection,
+      name: uniq('pr-rt'),
+      description: 'point reads',
+      method: 'post',
+      url_template: 'https://hooks.example.com/x',
+      allowed_subject_types: ['collection'],
+    })
+  ).id;
+  const [tpl] = await plain.deps.sql<{ id: number }[]>`
+    insert into export_templates (collection_id, name, template) values (${collection}, ${uniq('pr-tpl')}, 'hello') returning id`;
+  reads = [
+    { path: `/api/v1/collections/${collection}`, perm: 'ReadCollection' },
+    { path: `/api/v1/classes/${k}`, perm: 'ReadClass' },
+    { path: `/api/v1/classes/by-name/${kName}`, perm: 'ReadClass' },
+    { path: `/api/v1/classes/${k}/${o1}`, perm: 'ReadObject' },
+    { path: `/api/v1/classes/by-name/${kName}/objects/by-name/${o1Name}`, perm: 'ReadObject' },
+    { path: `/api/v1/relations/classes/${cr}`, perm: 'ReadClassRelation' },
+    { path: `/api/v1/relations/objects/${or}`, perm: 'ReadObjectRelation' },
+    { path: `/api/v1/remote-targets/${rt}`, perm: 'ReadRemoteTarget' },
+    { path: `/api/v1/export-templates/${tpl!.id}`, perm: 'ReadTemplate' },
+  ];
+  missing = [
+    '/api/v1/collections/2147483647',
+    '/api/v1/classes/2147483647',
+    `/api/v1/classes/by-name/${uniq('pr-none')}`,
+    '/api/v1/relations/classes/2147483647',
+    '/api/v1/relations/objects/2147483647',
+    '/api/v1/remote-targets/2147483647',
+    '/api/v1/export-templates/2147483647',
+  ];
+  audits = [
+    `/api/v1/classes/${k}/events`,
+    `/api/v1/classes/${k}/${o1}/events`,
+    `/api/v1/remote-targets/${rt}/events`,
+    `/api/v1/export-templates/${tpl!.id}/events`,
+  ];
+});
+afterAll(async () => {
+  await plain.close();
+  await cached.close();
+});
+
+/**
+ * The status of GET `path` and the statements its request ran (both pools of `t`), but for the
+ * token's own (db/tokens.ts: with the cache off every request reads its token) and the token
+ * cache's (the batched last_used_at write, the heartbeat NOTIFY of db/auth-changes.ts, and a
+ * principal's grants read again when a change elsewhere, such as another fixture's group, dropped
+ * them).
+ */
+const background = (text: string) =>
+  /\bupdate tokens\b/.test(text) || /^\s*select pg_notify\(/.test(text) || text.includes('with recursive svc_granted (id, permission)');
+
+async function run(t: TestApp, token: string, path: string): Promise<{ status: number; statements: string[] }> {
+  const pools = [t.deps.sql, listPoolOf(t.deps.sql)].flatMap((p) => (p ? [p.options as unknown as { debug: unknown }] : []));
+  const statements: string[] = [];
+  for (const o of pools)
+    o.debug = (_c: number, text: string) => {
+      if (!background(text)) statements.push(text);
+    };
+  try {
+    const res = await t.request('GET', path, { token });
+    return { status: res.status, statements };
+  } finally {
+    for (const o of pools) o.debug = false;
+  }
+}
+
+/** GET `path` twice (the token, and on `cached` the grants, are then known) and the second's statements. */
+async function settled(t: TestApp, token: string, path: string) {
+  await t.request('GET', path, { token });
+  return run(t, token, path);
+}
+
+describe.each([
+  ['token cache off', () => plain],
+  ['token cache on', () => cached],
+])('point reads are one statement (%s)', (_mode, app) => {
+  it('for an administrator, a reader holding the permission, one holding every other, and a missing row', async () => {
+    const t = app();
+    const everything = await userWith(plain, [[collection, [...PERMISSIONS]]]);
+    for (const { path, perm } of reads) {
+      const admin = await settled(t, t.adminToken, path);
+      expect([path, admin.status, admin.statements.length], admin.statements.join('\n')).toEqual([path, 200, 1]);
+      const reader = await userWith(plain, [[collection, [perm]]]);
+      const granted = await settled(t, reader.token, path);
+      expect([path, granted.status, granted.statements.length], granted.statements.join('\n')).toEqual([path, 200, 1]);
+      const others = await userWith(plain, [[collection, PERMISSIONS.filter((p) => p !== perm)]]);
+      const refused = await settled(t, others.token, path);
+      expect([path, refused.status, refused.statements.length], refused.statements.join('\n')).toEqual([path, 403, 1]);
+      const all = await settled(t, everything.token, path);
+      expect([path, all.status, all.statements.length], all.statements.join('\n')).toEqual([path, 200, 1]);
+    }
+    for (const path of missing) {
+      const none = await settled(t, everything.token, path);
+      expect([path, none.status, none.statements.length], none.statements.join('\n')).toEqual([path, 404, 1]);
+    }
+  });
+
+  it('an object named in an unknown class: 404 for the class (a second statement tells which name is unknown)', async () => {
+    const t = app();
+    const res = await t.request('GET', `/api/v1/classes/by-name/${uniq('pr-none')}/objects/by-name/${uniq('pr-none')}`);
+    expect([res.status, (res.body as { message: string }).message]).toEqual([404, 'class not found']);
+    const known = reads.find((r) => r.path.includes('/objects/by-name/'))!.path.replace(/[^/]+$/, uniq('pr-none'));
+    const unknownObject = await t.request('GET', known);
+    expect([unknownObject.status, (unknownObject.body as { message: string }).message]).toEqual([404, 'object not found']);
+  });
+
+  it("the audit routes of one entity check it in one statement beside the page's", async () => {
+    const t = app();
+    const auditor = await userWith(plain, [[collection, ['ReadAudit']]]);
+    const others = await userWith(plain, [[collection, PERMISSIONS.filter((p) => p !== 'ReadAudit')]]);
+    for (const path of audits) {
+      for (const token of [t.adminToken, auditor.token]) {
+        const res = await settled(t, token, path);
+        expect([path, res.status]).toEqual([path, 200]);
+        // beside the page (and its count, and with the cache off a non-administrator's ReadAudit
+        // collections, which the page's visibility reads: db/audit.ts listEventRows)
+        const page = (s: string) => /from events e\b/.test(s) || /^\s*select array\(/.test(s);
+        expect([path, res.statements.filter((s) => !page(s)).length], res.statements.join('\n')).toEqual([path, 1]);
+      }
+      const refused = await settled(t, others.token, path);
+      expect([path, refused.status, refused.statements.length], refused.statements.join('\n')).toEqual([path, 403, 1]);
+    }
+  });
+});
