@@ -7,7 +7,8 @@ import { inject } from 'vitest';
 import { createSql, listPoolOf, type Sql } from '../src/db/sql.ts';
 import { parseListQuery, type ListSpec } from '../src/domain/list-query.ts';
 import { runList } from '../src/db/list.ts';
-import { uniq } from './helpers.ts';
+import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { userWith } from './iam-fixtures.ts';
 
 const settings = { SVC_DB_POOL_MAX: 1, SVC_DB_STATEMENT_TIMEOUT_MS: 10_000, SVC_DB_POOL_ACQUIRE_TIMEOUT_MS: 5_000 };
 const spec: ListSpec = {
@@ -105,5 +106,60 @@ describe('the list pool', () => {
     await list`select 1`;
     await other.end();
     await expect(list`select 1`).rejects.toMatchObject({ code: 'CONNECTION_ENDED' });
+  });
+});
+
+// One entity's events (db/audit.ts listEventRows): the page is read from the entity index whatever
+// the entity, so it stays on the pool, whose sessions (plan_cache_mode auto, above) let PostgreSQL
+// keep a prepared statement's generic plan when it costs no more than planning it anew for every
+// entity; any other filter still sends the page to the list pool.
+describe("one entity's events", () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ SVC_DB_POOL_MAX: 1, SVC_DB_LIST_POOL_MAX: 1 });
+  });
+  afterAll(async () => t.close());
+
+  /** Which pool each statement of GET `path` went to ('pool' or 'list'), but the token's own. */
+  async function pools(token: string, path: string, query: Record<string, string> = {}): Promise<string[]> {
+    const seen: string[] = [];
+    const tag = (db: Sql, conn: string) => {
+      (db.options as unknown as { debug: unknown }).debug = (_c: number, text: string) => {
+        if (/from events e\b/.test(text) && !/^\s*select count/.test(text)) seen.push(conn);
+      };
+    };
+    tag(t.deps.sql, 'pool');
+    tag(listPoolOf(t.deps.sql)!, 'list');
+    try {
+      const res = await t.request('GET', path, { token, query });
+      expect(res.status, res.text).toBe(200);
+    } finally {
+      for (const db of [t.deps.sql, listPoolOf(t.deps.sql)!]) (db.options as unknown as { debug: unknown }).debug = false;
+    }
+    return seen;
+  }
+
+  it('a wrapper route, and the filters entity_type and entity_id alone, stay on the pool for an administrator and a reader', async () => {
+    const ok = async (path: string, body: unknown) => {
+      const res = await t.request('POST', path, { body });
+      expect(res.status, res.text).toBe(201);
+      return (res.body as { id: number }).id;
+    };
+    const c = await ok('/api/v1/collections', { name: uniq('pin') });
+    const k = await ok('/api/v1/classes', { name: uniq('pin-k'), collection_id: c });
+    const objects: number[] = [];
+    for (let i = 0; i < 8; i++) objects.push(await ok(`/api/v1/classes/${k}/objects`, { name: uniq('pin-o'), json_data: { i } }));
+    const auditor = await userWith(t, [[c, ['ReadAudit']]]);
+    for (const token of [t.adminToken, auditor.token]) {
+      for (const o of objects) {
+        expect(await pools(token, `/api/v1/classes/${k}/${o}/events`)).toEqual(['pool']);
+        expect(await pools(token, '/api/v1/events', { entity_type: 'object', entity_id: String(o) })).toEqual(['pool']);
+      }
+      // another filter: planned for its values on the list pool
+      expect(await pools(token, '/api/v1/events', { entity_type: 'object', entity_id: String(objects[0]), action: 'created' })).toEqual([
+        'list',
+      ]);
+      expect(await pools(token, `/api/v1/classes/${k}/${objects[0]}/events`, { action: 'created' })).toEqual(['list']);
+    }
   });
 });

@@ -93,6 +93,8 @@ export async function listEventRows(
     jsonText?: boolean;
     /** Where a non-administrator's ReadAudit collections come from (the token cache); default: `read`. */
     auditCollections?: (read: () => Promise<number[]>) => Promise<number[]>;
+    /** `fixed` names one entity (entityIs: a wrapper route's). */
+    oneEntity?: boolean;
   } = {},
 ): Promise<ListPage<EventRow>> {
   let full = fullVisibility(db, auth);
@@ -110,12 +112,27 @@ export async function listEventRows(
     where: [...fixed, visible],
     parsed,
     spec: EVENT_LIST_SPEC,
-    planForValues: !auth.isAdmin,
+    // One entity's events are read from the entity index (entity_type, entity_id, id) whatever the
+    // entity and the caller's collections, so a plan the prepared statement keeps serves them all:
+    // planning such a short page for its values would cost more than reading it. Otherwise a
+    // non-administrator's collections are values that matter (a few events of a small collection,
+    // or most of all of them), and so are filters.
+    planForValues: namesOneEntity(parsed, opts.oneEntity ?? false) ? false : auth.isAdmin ? undefined : true,
     // The text conversions of a reply (snapshots, provenance, metadata, the time) only for the
     // page's rows (runList `plain`).
     plain: opts.jsonText ? { columns: db`e.*` as Fragment, alias: 'e' } : undefined,
     viewed: true, // eventWire
   });
+}
+
+/**
+ * Whether the page is one entity's events and nothing else narrows it: a wrapper route's entity
+ * (`fixed`) without filters, or the filters entity_type and entity_id alone, each one value.
+ */
+function namesOneEntity(parsed: ParsedList, fixed: boolean): boolean {
+  if (fixed) return parsed.filters.length === 0;
+  const one = (field: string) => parsed.filters.some((f) => f.field === field && f.op === 'equals' && !f.negate && f.values.length === 1);
+  return parsed.filters.length === 2 && one('entity_type') && one('entity_id');
 }
 
 /** Wrapper condition: events whose entity is (one of `types`, `id`). */

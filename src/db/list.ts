@@ -35,7 +35,11 @@ export interface ListOptions {
   where?: Fragment[];
   parsed: ParsedList;
   spec: ListSpec;
-  /** Plan the page for its values even without filters (the caller's `where` carries values that matter). */
+  /**
+   * Whether the page is planned for its values at every execution: by default when it has filters.
+   * True also without filters (the caller's `where` carries values that matter); false when the
+   * caller knows one plan serves every value (a prepared statement may then keep its generic plan).
+   */
   planForValues?: boolean;
   /**
    * The plain columns `select` is computed from, over the same alias (`select` may convert them,
@@ -498,7 +502,7 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
   // Filters (or the caller's conditions: planForValues) make the best plan depend on their values (a
   // prefix, a JSON value, a substring, a set of collections), which a prepared statement's generic
   // plan does not know: such a page is planned for each execution instead.
-  const planned = parsed.filters.length > 0 || opts.planForValues === true;
+  const planned = opts.planForValues ?? parsed.filters.length > 0;
   const list = planned ? listPoolOf(db) : undefined;
   if (!planned || list) {
     // One statement: on the pool, or on the list pool, whose sessions plan every statement for its
