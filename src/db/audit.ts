@@ -97,9 +97,12 @@ export async function listEventRows(
     oneEntity?: boolean;
   } = {},
 ): Promise<ListPage<EventRow>> {
-  let full = fullVisibility(db, auth);
-  let visible = eventVisibleWhere(db, auth);
-  if (!auth.isAdmin) {
+  let full: Fragment;
+  let visible: Fragment;
+  if (auth.isAdmin) {
+    full = fullVisibility(db, auth);
+    visible = eventVisibleWhere(db, auth);
+  } else {
     const read = async () =>
       (await db<{ ids: number[] }[]>`select array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[] as ids`)[0]?.ids ?? [];
     const ids = knownVisibleCollectionIds(auth, 'ReadAudit') ?? (opts.auditCollections ? await opts.auditCollections(read) : await read());
