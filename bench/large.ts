@@ -12,8 +12,10 @@
 // order), so the comparison is of the same result. A service request is timed until its response
 // has been written and its body decoded (parsing the JSON is the client's work; the timed requests
 // leave it unparsed), an SQL run until postgres.js has returned its rows. "svc SQL replay" is the
-// service's own read statements of one request replayed back to back through postgres.js: service
-// median minus it is roughly the request's cost outside the database. The hand-written SQL uses only the indexes the
+// service's own read statements of one request replayed back to back through postgres.js, each
+// planned as the service plans it (prepared for the pool's statements, which may keep a generic
+// plan; unnamed, planned at every execution, for the list pool's): service median minus it is
+// roughly the request's cost outside the database. The hand-written SQL uses only the indexes the
 // migrations create (the trigram indexes of object names and descriptions among them).
 //
 // The SQL the service ran for each case is captured (postgres.js `debug`) and, with
@@ -98,10 +100,12 @@ async function compare(
   // Capture the service's statements of one request (the second: the first may open a connection,
   // whose driver reads the array types), then check both sides answer the same rows.
   await svc();
-  const stmts: { string: string; parameters: unknown[] }[] = [];
+  const stmts: { string: string; parameters: unknown[]; prepared: boolean }[] = [];
   const pools = [b.sql, listPoolOf(b.sql)].map((p) => p?.options as unknown as { debug: unknown } | undefined);
-  for (const opts of pools)
-    if (opts) opts.debug = (_conn: number, string: string, parameters: unknown[]) => stmts.push({ string, parameters });
+  // a statement on the pool may keep a generic plan (it is replayed prepared); the list pool plans
+  // each for its values (replayed unnamed, planned at every execution)
+  for (const [i, opts] of pools.entries())
+    if (opts) opts.debug = (_conn: number, string: string, parameters: unknown[]) => stmts.push({ string, parameters, prepared: i === 0 });
   const s = await svc();
   for (const opts of pools) if (opts) opts.debug = false;
   captured.set(name, stmts);
@@ -129,13 +133,15 @@ async function compare(
   ts.sort((x, y) => x - y);
   th.sort((x, y) => x - y);
   // Replay the service's read statements of one request (token checks, lookups, the page, the
-  // count) back to back on the direct connection: the part of the service's time spent in SQL.
+  // count) back to back on the direct connection, each planned as the service's pool plans it: the
+  // part of the service's time spent in SQL. Ten times, the last five counted (a prepared statement
+  // may switch to its generic plan after five executions).
   const reads = stmts.filter((st) => /^\s*(select|with)\b/i.test(st.string));
   const replays: number[] = [];
-  for (let i = 0; i < 5; i++) {
+  for (let i = 0; i < 10; i++) {
     const t = nowUs();
-    for (const st of reads) await direct.unsafe(st.string, st.parameters as never[]);
-    replays.push(nowUs() - t);
+    for (const st of reads) await direct.unsafe(st.string, st.parameters as never[], { prepare: st.prepared });
+    if (i >= 5) replays.push(nowUs() - t);
   }
   replays.sort((x, y) => x - y);
   const r: Result = {
