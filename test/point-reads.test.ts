@@ -88,7 +88,7 @@ afterAll(async () => {
 const background = (text: string) =>
   /\bupdate tokens\b/.test(text) || /^\s*select pg_notify\(/.test(text) || text.includes('with recursive svc_granted (id, permission)');
 
-async function run(t: TestApp, token: string, path: string): Promise<{ status: number; statements: string[] }> {
+async function run(t: TestApp, token: string, path: string): Promise<{ status: number; body: unknown; statements: string[] }> {
   const pools = [t.deps.sql, listPoolOf(t.deps.sql)].flatMap((p) => (p ? [p.options as unknown as { debug: unknown }] : []));
   const statements: string[] = [];
   for (const o of pools)
@@ -97,7 +97,7 @@ async function run(t: TestApp, token: string, path: string): Promise<{ status: n
     };
   try {
     const res = await t.request('GET', path, { token });
-    return { status: res.status, statements };
+    return { status: res.status, body: res.body, statements };
   } finally {
     for (const o of pools) o.debug = false;
   }
@@ -159,5 +159,67 @@ describe.each([
       const refused = await settled(t, others.token, path);
       expect([path, refused.status, refused.statements.length], refused.statements.join('\n')).toEqual([path, 403, 1]);
     }
+  });
+});
+
+// A collection's children and ancestors (db/authz.ts readUnderCollection): where the caller's grants
+// tell without a statement (an administrator; a reader whose grants the token cache keeps), the page
+// alone when it has rows, which show that the collection exists; the check's statement too when the
+// page is empty or the query bad (404 and 403 still come first). Otherwise the check, then the page.
+describe("a collection's children and ancestors", () => {
+  let parent: number;
+  let child: number;
+  let other: number;
+  let reader: Awaited<ReturnType<typeof userWith>>;
+  beforeAll(async () => {
+    const made = async (body: Record<string, unknown>) => {
+      const res = await plain.request('POST', '/api/v1/collections', { body: { name: uniq('pr-tree'), ...body } });
+      expect(res.status, res.text).toBe(201);
+      return (res.body as { id: number }).id;
+    };
+    parent = await made({});
+    child = await made({ parent_collection_id: parent });
+    other = await made({});
+    reader = await userWith(plain, [[parent, ['ReadCollection']]]);
+  });
+  const children = (c: number) => `/api/v1/collections/${c}/children`;
+  const ancestors = (c: number) => `/api/v1/collections/${c}/ancestors`;
+  /** The request's statements but the token's and the token cache's, without the count of a total. */
+  const counted = (r: { statements: string[] }) => r.statements.filter((s) => !/^\s*select count\(/.test(s)).length;
+
+  it('decided from the grants: the page alone when it has rows, the check too when it is empty', async () => {
+    for (const token of [cached.adminToken, reader.token]) {
+      for (const path of [children(parent), ancestors(child)]) {
+        const res = await settled(cached, token, path);
+        expect([path, res.status, counted(res)], res.statements.join('\n')).toEqual([path, 200, 1]);
+        expect(res.body as unknown[]).toHaveLength(1);
+      }
+      for (const path of [children(child), ancestors(parent)]) {
+        const res = await settled(cached, token, path);
+        expect([path, res.status, counted(res)], res.statements.join('\n')).toEqual([path, 200, 2]);
+        expect(res.body as unknown[]).toHaveLength(0);
+      }
+    }
+  });
+
+  it('404 for a missing collection (before a bad query), 403 without ReadCollection, with the cache on and off', async () => {
+    for (const t of [cached, plain]) {
+      for (const token of [t.adminToken, reader.token]) {
+        for (const path of [children(2147483647), ancestors(2147483647)]) {
+          expect((await settled(t, token, path)).status).toBe(404);
+          expect((await t.request('GET', path, { token, query: { cursor: 'not-a-cursor' } })).status).toBe(404);
+        }
+      }
+      for (const path of [children(other), ancestors(other)]) {
+        expect((await settled(t, reader.token, path)).status).toBe(403);
+        expect((await t.request('GET', path, { token: reader.token, query: { cursor: 'not-a-cursor' } })).status).toBe(403);
+      }
+      expect((await t.request('GET', children(parent), { token: reader.token, query: { cursor: 'not-a-cursor' } })).status).toBe(400);
+    }
+  });
+
+  it('with the cache off a reader gets the check, then the page', async () => {
+    const res = await settled(plain, reader.token, children(parent));
+    expect([res.status, counted(res)], res.statements.join('\n')).toEqual([200, 2]);
   });
 });

@@ -215,6 +215,37 @@ export async function requireCollectionPermission(db: Db, auth: Authority, colle
   return { id: row.id, parent_collection_id: row.parent_collection_id };
 }
 
+/**
+ * A read under a collection that needs `perm` on it (its children, its ancestors), with the check
+ * as requireCollectionPermission makes it. Where the caller's grants tell without a statement (an
+ * administrator, or grants known: Authority.grants) that it holds `perm` there, `read` runs at once
+ * and rows under the collection show that it exists; only a read without rows, or one that fails
+ * (a bad query: the check's 404 or 403 still comes first), then asks. Otherwise the check's
+ * statement comes first.
+ */
+export async function readUnderCollection<T extends { rows: unknown[] }>(
+  db: Db,
+  auth: Authority,
+  collectionId: number,
+  perm: Permission,
+  read: () => Promise<T>,
+): Promise<T> {
+  const known = auth.isAdmin || knownGrant(auth, perm)?.includes(collectionId) === true;
+  if (!known || decide(auth, perm, { kind: 'collection', id: collectionId }, true) !== 'allow') {
+    await requireCollectionPermission(db, auth, collectionId, perm);
+    return read();
+  }
+  let result: T;
+  try {
+    result = await read();
+  } catch (err) {
+    await requireCollectionPermission(db, auth, collectionId, perm);
+    throw err;
+  }
+  if (result.rows.length === 0) await requireCollectionPermission(db, auth, collectionId, perm);
+  return result;
+}
+
 /** requireCollectionPermission and a read of the collection's `columns` (over alias `c`) in one statement. */
 export function readCollectionAs<R extends object>(
   db: Db,

@@ -4,7 +4,7 @@ import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import type { Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
-import { collectionWhere, permissionsFilter, readCollectionAs, requireCollectionPermission } from '../db/authz.ts';
+import { collectionWhere, permissionsFilter, readCollectionAs, readUnderCollection } from '../db/authz.ts';
 import {
   ANCESTOR_LIST_SPEC,
   COLLECTION_LIST_SPEC,
@@ -73,10 +73,10 @@ export const collectionsHandlers = {
     const auth = authOf(ctx);
     const db = ctx.deps.sql;
     const id = input.params.collection_id;
-    await requireCollectionPermission(db, auth, id, 'ReadCollection');
-    const parsed = parseListQuery(input.query, COLLECTION_LIST_SPEC);
-    const where = [childOfWhere(db, id), ...visibility(db, auth, parsed.extras.permissions)];
-    const page = await listCollectionRows(db, parsed, where);
+    const page = await readUnderCollection(db, auth, id, 'ReadCollection', () => {
+      const parsed = parseListQuery(input.query, COLLECTION_LIST_SPEC);
+      return listCollectionRows(db, parsed, [childOfWhere(db, id), ...visibility(db, auth, parsed.extras.permissions)]);
+    });
     return listReply(page, page.rows.map(collectionView));
   },
 
@@ -84,10 +84,11 @@ export const collectionsHandlers = {
     const auth = authOf(ctx);
     const db = ctx.deps.sql;
     const id = input.params.collection_id;
-    await requireCollectionPermission(db, auth, id, 'ReadCollection');
     const { limit, cursor, include_total } = input.query;
-    const parsed = parseListQuery({ limit, cursor, include_total }, ANCESTOR_LIST_SPEC);
-    const page = await listAncestorRows(db, id, parsed, [collectionWhere(db, auth, 'ReadCollection')]);
+    const page = await readUnderCollection(db, auth, id, 'ReadCollection', () => {
+      const parsed = parseListQuery({ limit, cursor, include_total }, ANCESTOR_LIST_SPEC);
+      return listAncestorRows(db, id, parsed, [collectionWhere(db, auth, 'ReadCollection')]);
+    });
     return listReply(page, page.rows.map(collectionView));
   },
 } satisfies Partial<HandlerMap>;
