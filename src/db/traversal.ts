@@ -23,9 +23,13 @@ import {
   type ObjectRelationRow,
 } from '../domain/relations.ts';
 
-/** Makes the current transaction a read-only snapshot (call first in the transaction). */
-export async function readSnapshot(tx: TransactionSql): Promise<void> {
-  await tx`set transaction isolation level repeatable read, read only`;
+/**
+ * Makes the current transaction a read-only snapshot (call first in the transaction). Not awaited:
+ * the setting goes out with the transaction's first read, in its round trip (were it refused, the
+ * transaction would be aborted and that read would fail).
+ */
+export function readSnapshot(tx: TransactionSql): void {
+  tx`set transaction isolation level repeatable read, read only`.catch(() => undefined);
 }
 
 /**

@@ -73,7 +73,7 @@ type ObjectStart = { classId: number; objectId: number } | { className: string; 
 async function classGraph(ctx: Ctx, start: ClassStart, query: Record<string, unknown>) {
   const auth = authOf(ctx);
   const graph = await withTx(ctx.deps.sql, async (tx) => {
-    await readSnapshot(tx);
+    readSnapshot(tx);
     const classId = 'id' in start ? start.id : await classIdByName(tx, start.name);
     if (classId === undefined) throw notFound('class');
     const q = parseGraphQuery(query, 'classes', classId);
@@ -88,7 +88,7 @@ async function classGraph(ctx: Ctx, start: ClassStart, query: Record<string, unk
 async function objectGraph(ctx: Ctx, start: ObjectStart, query: Record<string, unknown>) {
   const auth = authOf(ctx);
   const graph = await withTx(ctx.deps.sql, async (tx) => {
-    await readSnapshot(tx);
+    readSnapshot(tx);
     let classId: number | undefined;
     let objectId: number | undefined;
     if ('classId' in start) {
@@ -142,7 +142,7 @@ export const relationsHandlers = {
     const depth = parseDepth(query.depth);
     const parsed = parseListQuery(query, RELATED_CLASS_LIST_SPEC);
     const page = await withTx(ctx.deps.sql, async (tx) => {
-      await readSnapshot(tx);
+      readSnapshot(tx);
       await requireClassPermission(tx, auth, input.params.class_id, 'ReadClass');
       const bfs = await traverseClasses(tx, auth, input.params.class_id, depth);
       return listRelatedClassRows(tx, bfs, parsed);
@@ -158,7 +158,7 @@ export const relationsHandlers = {
     const parsed = parseListQuery(query, RELATED_OBJECT_LIST_SPEC);
     const ignoreClassIds = ignoredObjectClasses(parsed.extras, input.params.object_class_id);
     const page = await withTx(ctx.deps.sql, async (tx) => {
-      await readSnapshot(tx);
+      readSnapshot(tx);
       await requireObjectPermission(tx, auth, input.params.object_id, 'ReadObject', { classId: input.params.object_class_id });
       const bfs = await traverseObjects(tx, auth, input.params.object_id, depth, { ignoreClassIds });
       return listRelatedObjectRows(tx, bfs, parsed, classFilter);

@@ -132,7 +132,7 @@ async function readExport(
 ): Promise<ReadResult> {
   const { deps, task } = ctx;
   return withTx(deps.sql, async (tx) => {
-    await readSnapshot(tx);
+    readSnapshot(tx);
     const template = req.template_id === undefined ? null : await loadTemplate(tx, who, req.template_id, templateLimits);
     const query = req.query ?? template?.row.default_query ?? null;
     const source = await openExportSource(tx, who, scope, query === null ? {} : parseQueryString(query));
