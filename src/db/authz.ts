@@ -281,7 +281,7 @@ export async function readInCollectionAs<R extends object>(
     select ${read.columns}, ${column()} as svc_collection_id, ${grantOrAdmin(db, auth, perm, column())} as svc_granted
     from ${read.from} where ${read.where}`;
   if (!row) throw notFound(what);
-  enforce(decide(auth, perm, { kind: 'collection', id: row.svc_collection_id }, row.svc_granted), perm, 'collection');
+  enforceGranted(auth, perm, { kind: 'collection', id: row.svc_collection_id }, row.svc_granted);
   return row;
 }
 

@@ -34,10 +34,6 @@ function classRelationCols(db: Db): Fragment {
 }
 
 /**
- * The class relation with its ends' collections; `lock` takes a row lock on the relation
- * (share: object relations are being created under it; update: it is being deleted).
- */
-/**
  * The class relation with its ends' collections and the check of `perm` on both of its classes, in
  * one statement: 404 when there is no such relation, 403 as requireClassRelationPermission decides.
  */
@@ -57,6 +53,10 @@ export async function readClassRelationAs(db: Db, auth: Authority, id: number, p
   return row;
 }
 
+/**
+ * The class relation with its ends' collections; `lock` takes a row lock on the relation
+ * (share: object relations are being created under it; update: it is being deleted).
+ */
 export async function findClassRelation(db: Db, id: number, lock?: 'share' | 'update'): Promise<ClassRelationWithEnds | undefined> {
   const suffix = lock === 'update' ? db`for update of r` : lock === 'share' ? db`for share of r` : db``;
   const [row] = await db<ClassRelationWithEnds[]>`
