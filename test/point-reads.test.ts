@@ -4,10 +4,12 @@
 // grants are read in SQL (an instance with the cache off). A refusal (403) and a missing row (404)
 // are decided on the same statement. The audit routes of one entity check it in one statement beside
 // their page. Which callers get which status is the authorization matrix's (authz-matrix.test.ts).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createApp } from '../src/app.ts';
+import { createSql, listPoolOf } from '../src/db/sql.ts';
+import { HoldingProxy } from './holding-proxy.ts';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { userWith } from './iam-fixtures.ts';
-import { listPoolOf } from '../src/db/sql.ts';
 import { PERMISSIONS } from '../src/domain/authz.ts';
 
 /** The test apps have their token cache off (test/helpers.ts); `cached` has it on. */
@@ -83,10 +85,13 @@ afterAll(async () => {
  * token's own (db/tokens.ts: with the cache off every request reads its token) and the token
  * cache's (the batched last_used_at write, the heartbeat NOTIFY of db/auth-changes.ts, and a
  * principal's grants read again when a change elsewhere, such as another fixture's group, dropped
- * them).
+ * them), and the driver's read of the array types on a connection it has just opened.
  */
 const background = (text: string) =>
-  /\bupdate tokens\b/.test(text) || /^\s*select pg_notify\(/.test(text) || text.includes('with recursive svc_granted (id, permission)');
+  /\bupdate tokens\b/.test(text) ||
+  /^\s*select pg_notify\(/.test(text) ||
+  text.includes('with recursive svc_granted (id, permission)') ||
+  text.includes('from pg_catalog.pg_type a');
 
 async function run(t: TestApp, token: string, path: string): Promise<{ status: number; body: unknown; statements: string[] }> {
   const pools = [t.deps.sql, listPoolOf(t.deps.sql)].flatMap((p) => (p ? [p.options as unknown as { debug: unknown }] : []));
@@ -147,17 +152,22 @@ describe.each([
     const t = app();
     const auditor = await userWith(plain, [[collection, ['ReadAudit']]]);
     const others = await userWith(plain, [[collection, PERMISSIONS.filter((p) => p !== 'ReadAudit')]]);
+    // beside the page (and its count, and with the cache off a non-administrator's ReadAudit
+    // collections, which the page's visibility reads: db/audit.ts listEventRows); a refused caller's
+    // page, read beside the check, is dropped
+    const page = (s: string) => /from events e\b/.test(s) || /^\s*select array\(/.test(s);
     for (const path of audits) {
       for (const token of [t.adminToken, auditor.token]) {
         const res = await settled(t, token, path);
         expect([path, res.status]).toEqual([path, 200]);
-        // beside the page (and its count, and with the cache off a non-administrator's ReadAudit
-        // collections, which the page's visibility reads: db/audit.ts listEventRows)
-        const page = (s: string) => /from events e\b/.test(s) || /^\s*select array\(/.test(s);
         expect([path, res.statements.filter((s) => !page(s)).length], res.statements.join('\n')).toEqual([path, 1]);
       }
       const refused = await settled(t, others.token, path);
-      expect([path, refused.status, refused.statements.length], refused.statements.join('\n')).toEqual([path, 403, 1]);
+      expect([path, refused.status, refused.statements.filter((s) => !page(s)).length], refused.statements.join('\n')).toEqual([
+        path,
+        403,
+        1,
+      ]);
     }
   });
 });
@@ -221,5 +231,52 @@ describe("a collection's children and ancestors", () => {
   it('with the cache off a reader gets the check, then the page', async () => {
     const res = await settled(plain, reader.token, children(parent));
     expect([res.status, counted(res)], res.statements.join('\n')).toEqual([200, 2]);
+  });
+});
+
+describe("an audit route's check", () => {
+  it('goes out beside its page: both are on the wire before any answer comes back', async () => {
+    // A second app on the same database whose connections pass a proxy that can hold PostgreSQL's
+    // answers; its token cache is on, so once the token is known the request needs no statement
+    // before the route's.
+    const url = new URL(inject('dbUrl'));
+    const proxy = new HoldingProxy();
+    const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
+    url.hostname = '127.0.0.1';
+    url.port = String(port);
+    const config = { ...plain.deps.config, SVC_TOKEN_CACHE_SIZE: 100 };
+    const sql = createSql(url.toString(), config);
+    try {
+      const app = await createApp({ ...plain.deps, config, sql });
+      const get = (path: string) =>
+        app.fetch(new Request(`http://test.local${path}`, { headers: { authorization: `Bearer ${plain.adminToken}` } }));
+      expect((await get('/api/v1/iam/me')).status).toBe(200);
+      // two connections open (a connection's start-up waits for answers), neither with the route's
+      // statements prepared, so that their texts go on the wire
+      const opened = await Promise.all([get(`/api/v1/collections/${collection}`), get('/api/v1/collections')]);
+      expect(opened.map((r) => r.status)).toEqual([200, 200]);
+      const path = audits.find((p) => /\/classes\/\d+\/\d+\/events$/.test(p))!;
+      proxy.hold();
+      const reply = get(path);
+      // Every answer is held: the page can only be on the wire now if it did not wait for the check.
+      await proxy.until(['svc_granted', 'from events e']);
+      proxy.release();
+      expect((await reply).status).toBe(200);
+    } finally {
+      proxy.release();
+      await sql.end({ timeout: 5 });
+      await proxy.close();
+    }
+  });
+
+  it("decides before the page's own errors: 404 for a missing object, 403 without ReadAudit, even with a bad query", async () => {
+    const others = await userWith(plain, [[collection, PERMISSIONS.filter((p) => p !== 'ReadAudit')]]);
+    const path = audits.find((p) => /\/classes\/\d+\/\d+\/events$/.test(p))!;
+    const missing = path.replace(/\/\d+\/events$/, '/2147483647/events');
+    for (const query of [{}, { cursor: 'not-a-cursor' }, { sort: 'nope' }]) {
+      expect((await plain.request('GET', missing, { query })).status).toBe(404);
+      expect((await plain.request('GET', path, { token: others.token, query })).status).toBe(403);
+    }
+    expect((await plain.request('GET', path, { query: { cursor: 'not-a-cursor' } })).status).toBe(400);
   });
 });

@@ -12,25 +12,45 @@ import { JsonTexts } from '../domain/json-text.ts';
 import { WRAPPER_ENTITY_TYPES, applyTimeWindow } from '../domain/audit.ts';
 import { tokenCache } from '../services/token-cache.ts';
 
-/** A wrapper route's fixed conditions: `oneEntity` when they name one entity (entityIs). */
+/**
+ * A wrapper route's entity or collection: the conditions its events meet, `oneEntity` when they name
+ * one entity (entityIs), and the route's check (404 when the entity is missing, 403 when refused).
+ */
 interface Within {
   where: (db: Ctx['deps']['sql']) => Fragment[];
+  check: () => Promise<unknown>;
   oneEntity?: boolean;
 }
 
-/** The events of one entity (of one of `types`, `id`): a wrapper route's. */
-const ofEntity = (types: readonly string[], id: number): Within => ({ where: (db) => [entityIs(db, types, id)], oneEntity: true });
+/** The events of one entity (of one of `types`, `id`), checked by `check`: a wrapper route's. */
+const ofEntity = (types: readonly string[], id: number, check: () => Promise<unknown>): Within => ({
+  where: (db) => [entityIs(db, types, id)],
+  check,
+  oneEntity: true,
+});
 
-/** The audit list with the caller's visibility, the query's filters and a wrapper's fixed conditions. */
+/**
+ * The audit list with the caller's visibility, the query's filters and a wrapper's conditions. A
+ * wrapper's check and the page go out together (two statements on two connections: one wait
+ * instead of two); the check's verdict comes first, so a refused caller gets its 404 or 403, before
+ * a bad query's 400, and the page (which shows only what the caller may see anyway) is dropped.
+ */
 async function eventPage(query: Record<string, unknown>, ctx: Ctx, within?: Within) {
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
-  const parsed = applyTimeWindow(parseListQuery(query, EVENT_LIST_SPEC));
-  const page = await listEventRows(db, auth, parsed, within?.where(db) ?? [], {
-    jsonText: true,
-    auditCollections: (read) => tokenCache(ctx.deps).collectionsWith(auth.token.id, 'ReadAudit', read),
-    oneEntity: within?.oneEntity,
-  });
+  const checked = within?.check();
+  checked?.catch(() => undefined); // awaited below, before the page
+  const read = (async () => {
+    const parsed = applyTimeWindow(parseListQuery(query, EVENT_LIST_SPEC));
+    return listEventRows(db, auth, parsed, within?.where(db) ?? [], {
+      jsonText: true,
+      auditCollections: (read) => tokenCache(ctx.deps).collectionsWith(auth.token.id, 'ReadAudit', read),
+      oneEntity: within?.oneEntity,
+    });
+  })();
+  read.catch(() => undefined); // awaited below
+  await checked;
+  const page = await read;
   // The page's JSON written directly (eventJsonText), one text for the whole array.
   const texts = new JsonTexts();
   const all = texts.addArray<ReturnType<typeof eventWire>>(page.rows.map(eventJsonText));
@@ -42,45 +62,49 @@ export const eventsHandlers = {
 
   listCollectionEvents: async (input, ctx) => {
     const id = input.params.collection_id;
-    await requireCollectionPermission(ctx.deps.sql, authOf(ctx), id, 'ReadAudit');
-    return eventPage(input.query, ctx, { where: (db) => [attachedTo(db, id)] });
+    const check = () => requireCollectionPermission(ctx.deps.sql, authOf(ctx), id, 'ReadAudit');
+    return eventPage(input.query, ctx, { where: (db) => [attachedTo(db, id)], check });
   },
 
   listClassEvents: async (input, ctx) => {
     const id = input.params.class_id;
-    await requireAuditOf(ctx.deps.sql, authOf(ctx), 'class', id);
-    return eventPage(input.query, ctx, ofEntity(WRAPPER_ENTITY_TYPES.class, id));
+    const check = () => requireAuditOf(ctx.deps.sql, authOf(ctx), 'class', id);
+    return eventPage(input.query, ctx, ofEntity(WRAPPER_ENTITY_TYPES.class, id, check));
   },
 
   listObjectEvents: async (input, ctx) => {
     const { class_id: classId, object_id: objectId } = input.params;
-    await requireAuditOf(ctx.deps.sql, authOf(ctx), 'object', objectId, classId);
-    return eventPage(input.query, ctx, ofEntity(WRAPPER_ENTITY_TYPES.object, objectId));
+    const check = () => requireAuditOf(ctx.deps.sql, authOf(ctx), 'object', objectId, classId);
+    return eventPage(input.query, ctx, ofEntity(WRAPPER_ENTITY_TYPES.object, objectId, check));
   },
 
   listUserEvents: async (input, ctx) => {
     requireUnscopedAdmin(ctx);
     const id = input.params.user_id;
-    if (!(await humanUserExists(ctx.deps.sql, id))) throw notFound('user');
-    return eventPage(input.query, ctx, ofEntity(WRAPPER_ENTITY_TYPES.user, id));
+    const check = async () => {
+      if (!(await humanUserExists(ctx.deps.sql, id))) throw notFound('user');
+    };
+    return eventPage(input.query, ctx, ofEntity(WRAPPER_ENTITY_TYPES.user, id, check));
   },
 
   listGroupEvents: async (input, ctx) => {
     requireUnscopedAdmin(ctx);
     const id = input.params.group_id;
-    if (!(await groupExists(ctx.deps.sql, id))) throw notFound('group');
-    return eventPage(input.query, ctx, ofEntity(WRAPPER_ENTITY_TYPES.group, id));
+    const check = async () => {
+      if (!(await groupExists(ctx.deps.sql, id))) throw notFound('group');
+    };
+    return eventPage(input.query, ctx, ofEntity(WRAPPER_ENTITY_TYPES.group, id, check));
   },
 
   listRemoteTargetEvents: async (input, ctx) => {
     const id = input.params.target_id;
-    await requireAuditOf(ctx.deps.sql, authOf(ctx), 'remote_target', id);
-    return eventPage(input.query, ctx, ofEntity(WRAPPER_ENTITY_TYPES.remoteTarget, id));
+    const check = () => requireAuditOf(ctx.deps.sql, authOf(ctx), 'remote_target', id);
+    return eventPage(input.query, ctx, ofEntity(WRAPPER_ENTITY_TYPES.remoteTarget, id, check));
   },
 
   listExportTemplateEvents: async (input, ctx) => {
     const id = input.params.template_id;
-    await requireAuditOf(ctx.deps.sql, authOf(ctx), 'export_template', id);
-    return eventPage(input.query, ctx, ofEntity(['export_template'], id));
+    const check = () => requireAuditOf(ctx.deps.sql, authOf(ctx), 'export_template', id);
+    return eventPage(input.query, ctx, ofEntity(['export_template'], id, check));
   },
 } satisfies Partial<HandlerMap>;
