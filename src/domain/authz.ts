@@ -56,6 +56,13 @@
  *       (classId given and different from the object's class → 404, for nested routes)
  *     hasCollectionPermission(db, auth, collectionId, perm) → boolean (no existence check)
  *     effectiveCollectionPermissions(db, auth, collectionId) → Permission[] (after scope)
+ *   Point reads with their check in the same statement (404/403 as the checks above):
+ *     readCollectionAs, readClassAs, readObjectAs, readObjectByIdAs (getObject's constant text),
+ *     readInCollectionAs (a row kept in a collection: remote target, template, an audited entity);
+ *     grantColumn(db, auth, perm, collectionColumn) + enforceGranted(auth, perm, resource, granted)
+ *       for a statement of one's own (a relation's two ends: db/relations.ts)
+ *     readUnderCollection(db, auth, collectionId, perm, read) → a page under the collection, the
+ *       check skipped when the grants decide and the page's rows show the collection exists
  *   List visibility (postgres.js fragments to embed in queries, so lists and totals filter in SQL):
  *     visibleCollectionIds(db, auth, perm)  → subquery selecting one integer column `id`
  *       use as: db`e.collection_id in (${visibleCollectionIds(db, auth, 'ReadAudit')})`
