@@ -273,7 +273,7 @@ describe("an audit route's check", () => {
     const others = await userWith(plain, [[collection, PERMISSIONS.filter((p) => p !== 'ReadAudit')]]);
     const path = audits.find((p) => /\/classes\/\d+\/\d+\/events$/.test(p))!;
     const missing = path.replace(/\/\d+\/events$/, '/2147483647/events');
-    for (const query of [{}, { cursor: 'not-a-cursor' }, { sort: 'nope' }]) {
+    for (const query of [{}, { cursor: 'not-a-cursor' }, { sort: 'nope' }] as Record<string, string>[]) {
       expect((await plain.request('GET', missing, { query })).status).toBe(404);
       expect((await plain.request('GET', path, { token: others.token, query })).status).toBe(403);
     }
