@@ -219,6 +219,29 @@ describe('searchPlainTextStream', () => {
     expect(namesOf(more.results.objects)).toEqual([`${P}-obj2`]);
   });
 
+  it("searchPlainTextStream 200: an object's json_data as the JSON reply has it (the database's text), one data line per event", async () => {
+    const name = uniq('sse-json');
+    const json_data = { s: 'line 1\nline 2\r\u2028 "quoted" \\ back', n: 1.5, a: [1, { b: null }, 'é'], e: {} };
+    // in a class of its own, so that the other tests' results stay as they are; `n` then set to
+    // 1.50 in SQL, which the database keeps (numeric) and a value parsed in JavaScript would not
+    const k = await api('POST', '/api/v1/classes', { name: uniq('sse-json-k'), collection_id: ids.gamma });
+    const created = await t.request('POST', `/api/v1/classes/${k.id as number}/objects`, { body: { name, json_data } });
+    expect(created.status, created.text).toBe(201);
+    await t.deps
+      .sql`update objects set json_data = jsonb_set(json_data, '{n}', '1.50'::jsonb) where id = ${(created.body as { id: number }).id}`;
+    const res = await t.request('GET', '/api/v1/search/stream', { query: { q: name, kinds: 'object' } });
+    expect(res.status, res.text).toBe(200);
+    // every event is its event line and one data line
+    for (const block of res.text.split('\n\n').filter((b) => b.trim() !== '')) expect(block.split('\n')).toHaveLength(2);
+    const batch = parseSse(res.text).find((e) => e.event === 'batch')!.data;
+    const replied = await plain({ q: name, kinds: 'object' });
+    expect(batch.objects).toEqual((replied.body as PlainBody).results.objects);
+    expect((batch.objects as Record<string, unknown>[]).map((r) => [r.id, r.json_data])).toEqual([
+      [(created.body as { id: number }).id, json_data],
+    ]);
+    for (const text of [res.text, replied.text]) expect(text).toContain('"n": 1.50');
+  });
+
   it('searchPlainTextStream 200: only the requested kinds', async () => {
     const res = await t.request('GET', '/api/v1/search/stream', { query: { q: needle, kinds: 'class' } });
     const events = parseSse(res.text);

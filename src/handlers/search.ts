@@ -206,17 +206,23 @@ export const searchHandlers = {
         await Promise.all(
           p.plan.kinds.map(async (kind) => {
             try {
-              const page = await plainKind(ctx, p, kind);
+              // objects' JSON passed through as the plain reply's is (runPlainSearch with texts)
+              const texts = new JsonTexts();
+              const page = await plainKind(ctx, p, kind, texts);
               if (failed) return;
               const group = PLAIN_GROUP[kind];
-              w.send('batch', {
-                kind: group,
-                collections: [],
-                classes: [],
-                objects: [],
-                [group]: page.results.map((r) => r.resource),
-                next: page.next,
-              });
+              w.send(
+                'batch',
+                {
+                  kind: group,
+                  collections: [],
+                  classes: [],
+                  objects: [],
+                  [group]: page.results.map((r) => r.resource),
+                  next: page.next,
+                },
+                texts.texts,
+              );
             } catch (err) {
               if (failed) return;
               failed = true;

@@ -1,16 +1,24 @@
 // A small server-sent events writer: `event: <name>` and one JSON `data:` line per event.
 // sseReply() returns a Reply whose raw body is a ReadableStream; the producer runs after the
 // response has started, so the first events reach the client before any further work.
+import { spliceJsonTexts } from '../domain/json-text.ts';
 
 export interface SseWriter {
-  /** Queues one event; false once the client has gone away (stop working then). */
-  send(event: string, data: unknown): boolean;
+  /**
+   * Queues one event; false once the client has gone away (stop working then). `jsonTexts`: the
+   * JSON texts whose placeholders `data` holds (domain/json-text.ts), spliced in as a JSON reply's are.
+   */
+  send(event: string, data: unknown, jsonTexts?: readonly string[]): boolean;
   readonly closed: boolean;
 }
 
-/** Formats one event (JSON never contains a raw newline, so one data line suffices). */
-export function formatSse(event: string, data: unknown): string {
-  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+/**
+ * Formats one event (JSON never contains a raw newline, so one data line suffices; nor do the texts
+ * spliced in, which are JSON too: PostgreSQL's jsonb text escapes them).
+ */
+export function formatSse(event: string, data: unknown, jsonTexts?: readonly string[]): string {
+  const json = JSON.stringify(data);
+  return `event: ${event}\ndata: ${jsonTexts?.length ? spliceJsonTexts(json, jsonTexts) : json}\n\n`;
 }
 
 /**
@@ -26,10 +34,10 @@ export function sseReply(
   const stream = new ReadableStream<Uint8Array>({
     start(controller) {
       const writer: SseWriter = {
-        send(event, data) {
+        send(event, data, jsonTexts) {
           if (closed) return false;
           try {
-            controller.enqueue(encoder.encode(formatSse(event, data)));
+            controller.enqueue(encoder.encode(formatSse(event, data, jsonTexts)));
             return true;
           } catch {
             closed = true;
