@@ -2,6 +2,12 @@
 // it forwards the client's bytes at once and records them, and holds PostgreSQL's answers while
 // told to, so a test sees what a client sent before any answer came back.
 import { createServer, connect, type Server, type Socket } from 'node:net';
+import { inject } from 'vitest';
+import { createApp } from '../src/app.ts';
+import type { Config } from '../src/config.ts';
+import { createSql } from '../src/db/sql.ts';
+import type { App } from '../src/http/contract.ts';
+import type { TestApp } from './helpers.ts';
 
 /** Forwards client bytes at once; holds the server's until release(). Records what the client sent. */
 export class HoldingProxy {
@@ -54,5 +60,33 @@ export class HoldingProxy {
 
   close(): Promise<void> {
     return new Promise((ok) => this.server.close(() => ok()));
+  }
+}
+
+/**
+ * A second app on `t`'s database whose connections pass a HoldingProxy, with its token cache on
+ * (once a token is known, a request needs no statement before its own), for `fn`; `get` sends a GET
+ * with `t`'s admin token. The proxy's answers are released and the app's pool ended afterwards.
+ */
+export async function withProxiedApp(
+  t: TestApp,
+  fn: (p: { app: App; proxy: HoldingProxy; config: Config; get: (path: string) => Response | Promise<Response> }) => Promise<void>,
+): Promise<void> {
+  const url = new URL(inject('dbUrl'));
+  const proxy = new HoldingProxy();
+  const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  const config = { ...t.deps.config, SVC_TOKEN_CACHE_SIZE: 100 };
+  const sql = createSql(url.toString(), config);
+  try {
+    const app = await createApp({ ...t.deps, config, sql });
+    const get = (path: string) =>
+      app.fetch(new Request(`http://test.local${path}`, { headers: { authorization: `Bearer ${t.adminToken}` } }));
+    await fn({ app, proxy, config, get });
+  } finally {
+    proxy.release();
+    await sql.end({ timeout: 5 });
+    await proxy.close();
   }
 }

@@ -4,12 +4,10 @@
 // cannot settle (the class changed, renamed or gone, the permission withdrawn, a scoped token, data
 // the remembered schema refuses or that needs a compliance record) must come out exactly as the
 // first create under a class does.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createApp } from '../src/app.ts';
-import { createSql } from '../src/db/sql.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { collection, createClass, createObject, eventsOf, principalWith, type Obj, CPU_SCHEMA as SCHEMA } from './class-fixtures.ts';
-import { HoldingProxy } from './holding-proxy.ts';
+import { withProxiedApp } from './holding-proxy.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -26,15 +24,7 @@ describe('createObject under a class read before', () => {
   it('goes out in one round trip: the insert and COMMIT are sent before any answer comes back', async () => {
     // A second app on the same database whose connections pass a proxy that can hold PostgreSQL's
     // answers; its token cache is on, so the request needs no statement before the create.
-    const url = new URL(inject('dbUrl'));
-    const proxy = new HoldingProxy();
-    const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
-    url.hostname = '127.0.0.1';
-    url.port = String(port);
-    const config = { ...t.deps.config, SVC_TOKEN_CACHE_SIZE: 100 };
-    const sql = createSql(url.toString(), config);
-    try {
-      const app = await createApp({ ...t.deps, config, sql });
+    await withProxiedApp(t, async ({ app, proxy, config }) => {
       const post = (classId: number | string, name: string) =>
         app.fetch(
           new Request(`http://test.local/api/v1/classes/${typeof classId === 'number' ? classId : `by-name/${classId}`}/objects`, {
@@ -65,11 +55,7 @@ describe('createObject under a class read before', () => {
         const [row] = await t.deps.sql`select name, class_id from objects where id = ${o.id}`;
         expect(row).toEqual({ name, class_id: cls.id });
       }
-    } finally {
-      proxy.release();
-      await sql.end({ timeout: 5 });
-      await proxy.close();
-    }
+    });
   });
 
   it("records the object's own id and times in its created event, and the caller in its history", async () => {

@@ -4,10 +4,9 @@
 // grants are read in SQL (an instance with the cache off). A refusal (403) and a missing row (404)
 // are decided on the same statement. The audit routes of one entity check it in one statement beside
 // their page. Which callers get which status is the authorization matrix's (authz-matrix.test.ts).
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createApp } from '../src/app.ts';
-import { createSql, listPoolOf } from '../src/db/sql.ts';
-import { HoldingProxy } from './holding-proxy.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listPoolOf } from '../src/db/sql.ts';
+import { withProxiedApp } from './holding-proxy.ts';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { userWith } from './iam-fixtures.ts';
 import { PERMISSIONS } from '../src/domain/authz.ts';
@@ -236,20 +235,8 @@ describe("a collection's children and ancestors", () => {
 
 describe("an audit route's check", () => {
   it('goes out beside its page: both are on the wire before any answer comes back', async () => {
-    // A second app on the same database whose connections pass a proxy that can hold PostgreSQL's
-    // answers; its token cache is on, so once the token is known the request needs no statement
-    // before the route's.
-    const url = new URL(inject('dbUrl'));
-    const proxy = new HoldingProxy();
-    const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
-    url.hostname = '127.0.0.1';
-    url.port = String(port);
-    const config = { ...plain.deps.config, SVC_TOKEN_CACHE_SIZE: 100 };
-    const sql = createSql(url.toString(), config);
-    try {
-      const app = await createApp({ ...plain.deps, config, sql });
-      const get = (path: string) =>
-        app.fetch(new Request(`http://test.local${path}`, { headers: { authorization: `Bearer ${plain.adminToken}` } }));
+    // through a proxy that can hold PostgreSQL's answers
+    await withProxiedApp(plain, async ({ proxy, get }) => {
       expect((await get('/api/v1/iam/me')).status).toBe(200);
       // two connections open (a connection's start-up waits for answers), neither with the route's
       // statements prepared, so that their texts go on the wire
@@ -262,11 +249,7 @@ describe("an audit route's check", () => {
       await proxy.until(['svc_granted', 'from events e']);
       proxy.release();
       expect((await reply).status).toBe(200);
-    } finally {
-      proxy.release();
-      await sql.end({ timeout: 5 });
-      await proxy.close();
-    }
+    });
   });
 
   it("decides before the page's own errors: 404 for a missing object, 403 without ReadAudit, even with a bad query", async () => {

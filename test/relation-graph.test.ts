@@ -2,10 +2,8 @@
 // ignore_classes / ignore_self_class on listRelatedObjects. Depth and shortest paths from the root,
 // cycles (each node and relation once), visibility (a node only if readable, a relation only when
 // it and both ends are), the work limit, and every error status. Fixtures are written with SQL.
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createApp } from '../src/app.ts';
-import { createSql } from '../src/db/sql.ts';
-import { HoldingProxy } from './holding-proxy.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { withProxiedApp } from './holding-proxy.ts';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import type { TokenScopeValue } from '../src/db/tokens.ts';
 import { graphFixtures } from './graph-fixtures.ts';
@@ -451,20 +449,8 @@ describe('listRelatedObjects: ignore_classes and ignore_self_class', () => {
 
 describe('the snapshot of a traversal', () => {
   it('a read-only repeatable-read transaction whose setting goes out with its first read, in one round trip', async () => {
-    // A second app on the same database whose connections pass a proxy that can hold PostgreSQL's
-    // answers; its token cache is on, so once the token is known the request needs no statement
-    // before the traversal's.
-    const url = new URL(inject('dbUrl'));
-    const proxy = new HoldingProxy();
-    const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
-    url.hostname = '127.0.0.1';
-    url.port = String(port);
-    const config = { ...t.deps.config, SVC_TOKEN_CACHE_SIZE: 100 };
-    const sql = createSql(url.toString(), config);
-    try {
-      const app = await createApp({ ...t.deps, config, sql });
-      const get = (path: string) =>
-        app.fetch(new Request(`http://test.local${path}`, { headers: { authorization: `Bearer ${t.adminToken}` } }));
+    // through a proxy that can hold PostgreSQL's answers
+    await withProxiedApp(t, async ({ proxy, get }) => {
       expect((await get('/api/v1/iam/me')).status).toBe(200);
       const c = await t.request('POST', '/api/v1/collections', { body: { name: uniq('snap') } });
       const k = await t.request('POST', '/api/v1/classes', {
@@ -477,10 +463,6 @@ describe('the snapshot of a traversal', () => {
       await proxy.until(['set transaction isolation level repeatable read, read only', 'svc_granted']);
       proxy.release();
       expect((await reply).status).toBe(200);
-    } finally {
-      proxy.release();
-      await sql.end({ timeout: 5 });
-      await proxy.close();
-    }
+    });
   });
 });

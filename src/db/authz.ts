@@ -173,21 +173,17 @@ export function grantExistsText(perm: Permission, principalParam: string, collec
     join group_members gm on gm.group_id = cp.group_id and gm.principal_id = ${principalParam}::int)`;
 }
 
-/** The grant test of a point check; the admin rule makes it moot (decide() still applies the scope first). */
-function grantOrAdmin(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
+/**
+ * The grant test of a point check: `perm` on the collection in `collectionColumn`, as a boolean
+ * column of the statement that reads the resource, so the read and its check are one statement;
+ * decide the row with enforceGranted. True for an administrator (decide() still applies the scope
+ * first); the known grants as values; else the ancestor walk.
+ */
+export function grantColumn(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
   if (auth.isAdmin) return db`true` as Fragment;
   const known = knownGrant(auth, perm);
   if (known) return db`${collectionColumn} = any(${known as number[]}::int[])` as Fragment;
   return grantExists(db, auth.principal.id, perm, collectionColumn);
-}
-
-/**
- * The grant test of `perm` on the collection in `collectionColumn` (true for an administrator), as a
- * boolean column of a statement that reads a resource, so the read and its check are one statement;
- * decide the row with enforceGranted.
- */
-export function grantColumn(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
-  return grantOrAdmin(db, auth, perm, collectionColumn);
 }
 
 /** 403 unless the caller holds `perm` on the resource (`granted`: its grantColumn) and the token's scopes allow it. */
@@ -278,7 +274,7 @@ export async function readInCollectionAs<R extends object>(
 ): Promise<R> {
   const column = (): Fragment => db`${db(read.collection)}` as Fragment;
   const [row] = await db<(R & { svc_collection_id: number; svc_granted: boolean })[]>`
-    select ${read.columns}, ${column()} as svc_collection_id, ${grantOrAdmin(db, auth, perm, column())} as svc_granted
+    select ${read.columns}, ${column()} as svc_collection_id, ${grantColumn(db, auth, perm, column())} as svc_granted
     from ${read.from} where ${read.where}`;
   if (!row) throw notFound(what);
   enforceGranted(auth, perm, { kind: 'collection', id: row.svc_collection_id }, row.svc_granted);
@@ -304,7 +300,7 @@ export function classPermissionOf(auth: Authority, classId: number, collectionId
     if (!known) return undefined;
     granted = known.includes(collectionId);
   }
-  enforce(decide(auth, perm, { kind: 'class', id: classId, collectionId }, granted), perm, 'class');
+  enforceGranted(auth, perm, { kind: 'class', id: classId, collectionId }, granted);
   return { id: classId, collection_id: collectionId };
 }
 
@@ -323,7 +319,7 @@ export async function readClassAs<R extends object>(
 ): Promise<R> {
   const [row] = await db<(R & { svc_class_id: number; svc_collection_id: number; svc_granted: boolean })[]>`
     select ${columns}, k.id as svc_class_id, k.collection_id as svc_collection_id,
-      ${grantOrAdmin(db, auth, perm, db`k.collection_id` as Fragment)} as svc_granted
+      ${grantColumn(db, auth, perm, db`k.collection_id` as Fragment)} as svc_granted
     from classes k ${opts.join ?? db``}
     where ${typeof cls === 'number' ? db`k.id = ${cls}::int` : db`k.name = ${cls.name}::text`}
     ${opts.lock === 'share' ? db`for share of k` : db``}`;
@@ -372,7 +368,7 @@ export async function readObjectAs<R extends object>(
   else throw new Error('readObjectAs by name needs the class');
   const [row] = await db<ObjectReadRow<R>[]>`
     select ${columns}, o.id as svc_id, o.class_id as svc_class_id, o.collection_id as svc_collection_id,
-      ${grantOrAdmin(db, auth, perm, db`o.collection_id` as Fragment)} as svc_granted
+      ${grantColumn(db, auth, perm, db`o.collection_id` as Fragment)} as svc_granted
     from objects o
     where ${where}
     ${lock === 'update' ? db`for update of o` : db``}`;
@@ -388,10 +384,11 @@ type ObjectReadRow<R> = R & { svc_id: number; svc_class_id: number; svc_collecti
 /** readObjectAs's verdict on the row its statement read: the row, or 404 / 403. */
 function objectReadAs<R>(row: ObjectReadRow<R> | undefined, auth: Authority, perm: Permission, classId: number | undefined): R {
   if (!row || (classId !== undefined && row.svc_class_id !== classId)) throw notFound('object');
-  enforce(
-    decide(auth, perm, { kind: 'object', id: row.svc_id, classId: row.svc_class_id, collectionId: row.svc_collection_id }, row.svc_granted),
+  enforceGranted(
+    auth,
     perm,
-    'object',
+    { kind: 'object', id: row.svc_id, classId: row.svc_class_id, collectionId: row.svc_collection_id },
+    row.svc_granted,
   );
   return row;
 }
@@ -434,7 +431,7 @@ const readTexts = new Map<string, Map<string, string>>();
 export async function hasCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<boolean> {
   if (!permissionInScope(auth, perm) || !resourceInScope(auth, { kind: 'collection', id: collectionId })) return false;
   const [row] = await db<{ ok: boolean }[]>`
-    select ${grantOrAdmin(db, auth, perm, db`c.id` as Fragment)} as ok
+    select ${grantColumn(db, auth, perm, db`c.id` as Fragment)} as ok
     from collections c where c.id = ${collectionId}::int`;
   return row?.ok ?? false;
 }

@@ -40,7 +40,7 @@ async function eventPage(query: Record<string, unknown>, ctx: Ctx, within?: With
   const db = ctx.deps.sql;
   const checked = within?.check();
   checked?.catch(() => undefined); // awaited below, before the page
-  const read = (async () => {
+  const reading = (async () => {
     const parsed = applyTimeWindow(parseListQuery(query, EVENT_LIST_SPEC));
     return listEventRows(db, auth, parsed, within?.where(db) ?? [], {
       jsonText: true,
@@ -48,9 +48,9 @@ async function eventPage(query: Record<string, unknown>, ctx: Ctx, within?: With
       oneEntity: within?.oneEntity,
     });
   })();
-  read.catch(() => undefined); // awaited below
+  reading.catch(() => undefined); // awaited below
   await checked;
-  const page = await read;
+  const page = await reading;
   // The page's JSON written directly (eventJsonText), one text for the whole array.
   const texts = new JsonTexts();
   const all = texts.addArray<ReturnType<typeof eventWire>>(page.rows.map(eventJsonText));

@@ -14,33 +14,56 @@ import { notFound } from '../domain/errors.ts';
 import type { ClassExpandedRow } from '../domain/views/classes.ts';
 import { tokenCache } from './token-cache.ts';
 
-/** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
-export async function requireClassAccess(deps: Deps, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
+/**
+ * A read of a class that needs `perm` on it: `kept` when the kept collection decides (given the
+ * class's id and collection), else `checked`, a read with the check whose collection is then kept.
+ */
+async function withClassAccess<R extends ClassRef>(
+  deps: Deps,
+  auth: Authority,
+  classId: number,
+  perm: Permission,
+  kept: (ref: ClassRef) => Promise<R>,
+  checked: () => Promise<R>,
+): Promise<R> {
   const cache = tokenCache(deps);
   const collectionId = cache.classCollection(classId);
   const decided = collectionId === undefined ? undefined : classPermissionOf(auth, classId, collectionId, perm);
-  if (decided) return decided;
+  if (decided) return kept(decided);
   const mark = cache.mark();
-  const ref = await requireClassPermission(deps.sql, auth, classId, perm);
-  cache.knowClass(ref.id, ref.collection_id, mark);
-  return ref;
+  const row = await checked();
+  cache.knowClass(row.id, row.collection_id, mark);
+  return row;
+}
+
+/** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
+export function requireClassAccess(deps: Deps, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
+  return withClassAccess(
+    deps,
+    auth,
+    classId,
+    perm,
+    async (ref) => ref,
+    () => requireClassPermission(deps.sql, auth, classId, perm),
+  );
 }
 
 /**
  * getClass's read: the class with its collection, checked as requireClassAccess checks it, in one
  * statement either way (the row alone when the kept collection decides, else the row with its
- * check, whose collection is then kept).
+ * check).
  */
-export async function readClassExpanded(deps: Deps, auth: Authority, classId: number, perm: Permission): Promise<ClassExpandedRow> {
-  const cache = tokenCache(deps);
-  const collectionId = cache.classCollection(classId);
-  if (collectionId !== undefined && classPermissionOf(auth, classId, collectionId, perm)) {
-    const row = await findClassExpanded(deps.sql, classId);
-    if (!row) throw notFound('class');
-    return row;
-  }
-  const mark = cache.mark();
-  const row = await readClassExpandedAs(deps.sql, auth, classId, perm);
-  cache.knowClass(row.id, row.collection_id, mark);
-  return row;
+export function readClassExpanded(deps: Deps, auth: Authority, classId: number, perm: Permission): Promise<ClassExpandedRow> {
+  return withClassAccess(
+    deps,
+    auth,
+    classId,
+    perm,
+    async () => {
+      const row = await findClassExpanded(deps.sql, classId);
+      if (!row) throw notFound('class');
+      return row;
+    },
+    () => readClassExpandedAs(deps.sql, auth, classId, perm),
+  );
 }
