@@ -24,7 +24,8 @@
 // Uses SVC_DATABASE_URL when set (a fresh database is created and dropped), else an embedded
 // PostgreSQL. BENCH_LARGE_ITERATIONS (default 100: at 30 the medians of two runs differed by up
 // to 20 % on a 2-core machine) iterations per case, each case capped at
-// BENCH_LARGE_CASE_SECONDS (default 20) seconds.
+// BENCH_LARGE_CASE_SECONDS (default 20) seconds; BENCH_LARGE_ONLY (a regular expression) times only
+// the cases whose name it matches.
 //
 // The service is measured as it is deployed, bundled by esbuild (scripts/build-server.ts): started
 // as TypeScript (`node --import tsx bench/large.ts`), this file bundles itself into
@@ -54,6 +55,8 @@ const EVENTS = Math.max(1000, int('BENCH_LARGE_EVENTS', 5_000_000));
 const ITER = Math.max(5, int('BENCH_LARGE_ITERATIONS', 100));
 const CASE_MS = Math.max(1, int('BENCH_LARGE_CASE_SECONDS', 20)) * 1000;
 const EXPLAIN = process.env.BENCH_LARGE_EXPLAIN === '1';
+/** BENCH_LARGE_ONLY: a regular expression; only the cases whose name it matches are timed. */
+const ONLY = process.env.BENCH_LARGE_ONLY ? new RegExp(process.env.BENCH_LARGE_ONLY, 'i') : null;
 /** The events spread over this many collections; the non-admin reader has ReadAudit on the first. */
 const EVENT_COLLECTIONS = 5;
 
@@ -97,6 +100,7 @@ async function compare(
   hand: () => Promise<{ ids: number[]; total?: number | null }>,
   note = '',
 ): Promise<void> {
+  if (ONLY && !ONLY.test(name)) return;
   // Capture the service's statements of one request (the second: the first may open a connection,
   // whose driver reads the array types), then check both sides answer the same rows.
   await svc();

@@ -540,7 +540,7 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
   if (more && last)
     nextCursor = encodeCursor(
       keyNames.map((n) => (last[n] ?? null) as unknown),
-      parsed.signature,
+      parsed.signature(),
     );
   if (!opts.viewed) for (const r of rows) for (const n of keyNames) delete r[n];
   let total: number | null = null;

@@ -67,7 +67,7 @@ function exprSql(db: Db, n: PlanNode, spec: ListSpec, related: (n: RelatedNode) 
 }
 
 function parsedFor(sort: SortKey[], limit: number, after: unknown[] | null, includeTotal: boolean): ParsedList {
-  return { filters: [], sort, limit, cursor: after, includeTotal, extras: {}, signature: '' };
+  return { filters: [], sort, limit, cursor: after, includeTotal, extras: {}, signature: () => '' };
 }
 
 /** The sort values inside runList's cursor (base64url JSON {v, s}); they are re-signed by the caller. */

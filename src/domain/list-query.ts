@@ -7,7 +7,7 @@
 //   limit (1..250, default 100, larger clamped; 0 or negative is 400), cursor, include_total
 // A filter may be repeated; all filters combine with AND. Unknown fields or operators are 400; at
 // most 64 filters.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { badRequest } from './errors.ts';
 
 export type FieldType = 'integer' | 'text' | 'timestamp' | 'boolean' | 'json';
@@ -98,8 +98,11 @@ export interface ParsedList {
   cursor: unknown[] | null;
   includeTotal: boolean;
   extras: Record<string, string>;
-  /** Binds cursors to this exact query (filters and sort). */
-  signature: string;
+  /**
+   * Binds cursors to this exact query (filters and sort). A function, computed on first call: only a
+   * request that reads or writes a cursor needs it (most pages of one row, or of the last rows, do not).
+   */
+  signature: () => string;
 }
 
 export const DEFAULT_LIMIT = 100;
@@ -141,12 +144,15 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
   const sort = parseSort(one(query, 'sort'), spec);
   const limit = parseLimit(query.limit);
   const includeTotal = parseBool(query.include_total, true, 'include_total');
-  const signature = createHash('sha256')
-    .update(JSON.stringify({ f: filters.map((f) => [f.field, f.op, f.negate, f.values, f.path]).sort(), s: sort }))
-    .digest('base64url')
-    .slice(0, 16);
+  let computed: string | undefined;
+  const signature = () =>
+    (computed ??= hash(
+      'sha256',
+      JSON.stringify({ f: filters.map((f) => [f.field, f.op, f.negate, f.values, f.path]).sort(), s: sort }),
+      'base64url',
+    ).slice(0, 16));
   const cursorRaw = one(query, 'cursor');
-  const cursor = cursorRaw === undefined ? null : decodeCursor(cursorRaw, signature, sort.length);
+  const cursor = cursorRaw === undefined ? null : decodeCursor(cursorRaw, signature(), sort.length);
   return { filters, sort, limit, cursor, includeTotal, extras, signature };
 }
 

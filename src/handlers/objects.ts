@@ -51,7 +51,7 @@ async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string,
   const filterQuery = Object.fromEntries(Object.entries(query).filter(([k]) => !AGGREGATE_PARAMS.has(k)));
   const q = parseObjectQuery(db, filterQuery, active, auth, classId);
   if (q.computedFilters > 2) throw badRequest('at most two computed filters apply to an aggregate');
-  const signature = aggregateSignature(classId, req, q.parsed.signature);
+  const signature = aggregateSignature(classId, req, q.parsed.signature());
   const cursorLength = req.dimensions.length * 2 + (req.sort.startsWith('object_count') ? 1 : 0);
   const after = typeof query.cursor === 'string' ? decodeAggregateCursor(query.cursor, signature, cursorLength) : null;
   const where: Fragment[] = [
