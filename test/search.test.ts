@@ -643,6 +643,77 @@ describe('searchStructured: audit events', () => {
   });
 });
 
+describe('searchStructured: JSON as the database wrote it', () => {
+  /** The `result` events' resources and the `done` event of a searchStructuredStream body. */
+  function streamed(text: string): { results: unknown[]; done: Record<string, unknown> } {
+    const events = text
+      .split('\n\n')
+      .filter((block) => block.trim() !== '')
+      .map((block) => {
+        const lines = block.split('\n');
+        expect(lines).toHaveLength(2); // an event line and one data line
+        return { event: lines[0]!.slice('event: '.length), data: JSON.parse(lines[1]!.slice('data: '.length)) as Record<string, unknown> };
+      });
+    return {
+      results: events.filter((e) => e.event === 'result').map((e) => e.data),
+      done: events.find((e) => e.event === 'done')!.data,
+    };
+  }
+
+  it("searchStructured 200 and its stream: an object's json_data is the database's text (1.50 stays 1.50)", async () => {
+    const json_data = { s: 'line 1\nline 2 "quoted" \\ back \u2028', n: 1.5, a: [1, { b: null }, 'é'], e: {} };
+    const id = await obj(`${P}-jsontext`, ids.secret, ids.gamma, json_data);
+    // numeric 1.50 kept as written by the database, which a value parsed in JavaScript would not
+    await t.deps.sql`update objects set json_data = jsonb_set(json_data, '{n}', '1.50'::jsonb) where id = ${id}`;
+    const body = objectsOf(ids.secret, field('name', 'equals', `${P}-jsontext`));
+    const res = await search(body);
+    expect(res.status, res.text).toBe(200);
+    expect(res.text).toContain('"n": 1.50');
+    const results = (res.body as SearchBody).results;
+    const shown = await t.request('GET', `/api/v1/classes/${ids.secret}/${id}`);
+    expect(results).toEqual([{ kind: 'object', resource: shown.body }]);
+    expect(results[0]!.resource.json_data).toEqual(json_data);
+    const stream = await t.request('POST', '/api/v1/search/stream', { body });
+    expect(stream.status, stream.text).toBe(200);
+    expect(stream.text).toContain('"n": 1.50');
+    const { results: events, done } = streamed(stream.text);
+    expect(events).toEqual(results);
+    expect(done).toMatchObject({ next: null, total: (res.body as SearchBody).total });
+  });
+
+  it("searchStructured 200 and its stream: an audit event's JSON is the database's text, for a non-administrator too", async () => {
+    const event = await appendEvent(
+      t.deps.sql,
+      { kind: 'system', principalId: null, principalName: null },
+      {
+        entityType: 'collection',
+        entityId: ids.alpha,
+        entityName: `${P}-jsontext-event`,
+        collectionId: ids.alpha,
+        action: 'updated',
+        before: { list: [1, 2], name: 'w' },
+        after: { list: [1, 2, 3], name: 'x' },
+      },
+    );
+    const body = { version: 1, target: { kind: 'audit_event' }, filter: field('entity_name', 'equals', `${P}-jsontext-event`) };
+    for (const token of [undefined, userToken]) {
+      const res = await search(body, token);
+      expect(res.status, res.text).toBe(200);
+      // jsonb's own text (a space after each colon and comma), not JSON.stringify's
+      expect(res.text).toContain('"before":{"list": [1, 2], "name": "w"},"after":{"list": [1, 2, 3], "name": "x"}');
+      const results = (res.body as SearchBody).results;
+      const listed = await t.request('GET', '/api/v1/events', { query: { entity_name: `${P}-jsontext-event` }, token });
+      expect(listed.status, listed.text).toBe(200);
+      expect(results).toEqual((listed.body as unknown[]).map((resource) => ({ kind: 'audit_event', resource })));
+      expect(results.map((r) => r.resource.id)).toEqual([event.id]);
+      const stream = await t.request('POST', '/api/v1/search/stream', { body, token });
+      expect(stream.status, stream.text).toBe(200);
+      expect(stream.text).toContain('"after":{"list": [1, 2, 3], "name": "x"}');
+      expect(streamed(stream.text).results).toEqual(results);
+    }
+  });
+});
+
 describe('searchStructured: related predicates', () => {
   const related = (classId: number, filters: unknown[] = [], depth?: number) => ({
     op: 'related',

@@ -84,6 +84,9 @@ function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
  * columns are the database's text (for a reply that passes them through: domain/json-text.ts) and
  * occurred_at its UTC text (domain/wire.ts isoTime).
  */
+/** Where a non-administrator's ReadAudit collections come from (the token cache's collectionsWith), given their `read`. */
+export type AuditCollections = (read: () => Promise<number[]>) => Promise<number[]>;
+
 export async function listEventRows(
   db: Db,
   auth: Authority,
@@ -92,7 +95,7 @@ export async function listEventRows(
   opts: {
     jsonText?: boolean;
     /** Where a non-administrator's ReadAudit collections come from (the token cache); default: `read`. */
-    auditCollections?: (read: () => Promise<number[]>) => Promise<number[]>;
+    auditCollections?: AuditCollections;
     /** `fixed` names one entity (entityIs: a wrapper route's). */
     oneEntity?: boolean;
   } = {},

@@ -12,8 +12,8 @@ import { listClasses } from './classes.ts';
 import { classExpandedView, type ClassExpandedRow } from '../domain/views/classes.ts';
 import { listObjects } from './objects.ts';
 import { objectJsonText, objectView, type ObjectRow } from '../domain/views/objects.ts';
-import { listEventRows } from './audit.ts';
-import { eventWire, type EventRow } from '../domain/audit.ts';
+import { listEventRows, type AuditCollections } from './audit.ts';
+import { eventJsonText, eventWire, type EventRow } from '../domain/audit.ts';
 import { userView, type UserRow } from '../domain/views/users.ts';
 import { groupView, type GroupRow } from '../domain/views/groups.ts';
 import { serviceAccountView, type ServiceAccountRow } from '../domain/views/service-accounts.ts';
@@ -158,7 +158,12 @@ export const TARGET_SPECS: Record<TargetKind, ListSpec> = {
  * written directly (objectJsonText) as a placeholder of `texts` (domain/json-text.ts), instead of
  * being parsed and serialised again.
  */
-export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { classId: number | null; texts?: JsonTexts }): TargetSql {
+export function targetSql(
+  db: Db,
+  auth: Authority,
+  kind: TargetKind,
+  opts: { classId: number | null; texts?: JsonTexts; auditCollections?: AuditCollections },
+): TargetSql {
   const spec = TARGET_SPECS[kind];
   switch (kind) {
     case 'collection':
@@ -198,8 +203,18 @@ export function targetSql(db: Db, auth: Authority, kind: TargetKind, opts: { cla
       return {
         spec,
         where: [],
-        list: (parsed, where) => listEventRows(db, auth, parsed, where) as Promise<ListPage<Row>>,
-        result: (r) => ({ kind: 'audit_event', resource: eventWire(r as EventRow) }),
+        list: (parsed, where) =>
+          listEventRows(db, auth, parsed, where, {
+            jsonText: opts.texts !== undefined,
+            auditCollections: opts.auditCollections,
+          }) as Promise<ListPage<Row>>,
+        // with `texts`, the event's JSON written directly (eventJsonText), as an audit page's
+        result: (r) => ({
+          kind: 'audit_event',
+          resource: opts.texts
+            ? (opts.texts.add(eventJsonText(r as EventRow)) as unknown as ReturnType<typeof eventWire>)
+            : eventWire(r as EventRow),
+        }),
       };
     case 'user':
       return {

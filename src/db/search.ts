@@ -8,6 +8,7 @@ import { and, filterSql, likeEscape, or, type Fragment } from './list.ts';
 import { translatePgError } from './pg-errors.ts';
 import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
 import { targetSql, type SearchResult } from './search-targets.ts';
+import type { AuditCollections } from './audit.ts';
 import type { JsonTexts } from '../domain/json-text.ts';
 import { ApiError } from '../domain/errors.ts';
 import type { Filter, ListSpec, ParsedList, SortKey } from '../domain/list-query.ts';
@@ -118,9 +119,16 @@ export async function runStructuredSearch(
   db: Db,
   auth: Authority,
   plan: SearchPlan,
-  opts: { classId: number | null; relatedClassIds: number[]; after: unknown[] | null },
+  opts: {
+    classId: number | null;
+    relatedClassIds: number[];
+    after: unknown[] | null;
+    /** Objects' json_data and events' JSON passed through as the database's text (targetSql). */
+    texts?: JsonTexts;
+    auditCollections?: AuditCollections;
+  },
 ): Promise<SearchPage> {
-  const t = targetSql(db, auth, plan.kind, { classId: opts.classId });
+  const t = targetSql(db, auth, plan.kind, { classId: opts.classId, texts: opts.texts, auditCollections: opts.auditCollections });
   const where = [...t.where];
   if (plan.filter) where.push(exprSql(db, plan.filter, t.spec, (n) => relatedCondition(db, auth, n, opts.relatedClassIds[n.index]!)));
   try {

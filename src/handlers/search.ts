@@ -25,6 +25,7 @@ import {
   type TargetKind,
 } from '../domain/search.ts';
 import { signCursor, verifyCursor, type CursorBinding } from '../domain/search-cursor.ts';
+import { tokenCache } from '../services/token-cache.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Structured search
@@ -92,11 +93,17 @@ async function prepareStructured(input: Input<'searchStructured'>, ctx: Ctx): Pr
   return { auth, plan, classId, relatedClassIds, binding, after };
 }
 
-async function executeStructured(ctx: Ctx, p: PreparedStructured): Promise<StructuredResult> {
+/**
+ * One page of a structured search. Objects' json_data and audit events' JSON go into the reply as
+ * the database's text, placeholders of `texts` (as the lists and the plain-text search write them).
+ */
+async function executeStructured(ctx: Ctx, p: PreparedStructured, texts: JsonTexts): Promise<StructuredResult> {
   const page = await runStructuredSearch(ctx.deps.sql, p.auth, p.plan, {
     classId: p.classId,
     relatedClassIds: p.relatedClassIds,
     after: p.after,
+    texts,
+    auditCollections: (read) => tokenCache(ctx.deps).collectionsWith(p.auth.token.id, 'ReadAudit', read),
   });
   return {
     results: page.results,
@@ -238,11 +245,13 @@ export const searchHandlers = {
 
   searchStructured: async (input, ctx) => {
     const p = await prepareStructured(input, ctx);
-    const r = await executeStructured(ctx, p);
+    const texts = new JsonTexts();
+    const r = await executeStructured(ctx, p, texts);
     return {
       status: 200,
       body: { version: 1, kind: p.plan.kind, results: r.results, next: r.next, total: r.total },
       headers: pageHeaders(p.plan.limit, r.next, r.total),
+      jsonTexts: texts.texts,
     };
   },
 
@@ -252,14 +261,15 @@ export const searchHandlers = {
     return sseReply(async (w) => {
       w.send('started', head);
       let r: StructuredResult;
+      const texts = new JsonTexts();
       try {
         // the complete page first (buffered memory is linear in the page limit), then the events
-        r = await executeStructured(ctx, p);
+        r = await executeStructured(ctx, p, texts);
       } catch (err) {
         w.send('error', { ...head, message: publicMessage(ctx, err) });
         return;
       }
-      for (const result of r.results) if (!w.send('result', result)) return;
+      for (const result of r.results) if (!w.send('result', result, texts.texts)) return;
       w.send('done', { ...head, next: r.next, total: r.total, page_limit: p.plan.limit });
     });
   },
