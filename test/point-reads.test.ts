@@ -233,6 +233,91 @@ describe("a collection's children and ancestors", () => {
   });
 });
 
+// A collection's grants (by collection, group or principal, and effective) read the same way: rows
+// show that the collection and the group or principal they name exist; an empty list or a bad query
+// also asks, the collection's 404 or 403 first, then the group's or principal's 404.
+describe("a collection's grants", () => {
+  let parent: number;
+  let child: number;
+  let other: number;
+  let reader: Awaited<ReturnType<typeof userWith>>;
+  let bystander: Awaited<ReturnType<typeof userWith>>;
+  beforeAll(async () => {
+    const made = async (body: Record<string, unknown>) => {
+      const res = await plain.request('POST', '/api/v1/collections', { body: { name: uniq('pr-grants'), ...body } });
+      expect(res.status, res.text).toBe(201);
+      return (res.body as { id: number }).id;
+    };
+    parent = await made({});
+    child = await made({ parent_collection_id: parent });
+    other = await made({});
+    reader = await userWith(plain, [[parent, ['ReadCollection']]]);
+    bystander = await userWith(plain, []);
+  });
+  const grants = (c: number) => `/api/v1/collections/${c}/permissions`;
+  const ofGroup = (c: number, g: number) => `/api/v1/collections/${c}/permissions/group/${g}`;
+  const ofPrincipal = (c: number, p: number) => `/api/v1/collections/${c}/permissions/principal/${p}`;
+  const effective = (c: number, p: number) => `/api/v1/collections/${c}/permissions/effective/principal/${p}`;
+  const counted = (r: { statements: string[] }) => r.statements.filter((s) => !/^\s*select count\(/.test(s)).length;
+
+  it('decided from the grants: the read alone when it has rows; the checks too when it has none', async () => {
+    for (const token of [cached.adminToken, reader.token]) {
+      const found = [grants(parent), ofGroup(parent, reader.groupId), ofPrincipal(parent, reader.id), effective(child, reader.id)];
+      for (const path of found) {
+        const res = await settled(cached, token, path);
+        expect([path, res.status, counted(res)], res.statements.join('\n')).toEqual([path, 200, 1]);
+        expect(res.body as unknown[]).toHaveLength(1);
+      }
+      const empty: [string, number][] = [
+        [grants(child), 2],
+        [ofGroup(parent, bystander.groupId), 3],
+        [ofPrincipal(parent, bystander.id), 3],
+        [effective(parent, bystander.id), 3],
+      ];
+      for (const [path, statements] of empty) {
+        const res = await settled(cached, token, path);
+        expect([path, res.status, counted(res)], res.statements.join('\n')).toEqual([path, 200, statements]);
+        expect(res.body as unknown[]).toHaveLength(0);
+      }
+    }
+  });
+
+  it("404 for a missing collection, then for a missing group or principal, before a bad query's 400; 403 first", async () => {
+    const missing = 2147483647;
+    const message = async (t: TestApp, token: string, path: string, query: Record<string, string> = {}) => {
+      const res = await t.request('GET', path, { token, query });
+      return [res.status, (res.body as { message?: string }).message ?? null];
+    };
+    const bad = { cursor: 'not-a-cursor' };
+    for (const t of [cached, plain]) {
+      for (const token of [t.adminToken, reader.token]) {
+        for (const path of [
+          grants(missing),
+          ofGroup(missing, reader.groupId),
+          ofPrincipal(missing, reader.id),
+          effective(missing, reader.id),
+        ]) {
+          expect(await message(t, token, path)).toEqual([404, 'collection not found']);
+          if (!path.includes('/group/')) expect(await message(t, token, path, bad)).toEqual([404, 'collection not found']);
+        }
+        expect(await message(t, token, ofGroup(parent, missing))).toEqual([404, 'group not found']);
+        for (const path of [ofPrincipal(parent, missing), effective(parent, missing)]) {
+          expect(await message(t, token, path)).toEqual([404, 'principal not found']);
+          expect(await message(t, token, path, bad)).toEqual([404, 'principal not found']);
+        }
+        expect((await t.request('GET', grants(parent), { token, query: bad })).status).toBe(400);
+      }
+      for (const path of [grants(other), ofGroup(other, missing), ofPrincipal(other, missing), effective(other, missing)])
+        expect((await t.request('GET', path, { token: reader.token })).status).toBe(403);
+    }
+  });
+
+  it('with the cache off a reader gets the checks, then the read', async () => {
+    const res = await settled(plain, reader.token, ofPrincipal(parent, reader.id));
+    expect([res.status, counted(res)], res.statements.join('\n')).toEqual([200, 3]);
+  });
+});
+
 describe("an audit route's check", () => {
   it('goes out beside its page: both are on the wire before any answer comes back', async () => {
     // through a proxy that can hold PostgreSQL's answers

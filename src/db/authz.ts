@@ -212,12 +212,13 @@ export async function requireCollectionPermission(db: Db, auth: Authority, colle
 }
 
 /**
- * A read under a collection that needs `perm` on it (its children, its ancestors), with the check
- * as requireCollectionPermission makes it. Where the caller's grants tell without a statement (an
- * administrator, or grants known: Authority.grants) that it holds `perm` there, `read` runs at once
- * and rows under the collection show that it exists; only a read without rows, or one that fails
- * (a bad query: the check's 404 or 403 still comes first), then asks. Otherwise the check's
- * statement comes first.
+ * A read under a collection that needs `perm` on it (its children, its ancestors, its grants), with
+ * the check as requireCollectionPermission makes it, then `alsoCheck` (the 404 of a group or
+ * principal the read names, whose existence rows of the read also show). Where the caller's grants
+ * tell without a statement (an administrator, or grants known: Authority.grants) that it holds
+ * `perm` there, `read` runs at once and rows under the collection show that it exists; only a read
+ * without rows, or one that fails (a bad query: the checks' 404 or 403 still come first), then
+ * asks. Otherwise the checks' statements come first.
  */
 export async function readUnderCollection<T extends { rows: unknown[] }>(
   db: Db,
@@ -225,20 +226,25 @@ export async function readUnderCollection<T extends { rows: unknown[] }>(
   collectionId: number,
   perm: Permission,
   read: () => Promise<T>,
+  alsoCheck?: () => Promise<void>,
 ): Promise<T> {
+  const check = async () => {
+    await requireCollectionPermission(db, auth, collectionId, perm);
+    await alsoCheck?.();
+  };
   const known = auth.isAdmin || knownGrant(auth, perm)?.includes(collectionId) === true;
   if (!known || decide(auth, perm, { kind: 'collection', id: collectionId }, true) !== 'allow') {
-    await requireCollectionPermission(db, auth, collectionId, perm);
+    await check();
     return read();
   }
   let result: T;
   try {
     result = await read();
   } catch (err) {
-    await requireCollectionPermission(db, auth, collectionId, perm);
+    await check();
     throw err;
   }
-  if (result.rows.length === 0) await requireCollectionPermission(db, auth, collectionId, perm);
+  if (result.rows.length === 0) await check();
   return result;
 }
 

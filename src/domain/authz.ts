@@ -61,8 +61,9 @@
  *     readInCollectionAs (a row kept in a collection: remote target, template, an audited entity);
  *     grantColumn(db, auth, perm, collectionColumn) + enforceGranted(auth, perm, resource, granted)
  *       for a statement of one's own (a relation's two ends: db/relations.ts)
- *     readUnderCollection(db, auth, collectionId, perm, read) → a page under the collection, the
- *       check skipped when the grants decide and the page's rows show the collection exists
+ *     readUnderCollection(db, auth, collectionId, perm, read, alsoCheck?) → a page under the
+ *       collection (children, ancestors, grants), the check (and alsoCheck: a named group's or
+ *       principal's 404) skipped when the grants decide and the page's rows show they exist
  *   List visibility (postgres.js fragments to embed in queries, so lists and totals filter in SQL):
  *     visibleCollectionIds(db, auth, perm)  → subquery selecting one integer column `id`
  *       use as: db`e.collection_id in (${visibleCollectionIds(db, auth, 'ReadAudit')})`

@@ -3,7 +3,7 @@ import { authOf, callerOf } from '../http/contract.ts';
 import { notFound } from '../domain/errors.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
-import { requireCollectionPermission } from '../db/authz.ts';
+import { readUnderCollection } from '../db/authz.ts';
 import {
   EFFECTIVE_ROW_LIST_SPEC,
   PERMISSION_ROW_LIST_SPEC,
@@ -22,20 +22,36 @@ function changeGrants(ctx: Ctx, change: (m: MutationContext) => Promise<GrantCha
   return inTx(ctx.deps.sql, callerOf(ctx), change);
 }
 
+/** The 404 of a principal a grant list names. */
+const principalNamed = (db: Ctx['deps']['sql'], id: number) => async () => {
+  if (!(await principalExists(db, id))) throw notFound('principal');
+};
+
 export const permissionsHandlers = {
   listCollectionPermissions: async (input, ctx) => {
     const db = ctx.deps.sql;
-    await requireCollectionPermission(db, authOf(ctx), input.params.collection_id, 'ReadCollection');
-    const parsed = parseListQuery(input.query, PERMISSION_ROW_LIST_SPEC);
-    const page = await listPermissionRows(db, input.params.collection_id, parsed);
+    const id = input.params.collection_id;
+    const page = await readUnderCollection(db, authOf(ctx), id, 'ReadCollection', () =>
+      listPermissionRows(db, id, parseListQuery(input.query, PERMISSION_ROW_LIST_SPEC)),
+    );
     return listReply(page, page.rows);
   },
 
   getCollectionGroupPermissions: async (input, ctx) => {
     const db = ctx.deps.sql;
-    await requireCollectionPermission(db, authOf(ctx), input.params.collection_id, 'ReadCollection');
-    if (!(await findGroup(db, input.params.group_id))) throw notFound('group');
-    return { status: 200, body: await groupPermissions(db, input.params.collection_id, input.params.group_id) };
+    const { collection_id: collectionId, group_id: groupId } = input.params;
+    // a grant of the group on the collection shows that both exist
+    const { rows } = await readUnderCollection(
+      db,
+      authOf(ctx),
+      collectionId,
+      'ReadCollection',
+      async () => ({ rows: await groupPermissions(db, collectionId, groupId) }),
+      async () => {
+        if (!(await findGroup(db, groupId))) throw notFound('group');
+      },
+    );
+    return { status: 200, body: rows };
   },
 
   replaceCollectionGroupPermissions: async (input, ctx) => {
@@ -72,19 +88,31 @@ export const permissionsHandlers = {
 
   listCollectionPrincipalPermissions: async (input, ctx) => {
     const db = ctx.deps.sql;
-    await requireCollectionPermission(db, authOf(ctx), input.params.collection_id, 'ReadCollection');
-    if (!(await principalExists(db, input.params.principal_id))) throw notFound('principal');
-    const parsed = parseListQuery(input.query, PERMISSION_ROW_LIST_SPEC);
-    const page = await listPermissionRows(db, input.params.collection_id, parsed, { principalId: input.params.principal_id });
+    const { collection_id: collectionId, principal_id: principalId } = input.params;
+    // a grant through the principal's groups shows that both exist
+    const page = await readUnderCollection(
+      db,
+      authOf(ctx),
+      collectionId,
+      'ReadCollection',
+      () => listPermissionRows(db, collectionId, parseListQuery(input.query, PERMISSION_ROW_LIST_SPEC), { principalId }),
+      principalNamed(db, principalId),
+    );
     return listReply(page, page.rows);
   },
 
   listEffectiveCollectionPrincipalPermissions: async (input, ctx) => {
     const db = ctx.deps.sql;
-    await requireCollectionPermission(db, authOf(ctx), input.params.collection_id, 'ReadCollection');
-    if (!(await principalExists(db, input.params.principal_id))) throw notFound('principal');
-    const parsed = parseListQuery(input.query, EFFECTIVE_ROW_LIST_SPEC);
-    const page = await listEffectivePermissionRows(db, input.params.collection_id, input.params.principal_id, parsed);
+    const { collection_id: collectionId, principal_id: principalId } = input.params;
+    // an effective grant (through the principal's groups) shows that both exist
+    const page = await readUnderCollection(
+      db,
+      authOf(ctx),
+      collectionId,
+      'ReadCollection',
+      () => listEffectivePermissionRows(db, collectionId, principalId, parseListQuery(input.query, EFFECTIVE_ROW_LIST_SPEC)),
+      principalNamed(db, principalId),
+    );
     return listReply(page, page.rows);
   },
 } satisfies Partial<HandlerMap>;
