@@ -46,10 +46,15 @@ export class HoldingProxy {
     for (const [c, b] of this.held.splice(0)) c.write(b);
   }
 
-  /** Resolves once the client has sent every marker (while answers are held, none can be a reply to another). */
+  /**
+   * Resolves once the client has sent every marker (while answers are held, none can be a reply to
+   * another); a marker given n times must have been sent n times (n statements of the same text).
+   */
   async until(markers: string[]): Promise<void> {
     const limit = Date.now() + 5000;
-    while (!markers.every((m) => this.sent.includes(m))) {
+    const wanted = new Map<string, number>();
+    for (const m of markers) wanted.set(m, (wanted.get(m) ?? 0) + 1);
+    while (![...wanted].every(([m, n]) => this.sent.split(m).length - 1 >= n)) {
       if (Date.now() > limit) throw new Error(`the client sent ${JSON.stringify(this.sent)} but not all of ${markers.join(', ')}`);
       await new Promise<void>((ok) => {
         this.waiters.push(ok);

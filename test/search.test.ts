@@ -4,6 +4,7 @@ import { insertToken, type TokenScopeValue } from '../src/db/tokens.ts';
 import { appendEvent } from '../src/db/events.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
 import { tokenCache } from '../src/services/token-cache.ts';
+import { withProxiedApp } from './holding-proxy.ts';
 
 // Fixtures: collections, groups, grants and memberships go through their endpoints; users,
 // service accounts, tokens, classes, objects and relations are inserted into their tables
@@ -764,5 +765,67 @@ describe('searchStructured: related predicates', () => {
   it('searchStructured 404: an unresolved related class', async () => {
     const res = await search(objectsOf(ids.server, { op: 'related', predicate: { class: { name: `${P}-Nope` } } }));
     expect(res.status).toBe(404);
+  });
+
+  it("the target's and the related predicates' classes are read together: all on the wire before any answer", async () => {
+    await withProxiedApp(t, async ({ app, proxy, get }) => {
+      expect((await get('/api/v1/iam/me')).status).toBe(200);
+      // three connections open (a connection's start-up waits for answers)
+      const opened = await Promise.all([
+        get(`/api/v1/classes/${ids.room}`),
+        get('/api/v1/collections'),
+        get(`/api/v1/classes/${ids.server}`),
+      ]);
+      expect(opened.map((r) => r.status)).toEqual([200, 200, 200]);
+      const body = {
+        version: 1,
+        target: { kind: 'object', class: { name: `${P}-Server` } },
+        filter: {
+          op: 'and',
+          args: [
+            { op: 'related', predicate: { class: { name: `${P}-Room` } } },
+            { op: 'related', predicate: { class: { name: `${P}-Secret` } } },
+          ],
+        },
+      };
+      proxy.hold();
+      const reply = app.fetch(
+        new Request('http://test.local/api/v1/search', {
+          method: 'POST',
+          headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        }),
+      );
+      // every answer is held: the three reads (each a new statement on its connection, its text
+      // sent first) can only all be on the wire if none waited for another
+      await proxy.until(['from classes k', 'from classes k', 'from classes k']);
+      proxy.release();
+      const res = await reply;
+      expect(res.status, await res.clone().text()).toBe(200);
+      expect(((await res.json()) as SearchBody).results.map((r) => r.resource.name)).toEqual([`${P}-srv2`]);
+    });
+  });
+
+  it('the first selector that fails is the answer: the target, then the related predicates in order', async () => {
+    const named = (name: string) => ({ op: 'related', predicate: { class: { name } } });
+    const unresolved = `${P}-Nope`;
+    const status = async (body: unknown, token?: string) => {
+      const res = await search(body, token);
+      return [res.status, (res.body as { message?: string }).message ?? null];
+    };
+    const both = (a: unknown, b: unknown) => ({ op: 'and', args: [a, b] });
+    const target = (cls: unknown, filter: unknown) => ({ version: 1, target: { kind: 'object', class: cls }, filter });
+    // an unresolved target before an unreadable related class, and the other way round
+    expect(await status(target({ name: unresolved }, related(ids.secret)), userToken)).toEqual([404, 'class not found']);
+    expect(await status(target({ id: ids.secret }, named(unresolved)), userToken)).toEqual([403, expect.any(String)]);
+    // among the related predicates, the first in the request
+    expect(await status(target({ id: ids.server }, both(related(ids.secret), named(unresolved))), userToken)).toEqual([
+      403,
+      expect.any(String),
+    ]);
+    expect(await status(target({ id: ids.server }, both(named(unresolved), related(ids.secret))), userToken)).toEqual([
+      404,
+      'class not found',
+    ]);
   });
 });

@@ -13,7 +13,7 @@ import type { JsonTexts } from '../domain/json-text.ts';
 import { ApiError } from '../domain/errors.ts';
 import type { Filter, ListSpec, ParsedList, SortKey } from '../domain/list-query.ts';
 import type { Authority } from '../domain/authz.ts';
-import type { ClassSelector, PlainKind, PlanNode, PlannedPredicate, SearchPlan } from '../domain/search.ts';
+import type { PlainKind, PlanNode, PlannedPredicate, SearchPlan } from '../domain/search.ts';
 
 type RelatedNode = Extract<PlanNode, { op: 'related' }>;
 
@@ -22,15 +22,6 @@ export interface SearchPage {
   /** Sort values of the last row when more rows follow (to sign into the next cursor). */
   nextValues: unknown[] | null;
   total: number | null;
-}
-
-/** A class by exact id or exact name (names are globally unique). */
-export async function resolveClassSelector(db: Db, sel: ClassSelector): Promise<{ id: number; collection_id: number } | undefined> {
-  const rows =
-    'id' in sel
-      ? await db<{ id: number; collection_id: number }[]>`select k.id, k.collection_id from classes k where k.id = ${sel.id}::int`
-      : await db<{ id: number; collection_id: number }[]>`select k.id, k.collection_id from classes k where k.name = ${sel.name}::text`;
-  return rows.length === 1 ? rows[0] : undefined;
 }
 
 /** A planned predicate as a list-language Filter over the target's columns. */

@@ -1,12 +1,14 @@
 import type { Ctx, HandlerMap, Input } from '../http/contract.ts';
 import { authOf } from '../http/contract.ts';
-import { ApiError, forbidden, isClientError, notFound } from '../domain/errors.ts';
+import { ApiError, forbidden, isClientError } from '../domain/errors.ts';
 import { requireHumanUnscoped } from './gates.ts';
 import { sseReply } from '../http/sse.ts';
 import { JsonTexts } from '../domain/json-text.ts';
 import type { AuthInfo } from '../http/auth.ts';
-import { classPermissionOf, requireClassPermission } from '../db/authz.ts';
-import { resolveClassSelector, runPlainSearch, runStructuredSearch } from '../db/search.ts';
+import { readClassAs } from '../db/authz.ts';
+import type { Fragment } from '../db/list.ts';
+import { requireClassAccess } from '../services/class-access.ts';
+import { runPlainSearch, runStructuredSearch } from '../db/search.ts';
 import type { SearchResult } from '../db/search-targets.ts';
 import type { ResponseBody } from '../domain/wire.ts';
 import {
@@ -68,15 +70,15 @@ function gateTarget(ctx: Ctx, kind: TargetKind): void {
   }
 }
 
-/** Resolves a class selector exactly (404 when it does not resolve) and requires ReadClass on it (403). */
+/**
+ * Resolves a class selector exactly (404 when it does not resolve) and requires ReadClass on it
+ * (403), in one statement (by id: none when the token cache keeps the class's collection and the
+ * caller's grants decide, as for a list of the class's objects).
+ */
 async function readableClass(ctx: Ctx, auth: AuthInfo, sel: ClassSelector): Promise<number> {
-  const cls = await resolveClassSelector(ctx.deps.sql, sel);
-  if (!cls) throw notFound('class');
-  // decided from the row just read where it can be (an administrator, or known grants), else read
-  // again with the grant test (a process without its token cache)
-  if (!classPermissionOf(auth, cls.id, cls.collection_id, 'ReadClass'))
-    await requireClassPermission(ctx.deps.sql, auth, cls.id, 'ReadClass');
-  return cls.id;
+  if ('id' in sel) return (await requireClassAccess(ctx.deps, auth, sel.id, 'ReadClass')).id;
+  const db = ctx.deps.sql;
+  return (await readClassAs<{ id: number }>(db, auth, { name: sel.name }, 'ReadClass', db`k.id` as Fragment)).id;
 }
 
 async function prepareStructured(input: Input<'searchStructured'>, ctx: Ctx): Promise<PreparedStructured> {
@@ -85,9 +87,16 @@ async function prepareStructured(input: Input<'searchStructured'>, ctx: Ctx): Pr
   const body = input.body as StructuredSearchRequest;
   gateTarget(ctx, body.target.kind);
   const plan = planStructuredSearch(body);
-  const classId = plan.targetClass ? await readableClass(ctx, auth, plan.targetClass) : null;
+  // The target's and the related predicates' classes are read together (one wait, not one each),
+  // and awaited in order: the first selector that does not resolve, or that the caller may not
+  // read, is the answer.
+  const related = relatedNodes(plan);
+  const target = plan.targetClass ? readableClass(ctx, auth, plan.targetClass) : null;
+  const others = related.map((n) => readableClass(ctx, auth, n.class));
+  for (const read of [target, ...others]) read?.catch(() => undefined); // awaited below
+  const classId = target ? await target : null;
   const relatedClassIds: number[] = [];
-  for (const n of relatedNodes(plan)) relatedClassIds[n.index] = await readableClass(ctx, auth, n.class);
+  for (const [i, n] of related.entries()) relatedClassIds[n.index] = await others[i]!;
   const binding = bindingOf(auth, canonicalRequest(plan, { targetClassId: classId, relatedClassIds }));
   const after = plan.cursor === null ? null : verifyCursor(ctx.deps.tokenKey, plan.cursor, binding, plan.sort.length);
   return { auth, plan, classId, relatedClassIds, binding, after };
