@@ -68,14 +68,16 @@ function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
     e.before_revision, e.after_revision, ${metadata} as metadata, e.schema_version::int as schema_version` as Fragment;
 }
 
+/** Where a non-administrator's ReadAudit collections come from (the token cache's collectionsWith), given their `read`. */
+export type AuditCollections = (read: () => Promise<number[]>) => Promise<number[]>;
+
 /**
  * One page of the events visible to the caller, matching the parsed query and the extra fixed
  * conditions of a wrapper route (`fixed`), with snapshots redacted where visibility is related-only.
  *
  * For a non-administrator the collections it may read the audit of are taken from its known grants
  * (Authority.grants), or read first (one small statement, or `auditCollections`: the token cache
- * keeps them with the token), and the page is
- * planned with them as a value: full visibility is then
+ * keeps them with the token), and the page is planned with them as a value: full visibility is then
  * `collection_id = any(ids)` and related visibility `related_collection_ids && ids`, which the
  * planner can estimate and serve from the collection and related-collection indexes (as subqueries
  * it could do neither, and counted a non-admin's events with a sequential scan of all of them). The
@@ -84,9 +86,6 @@ function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
  * columns are the database's text (for a reply that passes them through: domain/json-text.ts) and
  * occurred_at its UTC text (domain/wire.ts isoTime).
  */
-/** Where a non-administrator's ReadAudit collections come from (the token cache's collectionsWith), given their `read`. */
-export type AuditCollections = (read: () => Promise<number[]>) => Promise<number[]>;
-
 export async function listEventRows(
   db: Db,
   auth: Authority,
