@@ -387,7 +387,7 @@ describe("each class's collection kept for the lists of its objects", () => {
     expect((await list(a, h.token, 2_000_000_000)).status).toBe(404);
   });
 
-  it('getClass and its computed fields decide from the kept collection too, a search on it from its selector', async () => {
+  it('getClass, its computed fields and a search naming it by id decide from the kept collection too', async () => {
     const c = await newCollection();
     const k = await newClass(c);
     const h = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
@@ -402,11 +402,21 @@ describe("each class's collection kept for the lists of its objects", () => {
       });
       expect(reads).toBe(0);
     }
-    // a search reads its class selector, and decides the check from that row (a structured search
-    // writes nothing: a reader's grants are known there too, and its statements test them as values)
+    // a search's class selector by id too (a structured search writes nothing: a reader's grants are
+    // known there, and its statements test them as values); by name it is read, with its check
     for (const token of [undefined, h.token]) {
-      expect(await classReads(a, k, async () => expect((await search(token)).status).toBe(200))).toBe(1);
+      expect(await classReads(a, k, async () => expect((await search(token)).status).toBe(200))).toBe(0);
     }
+    const [row] = await a.deps.sql<{ name: string }[]>`select name from classes where id = ${k}`;
+    const name = row!.name;
+    const byName = await statementsOf(a, async () => {
+      const res = await a.request('POST', '/api/v1/search', {
+        token: h.token,
+        body: { version: 1, target: { kind: 'object', class: { name } } },
+      });
+      expect(res.status, res.text).toBe(200);
+    });
+    expect(byName.filter((st) => st.text.includes('from classes k') && st.params.map(String).includes(name))).toHaveLength(1);
     const texts = (await statementsOf(a, async () => expect((await search(h.token)).status).toBe(200))).map((st) => st.text);
     expect(texts.some((x) => x.includes('svc_granted'))).toBe(false);
     expect(texts.some((x) => x.includes('"o"."collection_id" = any($'))).toBe(true);
