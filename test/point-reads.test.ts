@@ -171,6 +171,26 @@ describe.each([
   });
 });
 
+/**
+ * A parent collection with a child, another collection beside them, and a reader holding
+ * ReadCollection on the parent (inherited by the child).
+ */
+async function collectionTree(prefix: string) {
+  const made = async (body: Record<string, unknown>) => {
+    const res = await plain.request('POST', '/api/v1/collections', { body: { name: uniq(prefix), ...body } });
+    expect(res.status, res.text).toBe(201);
+    return (res.body as { id: number }).id;
+  };
+  const parent = await made({});
+  const child = await made({ parent_collection_id: parent });
+  const other = await made({});
+  const reader = await userWith(plain, [[parent, ['ReadCollection']]]);
+  return { parent, child, other, reader };
+}
+
+/** The request's statements but the token's and the token cache's, without the count of a total. */
+const counted = (r: { statements: string[] }) => r.statements.filter((s) => !/^\s*select count\(/.test(s)).length;
+
 // A collection's children and ancestors (db/authz.ts readUnderCollection): where the caller's grants
 // tell without a statement (an administrator; a reader whose grants the token cache keeps), the page
 // alone when it has rows, which show that the collection exists; the check's statement too when the
@@ -181,20 +201,10 @@ describe("a collection's children and ancestors", () => {
   let other: number;
   let reader: Awaited<ReturnType<typeof userWith>>;
   beforeAll(async () => {
-    const made = async (body: Record<string, unknown>) => {
-      const res = await plain.request('POST', '/api/v1/collections', { body: { name: uniq('pr-tree'), ...body } });
-      expect(res.status, res.text).toBe(201);
-      return (res.body as { id: number }).id;
-    };
-    parent = await made({});
-    child = await made({ parent_collection_id: parent });
-    other = await made({});
-    reader = await userWith(plain, [[parent, ['ReadCollection']]]);
+    ({ parent, child, other, reader } = await collectionTree('pr-tree'));
   });
   const children = (c: number) => `/api/v1/collections/${c}/children`;
   const ancestors = (c: number) => `/api/v1/collections/${c}/ancestors`;
-  /** The request's statements but the token's and the token cache's, without the count of a total. */
-  const counted = (r: { statements: string[] }) => r.statements.filter((s) => !/^\s*select count\(/.test(s)).length;
 
   it('decided from the grants: the page alone when it has rows, the check too when it is empty', async () => {
     for (const token of [cached.adminToken, reader.token]) {
@@ -243,22 +253,13 @@ describe("a collection's grants", () => {
   let reader: Awaited<ReturnType<typeof userWith>>;
   let bystander: Awaited<ReturnType<typeof userWith>>;
   beforeAll(async () => {
-    const made = async (body: Record<string, unknown>) => {
-      const res = await plain.request('POST', '/api/v1/collections', { body: { name: uniq('pr-grants'), ...body } });
-      expect(res.status, res.text).toBe(201);
-      return (res.body as { id: number }).id;
-    };
-    parent = await made({});
-    child = await made({ parent_collection_id: parent });
-    other = await made({});
-    reader = await userWith(plain, [[parent, ['ReadCollection']]]);
+    ({ parent, child, other, reader } = await collectionTree('pr-grants'));
     bystander = await userWith(plain, []);
   });
   const grants = (c: number) => `/api/v1/collections/${c}/permissions`;
   const ofGroup = (c: number, g: number) => `/api/v1/collections/${c}/permissions/group/${g}`;
   const ofPrincipal = (c: number, p: number) => `/api/v1/collections/${c}/permissions/principal/${p}`;
   const effective = (c: number, p: number) => `/api/v1/collections/${c}/permissions/effective/principal/${p}`;
-  const counted = (r: { statements: string[] }) => r.statements.filter((s) => !/^\s*select count\(/.test(s)).length;
 
   it('decided from the grants: the read alone when it has rows; the checks too when it has none', async () => {
     for (const token of [cached.adminToken, reader.token]) {

@@ -22,10 +22,17 @@ function changeGrants(ctx: Ctx, change: (m: MutationContext) => Promise<GrantCha
   return inTx(ctx.deps.sql, callerOf(ctx), change);
 }
 
-/** The 404 of a principal a grant list names. */
-const principalNamed = (db: Ctx['deps']['sql'], id: number) => async () => {
-  if (!(await principalExists(db, id))) throw notFound('principal');
-};
+/**
+ * A list of the collection's grants that names a principal (readUnderCollection): rows (grants
+ * through the principal's groups) show that both exist; otherwise the collection's check, then the
+ * principal's 404.
+ */
+function principalGrants<T extends { rows: unknown[] }>(ctx: Ctx, collectionId: number, principalId: number, read: () => Promise<T>) {
+  const db = ctx.deps.sql;
+  return readUnderCollection(db, authOf(ctx), collectionId, 'ReadCollection', read, async () => {
+    if (!(await principalExists(db, principalId))) throw notFound('principal');
+  });
+}
 
 export const permissionsHandlers = {
   listCollectionPermissions: async (input, ctx) => {
@@ -89,14 +96,8 @@ export const permissionsHandlers = {
   listCollectionPrincipalPermissions: async (input, ctx) => {
     const db = ctx.deps.sql;
     const { collection_id: collectionId, principal_id: principalId } = input.params;
-    // a grant through the principal's groups shows that both exist
-    const page = await readUnderCollection(
-      db,
-      authOf(ctx),
-      collectionId,
-      'ReadCollection',
-      () => listPermissionRows(db, collectionId, parseListQuery(input.query, PERMISSION_ROW_LIST_SPEC), { principalId }),
-      principalNamed(db, principalId),
+    const page = await principalGrants(ctx, collectionId, principalId, () =>
+      listPermissionRows(db, collectionId, parseListQuery(input.query, PERMISSION_ROW_LIST_SPEC), { principalId }),
     );
     return listReply(page, page.rows);
   },
@@ -104,14 +105,8 @@ export const permissionsHandlers = {
   listEffectiveCollectionPrincipalPermissions: async (input, ctx) => {
     const db = ctx.deps.sql;
     const { collection_id: collectionId, principal_id: principalId } = input.params;
-    // an effective grant (through the principal's groups) shows that both exist
-    const page = await readUnderCollection(
-      db,
-      authOf(ctx),
-      collectionId,
-      'ReadCollection',
-      () => listEffectivePermissionRows(db, collectionId, principalId, parseListQuery(input.query, EFFECTIVE_ROW_LIST_SPEC)),
-      principalNamed(db, principalId),
+    const page = await principalGrants(ctx, collectionId, principalId, () =>
+      listEffectivePermissionRows(db, collectionId, principalId, parseListQuery(input.query, EFFECTIVE_ROW_LIST_SPEC)),
     );
     return listReply(page, page.rows);
   },
