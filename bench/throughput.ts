@@ -2,17 +2,19 @@
 // the same parts (bench/bare-server.ts) under the same concurrent load, both as real processes on
 // 127.0.0.1 and the same database. Every measurement starts a fresh process, warms it, then loads it
 // with wrk (-t1) when it is installed, else autocannon (used as a library, in this process); rounds
-// run bare, service, bare, service, and each row's ratio is service / bare within a round. Also: a soak (one service process under
-// getObject, last window vs first), the service's RSS, and 2 api processes vs 1. Both servers run
-// as plain JavaScript bundles (scripts/build-server.ts, rebuilt at the start), the service as
-// `make run` and deploy/*.service run it.
+// run bare, service, bare, service, and each row's ratio is service / bare within a round. Also: a
+// soak (one service process under getObject, last window vs first, with a bare select server
+// alongside as the control of the machine's own drift), the service's RSS, and 2 api processes vs 1.
+// Both servers run as plain JavaScript bundles (scripts/build-server.ts, rebuilt at the start), the
+// service as `make run` and deploy/*.service run it.
 // Prints numbers only (a markdown table on stdout, then each goal of #14 the run measured, judged on
 // the means of its rounds; progress on stderr); tests never time anything.
 //
 // Uses SVC_DATABASE_URL when set (a scratch database is created on that server and dropped), else an
 // embedded PostgreSQL in a temporary directory. Knobs: BENCH_CONNECTIONS (50), BENCH_DURATION (10 s
 // per measurement), BENCH_WARMUP (3 s), BENCH_ROUNDS (2), BENCH_SOAK_SECONDS (60; 0 skips the soak),
-// BENCH_SOAK_WINDOW (10 s compared at each end of the soak), BENCH_ONLY (a comma-separated list of
+// BENCH_SOAK_WINDOW (10 s compared at each end of the soak), BENCH_SOAK_CHUNK (300 s: the soak's
+// middle is loaded and reported in chunks of at most this), BENCH_ONLY (a comma-separated list of
 // scenario ids, e.g. `bare-constant,svc-healthz`: a shorter targeted run; the table then has only
 // the rows whose scenarios ran), BENCH_SVC_NODE_OPTIONS (extra node flags for the service processes,
 // e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them under the load; bench/cpuprofile-top.ts
@@ -43,6 +45,7 @@ const WARMUP = int('BENCH_WARMUP', 3);
 const ROUNDS = int('BENCH_ROUNDS', 2);
 const SOAK = int('BENCH_SOAK_SECONDS', 60, 0);
 const SOAK_WINDOW = Math.min(int('BENCH_SOAK_WINDOW', 10), Math.max(1, Math.floor(SOAK / 3)));
+const SOAK_CHUNK = int('BENCH_SOAK_CHUNK', 300);
 const ONLY = (process.env.BENCH_ONLY ?? '')
   .split(',')
   .map((s) => s.trim())
@@ -342,6 +345,20 @@ function wrkPercentile(out: string, which: string): number {
   return wrkSeconds(m[1]!, m[2]!) * 1000;
 }
 
+/** The soak: the service's first and last windows, and the bare select's (the control) at both ends. */
+interface Soak {
+  first: number;
+  last: number;
+  cpuFirst: number;
+  cpuLast: number;
+  bareFirst: number;
+  bareLast: number;
+  bareCpuFirst: number;
+  bareCpuLast: number;
+  startRss: number;
+  peakRss: number;
+}
+
 interface Measurement extends Load {
   id: string;
   round: number;
@@ -583,34 +600,48 @@ async function main(): Promise<void> {
     for (const [id, procs, target] of plan) results.push(await measure(id, round, procs, target));
   }
 
-  let soak: { first: number; last: number; cpuFirst: number; cpuLast: number; startRss: number; peakRss: number } | undefined;
+  let soak: Soak | undefined;
   if (SOAK > 0 && (!ONLY.length || ONLY.includes('soak'))) {
-    process.stderr.write(`soak: getObject on one service process for ${SOAK} s\n`);
+    process.stderr.write(`soak: getObject on one service process for ${SOAK} s, the bare select alongside at both ends\n`);
     const p = await service();
+    // The control: a bare select server started with the service and loaded only at both ends, right
+    // before the service's first window and right after its last. Its last / first is the drift of
+    // the machine and the database over the soak; divided out, what is left is the service's own.
+    const c = await bare();
     try {
       const target = [{ port: p.port, shape: get(objPath, s.adminToken) }];
+      const control = [{ port: c.port, shape: get(`/objects/${s.objectId}`) }];
+      await load(control, WARMUP);
       await load(target, WARMUP);
-      // Three loads back to back on the one process: the first window, the middle, the last window.
-      const window = async (sec: number) => {
-        const cpu0 = cpuUs(p);
-        const l = await load(target, sec);
-        process.stderr.write(`  soak: ${sec} s at ${fmt(l.rps)} req/s\n`);
-        return { rps: l.rps, cpu: (cpuUs(p) - cpu0) / l.requests };
+      const window = async (proc: Proc, t: Target[], what: string, sec: number) => {
+        const cpu0 = cpuUs(proc);
+        const l = await load(t, sec);
+        process.stderr.write(`  soak: ${what} ${sec} s at ${fmt(l.rps)} req/s, ${fmt((cpuUs(proc) - cpu0) / l.requests)} µs CPU/req\n`);
+        return { rps: l.rps, cpu: (cpuUs(proc) - cpu0) / l.requests };
       };
-      const first = await window(SOAK_WINDOW);
-      if (SOAK > 2 * SOAK_WINDOW) await window(SOAK - 2 * SOAK_WINDOW);
-      const last = await window(SOAK_WINDOW);
+      const bareFirst = await window(c, control, 'bare select', SOAK_WINDOW);
+      const first = await window(p, target, 'service', SOAK_WINDOW);
+      // the middle in chunks of at most SOAK_CHUNK s back to back, each reported (the drift's shape)
+      for (let left = SOAK - 2 * SOAK_WINDOW; left > 0; left -= SOAK_CHUNK) await window(p, target, 'service', Math.min(left, SOAK_CHUNK));
+      const last = await window(p, target, 'service', SOAK_WINDOW);
+      const bareLast = await window(c, control, 'bare select', SOAK_WINDOW);
       soak = {
         first: first.rps,
         last: last.rps,
         cpuFirst: first.cpu,
         cpuLast: last.cpu,
+        bareFirst: bareFirst.rps,
+        bareLast: bareLast.rps,
+        bareCpuFirst: bareFirst.cpu,
+        bareCpuLast: bareLast.cpu,
         startRss: p.startRssKb / 1024,
         peakRss: memKb(p, 'VmHWM') / 1024,
       };
-      process.stderr.write(`  soak: ${fmt(soak.first)} → ${fmt(soak.last)} req/s, RSS peak ${soak.peakRss.toFixed(0)} MB\n`);
+      process.stderr.write(
+        `  soak: ${fmt(soak.first)} → ${fmt(soak.last)} req/s (bare select ${fmt(soak.bareFirst)} → ${fmt(soak.bareLast)}), RSS peak ${soak.peakRss.toFixed(0)} MB\n`,
+      );
     } finally {
-      await stopProc(p);
+      await Promise.all([stopProc(p), stopProc(c)]);
     }
   }
 
@@ -624,7 +655,7 @@ async function main(): Promise<void> {
 
 function report(
   results: Measurement[],
-  soak: { first: number; last: number; cpuFirst: number; cpuLast: number; startRss: number; peakRss: number } | undefined,
+  soak: Soak | undefined,
   run: { load0: number; load1: number; seconds: number; db: string },
 ): string {
   const of = (id: string) => results.filter((r) => r.id === id);
@@ -684,12 +715,13 @@ function report(
   if (soak) {
     rows.push([
       `getObject, one process for ${SOAK} s`,
-      '—',
-      '—',
+      `one row select, alongside: loaded for ${SOAK_WINDOW} s before the service's first window and after its last`,
+      `${fmt(soak.bareFirst)} → ${fmt(soak.bareLast)}`,
       `${fmt(soak.first)} → ${fmt(soak.last)}`,
-      `last ${SOAK_WINDOW} s / first ${SOAK_WINDOW} s **${(soak.last / soak.first).toFixed(2)}**`,
+      `last ${SOAK_WINDOW} s / first ${SOAK_WINDOW} s **${(soak.last / soak.first).toFixed(2)}** (bare ${(soak.bareLast / soak.bareFirst).toFixed(2)}; ` +
+        `service / bare ${(soak.first / soak.bareFirst).toFixed(2)} → ${(soak.last / soak.bareLast).toFixed(2)})`,
       '',
-      `${fmt(soak.cpuFirst)} → ${fmt(soak.cpuLast)}`,
+      `${fmt(soak.cpuFirst)} → ${fmt(soak.cpuLast)} vs ${fmt(soak.bareCpuFirst)} → ${fmt(soak.bareCpuLast)}`,
       `${fmt(soak.startRss)} → ${fmt(soak.peakRss)}`,
     ]);
   }
@@ -729,7 +761,16 @@ function report(
   const peak = Math.max(...svc.map((m) => m.peakRssMb), soak?.peakRss ?? 0);
   if (svc.length)
     judge(`RSS < 300 MB under ${CONNECTIONS} connections`, peak, peak < 300, `${fmt(peak)} MB`, soak ? '' : ' (without the soak)');
-  if (soak) judge(`the soak's last ${SOAK_WINDOW} s ≥ 0.9 of its first`, soak.last / soak.first, soak.last / soak.first >= 0.9);
+  if (soak) {
+    judge(`the soak's last ${SOAK_WINDOW} s ≥ 0.9 of its first`, soak.last / soak.first, soak.last / soak.first >= 0.9);
+    // the same with the machine's drift divided out: service / bare select at the end against the start
+    const own = soak.last / soak.bareLast / (soak.first / soak.bareFirst);
+    judge(
+      `the same against the bare select alongside (the machine's drift, ${(soak.bareLast / soak.bareFirst).toFixed(2)}, divided out)`,
+      own,
+      own >= 0.9,
+    );
+  }
   if (ran('svc-get-2procs', 'svc-get-admin'))
     judge(
       '2 api processes ≥ 1.5× one on getObject',
