@@ -1,8 +1,10 @@
 // Summarises a V8 CPU profile (`node --cpu-prof`, e.g. a service process run by
 // `BENCH_SVC_NODE_OPTIONS="--cpu-prof --cpu-prof-dir=/tmp/prof" make bench-throughput`): the
 // functions with the most self time, and the files (ours, dependencies, node internals) it falls in.
-//   node --import tsx bench/cpuprofile-top.ts <file.cpuprofile> [top N, default 40] [last S seconds only]
-// (the last seconds of a profile leave out start-up and warm-up; the process's shutdown is short).
+//   node --import tsx bench/cpuprofile-top.ts <file.cpuprofile> [top N, default 40] [last S seconds only | A-B]
+// (the last seconds of a profile leave out start-up and warm-up; the process's shutdown is short;
+// A-B counts the samples from A to B seconds after the profile's start: two windows of one long
+// profile, e.g. a soak's first and last minutes, compared).
 import { readFileSync } from 'node:fs';
 
 interface Node {
@@ -27,9 +29,12 @@ const byId = new Map(profile.nodes.map((n) => [n.id, n]));
 const selfUs = new Map<number, number>();
 const at: number[] = [];
 profile.timeDeltas.reduce((t, d, i) => (at[i] = t + d), profile.startTime);
-const from = lastArg ? profile.endTime - Number(lastArg) * 1e6 : -Infinity;
+const span = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(lastArg ?? '');
+const from = span ? profile.startTime + Number(span[1]) * 1e6 : lastArg ? profile.endTime - Number(lastArg) * 1e6 : -Infinity;
+const to = span ? profile.startTime + Number(span[2]) * 1e6 : Infinity;
+const counted = (i: number) => at[i]! >= from && at[i]! < to;
 profile.samples.forEach((id, i) => {
-  if (at[i]! >= from) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  if (counted(i)) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
 });
 const total = [...selfUs.values()].reduce((a, b) => a + b, 0);
 
@@ -56,7 +61,7 @@ const keyOf = (id: number) => {
 };
 const inclusive = new Map<string, number>();
 profile.samples.forEach((id, i) => {
-  if (at[i]! < from) return;
+  if (!counted(i)) return;
   const seen = new Set<string>();
   for (let n: number | undefined = id; n !== undefined; n = parent.get(n)) seen.add(keyOf(n));
   for (const k of seen) add(inclusive, k, profile.timeDeltas[i] ?? 0);
