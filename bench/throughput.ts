@@ -4,7 +4,8 @@
 // with wrk (-t1) when it is installed, else autocannon (used as a library, in this process); rounds
 // run bare, service, bare, service, and each row's ratio is service / bare within a round. Also: a
 // soak (one service process under getObject, last window vs first, with a bare select server
-// alongside as the control of the machine's own drift), the service's RSS, and 2 api processes vs 1.
+// alongside as the control of the machine's own drift), the service's RSS, and 2 api processes vs 1
+// (with the bare select server's 2 processes vs 1 as the control of what the machine can give).
 // Both servers run as plain JavaScript bundles (scripts/build-server.ts, rebuilt at the start), the
 // service as `make run` and deploy/*.service run it.
 // Prints numbers only (a markdown table on stdout, then each goal of #14 the run measured, judged on
@@ -583,6 +584,7 @@ async function main(): Promise<void> {
     ['bare-token', async () => [await bare()], () => get(`/token/objects/${s.objectId}`, s.adminToken)],
     ['svc-get-admin', async () => [await service()], () => get(objPath, s.adminToken)],
     ['svc-get-reader', async () => [await service()], () => get(objPath, s.readerToken)],
+    ['bare-select-2procs', async () => Promise.all([bare(), bare()]), () => get(`/objects/${s.objectId}`)],
     ['svc-get-2procs', async () => Promise.all([service(), service()]), () => get(objPath, s.adminToken)],
     ['bare-create', async () => [await bare()], () => create(`/classes/${s.classId}/objects`)],
     ['svc-create', async () => [await service()], () => create(`/api/v1/classes/${s.classId}/objects`, s.adminToken)],
@@ -701,17 +703,21 @@ function report(
     .filter(([, , bareId, svcId]) => ran(bareId, svcId))
     .map(([path, does, bareId, svcId]) => row(path, does, bareId, svcId));
   const two = ratios('svc-get-2procs', 'svc-get-admin');
-  if (ran('svc-get-2procs', 'svc-get-admin'))
+  // the control: the bare select server, 2 processes against 1, what this machine gives a second process
+  const bareTwo = ran('bare-select-2procs', 'bare-select') ? ratios('bare-select-2procs', 'bare-select') : undefined;
+  if (ran('svc-get-2procs', 'svc-get-admin')) {
+    const [vs, vsId] = bareTwo ? ([' vs bare select 2 processes', 'bare-select-2procs'] as const) : [' vs 1 process', 'svc-get-admin'];
     rows.push([
       'getObject, admin token, 2 api processes vs 1',
-      '— (1 process: the row above)',
-      fmt(avg('svc-get-admin', (m) => m.rps)),
+      bareTwo ? `one row select, 2 processes vs 1: **${mean(bareTwo).toFixed(2)}** ${perRound(bareTwo)}` : '— (1 process: the row above)',
+      fmt(avg(vsId, (m) => m.rps)),
       fmt(avg('svc-get-2procs', (m) => m.rps)),
       `2 / 1 **${mean(two).toFixed(2)}** ${perRound(two)}`,
-      `${ms(avg('svc-get-2procs', (m) => m.p50))} / ${ms(avg('svc-get-2procs', (m) => m.p99))} vs ${ms(avg('svc-get-admin', (m) => m.p50))} / ${ms(avg('svc-get-admin', (m) => m.p99))}`,
-      `${fmt(avg('svc-get-2procs', (m) => m.cpuPerReq))} vs ${fmt(avg('svc-get-admin', (m) => m.cpuPerReq))}`,
-      `${fmt(Math.max(...of('svc-get-2procs').map((m) => m.peakRssMb)))} (each) vs ${fmt(Math.max(...of('svc-get-admin').map((m) => m.peakRssMb)))}`,
+      `${ms(avg('svc-get-2procs', (m) => m.p50))} / ${ms(avg('svc-get-2procs', (m) => m.p99))}${vs} ${ms(avg(vsId, (m) => m.p50))} / ${ms(avg(vsId, (m) => m.p99))}`,
+      `${fmt(avg('svc-get-2procs', (m) => m.cpuPerReq))}${vs} ${fmt(avg(vsId, (m) => m.cpuPerReq))}`,
+      `${fmt(Math.max(...of('svc-get-2procs').map((m) => m.peakRssMb)))} (each)${vs} ${fmt(Math.max(...of(vsId).map((m) => m.peakRssMb)))}`,
     ]);
+  }
   if (soak) {
     rows.push([
       `getObject, one process for ${SOAK} s`,
@@ -777,7 +783,8 @@ function report(
       mean(two),
       mean(two) >= 1.5,
       `${mean(two).toFixed(2)}×`,
-      cpu.length < 4 ? `; this machine has ${cpu.length} cores for both processes, PostgreSQL and the load generator` : '',
+      (bareTwo ? `; the bare select server's 2 processes ${mean(bareTwo).toFixed(2)}× its one` : '') +
+        (cpu.length < 4 ? `; this machine has ${cpu.length} cores for both processes, PostgreSQL and the load generator` : ''),
     );
   return [
     `Throughput, ${new Date().toISOString().slice(0, 10)}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}, Node ${process.version}, ${run.db}; ` +
