@@ -36,7 +36,8 @@ import { spawnSync } from 'node:child_process';
 import postgres from 'postgres';
 import { createClass, createCollection, seedObjects, type Bench, startBench } from './setup.ts';
 import { listPoolOf } from '../src/db/sql.ts';
-import { servedClient } from './served.ts';
+import { Hono } from 'hono';
+import { servedClient, servedFetch } from './served.ts';
 
 if (import.meta.url.endsWith('.ts')) {
   const builder = '../scripts/build-server.ts'; // (a variable: not part of the bundle)
@@ -68,6 +69,7 @@ interface Result {
   n: number;
   svc: { median: number; p95: number };
   sql: { median: number; p95: number };
+  bare: { median: number; p95: number };
   rows: number;
   /** The read statements the service ran for one request, replayed through postgres.js (median of the sums). */
   replay: number;
@@ -76,6 +78,27 @@ interface Result {
 }
 
 const results: Result[] = [];
+
+// "bare HTTP": the hand-written SQL of the case under way behind a bare Hono route, served through
+// the same listener on the same in-memory connection as the service, answering its rows as JSON
+// (c.json) and nothing else: no token, no validation, no paging. What any HTTP server answering
+// the same rows pays on top of the SQL; service / bare HTTP is what the service adds to that.
+type Hand = () => Promise<{ ids: number[]; total?: number | null }>;
+let handNow: Hand | undefined;
+/** The rows the hand-written SQL last returned (kept by `ids`, which every case's SQL side calls). */
+let lastRows: readonly Row[] | undefined;
+const bareSend = servedFetch(
+  new Hono().get('/hand', async (c) => {
+    lastRows = undefined;
+    const r = await handNow!();
+    if (!lastRows) throw new Error('the SQL side of the case kept no rows');
+    return c.json(lastRows, 200, r.total != null ? { 'x-total-count': String(r.total) } : {});
+  }).fetch,
+);
+const bareHttp = async () => {
+  const res = await bareSend('GET', '/hand', {});
+  if (res.status !== 200) throw new Error(`bare HTTP: ${res.status} ${res.text.slice(0, 300)}`);
+};
 const captured = new Map<string, { string: string; parameters: unknown[] }[]>();
 
 const percentile = (s: number[], p: number) => s[Math.min(s.length - 1, Math.floor(p * s.length))]!;
@@ -97,7 +120,7 @@ async function compare(
   b: Bench,
   name: string,
   svc: () => Promise<{ ids: number[]; total?: number | null }>,
-  hand: () => Promise<{ ids: number[]; total?: number | null }>,
+  hand: Hand,
   note = '',
 ): Promise<void> {
   if (ONLY && !ONLY.test(name)) return;
@@ -121,21 +144,31 @@ async function compare(
     );
   const ts: number[] = [];
   const th: number[] = [];
+  const tb: number[] = [];
+  handNow = hand;
   await svc();
-  await hand(); // warm-up
+  await hand();
+  await bareHttp(); // warm-up
   const deadline = performance.now() + CASE_MS;
+  const sides: [() => Promise<unknown>, number[]][] = [
+    [svc, ts],
+    [hand, th],
+    [bareHttp, tb],
+  ];
   for (let i = 0; i < ITER; i++) {
-    // alternate which side goes first, so neither always runs on a cache the other just warmed
-    const order = i % 2 === 0 ? [svc, hand] : [hand, svc];
-    for (const f of order) {
+    // rotate which side goes first, so none always runs on a cache another just warmed
+    for (let k = 0; k < sides.length; k++) {
+      const [f, times] = sides[(i + k) % sides.length]!;
       const t = nowUs();
       await f();
-      (f === svc ? ts : th).push(nowUs() - t);
+      times.push(nowUs() - t);
     }
     if (ts.length >= 5 && performance.now() > deadline) break;
   }
+  handNow = undefined;
   ts.sort((x, y) => x - y);
   th.sort((x, y) => x - y);
+  tb.sort((x, y) => x - y);
   // Replay the service's read statements of one request (token checks, lookups, the page, the
   // count) back to back on the direct connection, each planned as the service's pool plans it: the
   // part of the service's time spent in SQL. Ten times, the last five counted (a prepared statement
@@ -153,17 +186,34 @@ async function compare(
     n: ts.length,
     svc: { median: percentile(ts, 0.5), p95: percentile(ts, 0.95) },
     sql: { median: percentile(th, 0.5), p95: percentile(th, 0.95) },
+    bare: { median: percentile(tb, 0.5), p95: percentile(tb, 0.95) },
     rows: s.ids.length,
     replay: percentile(replays, 0.5),
     statements: stmts.length,
     note: [note, s.total != null ? `total ${s.total}` : ''].filter(Boolean).join('; '),
   };
   results.push(r);
-  log(`  done: ${name} (${(r.svc.median / r.sql.median).toFixed(2)}x)`);
+  log(`  done: ${name} (${(r.svc.median / r.sql.median).toFixed(2)}x; bare HTTP ${(r.bare.median / r.sql.median).toFixed(2)}x)`);
 }
 
 function table(): string {
-  const header = ['case', 'n', 'rows', 'service median', 'p95', 'SQL median', 'p95', 'svc/SQL', 'svc stmts', 'svc SQL replay', 'note'];
+  const header = [
+    'case',
+    'n',
+    'rows',
+    'service median',
+    'p95',
+    'SQL median',
+    'p95',
+    'svc/SQL',
+    'bare HTTP median',
+    'bare/SQL',
+    'svc/bare',
+    'svc stmts',
+    'svc SQL replay',
+    'note',
+  ];
+  const x = (ratio: number) => `${ratio.toFixed(ratio >= 100 ? 0 : 2)}x`;
   const rows = results.map((r) => {
     const ratio = r.svc.median / r.sql.median;
     return [
@@ -174,13 +224,16 @@ function table(): string {
       fmt(r.svc.p95),
       fmt(r.sql.median),
       fmt(r.sql.p95),
-      `${ratio.toFixed(ratio >= 100 ? 0 : 2)}x${ratio > 2 ? ' !' : ''}`,
+      `${x(ratio)}${ratio > 2 ? ' !' : ''}`,
+      fmt(r.bare.median),
+      x(r.bare.median / r.sql.median),
+      x(r.svc.median / r.bare.median),
       String(r.statements),
       fmt(r.replay),
       r.note,
     ];
   });
-  const right = [false, true, true, true, true, true, true, true, true, true, false];
+  const right = [false, true, true, true, true, true, true, true, true, true, true, true, true, false];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (right[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
@@ -193,7 +246,7 @@ const b = await startBench();
 const direct = postgres(b.deps.config.SVC_DATABASE_URL!, { max: 1, onnotice: () => {}, connection: { statement_timeout: 0 } });
 try {
   const token = b.adminToken;
-  const ids = (rows: readonly Row[]) => rows.map((r) => Number(r.id));
+  const ids = (rows: readonly Row[]) => ((lastRows = rows), rows.map((r) => Number(r.id)));
   // A request goes through the service's HTTP request listener on an in-memory connection
   // (bench/served.ts). Its time ends when its response has been written and its body decoded:
   // parsing the JSON is the client's work (the agreement check before timing parses it; the timed
@@ -523,7 +576,8 @@ try {
   console.log(
     `Large data: ${OBJECTS.toLocaleString('en-US')} objects in one class, ${EVENTS.toLocaleString('en-US')} events over ` +
       `${EVENT_COLLECTIONS} collections. Service = GET through the service's HTTP request listener in-process, on an in-memory connection (admin token unless noted); SQL = the ` +
-      `hand-written query for the same rows through postgres.js directly. svc/SQL = ratio of medians ("!" beyond the 2x goal); svc stmts = ` +
+      `hand-written query for the same rows through postgres.js directly. svc/SQL = ratio of medians ("!" beyond the 2x goal); bare HTTP = the same SQL behind a bare Hono route ` +
+      `through the same listener and connection, its rows as JSON; svc stmts = ` +
       `statements the service ran for one request; svc SQL replay = its read statements replayed through postgres.js.\n`,
   );
   console.log(table());

@@ -9,6 +9,7 @@
 // body into a stream and ~100 µs for `text()` to read it back, none of which a deployed server does.
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Duplex } from 'node:stream';
+import { getRequestListener } from '@hono/node-server';
 import type { App } from '../src/http/contract.ts';
 import { requestListener } from '../src/http/server.ts';
 
@@ -36,9 +37,19 @@ export interface ServedResponse {
   text: string;
 }
 
+type Send = (method: string, pathAndQuery: string, headers: Record<string, string>) => Promise<ServedResponse>;
+
 /** A client of `app` through its request listener; `send` resolves once the response is written. */
-export function servedClient(app: App): (method: string, pathAndQuery: string, headers: Record<string, string>) => Promise<ServedResponse> {
-  const listener = requestListener(app, '127.0.0.1');
+export function servedClient(app: App): Send {
+  return servedListener(requestListener(app, '127.0.0.1'));
+}
+
+/** A client of any fetch handler (e.g. a bare Hono app's) through @hono/node-server's listener, as above. */
+export function servedFetch(fetch: (req: Request) => Response | Promise<Response>): Send {
+  return servedListener(getRequestListener(fetch, { hostname: '127.0.0.1' }));
+}
+
+function servedListener(listener: ReturnType<typeof getRequestListener>): Send {
   return (method, pathAndQuery, headers) =>
     new Promise<ServedResponse>((resolve, reject) => {
       const conn = new Connection();
