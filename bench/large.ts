@@ -146,9 +146,10 @@ async function compare(
   const th: number[] = [];
   const tb: number[] = [];
   handNow = hand;
+  // warm-up
   await svc();
   await hand();
-  await bareHttp(); // warm-up
+  await bareHttp();
   const deadline = performance.now() + CASE_MS;
   const sides: [() => Promise<unknown>, number[]][] = [
     [svc, ts],

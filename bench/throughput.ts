@@ -346,16 +346,18 @@ function wrkPercentile(out: string, which: string): number {
   return wrkSeconds(m[1]!, m[2]!) * 1000;
 }
 
+/** One window of the soak: requests per second and the loaded process's CPU µs per request. */
+interface SoakWindow {
+  rps: number;
+  cpu: number;
+}
+
 /** The soak: the service's first and last windows, and the bare select's (the control) at both ends. */
 interface Soak {
-  first: number;
-  last: number;
-  cpuFirst: number;
-  cpuLast: number;
-  bareFirst: number;
-  bareLast: number;
-  bareCpuFirst: number;
-  bareCpuLast: number;
+  first: SoakWindow;
+  last: SoakWindow;
+  bareFirst: SoakWindow;
+  bareLast: SoakWindow;
   startRss: number;
   peakRss: number;
 }
@@ -615,11 +617,12 @@ async function main(): Promise<void> {
       const control = [{ port: c.port, shape: get(`/objects/${s.objectId}`) }];
       await load(control, WARMUP);
       await load(target, WARMUP);
-      const window = async (proc: Proc, t: Target[], what: string, sec: number) => {
+      const window = async (proc: Proc, t: Target[], what: string, sec: number): Promise<SoakWindow> => {
         const cpu0 = cpuUs(proc);
         const l = await load(t, sec);
-        process.stderr.write(`  soak: ${what} ${sec} s at ${fmt(l.rps)} req/s, ${fmt((cpuUs(proc) - cpu0) / l.requests)} µs CPU/req\n`);
-        return { rps: l.rps, cpu: (cpuUs(proc) - cpu0) / l.requests };
+        const cpu = (cpuUs(proc) - cpu0) / l.requests;
+        process.stderr.write(`  soak: ${what} ${sec} s at ${fmt(l.rps)} req/s, ${fmt(cpu)} µs CPU/req\n`);
+        return { rps: l.rps, cpu };
       };
       const bareFirst = await window(c, control, 'bare select', SOAK_WINDOW);
       const first = await window(p, target, 'service', SOAK_WINDOW);
@@ -628,19 +631,15 @@ async function main(): Promise<void> {
       const last = await window(p, target, 'service', SOAK_WINDOW);
       const bareLast = await window(c, control, 'bare select', SOAK_WINDOW);
       soak = {
-        first: first.rps,
-        last: last.rps,
-        cpuFirst: first.cpu,
-        cpuLast: last.cpu,
-        bareFirst: bareFirst.rps,
-        bareLast: bareLast.rps,
-        bareCpuFirst: bareFirst.cpu,
-        bareCpuLast: bareLast.cpu,
+        first,
+        last,
+        bareFirst,
+        bareLast,
         startRss: p.startRssKb / 1024,
         peakRss: memKb(p, 'VmHWM') / 1024,
       };
       process.stderr.write(
-        `  soak: ${fmt(soak.first)} → ${fmt(soak.last)} req/s (bare select ${fmt(soak.bareFirst)} → ${fmt(soak.bareLast)}), RSS peak ${soak.peakRss.toFixed(0)} MB\n`,
+        `  soak: ${fmt(first.rps)} → ${fmt(last.rps)} req/s (bare select ${fmt(bareFirst.rps)} → ${fmt(bareLast.rps)}), RSS peak ${soak.peakRss.toFixed(0)} MB\n`,
       );
     } finally {
       await Promise.all([stopProc(p), stopProc(c)]);
@@ -718,16 +717,19 @@ function report(
       `${fmt(Math.max(...of('svc-get-2procs').map((m) => m.peakRssMb)))} (each)${vs} ${fmt(Math.max(...of(vsId).map((m) => m.peakRssMb)))}`,
     ]);
   }
+  // the soak's last / first for the service and for the control beside it (the machine's drift)
+  const soakRatio = soak ? soak.last.rps / soak.first.rps : NaN;
+  const drift = soak ? soak.bareLast.rps / soak.bareFirst.rps : NaN;
   if (soak) {
     rows.push([
       `getObject, one process for ${SOAK} s`,
       `one row select, alongside: loaded for ${SOAK_WINDOW} s before the service's first window and after its last`,
-      `${fmt(soak.bareFirst)} → ${fmt(soak.bareLast)}`,
-      `${fmt(soak.first)} → ${fmt(soak.last)}`,
-      `last ${SOAK_WINDOW} s / first ${SOAK_WINDOW} s **${(soak.last / soak.first).toFixed(2)}** (bare ${(soak.bareLast / soak.bareFirst).toFixed(2)}; ` +
-        `service / bare ${(soak.first / soak.bareFirst).toFixed(2)} → ${(soak.last / soak.bareLast).toFixed(2)})`,
+      `${fmt(soak.bareFirst.rps)} → ${fmt(soak.bareLast.rps)}`,
+      `${fmt(soak.first.rps)} → ${fmt(soak.last.rps)}`,
+      `last ${SOAK_WINDOW} s / first ${SOAK_WINDOW} s **${soakRatio.toFixed(2)}** (bare ${drift.toFixed(2)}; ` +
+        `service / bare ${(soak.first.rps / soak.bareFirst.rps).toFixed(2)} → ${(soak.last.rps / soak.bareLast.rps).toFixed(2)})`,
       '',
-      `${fmt(soak.cpuFirst)} → ${fmt(soak.cpuLast)} vs ${fmt(soak.bareCpuFirst)} → ${fmt(soak.bareCpuLast)}`,
+      `${fmt(soak.first.cpu)} → ${fmt(soak.last.cpu)} vs ${fmt(soak.bareFirst.cpu)} → ${fmt(soak.bareLast.cpu)}`,
       `${fmt(soak.startRss)} → ${fmt(soak.peakRss)}`,
     ]);
   }
@@ -768,14 +770,9 @@ function report(
   if (svc.length)
     judge(`RSS < 300 MB under ${CONNECTIONS} connections`, peak, peak < 300, `${fmt(peak)} MB`, soak ? '' : ' (without the soak)');
   if (soak) {
-    judge(`the soak's last ${SOAK_WINDOW} s ≥ 0.9 of its first`, soak.last / soak.first, soak.last / soak.first >= 0.9);
-    // the same with the machine's drift divided out: service / bare select at the end against the start
-    const own = soak.last / soak.bareLast / (soak.first / soak.bareFirst);
-    judge(
-      `the same against the bare select alongside (the machine's drift, ${(soak.bareLast / soak.bareFirst).toFixed(2)}, divided out)`,
-      own,
-      own >= 0.9,
-    );
+    judge(`the soak's last ${SOAK_WINDOW} s ≥ 0.9 of its first`, soakRatio, soakRatio >= 0.9);
+    const own = soakRatio / drift;
+    judge(`the same against the bare select alongside (the machine's drift, ${drift.toFixed(2)}, divided out)`, own, own >= 0.9);
   }
   if (ran('svc-get-2procs', 'svc-get-admin'))
     judge(
