@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import type { Deps } from './deps.ts';
 import { ApiError, reasonPhrase } from './domain/errors.ts';
 import { ContractRouter, type Operation, type RawRequest } from './http/adapter.ts';
-import { authenticate, type TokenLookup } from './http/auth.ts';
+import { authenticate, type AuthInfo, type TokenLookup } from './http/auth.ts';
 import type { App, Ctx, Reply } from './http/contract.ts';
 import { handlers } from './handlers/index.ts';
 import { serveDocsAsset } from './http/docs.ts';
@@ -99,11 +99,43 @@ export async function createApp(deps: Deps): Promise<App> {
     facts.route = op.path;
     const ctx = new RequestContext(deps, facts, op.operationId, req, clientIpOf(env, headers, deps.config.SVC_TRUSTED_PROXIES));
     const readsBody = op.hasBody && raw.method !== 'get' && raw.method !== 'head' && raw.method !== 'delete';
-    if (op.needsAuth || readsBody) return authenticateAndRead(req, env, facts, op, raw, ctx, readsBody);
+    if (readsBody) return authenticateAndRead(req, env, facts, op, raw, ctx);
+    if (op.needsAuth) {
+      const signedIn = signIn(op, raw, facts, ctx);
+      if (signedIn) return signedIn.then(() => handle(op, raw, ctx));
+    }
     return handle(op, raw, ctx);
   }
 
-  /** The awaited part of a request: its bearer token, then its body. */
+  /**
+   * Authenticates the request's bearer token into ctx: at once when the token cache keeps the token
+   * (and a non-administrator's grants, below), else a promise.
+   */
+  function signIn(op: Operation, raw: RawRequest, facts: RequestFacts, ctx: RequestContext): Promise<void> | undefined {
+    const auth = authenticate(raw.headers.get('authorization') ?? undefined, lookupToken);
+    if (auth instanceof Promise) return auth.then((a) => signedIn(op, raw, facts, ctx, a));
+    return signedIn(op, raw, facts, ctx, auth);
+  }
+
+  function signedIn(op: Operation, raw: RawRequest, facts: RequestFacts, ctx: RequestContext, auth: AuthInfo): Promise<void> | undefined {
+    ctx.auth = auth;
+    facts.principalId = auth.principal.id;
+    // A non-administrator's read tests collections against its grants as values (Authority.grants)
+    // when this process has them in its token cache. Only reads (GET, HEAD and the structured
+    // search, a POST that writes nothing): a write may change the tree its own later checks look
+    // at, and stays with the grants its statements read.
+    if (auth.isAdmin || !(raw.method === 'get' || raw.method === 'head' || READ_ONLY_POSTS.has(op.operationId))) return undefined;
+    const grants = tokenCache(deps).grantSets(auth.principal.id);
+    if (!(grants instanceof Promise)) {
+      auth.grants = grants;
+      return undefined;
+    }
+    return grants.then((g) => {
+      auth.grants = g;
+    });
+  }
+
+  /** A request with a body: its bearer token, then its body. */
   async function authenticateAndRead(
     req: Request,
     env: unknown,
@@ -111,25 +143,12 @@ export async function createApp(deps: Deps): Promise<App> {
     op: Operation,
     raw: RawRequest,
     ctx: RequestContext,
-    readsBody: boolean,
   ): Promise<Reply> {
-    if (op.needsAuth) {
-      const auth = await authenticate(deps, raw.headers.get('authorization') ?? undefined, lookupToken);
-      // A non-administrator's read tests collections against its grants as values (Authority.grants)
-      // when this process has them in its token cache. Only reads (GET, HEAD and the structured
-      // search, a POST that writes nothing): a write may change the tree its own later checks look
-      // at, and stays with the grants its statements read.
-      if (!auth.isAdmin && (raw.method === 'get' || raw.method === 'head' || READ_ONLY_POSTS.has(op.operationId)))
-        auth.grants = await tokenCache(deps).grantSets(auth.principal.id);
-      ctx.auth = auth;
-      facts.principalId = auth.principal.id;
-    }
-    if (readsBody) {
-      const bytes = await readRequestBody(req, env, bodyLimit);
-      if (bytes.length > 0) {
-        const text = decodeUtf8Body(bytes);
-        raw.body = raw.contentType === '' || JSON_TYPES.test(raw.contentType) ? parseJsonBody(text) : text;
-      }
+    if (op.needsAuth) await signIn(op, raw, facts, ctx);
+    const bytes = await readRequestBody(req, env, bodyLimit);
+    if (bytes.length > 0) {
+      const text = decodeUtf8Body(bytes);
+      raw.body = raw.contentType === '' || JSON_TYPES.test(raw.contentType) ? parseJsonBody(text) : text;
     }
     return handle(op, raw, ctx);
   }
@@ -205,7 +224,7 @@ const READ_ONLY_POSTS: ReadonlySet<string> = new Set(['searchStructured', 'searc
  * one deps holds at the time of the request), which reads db/tokens.ts validateTokenHash on a miss.
  */
 function tokenLookup(deps: Deps): TokenLookup {
-  return (hash) => tokenCache(deps).lookup(hash);
+  return (raw) => tokenCache(deps).lookup(raw);
 }
 
 function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {

@@ -1,5 +1,3 @@
-import type { Deps } from '../deps.ts';
-import { hashToken } from '../domain/token-secret.ts';
 import { unauthorized } from '../domain/errors.ts';
 import type { Principal } from '../domain/principals.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
@@ -28,21 +26,30 @@ export interface AuthInfo {
 }
 
 /**
- * Finds the live token with this hash and its principal (db/tokens.ts validateTokenHash, passed in
- * by the app wiring: the transport resolves bearer tokens without knowing SQL).
+ * Finds the live token presented as this raw bearer token and its principal: the token cache
+ * (services/token-cache.ts, passed in by the app wiring: the transport resolves bearer tokens
+ * without knowing SQL), which answers at once when it keeps the token, else a promise (it reads the
+ * token by its hash, db/tokens.ts validateTokenHash).
  */
-export type TokenLookup = (hash: Buffer) => Promise<ValidatedTokenRow | undefined>;
+export type TokenLookup = (raw: string) => ValidatedTokenRow | undefined | Promise<ValidatedTokenRow | undefined>;
 
 const BEARER = /^Bearer ([A-Za-z0-9_\-.~+/]+=*)$/;
 
-/** Resolves the bearer token of a request, or throws the generic 401. */
-export async function authenticate(deps: Deps, authorization: string | undefined, lookup: TokenLookup): Promise<AuthInfo> {
+/**
+ * Resolves the bearer token of a request, or throws the generic 401: at once when the lookup
+ * answers at once (a token the cache keeps), else a promise.
+ */
+export function authenticate(authorization: string | undefined, lookup: TokenLookup): AuthInfo | Promise<AuthInfo> {
   const m = authorization ? BEARER.exec(authorization.trim()) : null;
   if (!m || m[1]!.length > 512) {
     tokenValidations.observe('malformed');
     throw unauthorized();
   }
-  const row = await lookup(hashToken(deps.tokenKey, m[1]!));
+  const found = lookup(m[1]!);
+  return found instanceof Promise ? found.then(authInfo) : authInfo(found);
+}
+
+function authInfo(row: ValidatedTokenRow | undefined): AuthInfo {
   tokenValidations.observe(row ? 'valid' : 'invalid');
   if (!row) throw unauthorized();
   return {
