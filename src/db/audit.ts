@@ -53,19 +53,25 @@ export function eventVisibleWhere(db: Db, auth: Authority): Fragment {
   return or(db, [fullVisibility(db, auth), relatedVisibility(db, auth)]);
 }
 
-/** The event columns, with the snapshots only where `full` (full visibility) holds. */
+/**
+ * The event columns, with the snapshots only where `full` (full visibility) holds; with `jsonText`
+ * the JSON columns as the database's text and occurred_at as its UTC text. (Two whole templates
+ * rather than one with the conversions as fragments: each fragment is a postgres.js Query.)
+ */
 function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
-  const [occurred, provenance, before, after, metadata] = (
-    jsonText
-      ? [db`(e.occurred_at at time zone 'UTC')::text`, db`e.provenance::text`, db`e.before::text`, db`e.after::text`, db`e.metadata::text`]
-      : [db`e.occurred_at`, db`e.provenance`, db`e.before`, db`e.after`, db`e.metadata`]
-  ) as Fragment[];
-  return db`e.id, e.event_id, ${occurred} as occurred_at, e.entity_type, e.entity_id, e.entity_name, e.collection_id, e.action,
-    e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, ${provenance} as provenance, e.request_id,
+  if (jsonText)
+    return db`e.id, e.event_id, (e.occurred_at at time zone 'UTC')::text as occurred_at, e.entity_type, e.entity_id, e.entity_name,
+      e.collection_id, e.action, e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, e.provenance::text as provenance,
+      e.request_id, e.correlation_id, e.summary,
+      case when ${full} then e.before::text end as before,
+      case when ${full} then e.after::text end as after,
+      e.before_revision, e.after_revision, e.metadata::text as metadata, e.schema_version::int as schema_version` as Fragment;
+  return db`e.id, e.event_id, e.occurred_at as occurred_at, e.entity_type, e.entity_id, e.entity_name, e.collection_id, e.action,
+    e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, e.provenance as provenance, e.request_id,
     e.correlation_id, e.summary,
-    case when ${full} then ${before} end as before,
-    case when ${full} then ${after} end as after,
-    e.before_revision, e.after_revision, ${metadata} as metadata, e.schema_version::int as schema_version` as Fragment;
+    case when ${full} then e.before end as before,
+    case when ${full} then e.after end as after,
+    e.before_revision, e.after_revision, e.metadata as metadata, e.schema_version::int as schema_version` as Fragment;
 }
 
 /** Where a non-administrator's ReadAudit collections come from (the token cache's collectionsWith), given their `read`. */

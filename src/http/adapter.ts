@@ -338,8 +338,10 @@ function queryForValidation(op: CompiledOperation, query: Record<string, string 
   const out = Object.create(Object.getPrototypeOf(query) as object | null) as Record<string, unknown>;
   for (const name of Object.keys(query)) {
     const v = query[name]!;
+    const value = Array.isArray(v) ? v.slice() : v;
     // defined, not assigned: an own `__proto__` member stays a member
-    Object.defineProperty(out, name, { value: Array.isArray(v) ? v.slice() : v, writable: true, enumerable: true, configurable: true });
+    if (name === '__proto__') Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
+    else out[name] = value;
   }
   for (const name in out) {
     const param = op.queryParams.get(name);

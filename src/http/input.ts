@@ -102,14 +102,9 @@ export function stringDetails(value: unknown, path: string, out: ErrorDetail[] =
 export function queryNulDetails(query: Record<string, string | string[]>): ErrorDetail[] {
   const out: ErrorDetail[] = [];
   for (const [k, v] of Object.entries(query)) {
-    const at = `query.${printable(k)}`;
-    if (k.includes('\u0000')) out.push({ path: at, message: `parameter name ${NUL_MESSAGE}` });
-    for (const item of Array.isArray(v) ? v : [v]) {
-      if (item.includes('\u0000')) {
-        out.push({ path: at, message: NUL_MESSAGE });
-        break;
-      }
-    }
+    if (k.includes('\u0000')) out.push({ path: `query.${printable(k)}`, message: `parameter name ${NUL_MESSAGE}` });
+    if (Array.isArray(v) ? v.some((item) => item.includes('\u0000')) : v.includes('\u0000'))
+      out.push({ path: `query.${printable(k)}`, message: NUL_MESSAGE });
   }
   return out;
 }
