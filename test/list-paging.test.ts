@@ -215,7 +215,8 @@ const cases: Case[] = [
   },
   ...(['listObjects', 'listObjectsByClassName'] as const).map((op): Case => ({
     op,
-    sorts: [undefined, 'description', '-created_at', '-name'],
+    // (names are unique in a class: a name sort orders by the name alone, the cursor keeps the id)
+    sorts: [undefined, 'description', '-created_at', '-name', 'name'],
     async setup() {
       const col = await collection(t);
       const className = uniq('pgk');

@@ -473,10 +473,12 @@ function typed(db: Db, type: string, v: unknown): Fragment {
   }
 }
 
+/** The ORDER BY of a sort: its keys up to the first of the spec's unique fields (ListSpec.uniqueFields). */
 function orderBy(db: Db, spec: ListSpec, sort: SortKey[]): Fragment {
+  const unique = spec.uniqueFields ? sort.findIndex((k) => spec.uniqueFields!.includes(k.field)) : -1;
   return commaSeparated(
     db,
-    sort.map((k) => {
+    (unique < 0 ? sort : sort.slice(0, unique + 1)).map((k) => {
       const { expr } = sortExpr(db, spec, k);
       return (k.desc ? db`${expr} desc nulls first` : db`${expr} asc nulls last`) as Fragment;
     }),

@@ -185,7 +185,8 @@ export function parseObjectQuery(
       .join(',');
     if (computedSort && parts.length > 2) throw badRequest('sorting by a computed field allows at most two sort fields');
   }
-  const spec: ListSpec = { fields, defaultSort: [{ field: 'id', desc: false }], extraParams: [...extra] };
+  // Names are unique within a class (objects_class_name_key), and every object list is of one class.
+  const spec: ListSpec = { fields, defaultSort: [{ field: 'id', desc: false }], extraParams: [...extra], uniqueFields: ['name'] };
   const parsed = parseListQuery(rewritten, spec);
   // Computed filters: an object whose value failed to evaluate never matches, negated or not.
   const where: Fragment[] = [];

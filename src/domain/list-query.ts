@@ -71,6 +71,14 @@ export interface ListSpec {
   idField?: string;
   /** Query parameters the handler reads itself (e.g. include, state, permissions). */
   extraParams?: readonly string[];
+  /**
+   * Fields whose value no two rows of the list share (an object's name among the objects of its
+   * class: every object list is of one class). A list sorted by one is ordered by the sort keys up
+   * to it only: the keys after it (the id tie-breaker) cannot change the order, and ordered by them
+   * too PostgreSQL sorts the rows an index already gives in order (an incremental sort of groups of
+   * one row). The cursor keeps every key.
+   */
+  uniqueFields?: readonly string[];
 }
 
 export interface SortKey {
