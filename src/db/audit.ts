@@ -1,7 +1,7 @@
 // Audit reads: SQL only. The visibility rules are documented in src/domain/audit.ts; the ReadAudit
 // checks themselves come from src/db/authz.ts (collectionWhere), applied per event row in SQL so
 // that pages and totals count only what the caller may see.
-import type { Db } from './sql.ts';
+import { partOf, type Db } from './sql.ts';
 import { and, or, runList, type Fragment, type ListPage } from './list.ts';
 import { collectionWhere, knownVisibleCollectionIds, readInCollectionAs, visibleCollectionIds } from './authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
@@ -33,9 +33,11 @@ export const EVENT_LIST_SPEC: ListSpec = {
 
 /** Full visibility of an event row `e`: ReadAudit on its own collection, or collection-less for unscoped admins. */
 function fullVisibility(db: Db, auth: Authority): Fragment {
-  const own = db`(e.collection_id is not null and ${collectionWhere(db, auth, 'ReadAudit', { id: 'e.collection_id' })})` as Fragment;
+  const own = partOf(
+    db,
+  )`(e.collection_id is not null and ${collectionWhere(db, auth, 'ReadAudit', { id: 'e.collection_id' })})` as Fragment;
   if (!readsCollectionlessEvents(auth)) return own;
-  return or(db, [own, db`e.collection_id is null` as Fragment]);
+  return or(db, [own, partOf(db)`e.collection_id is null` as Fragment]);
 }
 
 /**
@@ -44,8 +46,8 @@ function fullVisibility(db: Db, auth: Authority): Fragment {
  * related_collection_ids can serve it). Unscoped admins already see every event fully.
  */
 function relatedVisibility(db: Db, auth: Authority): Fragment {
-  if (readsCollectionlessEvents(auth)) return db`false` as Fragment;
-  return db`e.related_collection_ids && array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[]` as Fragment;
+  if (readsCollectionlessEvents(auth)) return partOf(db)`false` as Fragment;
+  return partOf(db)`e.related_collection_ids && array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[]` as Fragment;
 }
 
 /** Boolean fragment over `events e`: the caller may see the event (fully or redacted). */
@@ -60,13 +62,13 @@ export function eventVisibleWhere(db: Db, auth: Authority): Fragment {
  */
 function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
   if (jsonText)
-    return db`e.id, e.event_id, (e.occurred_at at time zone 'UTC')::text as occurred_at, e.entity_type, e.entity_id, e.entity_name,
+    return partOf(db)`e.id, e.event_id, (e.occurred_at at time zone 'UTC')::text as occurred_at, e.entity_type, e.entity_id, e.entity_name,
       e.collection_id, e.action, e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, e.provenance::text as provenance,
       e.request_id, e.correlation_id, e.summary,
       case when ${full} then e.before::text end as before,
       case when ${full} then e.after::text end as after,
       e.before_revision, e.after_revision, e.metadata::text as metadata, e.schema_version::int as schema_version` as Fragment;
-  return db`e.id, e.event_id, e.occurred_at as occurred_at, e.entity_type, e.entity_id, e.entity_name, e.collection_id, e.action,
+  return partOf(db)`e.id, e.event_id, e.occurred_at as occurred_at, e.entity_type, e.entity_id, e.entity_name, e.collection_id, e.action,
     e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, e.provenance as provenance, e.request_id,
     e.correlation_id, e.summary,
     case when ${full} then e.before end as before,
@@ -114,11 +116,11 @@ export async function listEventRows(
     const read = async () =>
       (await db<{ ids: number[] }[]>`select array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[] as ids`)[0]?.ids ?? [];
     const ids = knownVisibleCollectionIds(auth, 'ReadAudit') ?? (opts.auditCollections ? await opts.auditCollections(read) : await read());
-    full = db`e.collection_id = any(${ids}::int[])` as Fragment;
-    visible = db`(${full} or e.related_collection_ids && ${ids}::int[])` as Fragment;
+    full = partOf(db)`e.collection_id = any(${ids}::int[])` as Fragment;
+    visible = partOf(db)`(${full} or e.related_collection_ids && ${ids}::int[])` as Fragment;
   }
   return runList<EventRow>(db, {
-    from: db`events e` as Fragment,
+    from: partOf(db)`events e` as Fragment,
     select: eventColumns(db, full, opts.jsonText ?? false),
     where: [...fixed, visible],
     parsed,
@@ -131,7 +133,7 @@ export async function listEventRows(
     planForValues: namesOneEntity(parsed, opts.oneEntity ?? false) ? false : auth.isAdmin ? undefined : true,
     // The text conversions of a reply (snapshots, provenance, metadata, the time) only for the
     // page's rows (runList `plain`).
-    plain: opts.jsonText ? { columns: db`e.*` as Fragment, alias: 'e' } : undefined,
+    plain: opts.jsonText ? { columns: partOf(db)`e.*` as Fragment, alias: 'e' } : undefined,
     viewed: true, // eventWire
   });
 }
@@ -148,12 +150,12 @@ function namesOneEntity(parsed: ParsedList, fixed: boolean): boolean {
 
 /** Wrapper condition: events whose entity is (one of `types`, `id`). */
 export function entityIs(db: Db, types: readonly string[], id: number): Fragment {
-  return and(db, [db`e.entity_type = any(${[...types]}::text[])` as Fragment, db`e.entity_id = ${id}::int` as Fragment]);
+  return and(db, [partOf(db)`e.entity_type = any(${[...types]}::text[])` as Fragment, partOf(db)`e.entity_id = ${id}::int` as Fragment]);
 }
 
 /** Wrapper condition: events directly attached to the collection. */
 export function attachedTo(db: Db, collectionId: number): Fragment {
-  return db`e.collection_id = ${collectionId}::int` as Fragment;
+  return partOf(db)`e.collection_id = ${collectionId}::int` as Fragment;
 }
 
 /** The tables of the entities whose audit wrapper routes check ReadAudit on the entity's collection. */

@@ -12,7 +12,7 @@
 // Bind timestamps as text and cast in SQL (${iso}::text::timestamptz): postgres.js serializes
 // timestamptz parameters through JS Date and drops microseconds.
 import type postgres from 'postgres';
-import { listPoolOf, type Db, type TransactionSql } from './sql.ts';
+import { listPoolOf, partOf, type Db, type TransactionSql } from './sql.ts';
 import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import { finalFor, withTx } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
@@ -27,9 +27,9 @@ export interface ListPage<T> {
 }
 
 export interface ListOptions {
-  /** The FROM clause (with joins), e.g. db`collections c`. */
+  /** The FROM clause (with joins), e.g. partOf(db)`collections c`. */
   from: Fragment;
-  /** The select list, e.g. db`c.id, c.name`. */
+  /** The select list, e.g. partOf(db)`c.id, c.name`. */
   select: Fragment;
   /** Extra conditions (visibility, path scoping), ANDed with the filters. */
   where?: Fragment[];
@@ -66,21 +66,21 @@ export function and(db: Db, parts: Fragment[]): Fragment {
   const [a, b, c] = parts;
   switch (parts.length) {
     case 0:
-      return db`true`;
+      return partOf(db)`true`;
     case 1:
-      return db`(${a!})` as Fragment;
+      return partOf(db)`(${a!})` as Fragment;
     case 2:
-      return db`(${a!}) and (${b!})` as Fragment;
+      return partOf(db)`(${a!}) and (${b!})` as Fragment;
     case 3:
-      return db`(${a!}) and (${b!}) and (${c!})` as Fragment;
+      return partOf(db)`(${a!}) and (${b!}) and (${c!})` as Fragment;
     default:
-      return parts.slice(1).reduce((acc, p) => db`${acc} and (${p})` as Fragment, db`(${parts[0]!})` as Fragment);
+      return parts.slice(1).reduce((acc, p) => partOf(db)`${acc} and (${p})` as Fragment, partOf(db)`(${parts[0]!})` as Fragment);
   }
 }
 
 export function or(db: Db, parts: Fragment[]): Fragment {
-  if (parts.length === 0) return db`false`;
-  return parts.slice(1).reduce((acc, p) => db`${acc} or (${p})` as Fragment, db`(${parts[0]!})` as Fragment);
+  if (parts.length === 0) return partOf(db)`false`;
+  return parts.slice(1).reduce((acc, p) => partOf(db)`${acc} or (${p})` as Fragment, partOf(db)`(${parts[0]!})` as Fragment);
 }
 
 /**
@@ -108,19 +108,19 @@ function fieldSql(db: Db, def: FieldDef): Fragment {
 /** SQL for one filter. */
 export function filterSql(db: Db, f: Filter): Fragment {
   const positive = f.def.type === 'json' ? jsonFilter(db, f) : columnFilter(db, f);
-  return f.negate ? (db`not coalesce((${positive}), false)` as Fragment) : positive;
+  return f.negate ? (partOf(db)`not coalesce((${positive}), false)` as Fragment) : positive;
 }
 
 function cast(db: Db, f: Filter, v: unknown): Fragment {
   switch (f.def.type) {
     case 'integer':
-      return db`${v as number}::bigint` as Fragment;
+      return partOf(db)`${v as number}::bigint` as Fragment;
     case 'timestamp':
-      return db`${v as string}::text::timestamptz` as Fragment;
+      return partOf(db)`${v as string}::text::timestamptz` as Fragment;
     case 'boolean':
-      return db`${v as boolean}::boolean` as Fragment;
+      return partOf(db)`${v as boolean}::boolean` as Fragment;
     default:
-      return db`${String(v)}::text` as Fragment;
+      return partOf(db)`${String(v)}::text` as Fragment;
   }
 }
 
@@ -135,22 +135,22 @@ function columnFilter(db: Db, f: Filter): Fragment {
   const one = () => cast(db, f, v[0]);
   switch (f.op) {
     case 'is_null':
-      return (v[0] ? db`${c} is null` : db`${c} is not null`) as Fragment;
+      return (v[0] ? partOf(db)`${c} is null` : partOf(db)`${c} is not null`) as Fragment;
     case 'equals':
       if (v.length > 1) return inList(db, f, c);
-      return db`${c} = ${one()}` as Fragment;
+      return partOf(db)`${c} = ${one()}` as Fragment;
     case 'in':
       return inList(db, f, c);
     case 'gt':
-      return db`${c} > ${one()}` as Fragment;
+      return partOf(db)`${c} > ${one()}` as Fragment;
     case 'gte':
-      return db`${c} >= ${one()}` as Fragment;
+      return partOf(db)`${c} >= ${one()}` as Fragment;
     case 'lt':
-      return db`${c} < ${one()}` as Fragment;
+      return partOf(db)`${c} < ${one()}` as Fragment;
     case 'lte':
-      return db`${c} <= ${one()}` as Fragment;
+      return partOf(db)`${c} <= ${one()}` as Fragment;
     case 'between':
-      return db`${c} between ${cast(db, f, v[0])} and ${cast(db, f, v[1])}` as Fragment;
+      return partOf(db)`${c} between ${cast(db, f, v[0])} and ${cast(db, f, v[1])}` as Fragment;
     default:
       return textOp(db, c, f.op, String(v[0]));
   }
@@ -159,42 +159,44 @@ function columnFilter(db: Db, f: Filter): Fragment {
 function inList(db: Db, f: Filter, c: Fragment): Fragment {
   switch (f.def.type) {
     case 'integer':
-      return db`${c} = any(${f.values.map(Number)}::bigint[])` as Fragment;
+      return partOf(db)`${c} = any(${f.values.map(Number)}::bigint[])` as Fragment;
     case 'timestamp':
-      return db`${c} = any(${f.values.map(String)}::text[]::timestamptz[])` as Fragment;
+      return partOf(db)`${c} = any(${f.values.map(String)}::text[]::timestamptz[])` as Fragment;
     default:
-      return db`${c} = any(${f.values.map(String)}::text[])` as Fragment;
+      return partOf(db)`${c} = any(${f.values.map(String)}::text[])` as Fragment;
   }
 }
 
 function textOp(db: Db, c: Fragment, op: string, v: string): Fragment {
   switch (op) {
     case 'equals':
-      return db`${c} = ${v}::text` as Fragment;
+      return partOf(db)`${c} = ${v}::text` as Fragment;
     case 'iequals':
-      return db`lower(${c}) = lower(${v}::text)` as Fragment;
+      return partOf(db)`lower(${c}) = lower(${v}::text)` as Fragment;
     // LIKE / ILIKE rather than strpos: a trigram index can answer them (migrations/0190); ILIKE
     // compares lower() of both sides, as the lower()-based match did.
     case 'contains':
-      return db`${c} like ${'%' + likeEscape(v) + '%'}::text` as Fragment;
+      return partOf(db)`${c} like ${'%' + likeEscape(v) + '%'}::text` as Fragment;
     case 'icontains':
-      return db`${c} ilike ${'%' + likeEscape(v) + '%'}::text` as Fragment;
+      return partOf(db)`${c} ilike ${'%' + likeEscape(v) + '%'}::text` as Fragment;
     case 'startswith': {
       // In code-point order the strings with a prefix are exactly a range, which the ordinary b-tree
       // indexes serve in order (the LIKE beside it would only make the planner underestimate).
       const upper = v && sortsByCodePoint(db) ? prefixUpperBound(v) : null;
-      return (upper === null ? db`${c} like ${likeEscape(v) + '%'}::text` : db`(${c} >= ${v}::text and ${c} < ${upper}::text)`) as Fragment;
+      return (
+        upper === null ? partOf(db)`${c} like ${likeEscape(v) + '%'}::text` : partOf(db)`(${c} >= ${v}::text and ${c} < ${upper}::text)`
+      ) as Fragment;
     }
     case 'istartswith':
-      return db`${c} ilike ${likeEscape(v) + '%'}::text` as Fragment;
+      return partOf(db)`${c} ilike ${likeEscape(v) + '%'}::text` as Fragment;
     case 'endswith':
-      return db`${c} like ${'%' + likeEscape(v)}::text` as Fragment;
+      return partOf(db)`${c} like ${'%' + likeEscape(v)}::text` as Fragment;
     case 'iendswith':
-      return db`${c} ilike ${'%' + likeEscape(v)}::text` as Fragment;
+      return partOf(db)`${c} ilike ${'%' + likeEscape(v)}::text` as Fragment;
     case 'like':
-      return db`${c} like ${v}::text` as Fragment;
+      return partOf(db)`${c} like ${v}::text` as Fragment;
     case 'regex':
-      return db`${c} ~ ${v}::text` as Fragment;
+      return partOf(db)`${c} ~ ${v}::text` as Fragment;
     default:
       throw new Error(`unhandled text operator ${op}`);
   }
@@ -292,7 +294,7 @@ export function filtersSql(db: Db, filters: Filter[]): Fragment[] {
     }
     if (!placed) docs.push(doc);
   }
-  for (const doc of docs) out.push(db`(o.json_data @> ${JSON.stringify(doc)}::text::jsonb)` as Fragment);
+  for (const doc of docs) out.push(partOf(db)`(o.json_data @> ${JSON.stringify(doc)}::text::jsonb)` as Fragment);
   return out;
 }
 
@@ -301,23 +303,24 @@ export function filtersSql(db: Db, filters: Filter[]): Fragment[] {
  * never an error (the svc_try_* functions return null instead of failing).
  */
 function jsonFilter(db: Db, f: Filter): Fragment {
-  const x = db`(${fieldSql(db, f.def)} #> ${f.path}::text[])` as Fragment;
-  const txt = db`(${x} #>> '{}')` as Fragment;
-  const isString = db`jsonb_typeof(${x}) = 'string'` as Fragment;
-  const isNumber = db`jsonb_typeof(${x}) = 'number'` as Fragment;
+  const x = partOf(db)`(${fieldSql(db, f.def)} #> ${f.path}::text[])` as Fragment;
+  const txt = partOf(db)`(${x} #>> '{}')` as Fragment;
+  const isString = partOf(db)`jsonb_typeof(${x}) = 'string'` as Fragment;
+  const isNumber = partOf(db)`jsonb_typeof(${x}) = 'number'` as Fragment;
   const v = f.values.map(String);
   const first = v[0] ?? '';
   const numeric = (s: string) => /^-?\d+(\.\d+)?([eE][+-]?\d+)?$/.test(s);
   const equalsOne = (s: string): Fragment => {
-    const parts: Fragment[] = [db`(${isString} and ${txt} = ${s}::text)` as Fragment];
-    if (numeric(s)) parts.push(db`(case when ${isNumber} then (${x})::numeric end) = ${s}::numeric` as Fragment);
-    if (s === 'true' || s === 'false') parts.push(db`${x} = ${s}::jsonb` as Fragment);
-    if (s === 'null') parts.push(db`jsonb_typeof(${x}) = 'null'` as Fragment);
+    const parts: Fragment[] = [partOf(db)`(${isString} and ${txt} = ${s}::text)` as Fragment];
+    if (numeric(s)) parts.push(partOf(db)`(case when ${isNumber} then (${x})::numeric end) = ${s}::numeric` as Fragment);
+    if (s === 'true' || s === 'false') parts.push(partOf(db)`${x} = ${s}::jsonb` as Fragment);
+    if (s === 'null') parts.push(partOf(db)`jsonb_typeof(${x}) = 'null'` as Fragment);
     return or(db, parts);
   };
   const ordered = (cmp: (a: Fragment, b: Fragment) => Fragment): Fragment => {
-    if (numeric(first)) return cmp(db`(case when ${isNumber} then (${x})::numeric end)` as Fragment, db`${first}::numeric` as Fragment);
-    return cmp(db`(case when ${isString} then ${txt} end)` as Fragment, db`${first}::text` as Fragment);
+    if (numeric(first))
+      return cmp(partOf(db)`(case when ${isNumber} then (${x})::numeric end)` as Fragment, partOf(db)`${first}::numeric` as Fragment);
+    return cmp(partOf(db)`(case when ${isString} then ${txt} end)` as Fragment, partOf(db)`${first}::text` as Fragment);
   };
   // The exact conditions below cannot use the GIN (jsonb_path_ops) index of objects.json_data; a
   // containment test beside them can, and it holds whenever they do, so the result is the same.
@@ -330,7 +333,7 @@ function jsonFilter(db: Db, f: Filter): Fragment {
     const contains = (s: string) =>
       or(
         db,
-        leaves(s).map((leaf) => db`o.json_data @> ${nest(leaf)}::text::jsonb` as Fragment),
+        leaves(s).map((leaf) => partOf(db)`o.json_data @> ${nest(leaf)}::text::jsonb` as Fragment),
       );
     // `all`: the values that stand for one JSON value each go into one contained document (`{"a":
     // ["x","y"]}` holds exactly where `{"a":["x"]}` and `{"a":["y"]}` both do), which PostgreSQL
@@ -345,7 +348,7 @@ function jsonFilter(db: Db, f: Filter): Fragment {
         if (forms.length === 1) single.push(forms[0]!);
         else parts.push(contains(s));
       }
-      if (single.length > 0) parts.unshift(db`o.json_data @> ${nest(`[${single.join(',')}]`)}::text::jsonb` as Fragment);
+      if (single.length > 0) parts.unshift(partOf(db)`o.json_data @> ${nest(`[${single.join(',')}]`)}::text::jsonb` as Fragment);
       return and(db, parts);
     };
     const needed = f.op === 'in' ? or(db, v.map(contains)) : f.op === 'all' ? containsAll() : contains(first);
@@ -354,61 +357,63 @@ function jsonFilter(db: Db, f: Filter): Fragment {
     // `{"a":"s"}`, nor `{"a":"s"}` `{"a":["s"]}`), so it stands alone, and the planner estimates the
     // one condition it can read instead of multiplying it with an opaque one.
     if (v.every((s) => scalars(s).length === 1)) return needed;
-    return db`(${exact} and ${needed})` as Fragment;
+    return partOf(db)`(${exact} and ${needed})` as Fragment;
   };
   const scalars = (s: string): string[] => jsonForms(s, f.op);
   switch (f.op) {
     case 'is_null':
       return (
-        f.values[0] ? db`(${x} is null or jsonb_typeof(${x}) = 'null')` : db`(${x} is not null and jsonb_typeof(${x}) <> 'null')`
+        f.values[0]
+          ? partOf(db)`(${x} is null or jsonb_typeof(${x}) = 'null')`
+          : partOf(db)`(${x} is not null and jsonb_typeof(${x}) <> 'null')`
       ) as Fragment;
     case 'equals':
       return indexed(equalsOne(first), scalars);
     case 'in':
       return indexed(or(db, v.map(equalsOne)), scalars);
     case 'gt':
-      return ordered((a, b) => db`${a} > ${b}` as Fragment);
+      return ordered((a, b) => partOf(db)`${a} > ${b}` as Fragment);
     case 'gte':
-      return ordered((a, b) => db`${a} >= ${b}` as Fragment);
+      return ordered((a, b) => partOf(db)`${a} >= ${b}` as Fragment);
     case 'lt':
-      return ordered((a, b) => db`${a} < ${b}` as Fragment);
+      return ordered((a, b) => partOf(db)`${a} < ${b}` as Fragment);
     case 'lte':
-      return ordered((a, b) => db`${a} <= ${b}` as Fragment);
+      return ordered((a, b) => partOf(db)`${a} <= ${b}` as Fragment);
     case 'between': {
       const [lo, hi] = [v[0]!, v[1]!];
       if (numeric(lo) && numeric(hi))
-        return db`(case when ${isNumber} then (${x})::numeric end) between ${lo}::numeric and ${hi}::numeric` as Fragment;
-      return db`(case when ${isString} then ${txt} end) between ${lo}::text and ${hi}::text` as Fragment;
+        return partOf(db)`(case when ${isNumber} then (${x})::numeric end) between ${lo}::numeric and ${hi}::numeric` as Fragment;
+      return partOf(db)`(case when ${isString} then ${txt} end) between ${lo}::text and ${hi}::text` as Fragment;
     }
     case 'has_key':
-      return db`(jsonb_typeof(${x}) = 'object' and ${x} ? ${first}::text)` as Fragment;
+      return partOf(db)`(jsonb_typeof(${x}) = 'object' and ${x} ? ${first}::text)` as Fragment;
     case 'array_length':
-      return db`(jsonb_typeof(${x}) = 'array' and jsonb_array_length(${x}) = ${Number(first)}::int)` as Fragment;
+      return partOf(db)`(jsonb_typeof(${x}) = 'array' and jsonb_array_length(${x}) = ${Number(first)}::int)` as Fragment;
     case 'all':
       return indexed(
-        db`(jsonb_typeof(${x}) = 'array' and ${and(
+        partOf(db)`(jsonb_typeof(${x}) = 'array' and ${and(
           db,
           v.map((s) => {
-            const alts: Fragment[] = [db`${x} @> jsonb_build_array(${s}::text)` as Fragment];
-            if (numeric(s)) alts.push(db`${x} @> jsonb_build_array(${s}::numeric)` as Fragment);
-            if (s === 'true' || s === 'false') alts.push(db`${x} @> jsonb_build_array(${s === 'true'}::boolean)` as Fragment);
+            const alts: Fragment[] = [partOf(db)`${x} @> jsonb_build_array(${s}::text)` as Fragment];
+            if (numeric(s)) alts.push(partOf(db)`${x} @> jsonb_build_array(${s}::numeric)` as Fragment);
+            if (s === 'true' || s === 'false') alts.push(partOf(db)`${x} @> jsonb_build_array(${s === 'true'}::boolean)` as Fragment);
             return or(db, alts);
           }),
         )})` as Fragment,
         (s) => scalars(s).map((leaf) => `[${leaf}]`),
       );
     case 'within_network':
-      return db`(${isString} and svc_try_inet(${txt}) <<= svc_try_inet(${first}::text))` as Fragment;
+      return partOf(db)`(${isString} and svc_try_inet(${txt}) <<= svc_try_inet(${first}::text))` as Fragment;
     case 'contains_network':
-      return db`(${isString} and svc_try_inet(${txt}) >>= svc_try_inet(${first}::text))` as Fragment;
+      return partOf(db)`(${isString} and svc_try_inet(${txt}) >>= svc_try_inet(${first}::text))` as Fragment;
     case 'contains_ip':
-      return db`(${isString} and svc_try_inet(${txt}) >>= svc_try_inet(${first}::text))` as Fragment;
+      return partOf(db)`(${isString} and svc_try_inet(${txt}) >>= svc_try_inet(${first}::text))` as Fragment;
     case 'overlaps_network':
-      return db`(${isString} and svc_try_inet(${txt}) && svc_try_inet(${first}::text))` as Fragment;
+      return partOf(db)`(${isString} and svc_try_inet(${txt}) && svc_try_inet(${first}::text))` as Fragment;
     case 'inet_equals':
-      return db`(${isString} and svc_try_inet(${txt}) = svc_try_inet(${first}::text))` as Fragment;
+      return partOf(db)`(${isString} and svc_try_inet(${txt}) = svc_try_inet(${first}::text))` as Fragment;
     default:
-      return db`(${isString} and ${textOp(db, txt, f.op, first)})` as Fragment;
+      return partOf(db)`(${isString} and ${textOp(db, txt, f.op, first)})` as Fragment;
   }
 }
 
@@ -432,22 +437,27 @@ function afterCursor(db: Db, spec: ListSpec, sort: SortKey[], values: unknown[])
   }));
   const known = keys.every((k) => k.notNull && k.v !== null && k.v !== undefined);
   if (known && keys.every((k) => k.desc === keys[0]!.desc)) {
-    const exprs = keys.map((k) => k.expr).reduce((acc, p) => db`${acc}, ${p}` as Fragment);
-    const vals = keys.map((k) => typed(db, k.type, k.v)).reduce((acc, p) => db`${acc}, ${p}` as Fragment);
-    return (keys[0]!.desc ? db`(${exprs}) < (${vals})` : db`(${exprs}) > (${vals})`) as Fragment;
+    const exprs = keys.map((k) => k.expr).reduce((acc, p) => partOf(db)`${acc}, ${p}` as Fragment);
+    const vals = keys.map((k) => typed(db, k.type, k.v)).reduce((acc, p) => partOf(db)`${acc}, ${p}` as Fragment);
+    return (keys[0]!.desc ? partOf(db)`(${exprs}) < (${vals})` : partOf(db)`(${exprs}) > (${vals})`) as Fragment;
   }
   const alternatives: Fragment[] = [];
   for (let i = 0; i < keys.length; i++) {
-    const eqs = keys.slice(0, i).map((k) => (k.v === null ? db`${k.expr} is null` : db`${k.expr} = ${typed(db, k.type, k.v)}`) as Fragment);
+    const eqs = keys
+      .slice(0, i)
+      .map((k) => (k.v === null ? partOf(db)`${k.expr} is null` : partOf(db)`${k.expr} = ${typed(db, k.type, k.v)}`) as Fragment);
     const { expr, type, v, desc, notNull } = keys[i]!;
     let step: Fragment;
     if (!desc) {
       // ascending, nulls last: after v come larger values, then nulls; nothing comes after null
-      if (v === null) step = db`false` as Fragment;
-      else step = (notNull ? db`${expr} > ${typed(db, type, v)}` : db`(${expr} > ${typed(db, type, v)} or ${expr} is null)`) as Fragment;
+      if (v === null) step = partOf(db)`false` as Fragment;
+      else
+        step = (
+          notNull ? partOf(db)`${expr} > ${typed(db, type, v)}` : partOf(db)`(${expr} > ${typed(db, type, v)} or ${expr} is null)`
+        ) as Fragment;
     } else {
       // descending, nulls first: after null come all non-nulls; after v come smaller values
-      step = (v === null ? db`${expr} is not null` : db`${expr} < ${typed(db, type, v)}`) as Fragment;
+      step = (v === null ? partOf(db)`${expr} is not null` : partOf(db)`${expr} < ${typed(db, type, v)}`) as Fragment;
     }
     alternatives.push(and(db, [...eqs, step]));
   }
@@ -455,7 +465,7 @@ function afterCursor(db: Db, spec: ListSpec, sort: SortKey[], values: unknown[])
   const lead = keys[0]!;
   if (!lead.notNull || lead.v === null) return general;
   const bound = (
-    lead.desc ? db`${lead.expr} <= ${typed(db, lead.type, lead.v)}` : db`${lead.expr} >= ${typed(db, lead.type, lead.v)}`
+    lead.desc ? partOf(db)`${lead.expr} <= ${typed(db, lead.type, lead.v)}` : partOf(db)`${lead.expr} >= ${typed(db, lead.type, lead.v)}`
   ) as Fragment;
   return and(db, [bound, general]);
 }
@@ -463,13 +473,13 @@ function afterCursor(db: Db, spec: ListSpec, sort: SortKey[], values: unknown[])
 function typed(db: Db, type: string, v: unknown): Fragment {
   switch (type) {
     case 'integer':
-      return db`${v as number}::bigint` as Fragment;
+      return partOf(db)`${v as number}::bigint` as Fragment;
     case 'timestamp':
-      return db`${String(v)}::text::timestamptz` as Fragment;
+      return partOf(db)`${String(v)}::text::timestamptz` as Fragment;
     case 'boolean':
-      return db`${v as boolean}::boolean` as Fragment;
+      return partOf(db)`${v as boolean}::boolean` as Fragment;
     default:
-      return db`${String(v)}::text` as Fragment;
+      return partOf(db)`${String(v)}::text` as Fragment;
   }
 }
 
@@ -480,14 +490,14 @@ function orderBy(db: Db, spec: ListSpec, sort: SortKey[]): Fragment {
     db,
     (unique < 0 ? sort : sort.slice(0, unique + 1)).map((k) => {
       const { expr } = sortExpr(db, spec, k);
-      return (k.desc ? db`${expr} desc nulls first` : db`${expr} asc nulls last`) as Fragment;
+      return (k.desc ? partOf(db)`${expr} desc nulls first` : partOf(db)`${expr} asc nulls last`) as Fragment;
     }),
   );
 }
 
 /** Fragments joined by commas (at least one). */
 function commaSeparated(db: Db, parts: Fragment[]): Fragment {
-  return parts.reduce((acc, p) => db`${acc}, ${p}` as Fragment);
+  return parts.reduce((acc, p) => partOf(db)`${acc}, ${p}` as Fragment);
 }
 
 /**
@@ -508,7 +518,7 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
     parsed.sort.map((k, i) => {
       const { expr, type } = sortExpr(db, spec, k);
       const name = db(keyNames[i]!);
-      return (type === 'timestamp' ? db`(${expr})::text as ${name}` : db`${expr} as ${name}`) as Fragment;
+      return (type === 'timestamp' ? partOf(db)`(${expr})::text as ${name}` : partOf(db)`${expr} as ${name}`) as Fragment;
     }),
   );
   const order = orderBy(db, spec, parsed.sort);
