@@ -1,7 +1,7 @@
 // The SQL half of authorization (the rules and the API documentation are in src/domain/authz.ts).
 // Point checks load the resource and its grant in one statement; visibility helpers return
 // postgres.js fragments so that lists, totals and searches filter in SQL.
-import type { Db } from './sql.ts';
+import { partOf, type Db } from './sql.ts';
 import type { Fragment } from './list.ts';
 import { notFound } from '../domain/errors.ts';
 import {
@@ -24,7 +24,7 @@ import {
  * readGrantSets reads the same for every permission at once: change both together.
  */
 export function grantedCollectionIds(db: Db, principalId: number, perm: Permission): Fragment {
-  return db`
+  return partOf(db)`
     with recursive svc_granted (id) as (
       select cp.collection_id
       from collection_permissions cp
@@ -71,13 +71,13 @@ function knownGrant(auth: Authority, perm: Permission): readonly number[] | unde
 
 /** The grant part of visibility on a collection-id column: admin → true, else membership in the granted set. */
 function grantedOn(db: Db, auth: Authority, perm: Permission, collectionColumn: string): Fragment {
-  if (auth.isAdmin) return db`true` as Fragment;
+  if (auth.isAdmin) return partOf(db)`true` as Fragment;
   const known = knownGrant(auth, perm);
-  if (known) return db`${db(collectionColumn)} = any(${known as number[]}::int[])` as Fragment;
+  if (known) return partOf(db)`${db(collectionColumn)} = any(${known as number[]}::int[])` as Fragment;
   // = any(array(…)): the granted ids are computed once per statement (an InitPlan), and the test
   // can be an index condition, also where it is one arm of an OR (`in (subquery)` there is a
   // hashed subplan checked row by row: the audit count of a non-admin read every event).
-  return db`${db(collectionColumn)} = any(array(${grantedCollectionIds(db, auth.principal.id, perm)}))` as Fragment;
+  return partOf(db)`${db(collectionColumn)} = any(array(${grantedCollectionIds(db, auth.principal.id, perm)}))` as Fragment;
 }
 
 /**
@@ -85,7 +85,7 @@ function grantedOn(db: Db, auth: Authority, perm: Permission, collectionColumn: 
  * A subquery selecting one integer column `id`.
  */
 export function visibleCollectionIds(db: Db, auth: Authority, perm: Permission): Fragment {
-  return db`select svc_c.id from collections svc_c where ${collectionWhere(db, auth, perm, { id: 'svc_c.id' })}` as Fragment;
+  return partOf(db)`select svc_c.id from collections svc_c where ${collectionWhere(db, auth, perm, { id: 'svc_c.id' })}` as Fragment;
 }
 
 /**
@@ -105,11 +105,11 @@ export function knownVisibleCollectionIds(auth: Authority, perm: Permission): nu
 
 /** Boolean fragment: the collection in column `id` is visible with `perm`. */
 export function collectionWhere(db: Db, auth: Authority, perm: Permission, cols: { id: string } = { id: 'c.id' }): Fragment {
-  if (!permissionInScope(auth, perm)) return db`false` as Fragment;
+  if (!permissionInScope(auth, perm)) return partOf(db)`false` as Fragment;
   const rs = resourceScope(auth);
   const grant = grantedOn(db, auth, perm, cols.id);
   if (!rs) return grant;
-  return db`(${db(cols.id)} = any(${rs.collections}::int[]) and ${grant})` as Fragment;
+  return partOf(db)`(${db(cols.id)} = any(${rs.collections}::int[]) and ${grant})` as Fragment;
 }
 
 /** Boolean fragment: the class (columns id, collectionId) is visible with `perm`. */
@@ -119,11 +119,13 @@ export function classWhere(
   perm: Permission,
   cols: { id: string; collectionId: string } = { id: 'k.id', collectionId: 'k.collection_id' },
 ): Fragment {
-  if (!permissionInScope(auth, perm)) return db`false` as Fragment;
+  if (!permissionInScope(auth, perm)) return partOf(db)`false` as Fragment;
   const rs = resourceScope(auth);
   const grant = grantedOn(db, auth, perm, cols.collectionId);
   if (!rs) return grant;
-  return db`((${db(cols.collectionId)} = any(${rs.collections}::int[]) or ${db(cols.id)} = any(${rs.classes}::int[])) and ${grant})` as Fragment;
+  return partOf(
+    db,
+  )`((${db(cols.collectionId)} = any(${rs.collections}::int[]) or ${db(cols.id)} = any(${rs.classes}::int[])) and ${grant})` as Fragment;
 }
 
 /** Boolean fragment: the object (columns id, classId, collectionId) is visible with `perm`. */
@@ -133,11 +135,11 @@ export function objectWhere(
   perm: Permission,
   cols: { id: string; classId: string; collectionId: string } = { id: 'o.id', classId: 'o.class_id', collectionId: 'o.collection_id' },
 ): Fragment {
-  if (!permissionInScope(auth, perm)) return db`false` as Fragment;
+  if (!permissionInScope(auth, perm)) return partOf(db)`false` as Fragment;
   const rs = resourceScope(auth);
   const grant = grantedOn(db, auth, perm, cols.collectionId);
   if (!rs) return grant;
-  return db`((${db(cols.collectionId)} = any(${rs.collections}::int[]) or ${db(cols.classId)} = any(${rs.classes}::int[])
+  return partOf(db)`((${db(cols.collectionId)} = any(${rs.collections}::int[]) or ${db(cols.classId)} = any(${rs.classes}::int[])
     or ${db(cols.id)} = any(${rs.objects}::int[])) and ${grant})` as Fragment;
 }
 
@@ -155,7 +157,7 @@ export function permissionsFilter(raw: string | undefined, build: (perm: Permiss
  * scope). grantExistsText is the same test as text: change both together.
  */
 function grantExists(db: Db, principalId: number, perm: Permission, collectionColumn: Fragment): Fragment {
-  return db`exists (
+  return partOf(db)`exists (
     select 1 from collection_ancestors(${collectionColumn}) a
     join collection_permissions cp on cp.collection_id = a.ancestor_id and cp.permission = ${perm}::text
     join group_members gm on gm.group_id = cp.group_id and gm.principal_id = ${principalId}::int)` as Fragment;
@@ -180,9 +182,9 @@ export function grantExistsText(perm: Permission, principalParam: string, collec
  * first); the known grants as values; else the ancestor walk.
  */
 export function grantColumn(db: Db, auth: Authority, perm: Permission, collectionColumn: Fragment): Fragment {
-  if (auth.isAdmin) return db`true` as Fragment;
+  if (auth.isAdmin) return partOf(db)`true` as Fragment;
   const known = knownGrant(auth, perm);
-  if (known) return db`${collectionColumn} = any(${known as number[]}::int[])` as Fragment;
+  if (known) return partOf(db)`${collectionColumn} = any(${known as number[]}::int[])` as Fragment;
   return grantExists(db, auth.principal.id, perm, collectionColumn);
 }
 
@@ -207,7 +209,7 @@ export interface ObjectRef {
 
 /** 404 when the collection does not exist; 403 when the caller lacks `perm` on it or is scoped out. */
 export async function requireCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<CollectionRef> {
-  const row = await readCollectionAs<CollectionRef>(db, auth, collectionId, perm, db`c.id, c.parent_collection_id` as Fragment);
+  const row = await readCollectionAs<CollectionRef>(db, auth, collectionId, perm, partOf(db)`c.id, c.parent_collection_id` as Fragment);
   return { id: row.id, parent_collection_id: row.parent_collection_id };
 }
 
@@ -258,8 +260,8 @@ export function readCollectionAs<R extends object>(
 ): Promise<R> {
   return readInCollectionAs<R>(db, auth, perm, 'collection', {
     columns,
-    from: db`collections c` as Fragment,
-    where: db`c.id = ${collectionId}::int` as Fragment,
+    from: partOf(db)`collections c` as Fragment,
+    where: partOf(db)`c.id = ${collectionId}::int` as Fragment,
     collection: 'c.id',
   });
 }
@@ -278,7 +280,7 @@ export async function readInCollectionAs<R extends object>(
   what: string,
   read: { columns: Fragment; from: Fragment; where: Fragment; collection: string },
 ): Promise<R> {
-  const column = (): Fragment => db`${db(read.collection)}` as Fragment;
+  const column = (): Fragment => partOf(db)`${db(read.collection)}` as Fragment;
   const [row] = await db<(R & { svc_collection_id: number; svc_granted: boolean })[]>`
     select ${read.columns}, ${column()} as svc_collection_id, ${grantColumn(db, auth, perm, column())} as svc_granted
     from ${read.from} where ${read.where}`;
@@ -289,7 +291,7 @@ export async function readInCollectionAs<R extends object>(
 
 /** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
 export async function requireClassPermission(db: Db, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
-  const row = await readClassAs<ClassRef>(db, auth, classId, perm, db`k.id, k.collection_id` as Fragment);
+  const row = await readClassAs<ClassRef>(db, auth, classId, perm, partOf(db)`k.id, k.collection_id` as Fragment);
   return { id: row.id, collection_id: row.collection_id };
 }
 
@@ -325,10 +327,10 @@ export async function readClassAs<R extends object>(
 ): Promise<R> {
   const [row] = await db<(R & { svc_class_id: number; svc_collection_id: number; svc_granted: boolean })[]>`
     select ${columns}, k.id as svc_class_id, k.collection_id as svc_collection_id,
-      ${grantColumn(db, auth, perm, db`k.collection_id` as Fragment)} as svc_granted
+      ${grantColumn(db, auth, perm, partOf(db)`k.collection_id` as Fragment)} as svc_granted
     from classes k ${opts.join ?? db``}
-    where ${typeof cls === 'number' ? db`k.id = ${cls}::int` : db`k.name = ${cls.name}::text`}
-    ${opts.lock === 'share' ? db`for share of k` : db``}`;
+    where ${typeof cls === 'number' ? partOf(db)`k.id = ${cls}::int` : partOf(db)`k.name = ${cls.name}::text`}
+    ${opts.lock === 'share' ? partOf(db)`for share of k` : partOf(db)``}`;
   if (!row) throw notFound('class');
   enforceGranted(auth, perm, { kind: 'class', id: row.svc_class_id, collectionId: row.svc_collection_id }, row.svc_granted);
   return row;
@@ -345,7 +347,7 @@ export async function requireObjectPermission(
   perm: Permission,
   opts: { classId?: number } = {},
 ): Promise<ObjectRef> {
-  const row = await readObjectAs<ObjectRef>(db, auth, objectId, perm, opts, db`o.id, o.class_id, o.collection_id` as Fragment);
+  const row = await readObjectAs<ObjectRef>(db, auth, objectId, perm, opts, partOf(db)`o.id, o.class_id, o.collection_id` as Fragment);
   return { id: row.id, class_id: row.class_id, collection_id: row.collection_id };
 }
 
@@ -366,18 +368,19 @@ export async function readObjectAs<R extends object>(
   lock?: 'update',
 ): Promise<R> {
   let where: Fragment;
-  if (typeof object === 'number') where = db`o.id = ${object}::int` as Fragment;
+  if (typeof object === 'number') where = partOf(db)`o.id = ${object}::int` as Fragment;
   else if (object.className !== undefined)
-    where =
-      db`o.class_id = (select k.id from classes k where k.name = ${object.className}::text) and o.name = ${object.name}::text` as Fragment;
-  else if (opts.classId !== undefined) where = db`o.class_id = ${opts.classId}::int and o.name = ${object.name}::text` as Fragment;
+    where = partOf(
+      db,
+    )`o.class_id = (select k.id from classes k where k.name = ${object.className}::text) and o.name = ${object.name}::text` as Fragment;
+  else if (opts.classId !== undefined) where = partOf(db)`o.class_id = ${opts.classId}::int and o.name = ${object.name}::text` as Fragment;
   else throw new Error('readObjectAs by name needs the class');
   const [row] = await db<ObjectReadRow<R>[]>`
     select ${columns}, o.id as svc_id, o.class_id as svc_class_id, o.collection_id as svc_collection_id,
-      ${grantColumn(db, auth, perm, db`o.collection_id` as Fragment)} as svc_granted
+      ${grantColumn(db, auth, perm, partOf(db)`o.collection_id` as Fragment)} as svc_granted
     from objects o
     where ${where}
-    ${lock === 'update' ? db`for update of o` : db``}`;
+    ${lock === 'update' ? partOf(db)`for update of o` : partOf(db)``}`;
   if (!row && typeof object !== 'number' && object.className !== undefined) {
     const [cls] = await db`select 1 from classes k where k.name = ${object.className}::text`;
     if (!cls) throw notFound('class');
@@ -437,7 +440,7 @@ const readTexts = new Map<string, Map<string, string>>();
 export async function hasCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<boolean> {
   if (!permissionInScope(auth, perm) || !resourceInScope(auth, { kind: 'collection', id: collectionId })) return false;
   const [row] = await db<{ ok: boolean }[]>`
-    select ${grantColumn(db, auth, perm, db`c.id` as Fragment)} as ok
+    select ${grantColumn(db, auth, perm, partOf(db)`c.id` as Fragment)} as ok
     from collections c where c.id = ${collectionId}::int`;
   return row?.ok ?? false;
 }

@@ -1,6 +1,6 @@
 // Objects: SQL only. Authorization is src/db/authz.ts; computed-field expressions come from
 // src/db/computed-fields.ts. Object queries use the alias `o` for the objects table.
-import type { Db, TransactionSql } from './sql.ts';
+import { partOf, textPart, type Db, type TransactionSql } from './sql.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
@@ -19,13 +19,13 @@ import { type ObjectRow } from '../domain/views/objects.ts';
 
 /** Condition over alias `o`: the object is of class `classId`. */
 export function ofClassWhere(db: Db, classId: number): Fragment {
-  return db`o.class_id = ${classId}::int` as Fragment;
+  return partOf(db)`o.class_id = ${classId}::int` as Fragment;
 }
 
 const OBJECT_COLUMN_LIST = 'o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision';
 
 export function objectCols(db: Db): Fragment {
-  return db.unsafe(OBJECT_COLUMN_LIST) as unknown as Fragment;
+  return textPart(db, OBJECT_COLUMN_LIST) as Fragment;
 }
 
 /**
@@ -34,7 +34,7 @@ export function objectCols(db: Db): Fragment {
  * into the reply's ISO text (src/domain/wire.ts) without the driver's Date parsing.
  */
 export function objectColsJsonText(db: Db): Fragment {
-  return db.unsafe(OBJECT_COLUMN_LIST_JSON_TEXT) as unknown as Fragment;
+  return textPart(db, OBJECT_COLUMN_LIST_JSON_TEXT) as Fragment;
 }
 
 /** objectColsJsonText as text, for a statement kept as text. */
@@ -226,7 +226,7 @@ export function listObjects(
     ? (db`${cols}, ${evalSetExpr(db, computed.shared)} as __cs, ${evalSetExpr(db, computed.personal ?? [])} as __cp` as Fragment)
     : cols;
   return runList(db, {
-    from: db`objects o` as Fragment,
+    from: partOf(db)`objects o` as Fragment,
     select,
     where: [...where, ...q.where],
     parsed: q.parsed,

@@ -29,6 +29,19 @@ function part(strings: TemplateStringsArray, ...values: unknown[]): postgres.Pen
  * is a Query without the promise: its strings and values take the same place in the statement's
  * text. Awaiting one is an error (it is no promise).
  */
+/** Parts of a constant text, made once each (a part is never changed by embedding it). */
+const textParts = new Map<string, postgres.PendingQuery<postgres.Row[]>>();
+
+/** A part (partOf) whose text is `text`, a constant of the code (a column list): made once. */
+export function textPart(db: Db, text: string): postgres.PendingQuery<postgres.Row[]> {
+  let p = textParts.get(text);
+  if (!p) {
+    const strings = Object.assign([text], { raw: [text] }) as unknown as TemplateStringsArray;
+    textParts.set(text, (p = partOf(db)(strings)));
+  }
+  return p;
+}
+
 export function partOf(db: Db): PartTag {
   queryPrototype ??= Object.getPrototypeOf(db`select 1`) as object;
   return part;
