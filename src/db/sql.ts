@@ -21,14 +21,6 @@ function part(strings: TemplateStringsArray, ...values: unknown[]): postgres.Pen
   return q as unknown as postgres.PendingQuery<postgres.Row[]>;
 }
 
-/**
- * The tag of fragments that are only ever embedded in a statement (`${fragment}` in a template that
- * runs), never run or awaited themselves. postgres.js makes every tagged template a Query, a
- * promise with its two resolving functions (~0.4 µs and a few hundred bytes apiece; a list page
- * built some 25 of them), of which embedding reads only the template's strings and values. A part
- * is a Query without the promise: its strings and values take the same place in the statement's
- * text. Awaiting one is an error (it is no promise).
- */
 /** Parts of a constant text, made once each (a part is never changed by embedding it). */
 const textParts = new Map<string, postgres.PendingQuery<postgres.Row[]>>();
 
@@ -42,6 +34,14 @@ export function textPart(db: Db, text: string): postgres.PendingQuery<postgres.R
   return p;
 }
 
+/**
+ * The tag of fragments that are only ever embedded in a statement (`${fragment}` in a template that
+ * runs), never run or awaited themselves. postgres.js makes every tagged template a Query, a
+ * promise with its two resolving functions (~0.4 µs and a few hundred bytes apiece; a list page
+ * built some 25 of them), of which embedding reads only the template's strings and values. A part
+ * is a Query without the promise: its strings and values take the same place in the statement's
+ * text. Awaiting one is an error (it is no promise).
+ */
 export function partOf(db: Db): PartTag {
   queryPrototype ??= Object.getPrototypeOf(db`select 1`) as object;
   return part;
