@@ -5,7 +5,7 @@
 // that changes it fails here first.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import postgres from 'postgres';
-import { partOf, type Db } from '../src/db/sql.ts';
+import { partOf, textPart, type Db } from '../src/db/sql.ts';
 
 const url = new URL(inject('dbUrl'));
 let sql: ReturnType<typeof postgres>;
@@ -53,6 +53,15 @@ describe('partOf fragments (postgres.js Query without the promise)', () => {
     const rows = await sql`select ${part`${sql`${1}::int`} + ${part`${sql`${2}::int`} * ${3}::int`}`} as n`;
     expect(rows[0]!.n).toBe(7);
     expect(seen[0]!.text).toBe('select $1::int + $2::int * $3::int as n');
+  });
+
+  it('of a constant text embed as that text, made once', async () => {
+    const cols = textPart(sql as unknown as Db, 'g as a, g * 2 as b');
+    expect(textPart(sql as unknown as Db, 'g as a, g * 2 as b')).toBe(cols);
+    seen.length = 0;
+    const rows = await sql`select ${cols} from generate_series(1, 2) g where g > ${1}::int`;
+    expect(rows.map((r) => ({ ...r }))).toEqual([{ a: 2, b: 4 }]);
+    expect(seen[0]!.text).toBe('select g as a, g * 2 as b from generate_series(1, 2) g where g > $1::int');
   });
 
   it('are never run: awaiting one fails at once instead of reaching a connection', async () => {
