@@ -1,6 +1,6 @@
 // Computed-field definitions (SQL only) and the SQL expressions that evaluate them
 // (svc_computed_eval of migration 0030). Rules are in src/domain/computed.ts.
-import type { Db, TransactionSql } from './sql.ts';
+import { partOf, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { classWhere } from './authz.ts';
@@ -9,7 +9,7 @@ import { sqlDefs, sqlPaths, type ComputedDef, type ComputedOperation, type Resul
 import { type ComputedFieldRow } from '../domain/views/computed-fields.ts';
 
 function cols(db: Db): Fragment {
-  return db`f.id, f.class_id, f.key, f.label, f.description, f.enabled, f.operation, f.result_type, f.visibility,
+  return partOf(db)`f.id, f.class_id, f.key, f.label, f.description, f.enabled, f.operation, f.result_type, f.visibility,
     f.owner_user_id, f.created_at, f.updated_at, f.revision` as Fragment;
 }
 
