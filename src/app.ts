@@ -101,8 +101,8 @@ export async function createApp(deps: Deps): Promise<App> {
     const readsBody = op.hasBody && raw.method !== 'get' && raw.method !== 'head' && raw.method !== 'delete';
     if (readsBody) return authenticateAndRead(req, env, facts, op, raw, ctx);
     if (op.needsAuth) {
-      const signedIn = signIn(op, raw, facts, ctx);
-      if (signedIn) return signedIn.then(() => handle(op, raw, ctx));
+      const signingIn = signIn(op, raw, facts, ctx);
+      if (signingIn) return signingIn.then(() => handle(op, raw, ctx));
     }
     return handle(op, raw, ctx);
   }

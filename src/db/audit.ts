@@ -1,7 +1,7 @@
 // Audit reads: SQL only. The visibility rules are documented in src/domain/audit.ts; the ReadAudit
 // checks themselves come from src/db/authz.ts (collectionWhere), applied per event row in SQL so
 // that pages and totals count only what the caller may see.
-import { partOf, type Db } from './sql.ts';
+import { partOf, textPart, type Db } from './sql.ts';
 import { and, or, runList, type Fragment, type ListPage } from './list.ts';
 import { collectionWhere, knownVisibleCollectionIds, readInCollectionAs, visibleCollectionIds } from './authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
@@ -33,9 +33,8 @@ export const EVENT_LIST_SPEC: ListSpec = {
 
 /** Full visibility of an event row `e`: ReadAudit on its own collection, or collection-less for unscoped admins. */
 function fullVisibility(db: Db, auth: Authority): Fragment {
-  const own = partOf(
-    db,
-  )`(e.collection_id is not null and ${collectionWhere(db, auth, 'ReadAudit', { id: 'e.collection_id' })})` as Fragment;
+  const granted = collectionWhere(db, auth, 'ReadAudit', { id: 'e.collection_id' });
+  const own = partOf(db)`(e.collection_id is not null and ${granted})` as Fragment;
   if (!readsCollectionlessEvents(auth)) return own;
   return or(db, [own, partOf(db)`e.collection_id is null` as Fragment]);
 }
@@ -55,25 +54,27 @@ export function eventVisibleWhere(db: Db, auth: Authority): Fragment {
   return or(db, [fullVisibility(db, auth), relatedVisibility(db, auth)]);
 }
 
-/**
- * The event columns, with the snapshots only where `full` (full visibility) holds; with `jsonText`
- * the JSON columns as the database's text and occurred_at as its UTC text. (Two whole templates
- * rather than one with the conversions as fragments: each fragment is a postgres.js Query.)
- */
+/** The conversions of eventColumns with `jsonText`: the JSON columns as the database's text, occurred_at as its UTC text. */
+const EVENT_TEXTS = [
+  "(e.occurred_at at time zone 'UTC')::text",
+  'e.provenance::text',
+  'e.before::text',
+  'e.after::text',
+  'e.metadata::text',
+];
+const EVENT_VALUES = ['e.occurred_at', 'e.provenance', 'e.before', 'e.after', 'e.metadata'];
+
+/** The event columns, with the snapshots only where `full` (full visibility) holds. */
 function eventColumns(db: Db, full: Fragment, jsonText: boolean): Fragment {
-  if (jsonText)
-    return partOf(db)`e.id, e.event_id, (e.occurred_at at time zone 'UTC')::text as occurred_at, e.entity_type, e.entity_id, e.entity_name,
-      e.collection_id, e.action, e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, e.provenance::text as provenance,
-      e.request_id, e.correlation_id, e.summary,
-      case when ${full} then e.before::text end as before,
-      case when ${full} then e.after::text end as after,
-      e.before_revision, e.after_revision, e.metadata::text as metadata, e.schema_version::int as schema_version` as Fragment;
-  return partOf(db)`e.id, e.event_id, e.occurred_at as occurred_at, e.entity_type, e.entity_id, e.entity_name, e.collection_id, e.action,
-    e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, e.provenance as provenance, e.request_id,
+  const [occurred, provenance, before, after, metadata] = (jsonText ? EVENT_TEXTS : EVENT_VALUES).map(
+    (text) => textPart(db, text) as Fragment,
+  );
+  return partOf(db)`e.id, e.event_id, ${occurred} as occurred_at, e.entity_type, e.entity_id, e.entity_name, e.collection_id, e.action,
+    e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id, ${provenance} as provenance, e.request_id,
     e.correlation_id, e.summary,
-    case when ${full} then e.before end as before,
-    case when ${full} then e.after end as after,
-    e.before_revision, e.after_revision, e.metadata as metadata, e.schema_version::int as schema_version` as Fragment;
+    case when ${full} then ${before} end as before,
+    case when ${full} then ${after} end as after,
+    e.before_revision, e.after_revision, ${metadata} as metadata, e.schema_version::int as schema_version` as Fragment;
 }
 
 /** Where a non-administrator's ReadAudit collections come from (the token cache's collectionsWith), given their `read`. */

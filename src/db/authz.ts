@@ -123,9 +123,8 @@ export function classWhere(
   const rs = resourceScope(auth);
   const grant = grantedOn(db, auth, perm, cols.collectionId);
   if (!rs) return grant;
-  return partOf(
-    db,
-  )`((${db(cols.collectionId)} = any(${rs.collections}::int[]) or ${db(cols.id)} = any(${rs.classes}::int[])) and ${grant})` as Fragment;
+  return partOf(db)`((${db(cols.collectionId)} = any(${rs.collections}::int[]) or ${db(cols.id)} = any(${rs.classes}::int[]))
+    and ${grant})` as Fragment;
 }
 
 /** Boolean fragment: the object (columns id, classId, collectionId) is visible with `perm`. */
@@ -370,9 +369,8 @@ export async function readObjectAs<R extends object>(
   let where: Fragment;
   if (typeof object === 'number') where = partOf(db)`o.id = ${object}::int` as Fragment;
   else if (object.className !== undefined)
-    where = partOf(
-      db,
-    )`o.class_id = (select k.id from classes k where k.name = ${object.className}::text) and o.name = ${object.name}::text` as Fragment;
+    where = partOf(db)`o.class_id = (select k.id from classes k where k.name = ${object.className}::text)
+      and o.name = ${object.name}::text` as Fragment;
   else if (opts.classId !== undefined) where = partOf(db)`o.class_id = ${opts.classId}::int and o.name = ${object.name}::text` as Fragment;
   else throw new Error('readObjectAs by name needs the class');
   const [row] = await db<ObjectReadRow<R>[]>`

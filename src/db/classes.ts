@@ -14,9 +14,8 @@ import { readClassAs } from './authz.ts';
 
 /** The columns of a ClassRow over alias `k`. */
 export function classCols(db: Db): Fragment {
-  return partOf(
-    db,
-  )`k.id, k.name, k.description, k.collection_id, k.json_schema, k.validate_schema, k.created_at, k.updated_at, k.revision` as Fragment;
+  return partOf(db)`k.id, k.name, k.description, k.collection_id, k.json_schema, k.validate_schema, k.created_at, k.updated_at,
+    k.revision` as Fragment;
 }
 
 function expandedCols(db: Db): Fragment {

@@ -19,9 +19,8 @@ export const EVENT_SINK_LIST_SPEC: ListSpec = {
 };
 
 function cols(db: Db): Fragment {
-  return partOf(
-    db,
-  )`k.id, k.name, k.kind, k.config, k.secret_ref, k.enabled, k.min_interval_ms, k.created_at, k.updated_at, k.revision` as Fragment;
+  return partOf(db)`k.id, k.name, k.kind, k.config, k.secret_ref, k.enabled, k.min_interval_ms, k.created_at, k.updated_at,
+    k.revision` as Fragment;
 }
 
 export function listEventSinkRows(db: Db, parsed: ParsedList): Promise<ListPage<EventSinkRow>> {

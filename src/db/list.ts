@@ -61,21 +61,8 @@ export interface ListOptions {
 
 /** AND of fragments (true when empty). */
 export function and(db: Db, parts: Fragment[]): Fragment {
-  // The short ones as one fragment each (a fragment costs a postgres.js Query, a promise): the
-  // same text as the general form below.
-  const [a, b, c] = parts;
-  switch (parts.length) {
-    case 0:
-      return partOf(db)`true`;
-    case 1:
-      return partOf(db)`(${a!})` as Fragment;
-    case 2:
-      return partOf(db)`(${a!}) and (${b!})` as Fragment;
-    case 3:
-      return partOf(db)`(${a!}) and (${b!}) and (${c!})` as Fragment;
-    default:
-      return parts.slice(1).reduce((acc, p) => partOf(db)`${acc} and (${p})` as Fragment, partOf(db)`(${parts[0]!})` as Fragment);
-  }
+  if (parts.length === 0) return partOf(db)`true`;
+  return parts.slice(1).reduce((acc, p) => partOf(db)`${acc} and (${p})` as Fragment, partOf(db)`(${parts[0]!})` as Fragment);
 }
 
 export function or(db: Db, parts: Fragment[]): Fragment {
@@ -83,21 +70,9 @@ export function or(db: Db, parts: Fragment[]): Fragment {
   return parts.slice(1).reduce((acc, p) => partOf(db)`${acc} or (${p})` as Fragment, partOf(db)`(${parts[0]!})` as Fragment);
 }
 
-/**
- * postgres.js identifiers by column name, made (and escaped) once: an identifier holds only its
- * text. The names are the list specs' columns; the bound only keeps memory bounded whatever comes.
- */
-const identifiers = new Map<string, Fragment>();
-const MAX_IDENTIFIERS = 1000;
-
-/** A column as SQL: its quoted name, which a template takes as a part as it takes a fragment. */
+/** A column as SQL: its quoted name (a postgres.js identifier), which a template takes as it takes a fragment. */
 function col(db: Db, column: string): Fragment {
-  let id = identifiers.get(column);
-  if (!id) {
-    id = db(column) as unknown as Fragment;
-    if (identifiers.size < MAX_IDENTIFIERS) identifiers.set(column, id);
-  }
-  return id;
+  return db(column) as unknown as Fragment;
 }
 
 /** The SQL of a field: its expression when it has one, else its column. */
