@@ -9,7 +9,8 @@
 // sides are timed interleaved (one service request, then one SQL run, so both see the same machine
 // load); the report has median and p95 of each and ratio = service median / SQL median.
 // Before timing, each case checks that the service answered exactly the rows of its SQL (ids in
-// order), so the comparison is of the same result. A service request is timed until its response
+// order), so the comparison is of the same result, and warms all three sides up
+// (BENCH_LARGE_WARMUP rounds, default 200, at most BENCH_LARGE_WARMUP_SECONDS, default 5). A service request is timed until its response
 // has been written and its body decoded (parsing the JSON is the client's work; the timed requests
 // leave it unparsed), an SQL run until postgres.js has returned its rows. "svc SQL replay" is the
 // service's own read statements of one request replayed back to back through postgres.js, each
@@ -55,6 +56,14 @@ const OBJECTS = Math.max(1000, int('BENCH_LARGE_OBJECTS', 1_000_000));
 const EVENTS = Math.max(1000, int('BENCH_LARGE_EVENTS', 5_000_000));
 const ITER = Math.max(5, int('BENCH_LARGE_ITERATIONS', 100));
 const CASE_MS = Math.max(1, int('BENCH_LARGE_CASE_SECONDS', 20)) * 1000;
+/**
+ * Warm-up rounds per case before timing (each: the service, the SQL, the bare server), at most
+ * BENCH_LARGE_WARMUP_SECONDS: the service's code for a case's route and filters is JIT-compiled
+ * over its first hundreds of requests, while the SQL side's code (postgres.js) is hot from every
+ * case before; a deployed service answers a route's requests from optimised code.
+ */
+const WARM = Math.max(1, int('BENCH_LARGE_WARMUP', 200));
+const WARM_MS = int('BENCH_LARGE_WARMUP_SECONDS', 5) * 1000;
 const EXPLAIN = process.env.BENCH_LARGE_EXPLAIN === '1';
 /** BENCH_LARGE_ONLY: a regular expression; only the cases whose name it matches are timed. */
 const ONLY = process.env.BENCH_LARGE_ONLY ? new RegExp(process.env.BENCH_LARGE_ONLY, 'i') : null;
@@ -146,16 +155,15 @@ async function compare(
   const th: number[] = [];
   const tb: number[] = [];
   handNow = hand;
-  // warm-up
-  await svc();
-  await hand();
-  await bareHttp();
-  const deadline = performance.now() + CASE_MS;
   const sides: [() => Promise<unknown>, number[]][] = [
     [svc, ts],
     [hand, th],
     [bareHttp, tb],
   ];
+  // warm-up: WARM rounds, at most WARM_MS (at least one)
+  const warmUntil = performance.now() + WARM_MS;
+  for (let i = 0; i < WARM && (i === 0 || performance.now() < warmUntil); i++) for (const [f] of sides) await f();
+  const deadline = performance.now() + CASE_MS;
   for (let i = 0; i < ITER; i++) {
     // rotate which side goes first, so none always runs on a cache another just warmed
     for (let k = 0; k < sides.length; k++) {
