@@ -5,7 +5,7 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { inject } from 'vitest';
 import { createApp } from '../src/app.ts';
 import type { Config } from '../src/config.ts';
-import { createSql } from '../src/db/sql.ts';
+import { createSql, poolStats, type Sql } from '../src/db/sql.ts';
 import type { App } from '../src/http/contract.ts';
 import type { TestApp } from './helpers.ts';
 
@@ -69,9 +69,30 @@ export class HoldingProxy {
 }
 
 /**
+ * Opens three connections of `sql` and resolves once none of its statements is under way or
+ * waiting. What the app started on its own (learnTextOrder, the token cache's reads) has then been
+ * answered, so a test that holds the answers next sees only its own requests' statements. Those
+ * go out on a connection already open: a connection opened while answers are held would wait for
+ * its start-up and its driver's first query (the array types) forever. One busy with a statement
+ * the app sends in the background (the token cache's) leaves the others free.
+ */
+async function readyPool(sql: Sql): Promise<void> {
+  await Promise.all([1, 2, 3].map(() => sql`select pg_sleep(0.02)`));
+  const limit = Date.now() + 10_000;
+  for (;;) {
+    const s = poolStats(sql);
+    if (!s) throw new Error('the pool reports no statistics (postgres.js without the patch in patches/)');
+    if (s.connecting + s.busy + s.full + s.waiting === 0) return;
+    if (Date.now() > limit) throw new Error(`the pool did not become quiet: ${JSON.stringify(s)}`);
+    await new Promise((ok) => setTimeout(ok, 5));
+  }
+}
+
+/**
  * A second app on `t`'s database whose connections pass a HoldingProxy, with its token cache on
- * (once a token is known, a request needs no statement before its own), for `fn`; `get` sends a GET
- * with `t`'s admin token. The proxy's answers are released and the app's pool ended afterwards.
+ * (once a token is known, a request needs no statement before its own), for `fn` once its pool is
+ * ready (readyPool); `get` sends a GET with `t`'s admin token. The proxy's answers are released and
+ * the app's pool ended afterwards.
  */
 export async function withProxiedApp(
   t: TestApp,
@@ -86,6 +107,7 @@ export async function withProxiedApp(
   const sql = createSql(url.toString(), config);
   try {
     const app = await createApp({ ...t.deps, config, sql });
+    await readyPool(sql);
     const get = (path: string) =>
       app.fetch(new Request(`http://test.local${path}`, { headers: { authorization: `Bearer ${t.adminToken}` } }));
     await fn({ app, proxy, config, get });
