@@ -9,15 +9,15 @@
 // sides are timed interleaved (one service request, then one SQL run, so both see the same machine
 // load); the report has median and p95 of each and ratio = service median / SQL median.
 // Before timing, each case checks that the service answered exactly the rows of its SQL (ids in
-// order), so the comparison is of the same result, and warms all three sides up
-// (BENCH_LARGE_WARMUP rounds, default 200, at most BENCH_LARGE_WARMUP_SECONDS, default 5). A service request is timed until its response
-// has been written and its body decoded (parsing the JSON is the client's work; the timed requests
-// leave it unparsed), an SQL run until postgres.js has returned its rows. "svc SQL replay" is the
-// service's own read statements of one request replayed back to back through postgres.js, each
-// planned as the service plans it (prepared for the pool's statements, which may keep a generic
-// plan; unnamed, planned at every execution, for the list pool's): service median minus it is
-// roughly the request's cost outside the database. The hand-written SQL uses only the indexes the
-// migrations create (the trigram indexes of object names and descriptions among them).
+// order), so the comparison is of the same result, and warms all three sides up (BENCH_LARGE_WARMUP
+// rounds, default 200, at most BENCH_LARGE_WARMUP_SECONDS, default 5). A service request is timed
+// until its response has been written and its body decoded (parsing the JSON is the client's work;
+// the timed requests leave it unparsed), an SQL run until postgres.js has returned its rows. "svc
+// SQL replay" is the service's own read statements of one request replayed back to back through
+// postgres.js, each planned as the service plans it (prepared for the pool's statements, which may
+// keep a generic plan; unnamed, planned at every execution, for the list pool's): service median
+// minus it is roughly the request's cost outside the database. The hand-written SQL uses only the
+// indexes the migrations create (the trigram indexes of object names and descriptions among them).
 //
 // The SQL the service ran for each case is captured (postgres.js `debug`) and, with
 // BENCH_LARGE_EXPLAIN=1, printed with EXPLAIN (ANALYZE, BUFFERS) after the table.
