@@ -279,9 +279,9 @@ export async function readInCollectionAs<R extends object>(
   what: string,
   read: { columns: Fragment; from: Fragment; where: Fragment; collection: string },
 ): Promise<R> {
-  const column = (): Fragment => partOf(db)`${db(read.collection)}` as Fragment;
+  const column = db(read.collection) as unknown as Fragment;
   const [row] = await db<(R & { svc_collection_id: number; svc_granted: boolean })[]>`
-    select ${read.columns}, ${column()} as svc_collection_id, ${grantColumn(db, auth, perm, column())} as svc_granted
+    select ${read.columns}, ${column} as svc_collection_id, ${grantColumn(db, auth, perm, column)} as svc_granted
     from ${read.from} where ${read.where}`;
   if (!row) throw notFound(what);
   enforceGranted(auth, perm, { kind: 'collection', id: row.svc_collection_id }, row.svc_granted);

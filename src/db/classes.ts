@@ -1,5 +1,5 @@
 // Classes: SQL only. Authorization is src/db/authz.ts; schema rules are src/domain/class-schema.ts.
-import { partOf, type Db, type TransactionSql } from './sql.ts';
+import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { appendEvent } from './events.ts';
@@ -12,10 +12,12 @@ import { type ClassRow, type ClassExpandedRow, classView } from '../domain/views
 import type { Authority, Permission } from '../domain/authz.ts';
 import { readClassAs } from './authz.ts';
 
+const CLASS_COLUMN_LIST =
+  'k.id, k.name, k.description, k.collection_id, k.json_schema, k.validate_schema, k.created_at, k.updated_at, k.revision';
+
 /** The columns of a ClassRow over alias `k`. */
 export function classCols(db: Db): Fragment {
-  return partOf(db)`k.id, k.name, k.description, k.collection_id, k.json_schema, k.validate_schema, k.created_at, k.updated_at,
-    k.revision` as Fragment;
+  return textPart(db, CLASS_COLUMN_LIST) as Fragment;
 }
 
 function expandedCols(db: Db): Fragment {

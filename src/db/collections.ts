@@ -1,5 +1,5 @@
 // Collections: SQL only. Authorization is src/db/authz.ts; rules for moves are in the handler.
-import { partOf, type Db, type TransactionSql } from './sql.ts';
+import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { CollectionRow } from '../domain/views/collections.ts';
@@ -30,9 +30,11 @@ export const ANCESTOR_LIST_SPEC: ListSpec = {
   defaultSort: [{ field: 'depth', desc: false }],
 };
 
+const COLLECTION_COLUMN_LIST = 'c.id, c.name, c.description, c.parent_collection_id, c.created_at, c.updated_at, c.revision';
+
 /** The columns of a CollectionRow, over alias `c`. */
 export function collectionCols(db: Db): Fragment {
-  return partOf(db)`c.id, c.name, c.description, c.parent_collection_id, c.created_at, c.updated_at, c.revision` as Fragment;
+  return textPart(db, COLLECTION_COLUMN_LIST) as Fragment;
 }
 
 /** Condition over alias `c`: the collection is a direct child of `parentId`. */

@@ -1,6 +1,6 @@
 // Computed-field definitions (SQL only) and the SQL expressions that evaluate them
 // (svc_computed_eval of migration 0030). Rules are in src/domain/computed.ts.
-import { partOf, type Db, type TransactionSql } from './sql.ts';
+import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { classWhere } from './authz.ts';
@@ -8,9 +8,11 @@ import type { Authority } from '../domain/authz.ts';
 import { sqlDefs, sqlPaths, type ComputedDef, type ComputedOperation, type ResultType } from '../domain/computed.ts';
 import { type ComputedFieldRow } from '../domain/views/computed-fields.ts';
 
+const COMPUTED_FIELD_COLUMN_LIST =
+  'f.id, f.class_id, f.key, f.label, f.description, f.enabled, f.operation, f.result_type, f.visibility, f.owner_user_id, f.created_at, f.updated_at, f.revision';
+
 function cols(db: Db): Fragment {
-  return partOf(db)`f.id, f.class_id, f.key, f.label, f.description, f.enabled, f.operation, f.result_type, f.visibility,
-    f.owner_user_id, f.created_at, f.updated_at, f.revision` as Fragment;
+  return textPart(db, COMPUTED_FIELD_COLUMN_LIST) as Fragment;
 }
 
 const COMMON_FIELDS: ListSpec['fields'] = {

@@ -1,7 +1,7 @@
 // Event deliveries: SQL only. The API half (list, point reads, retry, dead, health) and the
 // delivery worker's claim, pre-send check, pacing and fenced result recording. The worker rules
 // are in src/workers/event-delivery.ts.
-import { partOf, type Db, type TransactionSql } from './sql.ts';
+import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { EventRow } from '../domain/audit.ts';
@@ -23,9 +23,11 @@ export const EVENT_DELIVERY_LIST_SPEC: ListSpec = {
   defaultSort: [{ field: 'id', desc: false }],
 };
 
+const DELIVERY_COLUMN_LIST =
+  'd.id, d.event_id::text as event_id, d.subscription_id, d.sink_id, d.purpose, d.status, d.attempts, d.last_error, d.deferred_reason, d.next_attempt_at, d.locked_until, d.created_at, d.updated_at';
+
 function cols(db: Db): Fragment {
-  return partOf(db)`d.id, d.event_id::text as event_id, d.subscription_id, d.sink_id, d.purpose, d.status, d.attempts, d.last_error,
-    d.deferred_reason, d.next_attempt_at, d.locked_until, d.created_at, d.updated_at` as Fragment;
+  return textPart(db, DELIVERY_COLUMN_LIST) as Fragment;
 }
 
 export function listEventDeliveryRows(db: Db, parsed: ParsedList): Promise<ListPage<EventDeliveryRow>> {

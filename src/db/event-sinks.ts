@@ -1,5 +1,5 @@
 // Event sinks: SQL only. Rules are in src/domain/event-subscriptions.ts and src/sinks/.
-import { partOf, type Db, type TransactionSql } from './sql.ts';
+import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { SinkFields } from '../domain/event-subscriptions.ts';
@@ -18,9 +18,11 @@ export const EVENT_SINK_LIST_SPEC: ListSpec = {
   defaultSort: [{ field: 'id', desc: false }],
 };
 
+const SINK_COLUMN_LIST =
+  'k.id, k.name, k.kind, k.config, k.secret_ref, k.enabled, k.min_interval_ms, k.created_at, k.updated_at, k.revision';
+
 function cols(db: Db): Fragment {
-  return partOf(db)`k.id, k.name, k.kind, k.config, k.secret_ref, k.enabled, k.min_interval_ms, k.created_at, k.updated_at,
-    k.revision` as Fragment;
+  return textPart(db, SINK_COLUMN_LIST) as Fragment;
 }
 
 export function listEventSinkRows(db: Db, parsed: ParsedList): Promise<ListPage<EventSinkRow>> {

@@ -1,5 +1,5 @@
 // Event subscriptions (collection and system): SQL only. Rules are in src/domain/event-subscriptions.ts.
-import { partOf, type Db, type TransactionSql } from './sql.ts';
+import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { SubscriptionFields } from '../domain/event-subscriptions.ts';
@@ -18,9 +18,11 @@ export const EVENT_SUBSCRIPTION_LIST_SPEC: ListSpec = {
   defaultSort: [{ field: 'id', desc: false }],
 };
 
+const SUBSCRIPTION_COLUMN_LIST =
+  's.id, s.collection_id, s.sink_id, s.name, s.description, s.entity_types, s.actions, s.filter, s.routing, s.enabled, s.routing_admin_approved, s.created_at, s.updated_at, s.revision';
+
 function cols(db: Db): Fragment {
-  return partOf(db)`s.id, s.collection_id, s.sink_id, s.name, s.description, s.entity_types, s.actions, s.filter, s.routing, s.enabled,
-    s.routing_admin_approved, s.created_at, s.updated_at, s.revision` as Fragment;
+  return textPart(db, SUBSCRIPTION_COLUMN_LIST) as Fragment;
 }
 
 /** Where the subscriptions of one scope live: a collection, or the system scope (null). */

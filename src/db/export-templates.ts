@@ -1,6 +1,6 @@
 // Export templates (and fragments): SQL only. Rules are in src/domain/exports.ts and the engine in
 // src/domain/templates.ts.
-import { partOf, type Db, type TransactionSql } from './sql.ts';
+import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { badRequest, type ErrorDetail } from '../domain/errors.ts';
@@ -26,9 +26,11 @@ export const EXPORT_TEMPLATE_LIST_SPEC: ListSpec = {
   defaultSort: [{ field: 'id', desc: false }],
 };
 
+const EXPORT_TEMPLATE_COLUMN_LIST =
+  'et.id, et.collection_id, et.name, et.description, et.kind, et.content_type, et.template, et.default_query, et.created_at, et.updated_at, et.revision';
+
 function cols(db: Db): Fragment {
-  return partOf(db)`et.id, et.collection_id, et.name, et.description, et.kind, et.content_type, et.template, et.default_query,
-    et.created_at, et.updated_at, et.revision` as Fragment;
+  return textPart(db, EXPORT_TEMPLATE_COLUMN_LIST) as Fragment;
 }
 
 export function listExportTemplateRows(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<ExportTemplateRow>> {

@@ -86,19 +86,6 @@ export function filterSql(db: Db, f: Filter): Fragment {
   return f.negate ? (partOf(db)`not coalesce((${positive}), false)` as Fragment) : positive;
 }
 
-function cast(db: Db, f: Filter, v: unknown): Fragment {
-  switch (f.def.type) {
-    case 'integer':
-      return partOf(db)`${v as number}::bigint` as Fragment;
-    case 'timestamp':
-      return partOf(db)`${v as string}::text::timestamptz` as Fragment;
-    case 'boolean':
-      return partOf(db)`${v as boolean}::boolean` as Fragment;
-    default:
-      return partOf(db)`${String(v)}::text` as Fragment;
-  }
-}
-
 /** s as a LIKE pattern that matches it literally (backslash is LIKE's default escape). */
 export function likeEscape(s: string): string {
   return s.replace(/[\\%_]/g, (m) => '\\' + m);
@@ -107,7 +94,7 @@ export function likeEscape(s: string): string {
 function columnFilter(db: Db, f: Filter): Fragment {
   const c = fieldSql(db, f.def);
   const v = f.values;
-  const one = () => cast(db, f, v[0]);
+  const one = () => typed(db, f.def.type, v[0]);
   switch (f.op) {
     case 'is_null':
       return (v[0] ? partOf(db)`${c} is null` : partOf(db)`${c} is not null`) as Fragment;
@@ -125,7 +112,7 @@ function columnFilter(db: Db, f: Filter): Fragment {
     case 'lte':
       return partOf(db)`${c} <= ${one()}` as Fragment;
     case 'between':
-      return partOf(db)`${c} between ${cast(db, f, v[0])} and ${cast(db, f, v[1])}` as Fragment;
+      return partOf(db)`${c} between ${typed(db, f.def.type, v[0])} and ${typed(db, f.def.type, v[1])}` as Fragment;
     default:
       return textOp(db, c, f.op, String(v[0]));
   }

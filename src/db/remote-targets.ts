@@ -1,5 +1,5 @@
 // Remote targets and remote-call results: SQL only. Rules are in src/domain/remote-targets.ts.
-import { partOf, type Db, type TransactionSql } from './sql.ts';
+import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { Method, Subject, SubjectContext, SubjectType, TargetFields } from '../domain/remote-targets.ts';
@@ -23,10 +23,11 @@ export const REMOTE_TARGET_LIST_SPEC: ListSpec = {
   defaultSort: [{ field: 'id', desc: false }],
 };
 
+const REMOTE_TARGET_COLUMN_LIST =
+  'rt.id, rt.collection_id, rt.class_id, rt.name, rt.description, rt.method, rt.url_template, rt.headers_template, rt.body_template, rt.auth_config, rt.allowed_subject_types, rt.timeout_ms, rt.enabled, rt.created_at, rt.updated_at, rt.revision';
+
 function cols(db: Db): Fragment {
-  return partOf(db)`rt.id, rt.collection_id, rt.class_id, rt.name, rt.description, rt.method, rt.url_template, rt.headers_template,
-    rt.body_template, rt.auth_config, rt.allowed_subject_types, rt.timeout_ms, rt.enabled, rt.created_at, rt.updated_at,
-    rt.revision` as Fragment;
+  return textPart(db, REMOTE_TARGET_COLUMN_LIST) as Fragment;
 }
 
 export function listRemoteTargetRows(db: Db, parsed: ParsedList, where: Fragment[]): Promise<ListPage<RemoteTargetRow>> {
