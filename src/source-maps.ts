@@ -1,8 +1,9 @@
 // Stack traces in the log name the TypeScript sources although the server runs as a bundle without
 // `node --enable-source-maps`: that flag makes Node read and keep the source maps of every module
-// it loads, and the server then served ~10 % fewer requests per second (README "Benchmarks"). Here
-// a frame of a file with a source map beside it (`dist/server/main.js.map`, written by esbuild) is
-// mapped when an error is logged, from a map read on the first such error and kept.
+// it loads, and the server then served ~10 % fewer requests per second (bench/FINDINGS.md, "The
+// fixed cost of a request"). Here a frame of a file with a source map beside it
+// (`dist/server/main.js.map`, written by esbuild) is mapped when an error is logged, from a map read
+// on the first such error and kept.
 import { SourceMap } from 'node:module';
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
