@@ -10,6 +10,11 @@
 // interleaved, 2 rounds): queries/s, the time the process spent in garbage collection and its
 // mark-compacts (a Query of upstream is promoted to the old generation by the young-generation
 // collections, so it is collected only by mark-compacts).
+// Then the species patch: BENCH_DRIVER_SPECIES_QUERIES (default 50,000) such statements one after
+// another from one caller (as a request runs its statement), through the installed driver and
+// through the same driver with upstream's static `Symbol.species` getters of Query and Result put
+// back (interleaved, 2 rounds): statements/s and the process's CPU per statement, all threads (with
+// the getters V8 keeps trying and aborting to optimise both constructors on its compiler thread).
 // Part of `make bench`; alone: `SVC_DATABASE_URL=postgres://... npx tsx bench/driver-queue.ts`.
 // Prints numbers only.
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -58,6 +63,16 @@ function Queue(initial = []) {
   }
 }
 `;
+
+/** Query's and Result's Symbol.species as patched (data properties) and as upstream's getters. */
+const SPECIES = [
+  ['query.js', 'Promise'],
+  ['result.js', 'Array'],
+].map(([file, base]) => ({
+  file: file!,
+  patched: `  static [Symbol.species] = ${base}\n`,
+  upstream: `  static get [Symbol.species]() {\n    return ${base}\n  }\n`,
+}));
 
 /** The patched Query constructor's opening and upstream's, for putting upstream's back in a copy. */
 const PATCHED_QUERY_OPENING = `    super(captureResolvers)
@@ -129,9 +144,10 @@ async function drive(driver: Postgres, url: string, label: string, total: number
 
 /**
  * The installed driver's ESM sources copied to a temporary directory with upstream's queue.js
- * (`part` 'queue') or upstream's Query constructor (`part` 'query') put back.
+ * (`part` 'queue'), upstream's Query constructor (`part` 'query') or upstream's species getters
+ * (`part` 'species') put back.
  */
-async function loadUpstream(tmp: string, part: 'queue' | 'query'): Promise<Postgres | string> {
+async function loadUpstream(tmp: string, part: 'queue' | 'query' | 'species'): Promise<Postgres | string> {
   const entry = fileURLToPath(import.meta.resolve('postgres'));
   const pkg = JSON.parse(await readFile(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string };
   if (pkg.version !== UPSTREAM_VERSION) return `installed postgres is ${pkg.version}; the kept upstream ${part} is of ${UPSTREAM_VERSION}`;
@@ -139,6 +155,12 @@ async function loadUpstream(tmp: string, part: 'queue' | 'query'): Promise<Postg
   await writeFile(join(tmp, 'package.json'), '{"type":"module"}\n');
   if (part === 'queue') {
     await writeFile(join(tmp, 'src', 'queue.js'), UPSTREAM_QUEUE);
+  } else if (part === 'species') {
+    for (const { file, patched, upstream } of SPECIES) {
+      const text = await readFile(join(tmp, 'src', file), 'utf8');
+      if (!text.includes(patched)) return `the installed ${file} is not the patched one`;
+      await writeFile(join(tmp, 'src', file), text.replace(patched, upstream));
+    }
   } else {
     const query = await readFile(join(tmp, 'src', 'query.js'), 'utf8');
     if (!query.includes(PATCHED_QUERY_OPENING)) return 'the installed query.js is not the patched one';
@@ -151,6 +173,8 @@ async function loadUpstream(tmp: string, part: 'queue' | 'query'): Promise<Postg
 interface FragmentRun {
   label: string;
   queriesPerSecond: number;
+  /** The process's CPU time (all threads) per statement, µs. */
+  cpuUsPerQuery: number;
   gcMs: number;
   markCompacts: number;
 }
@@ -160,13 +184,13 @@ interface FragmentRun {
  * list statement is built) from CALLERS callers on a pool of POOL, after a warm-up; queries/s and
  * the garbage collection the process did meanwhile.
  */
-async function driveFragments(driver: Postgres, url: string, label: string, total: number): Promise<FragmentRun> {
-  const sql = driver(url, { max: POOL, onnotice: () => {} });
+async function driveFragments(driver: Postgres, url: string, label: string, total: number, callers = CALLERS): Promise<FragmentRun> {
+  const sql = driver(url, { max: callers === 1 ? 1 : POOL, onnotice: () => {} });
   try {
     const run = async (n: number) => {
       let started = 0;
       await Promise.all(
-        Array.from({ length: CALLERS }, async () => {
+        Array.from({ length: callers }, async () => {
           while (started < n) {
             const i = started++;
             const columns = sql`${i}::int as id, ${'x'}::text as name`;
@@ -188,12 +212,14 @@ async function driveFragments(driver: Postgres, url: string, label: string, tota
     });
     observer.observe({ entryTypes: ['gc'] });
     const t0 = performance.now();
+    const cpu0 = process.cpuUsage();
     await run(total);
     const ms = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
     await new Promise((r) => setImmediate(r)); // the last entries
     observer.disconnect();
     process.stderr.write(`  done: driver fragments / ${label}\n`);
-    return { label, queriesPerSecond: (total * 1000) / ms, gcMs, markCompacts };
+    return { label, queriesPerSecond: (total * 1000) / ms, cpuUsPerQuery: (cpu.user + cpu.system) / total, gcMs, markCompacts };
   } finally {
     await sql.end();
   }
@@ -219,6 +245,28 @@ function fragmentTable(runs: FragmentRun[][], total: number): string {
     ...rows.map(line),
     '',
     `patched / upstream queries/s: ${ratio}`,
+  ].join('\n');
+}
+
+function speciesTable(runs: FragmentRun[][], total: number): string {
+  const header = ['Query and Result species', 'statements/s (per round)', 'CPU µs per statement (per round)'];
+  const labels = runs[0]!.map((r) => r.label);
+  const rows = labels.map((label, i) => [
+    label,
+    runs.map((round) => fmt(round[i]!.queriesPerSecond)).join(', '),
+    runs.map((round) => round[i]!.cpuUsPerQuery.toFixed(1)).join(', '),
+  ]);
+  const per = (f: (r: FragmentRun) => number) => runs.map((round) => (f(round[0]!) / f(round[1]!)).toFixed(2)).join(', ');
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [
+    `Driver species: ${fmt(total)} statements of six tagged-template fragments each, one after another from one caller, rounds interleaved.`,
+    '',
+    line(header),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...rows.map(line),
+    '',
+    `patched / upstream statements/s: ${per((r) => r.queriesPerSecond)}; CPU per statement: ${per((r) => r.cpuUsPerQuery)}`,
   ].join('\n');
 }
 
@@ -257,6 +305,8 @@ export async function benchDriverQueue(url: string): Promise<string> {
   const total = queries('BENCH_DRIVER_QUERIES', 1_000_000);
   const upstreamTotal = queries('BENCH_DRIVER_UPSTREAM_QUERIES', 300_000, true);
   const fragmentTotal = queries('BENCH_DRIVER_FRAGMENT_QUERIES', 200_000, true);
+  const speciesTotal = Number(process.env.BENCH_DRIVER_SPECIES_QUERIES ?? 50_000);
+  if (!Number.isInteger(speciesTotal) || speciesTotal < 0) throw new Error('BENCH_DRIVER_SPECIES_QUERIES must be a non-negative integer');
   const installed = await readFile(join(dirname(fileURLToPath(import.meta.resolve('postgres'))), 'queue.js'), 'utf8');
   const patched = installed.includes('patches/postgres+3.4.9.patch');
   const runs: Run[] = [await drive(postgres, url, patched ? 'installed, patched' : 'installed, NOT patched', total)];
@@ -286,6 +336,25 @@ export async function benchDriverQueue(url: string): Promise<string> {
           ]);
         }
         tables.push('', fragmentTable(rounds, fragmentTotal));
+      }
+    } finally {
+      await rm(tmp, { recursive: true, force: true });
+    }
+  }
+  if (speciesTotal > 0) {
+    const tmp = await mkdtemp(join(tmpdir(), 'svc-bench-pg-'));
+    try {
+      const upstream = await loadUpstream(tmp, 'species');
+      if (typeof upstream === 'string') tables.push('', `(driver species skipped: ${upstream})`);
+      else {
+        const rounds: FragmentRun[][] = [];
+        for (let round = 0; round < 2; round++) {
+          rounds.push([
+            await driveFragments(postgres, url, 'installed, patched (data properties)', speciesTotal, 1),
+            await driveFragments(upstream, url, `upstream ${UPSTREAM_VERSION} (static getters)`, speciesTotal, 1),
+          ]);
+        }
+        tables.push('', speciesTable(rounds, speciesTotal));
       }
     } finally {
       await rm(tmp, { recursive: true, force: true });
