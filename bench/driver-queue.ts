@@ -181,8 +181,9 @@ interface FragmentRun {
 
 /**
  * `total` statements of six tagged-template fragments (a column list, conditions, an order, as a
- * list statement is built) from CALLERS callers on a pool of POOL, after a warm-up; queries/s and
- * the garbage collection the process did meanwhile.
+ * list statement is built) from `callers` callers (CALLERS unless given) on a pool of POOL (of one
+ * connection for one caller), after a warm-up; queries/s, the process's CPU per statement and the
+ * garbage collection it did meanwhile.
  */
 async function driveFragments(driver: Postgres, url: string, label: string, total: number, callers = CALLERS): Promise<FragmentRun> {
   const sql = driver(url, { max: callers === 1 ? 1 : POOL, onnotice: () => {} });
