@@ -140,6 +140,26 @@ describe('searchPlainText', () => {
     expect(keys.results.objects.map((o) => o.id)).not.toContain(ids.obj3);
   });
 
+  it('searchPlainText 200: object data values that JSON text writes escaped (quotes, backslashes, tabs) match as stored', async () => {
+    const id = (
+      await api('POST', `/api/v1/classes/${ids.plainClass}/objects`, {
+        name: `${P}-obj-escapes`,
+        json_data: { note: `say "${P}-quoted" at C:\\${P}-dir`, cells: [`${P}-tab\there`], [`${P}-keyonly`]: 1 },
+      })
+    ).id as number;
+    const found = async (q: string) =>
+      (await plainOk({ q, kinds: 'object', search_object_data: true })).results.objects.map((o) => o.id).includes(id);
+    // the document's text holds these as \" \\ and \t: they match the values, not the text
+    expect(await found(`"${P}-QUOTED"`)).toBe(true);
+    expect(await found(`C:\\${P}-dir`)).toBe(true);
+    expect(await found(`${P}-tab\there`)).toBe(true);
+    expect(await found(`${P}-quoted\\`)).toBe(false);
+    // without such characters the document's text is tested first, and still only values match
+    expect(await found(`${P}-DIR`)).toBe(true);
+    expect(await found(`${P}-quoted`)).toBe(true);
+    expect(await found(`${P}-keyonly`)).toBe(false);
+  });
+
   it('searchPlainText 200: kinds selects groups; others are empty with null cursors', async () => {
     const body = await plainOk({ q: needle, kinds: 'object,collection' });
     expect(body.results.classes).toEqual([]);

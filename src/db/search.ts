@@ -137,6 +137,9 @@ export async function runStructuredSearch(
 
 const PLAIN_SORT: SortKey[] = [{ field: 'id', desc: false }];
 
+/** What JSON text writes escaped: a quote, a backslash, a control character. */
+const JSON_ESCAPED = /["\\\u0000-\u001f]/;
+
 /** Case-insensitive substring match (ILIKE: a trigram index on objects' names and descriptions serves it). */
 function contains(db: Db, column: Fragment, q: string): Fragment {
   return db`${column} ilike ${'%' + likeEscape(q) + '%'}::text` as Fragment;
@@ -150,10 +153,13 @@ function plainMatch(db: Db, kind: PlainKind, q: string, opts: { searchClassSchem
     text.push(db`coalesce(${contains(db, db`k.json_schema::text` as Fragment, q)}, false)` as Fragment);
   }
   if (kind === 'object' && opts.searchObjectData) {
-    text.push(
-      db`exists (select 1 from jsonb_path_query(o.json_data, 'strict $.**') as svc_v (value)
-        where jsonb_typeof(svc_v.value) = 'string' and strpos(lower(svc_v.value #>> '{}'), lower(${q}::text)) > 0)` as Fragment,
-    );
+    const value = db`exists (select 1 from jsonb_path_query(o.json_data, 'strict $.**') as svc_v (value)
+        where jsonb_typeof(svc_v.value) = 'string' and strpos(lower(svc_v.value #>> '{}'), lower(${q}::text)) > 0)` as Fragment;
+    // The document's JSON text writes a string value as it is but for what JSON escapes (a quote,
+    // a backslash, a control character): for a q without those, a value holding q puts q in the
+    // text, so testing the text first (a few µs less than walking the values) passes over every
+    // document whose text cannot match, and walks only the others.
+    text.push(JSON_ESCAPED.test(q) ? value : (db`(strpos(lower(o.json_data::text), lower(${q}::text)) > 0 and ${value})` as Fragment));
   }
   return or(db, text);
 }
