@@ -101,10 +101,11 @@ interface Run {
   windows: number[];
 }
 
-const queries = (name: string, fallback: number, allowZero = false) => {
+/** An integer setting of at least `min` (2 windows unless given), or 0 where `allowZero`. */
+const queries = (name: string, fallback: number, allowZero = false, min = 2 * WINDOW) => {
   const v = Number(process.env[name] ?? fallback);
-  if (!Number.isInteger(v) || (v < 2 * WINDOW && !(allowZero && v === 0))) {
-    throw new Error(`${name} must be an integer >= ${2 * WINDOW}${allowZero ? ' (or 0)' : ''}`);
+  if (!Number.isInteger(v) || (v < min && !(allowZero && v === 0))) {
+    throw new Error(`${name} must be an integer >= ${min}${allowZero ? ' (or 0)' : ''}`);
   }
   return v;
 };
@@ -301,65 +302,71 @@ function table(runs: Run[]): string {
   ].join('\n');
 }
 
+/**
+ * `fn` with the installed driver's copy that has upstream's `part` put back (loadUpstream), in a
+ * temporary directory removed afterwards; the reason instead when that copy cannot be made.
+ */
+async function withUpstream<T>(part: 'queue' | 'query' | 'species', fn: (upstream: Postgres) => Promise<T>): Promise<T | string> {
+  const tmp = await mkdtemp(join(tmpdir(), 'svc-bench-pg-'));
+  try {
+    const upstream = await loadUpstream(tmp, part);
+    return typeof upstream === 'string' ? upstream : await fn(upstream);
+  } finally {
+    await rm(tmp, { recursive: true, force: true });
+  }
+}
+
+/** Two interleaved rounds of driveFragments: the installed driver, then `upstream`. */
+async function fragmentRounds(
+  upstream: Postgres,
+  url: string,
+  labels: [installed: string, upstream: string],
+  total: number,
+  callers?: number,
+): Promise<FragmentRun[][]> {
+  const rounds: FragmentRun[][] = [];
+  for (let round = 0; round < 2; round++) {
+    rounds.push([
+      await driveFragments(postgres, url, labels[0], total, callers),
+      await driveFragments(upstream, url, labels[1], total, callers),
+    ]);
+  }
+  return rounds;
+}
+
 /** Runs the installed driver, then upstream's queue; returns the table. */
 export async function benchDriverQueue(url: string): Promise<string> {
   const total = queries('BENCH_DRIVER_QUERIES', 1_000_000);
   const upstreamTotal = queries('BENCH_DRIVER_UPSTREAM_QUERIES', 300_000, true);
   const fragmentTotal = queries('BENCH_DRIVER_FRAGMENT_QUERIES', 200_000, true);
-  const speciesTotal = Number(process.env.BENCH_DRIVER_SPECIES_QUERIES ?? 50_000);
-  if (!Number.isInteger(speciesTotal) || speciesTotal < 0) throw new Error('BENCH_DRIVER_SPECIES_QUERIES must be a non-negative integer');
+  const speciesTotal = queries('BENCH_DRIVER_SPECIES_QUERIES', 50_000, true, 1);
   const installed = await readFile(join(dirname(fileURLToPath(import.meta.resolve('postgres'))), 'queue.js'), 'utf8');
   const patched = installed.includes('patches/postgres+3.4.9.patch');
   const runs: Run[] = [await drive(postgres, url, patched ? 'installed, patched' : 'installed, NOT patched', total)];
   const notes: string[] = [];
   if (upstreamTotal > 0) {
-    const tmp = await mkdtemp(join(tmpdir(), 'svc-bench-pg-'));
-    try {
-      const upstream = await loadUpstream(tmp, 'queue');
-      if (typeof upstream === 'string') notes.push(`(upstream run skipped: ${upstream})`);
-      else runs.push(await drive(upstream, url, `upstream ${UPSTREAM_VERSION}`, upstreamTotal));
-    } finally {
-      await rm(tmp, { recursive: true, force: true });
-    }
+    const run = await withUpstream('queue', (upstream) => drive(upstream, url, `upstream ${UPSTREAM_VERSION}`, upstreamTotal));
+    if (typeof run === 'string') notes.push(`(upstream run skipped: ${run})`);
+    else runs.push(run);
   }
   const tables = [table(runs), ...notes];
   if (fragmentTotal > 0) {
-    const tmp = await mkdtemp(join(tmpdir(), 'svc-bench-pg-'));
-    try {
-      const upstream = await loadUpstream(tmp, 'query');
-      if (typeof upstream === 'string') tables.push('', `(driver fragments skipped: ${upstream})`);
-      else {
-        const rounds: FragmentRun[][] = [];
-        for (let round = 0; round < 2; round++) {
-          rounds.push([
-            await driveFragments(postgres, url, 'installed, patched', fragmentTotal),
-            await driveFragments(upstream, url, `upstream ${UPSTREAM_VERSION} constructor`, fragmentTotal),
-          ]);
-        }
-        tables.push('', fragmentTable(rounds, fragmentTotal));
-      }
-    } finally {
-      await rm(tmp, { recursive: true, force: true });
-    }
+    const rounds = await withUpstream('query', (upstream) =>
+      fragmentRounds(upstream, url, ['installed, patched', `upstream ${UPSTREAM_VERSION} constructor`], fragmentTotal),
+    );
+    tables.push('', typeof rounds === 'string' ? `(driver fragments skipped: ${rounds})` : fragmentTable(rounds, fragmentTotal));
   }
   if (speciesTotal > 0) {
-    const tmp = await mkdtemp(join(tmpdir(), 'svc-bench-pg-'));
-    try {
-      const upstream = await loadUpstream(tmp, 'species');
-      if (typeof upstream === 'string') tables.push('', `(driver species skipped: ${upstream})`);
-      else {
-        const rounds: FragmentRun[][] = [];
-        for (let round = 0; round < 2; round++) {
-          rounds.push([
-            await driveFragments(postgres, url, 'installed, patched (data properties)', speciesTotal, 1),
-            await driveFragments(upstream, url, `upstream ${UPSTREAM_VERSION} (static getters)`, speciesTotal, 1),
-          ]);
-        }
-        tables.push('', speciesTable(rounds, speciesTotal));
-      }
-    } finally {
-      await rm(tmp, { recursive: true, force: true });
-    }
+    const rounds = await withUpstream('species', (upstream) =>
+      fragmentRounds(
+        upstream,
+        url,
+        ['installed, patched (data properties)', `upstream ${UPSTREAM_VERSION} (static getters)`],
+        speciesTotal,
+        1,
+      ),
+    );
+    tables.push('', typeof rounds === 'string' ? `(driver species skipped: ${rounds})` : speciesTable(rounds, speciesTotal));
   }
   return tables.join('\n');
 }
