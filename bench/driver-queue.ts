@@ -15,6 +15,12 @@
 // through the same driver with upstream's static `Symbol.species` getters of Query and Result put
 // back (interleaved, 2 rounds): statements/s and the process's CPU per statement, all threads (with
 // the getters V8 keeps trying and aborting to optimise both constructors on its compiler thread).
+// Then the statement-text patch: BENCH_DRIVER_TEXT_QUERIES (default 50,000) statements made as the
+// service makes its audit page (a ~1,000-character text of eleven fragments, nine identifiers and
+// seven values) one after another from one caller, through the installed driver, which keeps a
+// statement's text by its shape, and through the same driver with upstream's build put back, which
+// renders the text, then flattens and hashes it to find the prepared statement, every time
+// (interleaved, 2 rounds): statements/s and the process's CPU per statement.
 // Part of `make bench`; alone: `SVC_DATABASE_URL=postgres://... npx tsx bench/driver-queue.ts`.
 // Prints numbers only.
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -92,7 +98,34 @@ const UPSTREAM_QUERY_OPENING = `    let resolve
     this.reject = x => (this.active = false, reject(x))
 `;
 
+/** connection.js build's opening as patched (the shape cache) and as upstream's. */
+const PATCHED_BUILD = `    // patched: a statement of a shape built before takes its text from the shape cache
+    const shape = q.tagged ? shapeOf(shapes, q, parameters, types, options) : null
+    let string
+    if (shape !== null && shape.text !== undefined) {
+      string = shape.text
+    } else {
+      parameters.length = types.length = 0
+      string = stringify(q, q.strings[0], q.args[0], parameters, types, options)
+      !q.tagged && q.args.forEach(x => handleValue(x, parameters, types, options))
+      shape !== null && keepShapeText(shapes, shape, string, types + string)
+    }
+
+    q.prepare = options.prepare && ('prepare' in q.options ? q.options.prepare : true)
+    q.string = string
+    q.signature = q.prepare && (shape !== null ? shape.signature : types + string)
+`;
+const UPSTREAM_BUILD = `    const string = stringify(q, q.strings[0], q.args[0], parameters, types, options)
+
+    !q.tagged && q.args.forEach(x => handleValue(x, parameters, types, options))
+
+    q.prepare = options.prepare && ('prepare' in q.options ? q.options.prepare : true)
+    q.string = string
+    q.signature = q.prepare && types + string
+`;
+
 type Postgres = typeof postgres;
+type Part = 'queue' | 'query' | 'species' | 'text';
 
 interface Run {
   label: string;
@@ -148,7 +181,7 @@ async function drive(driver: Postgres, url: string, label: string, total: number
  * (`part` 'queue'), upstream's Query constructor (`part` 'query') or upstream's species getters
  * (`part` 'species') put back.
  */
-async function loadUpstream(tmp: string, part: 'queue' | 'query' | 'species'): Promise<Postgres | string> {
+async function loadUpstream(tmp: string, part: Part): Promise<Postgres | string> {
   const entry = fileURLToPath(import.meta.resolve('postgres'));
   const pkg = JSON.parse(await readFile(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string };
   if (pkg.version !== UPSTREAM_VERSION) return `installed postgres is ${pkg.version}; the kept upstream ${part} is of ${UPSTREAM_VERSION}`;
@@ -162,6 +195,10 @@ async function loadUpstream(tmp: string, part: 'queue' | 'query' | 'species'): P
       if (!text.includes(patched)) return `the installed ${file} is not the patched one`;
       await writeFile(join(tmp, 'src', file), text.replace(patched, upstream));
     }
+  } else if (part === 'text') {
+    const connection = await readFile(join(tmp, 'src', 'connection.js'), 'utf8');
+    if (!connection.includes(PATCHED_BUILD)) return 'the installed connection.js is not the patched one';
+    await writeFile(join(tmp, 'src', 'connection.js'), connection.replace(PATCHED_BUILD, UPSTREAM_BUILD));
   } else {
     const query = await readFile(join(tmp, 'src', 'query.js'), 'utf8');
     if (!query.includes(PATCHED_QUERY_OPENING)) return 'the installed query.js is not the patched one';
@@ -180,25 +217,60 @@ interface FragmentRun {
   markCompacts: number;
 }
 
+type Statement = (sql: postgres.Sql, i: number) => postgres.PendingQuery<postgres.Row[]>;
+
+/** Six tagged-template fragments: a column list, conditions, an order, as a list statement is built. */
+const sixFragments: Statement = (sql, i) => {
+  const columns = sql`${i}::int as id, ${'x'}::text as name`;
+  const where = sql`${sql`${i % 7}::int >= 0`} and ${sql`${'a'}::text <> ''`}`;
+  return sql`select ${columns} where ${where} order by ${sql`1`} limit ${1}`;
+};
+
+/** As the service makes a non-administrator's audit page of one entity (src/db/audit.ts): no rows. */
+const auditPage: Statement = (sql, i) => {
+  const ids = [1 + (i % 3)];
+  const columns = sql`e.id, e.event_id, (e.occurred_at at time zone 'UTC')::text as occurred_at, e.entity_type, e.entity_id,
+    e.entity_name, e.collection_id, e.action, e.actor_kind, e.actor_user_id, e.initiator_user_id, e.task_id,
+    e.provenance::text as provenance, e.request_id, e.correlation_id, e.summary,
+    case when e.collection_id = any(${ids}::int[]) then e.before::text end as before,
+    case when e.collection_id = any(${ids}::int[]) then e.after::text end as after, e.before_revision, e.after_revision,
+    e.metadata::text as metadata, e.schema_version::int as schema_version`;
+  const events = sql`select g as id, gen_random_uuid() as event_id, now() as occurred_at, 'object'::text as entity_type,
+    g::bigint as entity_id, 'x' as entity_name, 1 as collection_id, '{}'::int[] as related_collection_ids, 'updated' as action,
+    'user' as actor_kind, 1 as actor_user_id, 1 as initiator_user_id, null::int as task_id, '{}'::jsonb as provenance,
+    null::text as request_id, null::text as correlation_id, '' as summary, null::jsonb as before, null::jsonb as after,
+    1 as before_revision, 2 as after_revision, '{}'::jsonb as metadata, 1 as schema_version from generate_series(1, 2) g`;
+  const visible = sql`(e.collection_id = any(${ids}::int[]) or e.related_collection_ids && ${ids}::int[])`;
+  const where = [
+    visible,
+    sql`${sql('e')}.${sql('entity_type')} = ${'object'}::text`,
+    sql`${sql('e')}.${sql('entity_id')} = ${BigInt(1000 + i) as never}::bigint`,
+  ];
+  const page = sql`select e.*, ${sql('e')}.${sql('id')} as ${sql('__k0')} from (${events}) e
+    where (${where[0]!}) and (${where[1]!}) and (${where[2]!}) order by ${sql('e')}.${sql('id')} desc nulls first limit ${100}`;
+  return sql`select ${columns}, ${sql('__k0')} from (${page}) ${sql('e')} order by ${sql('e')}.${sql('id')} desc nulls first`;
+};
+
 /**
- * `total` statements of six tagged-template fragments (a column list, conditions, an order, as a
- * list statement is built) from `callers` callers (CALLERS unless given) on a pool of POOL (of one
- * connection for one caller), after a warm-up; queries/s, the process's CPU per statement and the
- * garbage collection it did meanwhile.
+ * `total` statements made by `statement` (six fragments unless given) from `callers` callers
+ * (CALLERS unless given) on a pool of POOL (of one connection for one caller), after a warm-up;
+ * queries/s, the process's CPU per statement and the garbage collection it did meanwhile.
  */
-async function driveFragments(driver: Postgres, url: string, label: string, total: number, callers = CALLERS): Promise<FragmentRun> {
+async function driveFragments(
+  driver: Postgres,
+  url: string,
+  label: string,
+  total: number,
+  callers = CALLERS,
+  statement: Statement = sixFragments,
+): Promise<FragmentRun> {
   const sql = driver(url, { max: callers === 1 ? 1 : POOL, onnotice: () => {} });
   try {
     const run = async (n: number) => {
       let started = 0;
       await Promise.all(
         Array.from({ length: callers }, async () => {
-          while (started < n) {
-            const i = started++;
-            const columns = sql`${i}::int as id, ${'x'}::text as name`;
-            const where = sql`${sql`${i % 7}::int >= 0`} and ${sql`${'a'}::text <> ''`}`;
-            await sql`select ${columns} where ${where} order by ${sql`1`} limit ${1}`;
-          }
+          while (started < n) await statement(sql, started++);
         }),
       );
     };
@@ -250,8 +322,14 @@ function fragmentTable(runs: FragmentRun[][], total: number): string {
   ].join('\n');
 }
 
-function speciesTable(runs: FragmentRun[][], total: number): string {
-  const header = ['Query and Result species', 'statements/s (per round)', 'CPU µs per statement (per round)'];
+function speciesTable(
+  runs: FragmentRun[][],
+  total: number,
+  what = 'Query and Result species',
+  title = 'Driver species',
+  statement = 'of six tagged-template fragments each',
+): string {
+  const header = [what, 'statements/s (per round)', 'CPU µs per statement (per round)'];
   const labels = runs[0]!.map((r) => r.label);
   const rows = labels.map((label, i) => [
     label,
@@ -262,7 +340,7 @@ function speciesTable(runs: FragmentRun[][], total: number): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [
-    `Driver species: ${fmt(total)} statements of six tagged-template fragments each, one after another from one caller, rounds interleaved.`,
+    `${title}: ${fmt(total)} statements ${statement}, one after another from one caller, rounds interleaved.`,
     '',
     line(header),
     widths.map((w) => '-'.repeat(w)).join('  '),
@@ -306,7 +384,7 @@ function table(runs: Run[]): string {
  * `fn` with the installed driver's copy that has upstream's `part` put back (loadUpstream), in a
  * temporary directory removed afterwards; the reason instead when that copy cannot be made.
  */
-async function withUpstream<T>(part: 'queue' | 'query' | 'species', fn: (upstream: Postgres) => Promise<T>): Promise<T | string> {
+async function withUpstream<T>(part: Part, fn: (upstream: Postgres) => Promise<T>): Promise<T | string> {
   const tmp = await mkdtemp(join(tmpdir(), 'svc-bench-pg-'));
   try {
     const upstream = await loadUpstream(tmp, part);
@@ -323,12 +401,13 @@ async function fragmentRounds(
   labels: [installed: string, upstream: string],
   total: number,
   callers?: number,
+  statement?: Statement,
 ): Promise<FragmentRun[][]> {
   const rounds: FragmentRun[][] = [];
   for (let round = 0; round < 2; round++) {
     rounds.push([
-      await driveFragments(postgres, url, labels[0], total, callers),
-      await driveFragments(upstream, url, labels[1], total, callers),
+      await driveFragments(postgres, url, labels[0], total, callers, statement),
+      await driveFragments(upstream, url, labels[1], total, callers, statement),
     ]);
   }
   return rounds;
@@ -340,6 +419,7 @@ export async function benchDriverQueue(url: string): Promise<string> {
   const upstreamTotal = queries('BENCH_DRIVER_UPSTREAM_QUERIES', 300_000, true);
   const fragmentTotal = queries('BENCH_DRIVER_FRAGMENT_QUERIES', 200_000, true);
   const speciesTotal = queries('BENCH_DRIVER_SPECIES_QUERIES', 50_000, true, 1);
+  const textTotal = queries('BENCH_DRIVER_TEXT_QUERIES', 50_000, true, 1);
   const installed = await readFile(join(dirname(fileURLToPath(import.meta.resolve('postgres'))), 'queue.js'), 'utf8');
   const patched = installed.includes('patches/postgres+3.4.9.patch');
   const runs: Run[] = [await drive(postgres, url, patched ? 'installed, patched' : 'installed, NOT patched', total)];
@@ -367,6 +447,30 @@ export async function benchDriverQueue(url: string): Promise<string> {
       ),
     );
     tables.push('', typeof rounds === 'string' ? `(driver species skipped: ${rounds})` : speciesTable(rounds, speciesTotal));
+  }
+  if (textTotal > 0) {
+    const rounds = await withUpstream('text', (upstream) =>
+      fragmentRounds(
+        upstream,
+        url,
+        ['installed, patched (text by shape)', `upstream ${UPSTREAM_VERSION} (rendered and hashed)`],
+        textTotal,
+        1,
+        auditPage,
+      ),
+    );
+    tables.push(
+      '',
+      typeof rounds === 'string'
+        ? `(driver statement text skipped: ${rounds})`
+        : speciesTable(
+            rounds,
+            textTotal,
+            'Statement text',
+            'Driver statement text',
+            'as the service makes an audit page (~1,000 characters, eleven fragments)',
+          ),
+    );
   }
   return tables.join('\n');
 }

@@ -28,7 +28,9 @@ const textParts = new Map<string, postgres.PendingQuery<postgres.Row[]>>();
 export function textPart(db: Db, text: string): postgres.PendingQuery<postgres.Row[]> {
   let p = textParts.get(text);
   if (!p) {
-    const strings = Object.assign([text], { raw: [text] }) as unknown as TemplateStringsArray;
+    // frozen, as a template literal's: postgres.js (patched) then keeps the text of the statements
+    // it is part of by their shape (patches/README.md)
+    const strings = Object.freeze(Object.assign([text], { raw: Object.freeze([text]) })) as unknown as TemplateStringsArray;
     textParts.set(text, (p = partOf(db)(strings)));
   }
   return p;
