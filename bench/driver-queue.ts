@@ -15,9 +15,9 @@
 // through the same driver with upstream's static `Symbol.species` getters of Query and Result put
 // back (interleaved, 2 rounds): statements/s and the process's CPU per statement, all threads (with
 // the getters V8 keeps trying and aborting to optimise both constructors on its compiler thread).
-// Then the statement-text patch: BENCH_DRIVER_TEXT_QUERIES (default 50,000) statements made as the
+// Then the statement-text patch: BENCH_DRIVER_TEXT_QUERIES (default 100,000) statements made as the
 // service makes its audit page (a ~1,000-character text of eleven fragments, nine identifiers and
-// seven values) one after another from one caller, through the installed driver, which keeps a
+// seven values) from 50 callers on a pool of 10, through the installed driver, which keeps a
 // statement's text by its shape, and through the same driver with upstream's build put back, which
 // renders the text, then flattens and hashes it to find the prepared statement, every time
 // (interleaved, 2 rounds): statements/s and the process's CPU per statement.
@@ -327,7 +327,7 @@ function speciesTable(
   total: number,
   what = 'Query and Result species',
   title = 'Driver species',
-  statement = 'of six tagged-template fragments each',
+  statement = 'of six tagged-template fragments each, one after another from one caller',
 ): string {
   const header = [what, 'statements/s (per round)', 'CPU µs per statement (per round)'];
   const labels = runs[0]!.map((r) => r.label);
@@ -340,7 +340,7 @@ function speciesTable(
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [
-    `${title}: ${fmt(total)} statements ${statement}, one after another from one caller, rounds interleaved.`,
+    `${title}: ${fmt(total)} statements ${statement}, rounds interleaved.`,
     '',
     line(header),
     widths.map((w) => '-'.repeat(w)).join('  '),
@@ -419,7 +419,7 @@ export async function benchDriverQueue(url: string): Promise<string> {
   const upstreamTotal = queries('BENCH_DRIVER_UPSTREAM_QUERIES', 300_000, true);
   const fragmentTotal = queries('BENCH_DRIVER_FRAGMENT_QUERIES', 200_000, true);
   const speciesTotal = queries('BENCH_DRIVER_SPECIES_QUERIES', 50_000, true, 1);
-  const textTotal = queries('BENCH_DRIVER_TEXT_QUERIES', 50_000, true, 1);
+  const textTotal = queries('BENCH_DRIVER_TEXT_QUERIES', 100_000, true, 1);
   const installed = await readFile(join(dirname(fileURLToPath(import.meta.resolve('postgres'))), 'queue.js'), 'utf8');
   const patched = installed.includes('patches/postgres+3.4.9.patch');
   const runs: Run[] = [await drive(postgres, url, patched ? 'installed, patched' : 'installed, NOT patched', total)];
@@ -455,7 +455,7 @@ export async function benchDriverQueue(url: string): Promise<string> {
         url,
         ['installed, patched (text by shape)', `upstream ${UPSTREAM_VERSION} (rendered and hashed)`],
         textTotal,
-        1,
+        CALLERS,
         auditPage,
       ),
     );
@@ -468,7 +468,7 @@ export async function benchDriverQueue(url: string): Promise<string> {
             textTotal,
             'Statement text',
             'Driver statement text',
-            'as the service makes an audit page (~1,000 characters, eleven fragments)',
+            `as the service makes an audit page (~1,000 characters, eleven fragments), from ${CALLERS} callers on a pool of ${POOL}`,
           ),
     );
   }
