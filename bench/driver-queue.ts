@@ -15,12 +15,13 @@
 // through the same driver with upstream's static `Symbol.species` getters of Query and Result put
 // back (interleaved, 2 rounds): statements/s and the process's CPU per statement, all threads (with
 // the getters V8 keeps trying and aborting to optimise both constructors on its compiler thread).
-// Then the statement-text patch: BENCH_DRIVER_TEXT_QUERIES (default 100,000) statements made as the
-// service makes its audit page (a ~1,000-character text of eleven fragments, nine identifiers and
-// seven values) from 50 callers on a pool of 10, through the installed driver, which keeps a
-// statement's text by its shape, and through the same driver with upstream's build put back, which
-// renders the text, then flattens and hashes it to find the prepared statement, every time
-// (interleaved, 2 rounds): statements/s and the process's CPU per statement.
+// Then the parts of the patch that write a statement: BENCH_DRIVER_TEXT_QUERIES (default 100,000)
+// statements made as the service makes its audit page (a ~1,000-character text of eleven fragments,
+// nine identifiers and seven values, an array four times in a row) from 50 callers on a pool of
+// 10, through the installed driver and through the same driver with upstream's `build` (which
+// renders the text, then flattens and hashes it to find the prepared statement, every time), `Bind`,
+// `arrayEscape` and `str` put back (interleaved, 2 rounds): statements/s and the process's CPU per
+// statement.
 // Part of `make bench`; alone: `SVC_DATABASE_URL=postgres://... npx tsx bench/driver-queue.ts`.
 // Prints numbers only.
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -98,8 +99,15 @@ const UPSTREAM_QUERY_OPENING = `    let resolve
     this.reject = x => (this.active = false, reject(x))
 `;
 
-/** connection.js build's opening as patched (the shape cache) and as upstream's. */
-const PATCHED_BUILD = `    // patched: a statement of a shape built before takes its text from the shape cache
+/**
+ * The parts of the patch that write a statement, as patched and as upstream's: connection.js
+ * `build` (the shape cache) and `Bind` (an array given again right after itself), types.js
+ * `arrayEscape`, bytes.js `str` (short ASCII strings copied in JavaScript).
+ */
+const WRITING: { file: string; patched: string; upstream: string }[] = [
+  {
+    file: 'connection.js',
+    patched: `    // patched: a statement of a shape built before takes its text from the shape cache
     const shape = q.tagged ? shapeOf(shapes, q, parameters, types, options) : null
     let string
     if (shape !== null && shape.text !== undefined) {
@@ -114,15 +122,66 @@ const PATCHED_BUILD = `    // patched: a statement of a shape built before takes
     q.prepare = options.prepare && ('prepare' in q.options ? q.options.prepare : true)
     q.string = string
     q.signature = q.prepare && (shape !== null ? shape.signature : types + string)
-`;
-const UPSTREAM_BUILD = `    const string = stringify(q, q.strings[0], q.args[0], parameters, types, options)
+`,
+    upstream: `    const string = stringify(q, q.strings[0], q.args[0], parameters, types, options)
 
     !q.tagged && q.args.forEach(x => handleValue(x, parameters, types, options))
 
     q.prepare = options.prepare && ('prepare' in q.options ? q.options.prepare : true)
     q.string = string
     q.signature = q.prepare && types + string
-`;
+`,
+  },
+  {
+    file: 'connection.js',
+    patched: `      type = types[i]
+      const value = x
+      // patched: an object (an array) given again right after itself is not serialized again
+      parameters[i] = x = typeof x === 'object' && x === last && type === lastType
+        ? lastText
+        : type in options.serializers
+          ? options.serializers[type](x)
+          : '' + x
+      last = value
+      lastType = type
+      lastText = x
+`,
+    upstream: `      type = types[i]
+      parameters[i] = x = type in options.serializers
+        ? options.serializers[type](x)
+        : '' + x
+`,
+  },
+  {
+    file: 'types.js',
+    patched: `  return x.indexOf('\\\\') === -1 && x.indexOf('"') === -1
+    ? x
+    : x
+      .replace(escapeBackslash, '\\\\\\\\')
+      .replace(escapeQuote, '\\\\"')
+`,
+    upstream: `  return x
+    .replace(escapeBackslash, '\\\\\\\\')
+    .replace(escapeQuote, '\\\\"')
+`,
+  },
+  {
+    file: 'bytes.js',
+    patched: `    const n = x.length
+    if (n <= 64) {
+      fit(n)
+      let i = 0
+      for (let c; i < n && (c = x.charCodeAt(i)) < 128; i++)
+        buffer[b.i + i] = c
+      if (i === n) {
+        b.i += n
+        return b
+      }
+    }
+`,
+    upstream: '',
+  },
+];
 
 type Postgres = typeof postgres;
 type Part = 'queue' | 'query' | 'species' | 'text';
@@ -196,9 +255,11 @@ async function loadUpstream(tmp: string, part: Part): Promise<Postgres | string>
       await writeFile(join(tmp, 'src', file), text.replace(patched, upstream));
     }
   } else if (part === 'text') {
-    const connection = await readFile(join(tmp, 'src', 'connection.js'), 'utf8');
-    if (!connection.includes(PATCHED_BUILD)) return 'the installed connection.js is not the patched one';
-    await writeFile(join(tmp, 'src', 'connection.js'), connection.replace(PATCHED_BUILD, UPSTREAM_BUILD));
+    for (const { file, patched, upstream } of WRITING) {
+      const text = await readFile(join(tmp, 'src', file), 'utf8');
+      if (!text.includes(patched)) return `the installed ${file} is not the patched one`;
+      await writeFile(join(tmp, 'src', file), text.replace(patched, upstream));
+    }
   } else {
     const query = await readFile(join(tmp, 'src', 'query.js'), 'utf8');
     if (!query.includes(PATCHED_QUERY_OPENING)) return 'the installed query.js is not the patched one';
@@ -453,7 +514,7 @@ export async function benchDriverQueue(url: string): Promise<string> {
       fragmentRounds(
         upstream,
         url,
-        ['installed, patched (text by shape)', `upstream ${UPSTREAM_VERSION} (rendered and hashed)`],
+        ['installed, patched', `upstream ${UPSTREAM_VERSION} build, Bind, arrayEscape, str`],
         textTotal,
         CALLERS,
         auditPage,
@@ -462,12 +523,12 @@ export async function benchDriverQueue(url: string): Promise<string> {
     tables.push(
       '',
       typeof rounds === 'string'
-        ? `(driver statement text skipped: ${rounds})`
+        ? `(driver statement writing skipped: ${rounds})`
         : speciesTable(
             rounds,
             textTotal,
-            'Statement text',
-            'Driver statement text',
+            'Statement writing',
+            'Driver statement writing',
             `as the service makes an audit page (~1,000 characters, eleven fragments), from ${CALLERS} callers on a pool of ${POOL}`,
           ),
     );
