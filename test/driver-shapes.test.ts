@@ -2,7 +2,7 @@
 // shape (types.js shapeOf, connection.js build): the template strings of the query and of each
 // fragment in it, the identifiers and the types of the values, in order. A statement of a shape
 // built before takes its text and signature from the cache instead of being rendered, flattened and
-// hashed again (`bench/driver-queue.ts` "Driver statement text" measures it). These tests check that
+// hashed again (`bench/driver-queue.ts` "Driver statement writing" measures it). These tests check that
 // the cache answers exactly what rendering answers, that every part that changes the text or the
 // types changes the shape, that the parts whose text comes from values are rendered as before, and
 // that the cache is bounded; for the three copies Node can load, and in use on PostgreSQL.
