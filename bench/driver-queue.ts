@@ -20,8 +20,8 @@
 // nine identifiers and seven values, an array four times in a row) from 50 callers on a pool of
 // 10, through the installed driver and through the same driver with upstream's `build` (which
 // renders the text, then flattens and hashes it to find the prepared statement, every time), `Bind`,
-// `arrayEscape` and `str` put back (interleaved, 2 rounds): statements/s and the process's CPU per
-// statement.
+// `arrayEscape`, `escapeIdentifier` and `str` put back (interleaved, 2 rounds): statements/s and
+// the process's CPU per statement.
 // Part of `make bench`; alone: `SVC_DATABASE_URL=postgres://... npx tsx bench/driver-queue.ts`.
 // Prints numbers only.
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
@@ -102,7 +102,7 @@ const UPSTREAM_QUERY_OPENING = `    let resolve
 /**
  * The parts of the patch that write a statement, as patched and as upstream's: connection.js
  * `build` (the shape cache) and `Bind` (an array given again right after itself), types.js
- * `arrayEscape`, bytes.js `str` (short ASCII strings copied in JavaScript).
+ * `arrayEscape` and `escapeIdentifier`, bytes.js `str` (short ASCII strings copied in JavaScript).
  */
 const WRITING: { file: string; patched: string; upstream: string }[] = [
   {
@@ -163,6 +163,15 @@ const WRITING: { file: string; patched: string; upstream: string }[] = [
     upstream: `  return x
     .replace(escapeBackslash, '\\\\\\\\')
     .replace(escapeQuote, '\\\\"')
+`,
+  },
+  {
+    file: 'types.js',
+    patched: `  return typeof str === 'string' && str.indexOf('"') === -1 && str.indexOf('.') === -1
+    ? '"' + str + '"'
+    : '"' + str.replace(/"/g, '""').replace(/\\./g, '"."') + '"'
+`,
+    upstream: `  return '"' + str.replace(/"/g, '""').replace(/\\./g, '"."') + '"'
 `,
   },
   {
@@ -514,7 +523,7 @@ export async function benchDriverQueue(url: string): Promise<string> {
       fragmentRounds(
         upstream,
         url,
-        ['installed, patched', `upstream ${UPSTREAM_VERSION} build, Bind, arrayEscape, str`],
+        ['installed, patched', `upstream ${UPSTREAM_VERSION} build, Bind, escapes, str`],
         textTotal,
         CALLERS,
         auditPage,

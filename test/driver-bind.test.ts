@@ -1,8 +1,8 @@
 // postgres.js as patched by patches/postgres+3.4.9.patch writes a statement's parameters (Bind) with
 // less work: a short ASCII string is copied into the message in JavaScript (bytes.js `str`), an
 // array element with nothing to escape skips the two regular expression replacements
-// (types.js `arrayEscape`), and an array given again right after itself, with the same type, is not
-// serialized again (connection.js `Bind`). These tests check that the bytes and the values are those
+// (types.js `arrayEscape`, and `escapeIdentifier` for a name with no quote and no dot), and an array
+// given again right after itself, with the same type, is not serialized again (connection.js `Bind`). These tests check that the bytes and the values are those
 // upstream writes: for the three copies Node can load, and through PostgreSQL.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -21,20 +21,29 @@ interface Bytes {
   P(): Bytes;
 }
 type Serializer = (xs: unknown, serializer: (x: unknown) => string, options: unknown, typarray: number) => string;
-type Loaded = { b: Bytes; arraySerializer: Serializer };
+type Escape = (name: string) => string;
+type Loaded = { b: Bytes; arraySerializer: Serializer; escapeIdentifier: Escape };
 
-const esm = async (dir: string): Promise<Loaded> => ({
-  b: ((await import(pathToFileURL(join(dir, 'bytes.js')).href)) as { default: Bytes }).default,
-  arraySerializer: ((await import(pathToFileURL(join(dir, 'types.js')).href)) as { arraySerializer: Serializer }).arraySerializer,
-});
+const esm = async (dir: string): Promise<Loaded> => {
+  const types = (await import(pathToFileURL(join(dir, 'types.js')).href)) as { arraySerializer: Serializer; escapeIdentifier: Escape };
+  return {
+    b: ((await import(pathToFileURL(join(dir, 'bytes.js')).href)) as { default: Bytes }).default,
+    arraySerializer: types.arraySerializer,
+    escapeIdentifier: types.escapeIdentifier,
+  };
+};
 const copies: [string, () => Promise<Loaded>][] = [
   ['ESM (import)', () => esm(esmSrc)],
   [
     'CommonJS (require)',
-    async () => ({
-      b: require(join(packageRoot, 'cjs', 'src', 'bytes.js')) as Bytes,
-      arraySerializer: (require(join(packageRoot, 'cjs', 'src', 'types.js')) as { arraySerializer: Serializer }).arraySerializer,
-    }),
+    async () => {
+      const types = require(join(packageRoot, 'cjs', 'src', 'types.js')) as { arraySerializer: Serializer; escapeIdentifier: Escape };
+      return {
+        b: require(join(packageRoot, 'cjs', 'src', 'bytes.js')) as Bytes,
+        arraySerializer: types.arraySerializer,
+        escapeIdentifier: types.escapeIdentifier,
+      };
+    },
   ],
   ['workerd (cf)', () => esm(join(packageRoot, 'cf', 'src'))],
 ];
@@ -89,6 +98,16 @@ describe.each(copies)('postgres.js Bind, %s copy', (_name, load) => {
     expect(arraySerializer(['plain', 'a"b', 'c\\d', '\\"', ''], text, {}, 1009)).toBe('{"plain","a\\"b","c\\\\d","\\\\\\"",""}');
     expect(arraySerializer([null, 'x'], text, {}, 1009)).toBe('{null,"x"}');
   });
+
+  it('identifiers are quoted, a quote doubled and a dot made a separator', () => {
+    const { escapeIdentifier } = loaded;
+    expect(escapeIdentifier('id')).toBe('"id"');
+    expect(escapeIdentifier('')).toBe('""');
+    expect(escapeIdentifier('Ünïcode')).toBe('"Ünïcode"');
+    expect(escapeIdentifier('e.id')).toBe('"e"."id"');
+    expect(escapeIdentifier('we"ird')).toBe('"we""ird"');
+    expect(escapeIdentifier('a."b')).toBe('"a"."""b"');
+  });
 });
 
 describe.each([
@@ -112,6 +131,13 @@ describe.each([
       });
       expect(u).toEqual({ s, n: Buffer.byteLength(s) });
     }
+  });
+
+  it('identifiers with quotes and dots name what they name', async () => {
+    const [r] = await sql`select 1 as ${sql('plain')}, 2 as ${sql('we"ird')}, t.x as ${sql('x')} from (select 3 as x) t`;
+    expect(r).toEqual({ plain: 1, 'we"ird': 2, x: 3 });
+    const [q] = await sql`select ${sql('t.x')} from (select 4 as x) t`;
+    expect(q).toEqual({ x: 4 });
   });
 
   it('arrays with quotes and backslashes round-trip', async () => {
