@@ -71,8 +71,15 @@ function Queue(initial = []) {
 }
 `;
 
+/** A text of the patched driver's `file`, and upstream's in its place. */
+interface Replacement {
+  file: string;
+  patched: string;
+  upstream: string;
+}
+
 /** Query's and Result's Symbol.species as patched (data properties) and as upstream's getters. */
-const SPECIES = [
+const SPECIES: Replacement[] = [
   ['query.js', 'Promise'],
   ['result.js', 'Array'],
 ].map(([file, base]) => ({
@@ -104,7 +111,7 @@ const UPSTREAM_QUERY_OPENING = `    let resolve
  * `build` (the shape cache) and `Bind` (an array given again right after itself), types.js
  * `arrayEscape` and `escapeIdentifier`, bytes.js `str` (short ASCII strings copied in JavaScript).
  */
-const WRITING: { file: string; patched: string; upstream: string }[] = [
+const WRITING: Replacement[] = [
   {
     file: 'connection.js',
     patched: `    // patched: a statement of a shape built before takes its text from the shape cache
@@ -195,6 +202,14 @@ const WRITING: { file: string; patched: string; upstream: string }[] = [
 type Postgres = typeof postgres;
 type Part = 'queue' | 'query' | 'species' | 'text';
 
+/** What loadUpstream puts back for each part but the queue (a whole file). */
+const PUT_BACK: Record<Exclude<Part, 'queue'>, Replacement[]> = {
+  // the prototype's resolve and reject stay; upstream's own arrow functions shadow them
+  query: [{ file: 'query.js', patched: PATCHED_QUERY_OPENING, upstream: UPSTREAM_QUERY_OPENING }],
+  species: SPECIES,
+  text: WRITING,
+};
+
 interface Run {
   label: string;
   total: number;
@@ -255,25 +270,11 @@ async function loadUpstream(tmp: string, part: Part): Promise<Postgres | string>
   if (pkg.version !== UPSTREAM_VERSION) return `installed postgres is ${pkg.version}; the kept upstream ${part} is of ${UPSTREAM_VERSION}`;
   await cp(dirname(entry), join(tmp, 'src'), { recursive: true });
   await writeFile(join(tmp, 'package.json'), '{"type":"module"}\n');
-  if (part === 'queue') {
-    await writeFile(join(tmp, 'src', 'queue.js'), UPSTREAM_QUEUE);
-  } else if (part === 'species') {
-    for (const { file, patched, upstream } of SPECIES) {
-      const text = await readFile(join(tmp, 'src', file), 'utf8');
-      if (!text.includes(patched)) return `the installed ${file} is not the patched one`;
-      await writeFile(join(tmp, 'src', file), text.replace(patched, upstream));
-    }
-  } else if (part === 'text') {
-    for (const { file, patched, upstream } of WRITING) {
-      const text = await readFile(join(tmp, 'src', file), 'utf8');
-      if (!text.includes(patched)) return `the installed ${file} is not the patched one`;
-      await writeFile(join(tmp, 'src', file), text.replace(patched, upstream));
-    }
-  } else {
-    const query = await readFile(join(tmp, 'src', 'query.js'), 'utf8');
-    if (!query.includes(PATCHED_QUERY_OPENING)) return 'the installed query.js is not the patched one';
-    // The prototype's resolve and reject stay; upstream's own arrow functions shadow them.
-    await writeFile(join(tmp, 'src', 'query.js'), query.replace(PATCHED_QUERY_OPENING, UPSTREAM_QUERY_OPENING));
+  if (part === 'queue') await writeFile(join(tmp, 'src', 'queue.js'), UPSTREAM_QUEUE);
+  for (const { file, patched, upstream } of part === 'queue' ? [] : PUT_BACK[part]) {
+    const text = await readFile(join(tmp, 'src', file), 'utf8');
+    if (!text.includes(patched)) return `the installed ${file} is not the patched one`;
+    await writeFile(join(tmp, 'src', file), text.replace(patched, upstream));
   }
   return ((await import(pathToFileURL(join(tmp, 'src', 'index.js')).href)) as { default: Postgres }).default;
 }
@@ -392,13 +393,8 @@ function fragmentTable(runs: FragmentRun[][], total: number): string {
   ].join('\n');
 }
 
-function speciesTable(
-  runs: FragmentRun[][],
-  total: number,
-  what = 'Query and Result species',
-  title = 'Driver species',
-  statement = 'of six tagged-template fragments each, one after another from one caller',
-): string {
+/** Statements/s and CPU per statement of the installed driver and upstream's part, per round. */
+function statementsTable(runs: FragmentRun[][], total: number, title: string, what: string, statement: string): string {
   const header = [what, 'statements/s (per round)', 'CPU µs per statement (per round)'];
   const labels = runs[0]!.map((r) => r.label);
   const rows = labels.map((label, i) => [
@@ -500,48 +496,51 @@ export async function benchDriverQueue(url: string): Promise<string> {
     else runs.push(run);
   }
   const tables = [table(runs), ...notes];
-  if (fragmentTotal > 0) {
-    const rounds = await withUpstream('query', (upstream) =>
-      fragmentRounds(upstream, url, ['installed, patched', `upstream ${UPSTREAM_VERSION} constructor`], fragmentTotal),
-    );
-    tables.push('', typeof rounds === 'string' ? `(driver fragments skipped: ${rounds})` : fragmentTable(rounds, fragmentTotal));
-  }
-  if (speciesTotal > 0) {
-    const rounds = await withUpstream('species', (upstream) =>
-      fragmentRounds(
-        upstream,
-        url,
-        ['installed, patched (data properties)', `upstream ${UPSTREAM_VERSION} (static getters)`],
+  /** `total` statements through the installed driver and upstream's `part`, in interleaved rounds. */
+  const compare = async (
+    part: Exclude<Part, 'queue'>,
+    total: number,
+    labels: [installed: string, upstream: string],
+    render: (rounds: FragmentRun[][]) => string,
+    callers?: number,
+    statement?: Statement,
+  ) => {
+    if (total === 0) return;
+    const rounds = await withUpstream(part, (upstream) => fragmentRounds(upstream, url, labels, total, callers, statement));
+    tables.push('', typeof rounds === 'string' ? `(driver ${part} part skipped: ${rounds})` : render(rounds));
+  };
+  await compare('query', fragmentTotal, ['installed, patched', `upstream ${UPSTREAM_VERSION} constructor`], (rounds) =>
+    fragmentTable(rounds, fragmentTotal),
+  );
+  await compare(
+    'species',
+    speciesTotal,
+    ['installed, patched (data properties)', `upstream ${UPSTREAM_VERSION} (static getters)`],
+    (rounds) =>
+      statementsTable(
+        rounds,
         speciesTotal,
-        1,
+        'Driver species',
+        'Query and Result species',
+        'of six tagged-template fragments each, one after another from one caller',
       ),
-    );
-    tables.push('', typeof rounds === 'string' ? `(driver species skipped: ${rounds})` : speciesTable(rounds, speciesTotal));
-  }
-  if (textTotal > 0) {
-    const rounds = await withUpstream('text', (upstream) =>
-      fragmentRounds(
-        upstream,
-        url,
-        ['installed, patched', `upstream ${UPSTREAM_VERSION} build, Bind, escapes, str`],
+    1,
+  );
+  await compare(
+    'text',
+    textTotal,
+    ['installed, patched', `upstream ${UPSTREAM_VERSION} build, Bind, escapes, str`],
+    (rounds) =>
+      statementsTable(
+        rounds,
         textTotal,
-        CALLERS,
-        auditPage,
+        'Driver statement writing',
+        'Statement writing',
+        `as the service makes an audit page (~1,000 characters, eleven fragments), from ${CALLERS} callers on a pool of ${POOL}`,
       ),
-    );
-    tables.push(
-      '',
-      typeof rounds === 'string'
-        ? `(driver statement writing skipped: ${rounds})`
-        : speciesTable(
-            rounds,
-            textTotal,
-            'Statement writing',
-            'Driver statement writing',
-            `as the service makes an audit page (~1,000 characters, eleven fragments), from ${CALLERS} callers on a pool of ${POOL}`,
-          ),
-    );
-  }
+    CALLERS,
+    auditPage,
+  );
   return tables.join('\n');
 }
 

@@ -4,15 +4,9 @@
 // (types.js `arrayEscape`, and `escapeIdentifier` for a name with no quote and no dot), and an array
 // given again right after itself, with the same type, is not serialized again (connection.js `Bind`). These tests check that the bytes and the values are those
 // upstream writes: for the three copies Node can load, and through PostgreSQL.
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import postgres from 'postgres';
-
-const require = createRequire(import.meta.url);
-const esmSrc = dirname(fileURLToPath(import.meta.resolve('postgres')));
-const packageRoot = join(dirname(require.resolve('postgres')), '..', '..');
+import type postgres from 'postgres';
+import { defaultExport, eachCopy, NODE_DRIVER_COPIES, type DriverCopy } from './driver-copies.ts';
 
 interface Bytes {
   (): Bytes;
@@ -24,29 +18,15 @@ type Serializer = (xs: unknown, serializer: (x: unknown) => string, options: unk
 type Escape = (name: string) => string;
 type Loaded = { b: Bytes; arraySerializer: Serializer; escapeIdentifier: Escape };
 
-const esm = async (dir: string): Promise<Loaded> => {
-  const types = (await import(pathToFileURL(join(dir, 'types.js')).href)) as { arraySerializer: Serializer; escapeIdentifier: Escape };
+/** The parts these tests use of a copy. */
+async function loaded(copy: DriverCopy): Promise<Loaded> {
+  const types = await copy.load<{ arraySerializer: Serializer; escapeIdentifier: Escape }>('types.js');
   return {
-    b: ((await import(pathToFileURL(join(dir, 'bytes.js')).href)) as { default: Bytes }).default,
+    b: defaultExport<Bytes>(await copy.load('bytes.js')),
     arraySerializer: types.arraySerializer,
     escapeIdentifier: types.escapeIdentifier,
   };
-};
-const copies: [string, () => Promise<Loaded>][] = [
-  ['ESM (import)', () => esm(esmSrc)],
-  [
-    'CommonJS (require)',
-    async () => {
-      const types = require(join(packageRoot, 'cjs', 'src', 'types.js')) as { arraySerializer: Serializer; escapeIdentifier: Escape };
-      return {
-        b: require(join(packageRoot, 'cjs', 'src', 'bytes.js')) as Bytes,
-        arraySerializer: types.arraySerializer,
-        escapeIdentifier: types.escapeIdentifier,
-      };
-    },
-  ],
-  ['workerd (cf)', () => esm(join(packageRoot, 'cf', 'src'))],
-];
+}
 
 // ASCII, the 64-character boundary of the copy, characters of 2, 3 and 4 bytes in UTF-8 at the
 // start, the middle and the end (the copy stops there and the native write starts over)
@@ -68,14 +48,14 @@ const STRINGS = [
   'tab\tand\nnewline',
 ];
 
-describe.each(copies)('postgres.js Bind, %s copy', (_name, load) => {
-  let loaded: Loaded;
+describe.each(eachCopy())('postgres.js Bind, %s copy', (_name, copy: DriverCopy) => {
+  let driver: Loaded;
   beforeAll(async () => {
-    loaded = await load();
+    driver = await loaded(copy);
   });
 
   it('str writes each string as its UTF-8 bytes', () => {
-    const { b } = loaded;
+    const { b } = driver;
     for (const s of STRINGS) {
       const out = b().P().str(s).str('tail').end();
       expect(out.subarray(5).toString('hex')).toBe(Buffer.from(`${s}tail`).toString('hex'));
@@ -84,7 +64,7 @@ describe.each(copies)('postgres.js Bind, %s copy', (_name, load) => {
   });
 
   it('str grows the message for strings longer than it has room for', () => {
-    const { b } = loaded;
+    const { b } = driver;
     const parts = Array.from({ length: 20 }, (_, i) => `${i}`.padEnd(60, 'y'));
     let m = b().P();
     for (const p of parts) m = m.str(p);
@@ -92,7 +72,7 @@ describe.each(copies)('postgres.js Bind, %s copy', (_name, load) => {
   });
 
   it('array elements are quoted, and escaped only where they hold a backslash or a quote', () => {
-    const { arraySerializer } = loaded;
+    const { arraySerializer } = driver;
     const text = (x: unknown) => `${x as string}`;
     expect(arraySerializer([1, 22, 333], text, {}, 1007)).toBe('{"1","22","333"}');
     expect(arraySerializer(['plain', 'a"b', 'c\\d', '\\"', ''], text, {}, 1009)).toBe('{"plain","a\\"b","c\\\\d","\\\\\\"",""}');
@@ -100,7 +80,7 @@ describe.each(copies)('postgres.js Bind, %s copy', (_name, load) => {
   });
 
   it('identifiers are quoted, a quote doubled and a dot made a separator', () => {
-    const { escapeIdentifier } = loaded;
+    const { escapeIdentifier } = driver;
     expect(escapeIdentifier('id')).toBe('"id"');
     expect(escapeIdentifier('')).toBe('""');
     expect(escapeIdentifier('Ünïcode')).toBe('"Ünïcode"');
@@ -110,13 +90,10 @@ describe.each(copies)('postgres.js Bind, %s copy', (_name, load) => {
   });
 });
 
-describe.each([
-  ['ESM (import)', async () => postgres],
-  ['CommonJS (require)', async () => require(join(packageRoot, 'cjs', 'src', 'index.js')) as typeof postgres],
-])('postgres.js Bind in use, %s copy', (_name, load) => {
+describe.each(eachCopy(NODE_DRIVER_COPIES))('postgres.js Bind in use, %s copy', (_name, copy: DriverCopy) => {
   let sql: ReturnType<typeof postgres>;
   beforeAll(async () => {
-    sql = (await load())(inject('dbUrl'), { max: 1, onnotice: () => {} });
+    sql = defaultExport<typeof postgres>(await copy.load('index.js'))(inject('dbUrl'), { max: 1, onnotice: () => {} });
   });
   afterAll(async () => {
     await sql.end();

@@ -6,15 +6,9 @@
 // the cache answers exactly what rendering answers, that every part that changes the text or the
 // types changes the shape, that the parts whose text comes from values are rendered as before, and
 // that the cache is bounded; for the three copies Node can load, and in use on PostgreSQL.
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import postgres from 'postgres';
-
-const require = createRequire(import.meta.url);
-const esmSrc = dirname(fileURLToPath(import.meta.resolve('postgres')));
-const packageRoot = join(dirname(require.resolve('postgres')), '..', '..');
+import type postgres from 'postgres';
+import { defaultExport, eachCopy, NODE_DRIVER_COPIES, type DriverCopy } from './driver-copies.ts';
 
 type Sql = ReturnType<typeof postgres>;
 /** A query as the driver's internals see it (its template strings and values). */
@@ -31,32 +25,13 @@ interface Types {
   keepShapeText(shapes: Shapes, node: ShapeNode, text: string, signature: string): void;
   stringify(q: Query, string: string, value: unknown, parameters: unknown[], types: unknown[], options: unknown): string;
 }
-type Loaded = { postgres: typeof postgres; types: Types };
-
-const esm = async (dir: string): Promise<Loaded> => ({
-  postgres: ((await import(pathToFileURL(join(dir, 'index.js')).href)) as { default: typeof postgres }).default,
-  types: (await import(pathToFileURL(join(dir, 'types.js')).href)) as Types,
-});
-const copies: [string, () => Promise<Loaded>][] = [
-  ['ESM (import)', () => esm(esmSrc)],
-  [
-    'CommonJS (require)',
-    async () => ({
-      postgres: require(join(packageRoot, 'cjs', 'src', 'index.js')) as typeof postgres,
-      types: require(join(packageRoot, 'cjs', 'src', 'types.js')) as Types,
-    }),
-  ],
-  ['workerd (cf)', () => esm(join(packageRoot, 'cf', 'src'))],
-];
-
-describe.each(copies)('postgres.js statement shapes, %s copy', (_name, load) => {
+describe.each(eachCopy())('postgres.js statement shapes, %s copy', (_name, copy: DriverCopy) => {
   let sql: Sql;
   let types: Types;
   beforeAll(async () => {
-    const loaded = await load();
-    types = loaded.types;
+    types = await copy.load<Types>('types.js');
     // never connects: the queries below are only walked and rendered
-    sql = loaded.postgres('postgres://nobody@127.0.0.1:1/none', { max: 1 });
+    sql = defaultExport<typeof postgres>(await copy.load('index.js'))('postgres://nobody@127.0.0.1:1/none', { max: 1 });
   });
 
   /** What the driver renders for q: its text, parameters and types. */
@@ -180,14 +155,11 @@ describe.each(copies)('postgres.js statement shapes, %s copy', (_name, load) => 
   });
 });
 
-describe.each([
-  ['ESM (import)', async () => postgres],
-  ['CommonJS (require)', async () => require(join(packageRoot, 'cjs', 'src', 'index.js')) as typeof postgres],
-])('postgres.js statement shapes in use, %s copy', (_name, load) => {
+describe.each(eachCopy(NODE_DRIVER_COPIES))('postgres.js statement shapes in use, %s copy', (_name, copy: DriverCopy) => {
   let sql: Sql;
   const statements: string[] = [];
   beforeAll(async () => {
-    sql = (await load())(inject('dbUrl'), {
+    sql = defaultExport<typeof postgres>(await copy.load('index.js'))(inject('dbUrl'), {
       max: 1,
       onnotice: () => {},
       debug: (_conn: number, text: string) => void statements.push(text),

@@ -5,44 +5,14 @@
 // process (`bench/driver-queue.ts` measures the difference). These tests check the three copies
 // Node can load carry the data property, and that the driver keeps upstream's meaning of species: a
 // query's `then` answers a plain Promise, a result's `map` and `filter` plain Arrays.
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import postgres from 'postgres';
+import { defaultExport, DRIVER_COPIES, eachCopy, type DriverCopy } from './driver-copies.ts';
 
-const require = createRequire(import.meta.url);
-const esmSrc = dirname(fileURLToPath(import.meta.resolve('postgres')));
-const packageRoot = join(dirname(require.resolve('postgres')), '..', '..');
-
-type Loaded = { Query: object; Result: object };
-const copies: [string, () => Promise<Loaded>][] = [
-  [
-    'ESM (import)',
-    async () => ({
-      Query: ((await import(pathToFileURL(join(esmSrc, 'query.js')).href)) as { Query: object }).Query,
-      Result: ((await import(pathToFileURL(join(esmSrc, 'result.js')).href)) as { default: object }).default,
-    }),
-  ],
-  [
-    'CommonJS (require)',
-    async () => ({
-      Query: (require(join(packageRoot, 'cjs', 'src', 'query.js')) as { Query: object }).Query,
-      Result: require(join(packageRoot, 'cjs', 'src', 'result.js')) as object,
-    }),
-  ],
-  [
-    'workerd (cf)',
-    async () => ({
-      Query: ((await import(pathToFileURL(join(packageRoot, 'cf', 'src', 'query.js')).href)) as { Query: object }).Query,
-      Result: ((await import(pathToFileURL(join(packageRoot, 'cf', 'src', 'result.js')).href)) as { default: object }).default,
-    }),
-  ],
-];
-
-describe.each(copies)('postgres.js species, %s copy', (_name, load) => {
+describe.each(eachCopy())('postgres.js species, %s copy', (_name, copy: DriverCopy) => {
   it('Query[Symbol.species] is Promise and Result[Symbol.species] is Array, as data properties', async () => {
-    const { Query, Result } = await load();
+    const { Query } = await copy.load<{ Query: object }>('query.js');
+    const Result = defaultExport<object>(await copy.load('result.js'));
     const q = Object.getOwnPropertyDescriptor(Query, Symbol.species);
     const r = Object.getOwnPropertyDescriptor(Result, Symbol.species);
     expect(q?.value).toBe(Promise);
@@ -63,7 +33,7 @@ describe('postgres.js species, in use', () => {
 
   it('a query is the installed Query, and its then() answers a plain Promise', async () => {
     const query = sql`select 1 as x`;
-    const Query = (await import(pathToFileURL(join(esmSrc, 'query.js')).href)) as { Query: new () => unknown };
+    const Query = await DRIVER_COPIES[0]!.load<{ Query: new () => unknown }>('query.js');
     expect(query).toBeInstanceOf(Query.Query);
     const chained = query.then((rows) => rows);
     expect(Object.getPrototypeOf(chained)).toBe(Promise.prototype);
