@@ -701,7 +701,8 @@ function report(
   )
     .filter(([, , bareId, svcId]) => ran(bareId, svcId))
     .map(([path, does, bareId, svcId]) => row(path, does, bareId, svcId));
-  const two = ratios('svc-get-2procs', 'svc-get-admin');
+  // 2 processes against 1 only when both ran (BENCH_ONLY may have left out the one process)
+  const two = ran('svc-get-2procs', 'svc-get-admin') ? ratios('svc-get-2procs', 'svc-get-admin') : [];
   // the control: the bare select server, 2 processes against 1, what this machine gives a second process
   const bareTwo = ran('bare-select-2procs', 'bare-select') ? ratios('bare-select-2procs', 'bare-select') : undefined;
   if (ran('svc-get-2procs', 'svc-get-admin')) {
@@ -716,6 +717,9 @@ function report(
       `${fmt(avg('svc-get-2procs', (m) => m.cpuPerReq))}${vs} ${fmt(avg(vsId, (m) => m.cpuPerReq))}`,
       `${fmt(Math.max(...of('svc-get-2procs').map((m) => m.peakRssMb)))} (each)${vs} ${fmt(Math.max(...of(vsId).map((m) => m.peakRssMb)))}`,
     ]);
+  } else if (ran('svc-get-2procs', 'bare-select-2procs')) {
+    // a targeted run of the two 2-process scenarios alone: the service's two against the bare server's two
+    rows.push(row('getObject, admin token, 2 api processes', 'one row select, 2 processes', 'bare-select-2procs', 'svc-get-2procs'));
   }
   // the soak's last / first for the service and for the control beside it (the machine's drift)
   const soakRatio = soak ? soak.last.rps / soak.first.rps : NaN;
