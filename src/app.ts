@@ -14,7 +14,7 @@ import { tokenCache } from './services/token-cache.ts';
 import { decodeUtf8Body, parseJsonBody, readRequestBody, refuseDeclaredTooLarge } from './http/input.ts';
 import { beginRequest, endRequest, finishHeaders, observeRequests, requestFacts, type RequestFacts } from './http/request-log.ts';
 import { httpInFlight } from './metrics.ts';
-import { HandlerInput, RequestContext, urlParts, type UrlParts } from './http/request.ts';
+import { HandlerInput, RequestContext, queryRecord, urlParts, type UrlParts } from './http/request.ts';
 import { spliceJsonTexts } from './domain/json-text.ts';
 
 const JSON_TYPES = /^application\/(.+\+)?json$/;
@@ -85,15 +85,7 @@ export async function createApp(deps: Deps): Promise<App> {
     // A declared body over the limit is refused before routing (a chunked one when it is read).
     if (method !== 'GET' && method !== 'HEAD') refuseDeclaredTooLarge(headers, env, bodyLimit);
     const contentType = (headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-    const query: Record<string, string | string[]> = {};
-    if (url.query) {
-      let count = 0;
-      for (const [k, v] of new URLSearchParams(url.query)) {
-        if (++count > 128) throw new ApiError('bad_request', 'too many query parameters (at most 128)');
-        const prev = query[k];
-        query[k] = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
-      }
-    }
+    const query = queryRecord(url.query);
     const raw: RawRequest = { method: method.toLowerCase(), path: url.path, query, headers, body: undefined, contentType };
     const op = router.match(raw);
     facts.route = op.path;

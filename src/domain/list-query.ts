@@ -172,8 +172,9 @@ function parseBool(raw: unknown, fallback: boolean, name: string): boolean {
 }
 
 function resolveField(name: string, spec: ListSpec): [string, FieldDef] {
-  const real = spec.aliases?.[name] ?? name;
-  const def = spec.fields[real];
+  // own members only: a name such as `constructor` or `__proto__` is no field of any list
+  const real = (spec.aliases && Object.hasOwn(spec.aliases, name) ? spec.aliases[name] : undefined) ?? name;
+  const def = Object.hasOwn(spec.fields, real) ? spec.fields[real] : undefined;
   if (!def) throw badRequest(`unknown filter or sort field "${name}"`, [{ path: `query.${name}`, message: 'unknown field' }]);
   return [real, def];
 }

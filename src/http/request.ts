@@ -5,6 +5,7 @@ import type { Deps } from '../deps.ts';
 import type { AuthInfo } from './auth.ts';
 import type { Ctx } from './contract.ts';
 import type { RequestFacts } from './request-log.ts';
+import { ApiError } from '../domain/errors.ts';
 
 /** A request URL's path and query string (without `?`). */
 export interface UrlParts {
@@ -37,6 +38,48 @@ export function urlParts(url: string): UrlParts {
 function viaUrlParser(url: string): UrlParts {
   const u = new URL(url);
   return { path: u.pathname, query: u.search.slice(1) };
+}
+
+/** The most query parameters a request may carry. */
+export const MAX_QUERY_PARAMETERS = 128;
+
+/** A query string's characters that URLSearchParams would decode (`%`, `+`) or re-encode (beyond ASCII). */
+const DECODED = /[%+\u0080-\uffff]/;
+
+/**
+ * The parameters of a query string (without `?`) by name, a repeated name as an array in order:
+ * what `new URLSearchParams(query)` gives. A query of plain ASCII without `%` and `+` (nearly every
+ * one) is split as is, which is all URLSearchParams would do with it, without its iterator and
+ * entry arrays; anything else (and a leading `?`, which URLSearchParams drops) goes through it.
+ * More than MAX_QUERY_PARAMETERS → 400.
+ */
+export function queryRecord(query: string): Record<string, string | string[]> {
+  const out: Record<string, string | string[]> = {};
+  if (!query) return out;
+  let count = 0;
+  const add = (k: string, v: string) => {
+    if (++count > MAX_QUERY_PARAMETERS) throw new ApiError('bad_request', `too many query parameters (at most ${MAX_QUERY_PARAMETERS})`);
+    // own members only: `constructor` or `__proto__` are parameters like any other
+    const prev = Object.hasOwn(out, k) ? out[k] : undefined;
+    const value = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+    if (k === '__proto__') Object.defineProperty(out, k, { value, writable: true, enumerable: true, configurable: true });
+    else out[k] = value;
+  };
+  if (query.charCodeAt(0) === 63 /* ? */ || DECODED.test(query)) {
+    for (const [k, v] of new URLSearchParams(query)) add(k, v);
+    return out;
+  }
+  for (let i = 0; i <= query.length;) {
+    let end = query.indexOf('&', i);
+    if (end < 0) end = query.length;
+    if (end > i) {
+      const eq = query.indexOf('=', i);
+      if (eq < 0 || eq > end) add(query.slice(i, end), '');
+      else add(query.slice(i, eq), query.slice(eq + 1, end));
+    }
+    i = end + 1;
+  }
+  return out;
 }
 
 /** What a header record reads: the request's Headers, and the copy once one was made. */
