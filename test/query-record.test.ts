@@ -84,6 +84,11 @@ describe('query names through the app', () => {
   });
   const get = async (path: string) => {
     const res = await t.app.fetch(new Request(`http://test.local${path}`, { headers: { authorization: `Bearer ${t.adminToken}` } }));
+    // a stream that was answered runs until it is left: its status is what is checked
+    if (res.status === 200 && res.headers.get('content-type')?.includes('text/event-stream')) {
+      await res.body?.cancel();
+      return { status: res.status, text: '', body: undefined };
+    }
     return checkResponse('GET', path.split('?')[0]!, res.status, res.headers, await res.text());
   };
 
