@@ -1,7 +1,7 @@
 // Audit reads: SQL only. The visibility rules are documented in src/domain/audit.ts; the ReadAudit
 // checks themselves come from src/db/authz.ts (collectionWhere), applied per event row in SQL so
 // that pages and totals count only what the caller may see.
-import { partOf, textPart, type Db } from './sql.ts';
+import { nameOf, partOf, textPart, type Db } from './sql.ts';
 import { and, or, runList, type Fragment, type ListPage } from './list.ts';
 import { collectionWhere, knownVisibleCollectionIds, readInCollectionAs, visibleCollectionIds } from './authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
@@ -180,11 +180,11 @@ export async function requireAuditOf(
   classId?: number,
 ): Promise<void> {
   const { what, from, alias } = AUDITED_IN_COLLECTION[entity];
-  const where = [db`${db(`${alias}.id`)} = ${id}::int` as Fragment];
-  if (classId !== undefined) where.push(db`${db(`${alias}.class_id`)} = ${classId}::int` as Fragment);
+  const where = [db`${nameOf(db, `${alias}.id`)} = ${id}::int` as Fragment];
+  if (classId !== undefined) where.push(db`${nameOf(db, `${alias}.class_id`)} = ${classId}::int` as Fragment);
   await readInCollectionAs(db, auth, 'ReadAudit', what, {
-    columns: db`${db(`${alias}.id`)}` as Fragment,
-    from: db`${db(from)} ${db(alias)}` as Fragment,
+    columns: db`${nameOf(db, `${alias}.id`)}` as Fragment,
+    from: db`${nameOf(db, from)} ${nameOf(db, alias)}` as Fragment,
     where: and(db, where),
     collection: `${alias}.collection_id`,
   });

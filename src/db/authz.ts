@@ -1,7 +1,7 @@
 // The SQL half of authorization (the rules and the API documentation are in src/domain/authz.ts).
 // Point checks load the resource and its grant in one statement; visibility helpers return
 // postgres.js fragments so that lists, totals and searches filter in SQL.
-import { partOf, type Db } from './sql.ts';
+import { nameOf, partOf, type Db } from './sql.ts';
 import type { Fragment } from './list.ts';
 import { notFound } from '../domain/errors.ts';
 import {
@@ -73,11 +73,11 @@ function knownGrant(auth: Authority, perm: Permission): readonly number[] | unde
 function grantedOn(db: Db, auth: Authority, perm: Permission, collectionColumn: string): Fragment {
   if (auth.isAdmin) return partOf(db)`true` as Fragment;
   const known = knownGrant(auth, perm);
-  if (known) return partOf(db)`${db(collectionColumn)} = any(${known as number[]}::int[])` as Fragment;
+  if (known) return partOf(db)`${nameOf(db, collectionColumn)} = any(${known as number[]}::int[])` as Fragment;
   // = any(array(…)): the granted ids are computed once per statement (an InitPlan), and the test
   // can be an index condition, also where it is one arm of an OR (`in (subquery)` there is a
   // hashed subplan checked row by row: the audit count of a non-admin read every event).
-  return partOf(db)`${db(collectionColumn)} = any(array(${grantedCollectionIds(db, auth.principal.id, perm)}))` as Fragment;
+  return partOf(db)`${nameOf(db, collectionColumn)} = any(array(${grantedCollectionIds(db, auth.principal.id, perm)}))` as Fragment;
 }
 
 /**
@@ -109,7 +109,7 @@ export function collectionWhere(db: Db, auth: Authority, perm: Permission, cols:
   const rs = resourceScope(auth);
   const grant = grantedOn(db, auth, perm, cols.id);
   if (!rs) return grant;
-  return partOf(db)`(${db(cols.id)} = any(${rs.collections}::int[]) and ${grant})` as Fragment;
+  return partOf(db)`(${nameOf(db, cols.id)} = any(${rs.collections}::int[]) and ${grant})` as Fragment;
 }
 
 /** Boolean fragment: the class (columns id, collectionId) is visible with `perm`. */
@@ -123,7 +123,9 @@ export function classWhere(
   const rs = resourceScope(auth);
   const grant = grantedOn(db, auth, perm, cols.collectionId);
   if (!rs) return grant;
-  return partOf(db)`((${db(cols.collectionId)} = any(${rs.collections}::int[]) or ${db(cols.id)} = any(${rs.classes}::int[]))
+  return partOf(
+    db,
+  )`((${nameOf(db, cols.collectionId)} = any(${rs.collections}::int[]) or ${nameOf(db, cols.id)} = any(${rs.classes}::int[]))
     and ${grant})` as Fragment;
 }
 
@@ -138,8 +140,10 @@ export function objectWhere(
   const rs = resourceScope(auth);
   const grant = grantedOn(db, auth, perm, cols.collectionId);
   if (!rs) return grant;
-  return partOf(db)`((${db(cols.collectionId)} = any(${rs.collections}::int[]) or ${db(cols.classId)} = any(${rs.classes}::int[])
-    or ${db(cols.id)} = any(${rs.objects}::int[])) and ${grant})` as Fragment;
+  return partOf(
+    db,
+  )`((${nameOf(db, cols.collectionId)} = any(${rs.collections}::int[]) or ${nameOf(db, cols.classId)} = any(${rs.classes}::int[])
+    or ${nameOf(db, cols.id)} = any(${rs.objects}::int[])) and ${grant})` as Fragment;
 }
 
 /**
@@ -279,7 +283,7 @@ export async function readInCollectionAs<R extends object>(
   what: string,
   read: { columns: Fragment; from: Fragment; where: Fragment; collection: string },
 ): Promise<R> {
-  const column = db(read.collection) as unknown as Fragment;
+  const column = nameOf(db, read.collection) as unknown as Fragment;
   const [row] = await db<(R & { svc_collection_id: number; svc_granted: boolean })[]>`
     select ${read.columns}, ${column} as svc_collection_id, ${grantColumn(db, auth, perm, column)} as svc_granted
     from ${read.from} where ${read.where}`;

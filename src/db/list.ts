@@ -12,7 +12,7 @@
 // Bind timestamps as text and cast in SQL (${iso}::text::timestamptz): postgres.js serializes
 // timestamptz parameters through JS Date and drops microseconds.
 import type postgres from 'postgres';
-import { listPoolOf, partOf, type Db, type TransactionSql } from './sql.ts';
+import { listPoolOf, nameOf, partOf, type Db, type TransactionSql } from './sql.ts';
 import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import { finalFor, withTx } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
@@ -72,7 +72,7 @@ export function or(db: Db, parts: Fragment[]): Fragment {
 
 /** A column as SQL: its quoted name (a postgres.js identifier), which a template takes as it takes a fragment. */
 function col(db: Db, column: string): Fragment {
-  return db(column) as unknown as Fragment;
+  return nameOf(db, column) as unknown as Fragment;
 }
 
 /** The SQL of a field: its expression when it has one, else its column. */
@@ -479,7 +479,7 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
     db,
     parsed.sort.map((k, i) => {
       const { expr, type } = sortExpr(db, spec, k);
-      const name = db(keyNames[i]!);
+      const name = nameOf(db, keyNames[i]!);
       return (type === 'timestamp' ? partOf(db)`(${expr})::text as ${name}` : partOf(db)`${expr} as ${name}`) as Fragment;
     }),
   );
@@ -493,9 +493,9 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
     if (!plain) return pageOf(q, opts.select) as unknown as Page;
     const names = commaSeparated(
       db,
-      keyNames.map((n) => db(n) as unknown as Fragment),
+      keyNames.map((n) => nameOf(db, n) as unknown as Fragment),
     );
-    return q`select ${opts.select}, ${names} from (${pageOf(db, plain.columns)}) ${db(plain.alias)} order by ${order}` as unknown as Page;
+    return q`select ${opts.select}, ${names} from (${pageOf(db, plain.columns)}) ${nameOf(db, plain.alias)} order by ${order}` as unknown as Page;
   };
   let rows: Record<string, unknown>[];
   let counted: Promise<{ n: number }[]> | null = null;

@@ -49,6 +49,26 @@ export function partOf(db: Db): PartTag {
   return part;
 }
 
+/** Names made once each (nameOf); at most NAMES_MAX, past which a name is made at every call. */
+const names = new Map<string, postgres.Helper<string>>();
+const NAMES_MAX = 1000;
+
+/**
+ * A quoted name of the code (a column such as `e.entity_id`, an alias), as `db(name)` makes it,
+ * made once: postgres.js quotes a name when it makes its identifier, with two regular expression
+ * replacements when it holds a dot, and a list page made some ten. An identifier is never changed
+ * by embedding it, and its text depends only on the name, as no pool of ours transforms column
+ * names (createSql sets no `transform`). Only for names the code holds, never for input.
+ */
+export function nameOf(db: Db, name: string): postgres.Helper<string> {
+  let id = names.get(name);
+  if (id === undefined) {
+    id = db(name);
+    if (names.size < NAMES_MAX) names.set(name, id);
+  }
+  return id;
+}
+
 /** The pool's connections by state and the queries waiting for one (postgres.js, as patched in patches/). */
 export interface PoolStats {
   max: number;
