@@ -56,30 +56,35 @@ const DECODED = /[%+\u0080-\uffff]/;
 export function queryRecord(query: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   if (!query) return out;
-  let count = 0;
-  const add = (k: string, v: string) => {
-    if (++count > MAX_QUERY_PARAMETERS) throw new ApiError('bad_request', `too many query parameters (at most ${MAX_QUERY_PARAMETERS})`);
-    // own members only: `constructor` or `__proto__` are parameters like any other
-    const prev = Object.hasOwn(out, k) ? out[k] : undefined;
-    const value = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
-    if (k === '__proto__') Object.defineProperty(out, k, { value, writable: true, enumerable: true, configurable: true });
-    else out[k] = value;
-  };
   if (query.charCodeAt(0) === 63 /* ? */ || DECODED.test(query)) {
-    for (const [k, v] of new URLSearchParams(query)) add(k, v);
+    let count = 0;
+    for (const [k, v] of new URLSearchParams(query)) addParameter(out, ++count, k, v);
     return out;
   }
+  let count = 0;
   for (let i = 0; i <= query.length;) {
     let end = query.indexOf('&', i);
     if (end < 0) end = query.length;
     if (end > i) {
       const eq = query.indexOf('=', i);
-      if (eq < 0 || eq > end) add(query.slice(i, end), '');
-      else add(query.slice(i, eq), query.slice(eq + 1, end));
+      if (eq < 0 || eq > end) addParameter(out, ++count, query.slice(i, end), '');
+      else addParameter(out, ++count, query.slice(i, eq), query.slice(eq + 1, end));
     }
     i = end + 1;
   }
   return out;
+}
+
+/** The `count`th parameter of a query record (queryRecord). */
+function addParameter(out: Record<string, string | string[]>, count: number, k: string, v: string): void {
+  if (count > MAX_QUERY_PARAMETERS) throw new ApiError('bad_request', `too many query parameters (at most ${MAX_QUERY_PARAMETERS})`);
+  // Own members only: `constructor` or `__proto__` are parameters like any other. A parameter is a
+  // string or an array; what Object.prototype has under a name is neither.
+  const found = out[k];
+  const prev = typeof found === 'string' || Array.isArray(found) ? found : undefined;
+  const value = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
+  if (k === '__proto__') Object.defineProperty(out, k, { value, writable: true, enumerable: true, configurable: true });
+  else out[k] = value;
 }
 
 /** What a header record reads: the request's Headers, and the copy once one was made. */
