@@ -123,9 +123,8 @@ export function classWhere(
   const rs = resourceScope(auth);
   const grant = grantedOn(db, auth, perm, cols.collectionId);
   if (!rs) return grant;
-  return partOf(
-    db,
-  )`((${nameOf(db, cols.collectionId)} = any(${rs.collections}::int[]) or ${nameOf(db, cols.id)} = any(${rs.classes}::int[]))
+  const [collectionId, id] = [nameOf(db, cols.collectionId), nameOf(db, cols.id)];
+  return partOf(db)`((${collectionId} = any(${rs.collections}::int[]) or ${id} = any(${rs.classes}::int[]))
     and ${grant})` as Fragment;
 }
 
@@ -140,10 +139,9 @@ export function objectWhere(
   const rs = resourceScope(auth);
   const grant = grantedOn(db, auth, perm, cols.collectionId);
   if (!rs) return grant;
-  return partOf(
-    db,
-  )`((${nameOf(db, cols.collectionId)} = any(${rs.collections}::int[]) or ${nameOf(db, cols.classId)} = any(${rs.classes}::int[])
-    or ${nameOf(db, cols.id)} = any(${rs.objects}::int[])) and ${grant})` as Fragment;
+  const [collectionId, classId, id] = [nameOf(db, cols.collectionId), nameOf(db, cols.classId), nameOf(db, cols.id)];
+  return partOf(db)`((${collectionId} = any(${rs.collections}::int[]) or ${classId} = any(${rs.classes}::int[])
+    or ${id} = any(${rs.objects}::int[])) and ${grant})` as Fragment;
 }
 
 /**
