@@ -83,6 +83,9 @@ describe('svc', () => {
     const cases: [string[], RegExp][] = [
       [[], /usage: svc <command>/],
       [['frobnicate'], /unknown command "frobnicate"/],
+      [['constructor'], /unknown command "constructor"/],
+      [['__proto__'], /unknown command "__proto__"/],
+      [['toString'], /unknown command "toString"/],
       [['migrate', '--bogus'], /Unknown option '--bogus'/],
       [['import'], /missing the import FILE/],
       [['import', 'x.json', '--mode', 'fast'], /--mode must be strict or best-effort/],

@@ -46,7 +46,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(OVERVIEW + '\n');
     return 0;
   }
-  const load = COMMANDS[name];
+  // own members only: `svc constructor` is an unknown command like any other
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!load) {
     process.stderr.write(`svc: unknown command ${JSON.stringify(name)}\n\n${OVERVIEW}\n`);
     return EXIT_USAGE;
