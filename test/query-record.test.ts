@@ -105,6 +105,8 @@ describe('query names through the app', () => {
     'sort=-toString',
     'sort=__proto__',
     'constructor__not_equals=1',
+    'filter=constructor%3Dx',
+    'filter=__proto__%3Dx',
   ];
 
   it('answers every GET of the contract with such names as a client error or an answer, never a 500', async () => {
@@ -129,6 +131,20 @@ describe('query names through the app', () => {
       }
     // the lists refuse the name as a field with their own message (the case that was a 500)
     expect(lists.length).toBeGreaterThan(20);
+  });
+
+  it('refuses such a name as an unknown filter of a list, sent as itself or through `filter`', async () => {
+    for (const [q, name] of [
+      ['__proto__=x', '__proto__'],
+      ['constructor=x', 'constructor'],
+      ['filter=__proto__%3Dx', '__proto__'],
+      ['filter=constructor%3Dx&filter=constructor%3Dy', 'constructor'],
+      ['toString__startswith=x', 'toString'],
+    ]) {
+      const res = await get(`/api/v1/collections?${q}`);
+      expect(res.status, q).toBe(400);
+      expect((res.body as { message: string }).message, q).toBe(`unknown filter or sort field "${name}"`);
+    }
   });
 
   it(`answers 400 with the error body to more than ${MAX_QUERY_PARAMETERS} parameters`, async () => {

@@ -180,9 +180,11 @@ function resolveField(name: string, spec: ListSpec): [string, FieldDef] {
 }
 
 export function parseFilter(key: string, raw: string, spec: ListSpec): Filter {
+  // `<field>__<operator>`; a name that starts with `__` has no field before its operator, and is
+  // refused whole (`__proto__` is an unknown field "__proto__", not "")
   const idx = key.indexOf('__');
-  const name = idx < 0 ? key : key.slice(0, idx);
-  let op = idx < 0 ? 'equals' : key.slice(idx + 2);
+  const name = idx <= 0 ? key : key.slice(0, idx);
+  let op = idx <= 0 ? 'equals' : key.slice(idx + 2);
   const [field, def] = resolveField(name, spec);
   if (def.filterable === false) throw badRequest(`field "${name}" cannot be filtered`);
   let negate = false;

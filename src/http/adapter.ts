@@ -4,6 +4,7 @@ import { ApiError, type ErrorDetail } from '../domain/errors.ts';
 import { addFormats, openapiDocument } from './openapi.ts';
 import { SchemaRegistry, escapePointer } from './schemas.ts';
 import { pathDetails, queryNulDetails, stringDetails } from './input.ts';
+import { appendParameter } from './request.ts';
 
 export interface RawRequest {
   /** Lowercase. */
@@ -502,11 +503,7 @@ export function expandFilterParameter(query: Record<string, string | string[]>):
     else if (!name.trim()) details.push({ path: `query.${FILTER_PARAMETER}`, message: `${shown} has an empty filter name` });
     else if (NOT_FILTERS.has(name))
       details.push({ path: `query.${FILTER_PARAMETER}`, message: `${shown}: ${name} is not a filter (send it as its own parameter)` });
-    else {
-      const prev = out[name];
-      const v = value.slice(eq + 1);
-      out[name] = prev === undefined ? v : [...(Array.isArray(prev) ? prev : [prev]), v];
-    }
+    else appendParameter(out, name, value.slice(eq + 1));
   }
   if (details.length) throw invalidRequest(details);
   return out;

@@ -78,6 +78,11 @@ export function queryRecord(query: string): Record<string, string | string[]> {
 /** The `count`th parameter of a query record (queryRecord). */
 function addParameter(out: Record<string, string | string[]>, count: number, k: string, v: string): void {
   if (count > MAX_QUERY_PARAMETERS) throw new ApiError('bad_request', `too many query parameters (at most ${MAX_QUERY_PARAMETERS})`);
+  appendParameter(out, k, v);
+}
+
+/** Adds a value of parameter `k` to a query record: after its values there are, as an array. */
+export function appendParameter(out: Record<string, string | string[]>, k: string, v: string): void {
   // Own members only: `constructor` or `__proto__` are parameters like any other. A parameter is a
   // string or an array; what Object.prototype has under a name is neither.
   const found = out[k];
