@@ -160,7 +160,7 @@ export function parseListQuery(query: Record<string, unknown>, spec: ListSpec): 
       'base64url',
     ).slice(0, 16));
   const cursorRaw = one(query, 'cursor');
-  const cursor = cursorRaw === undefined ? null : decodeCursor(cursorRaw, signature(), sort.length);
+  const cursor = cursorRaw === undefined ? null : decodeCursor(cursorRaw, signature(), sort, spec);
   return { filters, sort, limit, cursor, includeTotal, extras, signature };
 }
 
@@ -339,14 +339,35 @@ export function decodeCursorValues(raw: string, signature: string, length: numbe
   return c.v;
 }
 
-function decodeCursor(raw: string, signature: string, keys: number): unknown[] {
-  const values = decodeCursorValues(raw, signature, keys, 'with the same filters and sort');
-  for (const v of values) {
-    const scalar = v === null || typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
-    if (!scalar || (typeof v === 'string' && v.includes('\u0000')))
+/**
+ * The sort keys' values a cursor carries, each of its key's kind: what the page's statement binds
+ * (db/list.ts afterCursor), so that a value crafted for another kind (a cursor's signature is no
+ * secret) is this 400, not a statement the database refuses to plan.
+ */
+function decodeCursor(raw: string, signature: string, sort: SortKey[], spec: ListSpec): unknown[] {
+  const values = decodeCursorValues(raw, signature, sort.length, 'with the same filters and sort');
+  values.forEach((v, i) => {
+    if (!cursorValueFits(spec.fields[sort[i]!.field]!.type, v))
       throw badRequest('invalid cursor: pass back X-Next-Cursor unchanged with the same filters and sort', [
         { path: 'query.cursor', message: 'invalid cursor' },
       ]);
-  }
+  });
   return values;
+}
+
+/** A sort key's value as a page selects it: an integer (a bigint as its digits), a boolean, or text (a time as its text). */
+function cursorValueFits(type: FieldType, v: unknown): boolean {
+  if (v === null) return true;
+  if (typeof v === 'string' && v.includes('\u0000')) return false;
+  switch (type) {
+    case 'integer':
+      return (typeof v === 'number' && Number.isSafeInteger(v)) || (typeof v === 'string' && /^-?\d{1,19}$/.test(v));
+    case 'boolean':
+      return typeof v === 'boolean';
+    case 'text':
+    case 'timestamp':
+      return typeof v === 'string';
+    case 'json':
+      return typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean';
+  }
 }
