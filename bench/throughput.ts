@@ -702,10 +702,10 @@ function report(
     .filter(([, , bareId, svcId]) => ran(bareId, svcId))
     .map(([path, does, bareId, svcId]) => row(path, does, bareId, svcId));
   // 2 processes against 1 only when both ran (BENCH_ONLY may have left out the one process)
-  const two = ran('svc-get-2procs', 'svc-get-admin') ? ratios('svc-get-2procs', 'svc-get-admin') : [];
+  const two = ran('svc-get-2procs', 'svc-get-admin') ? ratios('svc-get-2procs', 'svc-get-admin') : undefined;
   // the control: the bare select server, 2 processes against 1, what this machine gives a second process
   const bareTwo = ran('bare-select-2procs', 'bare-select') ? ratios('bare-select-2procs', 'bare-select') : undefined;
-  if (ran('svc-get-2procs', 'svc-get-admin')) {
+  if (two) {
     const [vs, vsId] = bareTwo ? ([' vs bare select 2 processes', 'bare-select-2procs'] as const) : [' vs 1 process', 'svc-get-admin'];
     rows.push([
       'getObject, admin token, 2 api processes vs 1',
@@ -778,7 +778,7 @@ function report(
     const own = soakRatio / drift;
     judge(`the same against the bare select alongside (the machine's drift, ${drift.toFixed(2)}, divided out)`, own, own >= 0.9);
   }
-  if (ran('svc-get-2procs', 'svc-get-admin'))
+  if (two)
     judge(
       '2 api processes ≥ 1.5× one on getObject',
       mean(two),

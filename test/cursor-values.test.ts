@@ -3,7 +3,6 @@
 // the request is the cursor's 400, never a statement the database refuses (a boolean bound where
 // an integer or a time was expected was a 500 on every list).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkResponse } from './contract-check.ts';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 
 let t: TestApp;
@@ -23,10 +22,7 @@ afterAll(async () => {
   await t.close();
 });
 
-const get = async (path: string) => {
-  const res = await t.app.fetch(new Request(`http://test.local${path}`, { headers: { authorization: `Bearer ${t.adminToken}` } }));
-  return checkResponse('GET', path.split('?')[0]!, res.status, res.headers, await res.text());
-};
+const get = (path: string) => t.request('GET', path);
 
 /** The list's first page's cursor with every value replaced by `value`. */
 async function crafted(path: string, value: unknown): Promise<string> {

@@ -86,7 +86,7 @@ const hasOwn = (o: object, k: string): boolean => Object.prototype.hasOwnPropert
 const ARRAY_INDEX = /^(0|[1-9][0-9]*)$/;
 
 /** Sets an own data property; never invokes the `__proto__` setter. */
-function defineMember(o: Record<string, unknown>, key: string, value: unknown): void {
+export function defineMember(o: Record<string, unknown>, key: string, value: unknown): void {
   Object.defineProperty(o, key, { value, writable: true, enumerable: true, configurable: true });
 }
 

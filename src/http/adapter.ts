@@ -1,6 +1,7 @@
 import { Ajv2020, type ErrorObject, type ValidateFunction } from 'ajv/dist/2020.js';
 import type { OperationId } from '../../generated/operations.ts';
 import { ApiError, type ErrorDetail } from '../domain/errors.ts';
+import { defineMember } from '../domain/json-patch.ts';
 import { addFormats, openapiDocument } from './openapi.ts';
 import { SchemaRegistry, escapePointer } from './schemas.ts';
 import { pathDetails, queryNulDetails, stringDetails } from './input.ts';
@@ -341,7 +342,7 @@ function queryForValidation(op: CompiledOperation, query: Record<string, string 
     const v = query[name]!;
     const value = Array.isArray(v) ? v.slice() : v;
     // defined, not assigned: an own `__proto__` member stays a member
-    if (name === '__proto__') Object.defineProperty(out, name, { value, writable: true, enumerable: true, configurable: true });
+    if (name === '__proto__') defineMember(out, name, value);
     else out[name] = value;
   }
   for (const name in out) {

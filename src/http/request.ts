@@ -6,6 +6,7 @@ import type { AuthInfo } from './auth.ts';
 import type { Ctx } from './contract.ts';
 import type { RequestFacts } from './request-log.ts';
 import { ApiError } from '../domain/errors.ts';
+import { defineMember } from '../domain/json-patch.ts';
 
 /** A request URL's path and query string (without `?`). */
 export interface UrlParts {
@@ -56,12 +57,11 @@ const DECODED = /[%+\u0080-\uffff]/;
 export function queryRecord(query: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   if (!query) return out;
+  let count = 0;
   if (query.charCodeAt(0) === 63 /* ? */ || DECODED.test(query)) {
-    let count = 0;
     for (const [k, v] of new URLSearchParams(query)) addParameter(out, ++count, k, v);
     return out;
   }
-  let count = 0;
   for (let i = 0; i <= query.length;) {
     let end = query.indexOf('&', i);
     if (end < 0) end = query.length;
@@ -88,7 +88,7 @@ export function appendParameter(out: Record<string, string | string[]>, k: strin
   const found = out[k];
   const prev = typeof found === 'string' || Array.isArray(found) ? found : undefined;
   const value = prev === undefined ? v : Array.isArray(prev) ? [...prev, v] : [prev, v];
-  if (k === '__proto__') Object.defineProperty(out, k, { value, writable: true, enumerable: true, configurable: true });
+  if (k === '__proto__') defineMember(out, k, value);
   else out[k] = value;
 }
 
