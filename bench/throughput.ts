@@ -22,7 +22,7 @@
 // summarises a profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server), BENCH_LOADER
 // (wrk or autocannon; default wrk when it is on the PATH).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -160,6 +160,33 @@ function cpuUs(p: Proc): number {
   const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_US; // fields 14 and 15 of proc(5)
+}
+
+/**
+ * CPU of the local PostgreSQL so far, in µs: every process named `postgres` on this machine (the
+ * server, its backends, its background workers), with the CPU of the children each has reaped, so
+ * that a backend which exits between two readings still counts (its postmaster reaps it). Null when
+ * there is none (a database on another machine). Whatever else that server runs counts too: the
+ * benchmark's database should be the only one busy.
+ */
+function dbCpuUs(): number | null {
+  let ticks = 0;
+  let found = false;
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue; // exited since the listing
+    }
+    const close = stat.lastIndexOf(')');
+    if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
+    found = true;
+    const f = stat.slice(close + 2).split(' ');
+    ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]); // utime stime cutime cstime
+  }
+  return found ? ticks * TICK_US : null;
 }
 
 /** A memory line of /proc/<pid>/status (VmRSS now, VmHWM the peak so far), in kB. */
@@ -366,6 +393,8 @@ interface Measurement extends Load {
   id: string;
   round: number;
   cpuPerReq: number;
+  /** CPU of the local PostgreSQL per request (dbCpuUs), null when it is not on this machine. */
+  dbCpuPerReq: number | null;
   startRssMb: number;
   peakRssMb: number;
 }
@@ -377,19 +406,22 @@ async function measure(id: string, round: number, procs: () => Promise<Proc[]>, 
     const targets = ps.map((p) => ({ port: p.port, shape: target(p) }));
     await load(targets, WARMUP);
     const cpu0 = ps.reduce((s, p) => s + cpuUs(p), 0);
+    const db0 = dbCpuUs();
     const l = await load(targets, DURATION);
     const cpu1 = ps.reduce((s, p) => s + cpuUs(p), 0);
+    const db1 = dbCpuUs();
     const m: Measurement = {
       id,
       round,
       ...l,
       cpuPerReq: (cpu1 - cpu0) / l.requests,
+      dbCpuPerReq: db0 !== null && db1 !== null ? (db1 - db0) / l.requests : null,
       startRssMb: Math.max(...ps.map((p) => p.startRssKb)) / 1024,
       peakRssMb: Math.max(...ps.map((p) => memKb(p, 'VmHWM'))) / 1024,
     };
     process.stderr.write(
       `  round ${round} ${id.padEnd(16)} ${fmt(m.rps).padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms  ` +
-        `${fmt(m.cpuPerReq)} µs CPU/req  RSS ${m.startRssMb.toFixed(0)} → ${m.peakRssMb.toFixed(0)} MB  ` +
+        `${fmt(m.cpuPerReq)} µs CPU/req${m.dbCpuPerReq !== null ? ` (PostgreSQL ${fmt(m.dbCpuPerReq)})` : ''}  RSS ${m.startRssMb.toFixed(0)} → ${m.peakRssMb.toFixed(0)} MB  ` +
         `(${LOADER} ${(l.generatorCores * 100).toFixed(0)} % of a core; load avg ${loadavg()[0]!.toFixed(2)})\n`,
     );
     return m;
@@ -680,8 +712,14 @@ function report(
       `**${mean(r).toFixed(2)}** ${perRound(r)}`,
       `${ms(avg(svcId, (m) => m.p50))} / ${ms(avg(svcId, (m) => m.p99))} vs ${ms(avg(bareId, (m) => m.p50))} / ${ms(avg(bareId, (m) => m.p99))}`,
       `${fmt(avg(svcId, (m) => m.cpuPerReq))} vs ${fmt(avg(bareId, (m) => m.cpuPerReq))}`,
+      `${dbCpu(svcId)} vs ${dbCpu(bareId)}`,
       `${fmt(Math.max(...of(svcId).map((m) => m.peakRssMb)))} vs ${fmt(Math.max(...of(bareId).map((m) => m.peakRssMb)))}`,
     ];
+  };
+  /** The mean PostgreSQL CPU per request of a scenario's rounds, "—" where it was not measured. */
+  const dbCpu = (id: string) => {
+    const xs = of(id).map((m) => m.dbCpuPerReq);
+    return xs.every((x) => x !== null) ? fmt(mean(xs as number[])) : '—';
   };
   const ran = (...ids: string[]) => ids.every((id) => of(id).length > 0);
   const rows = (
@@ -715,6 +753,7 @@ function report(
       `2 / 1 **${mean(two).toFixed(2)}** ${perRound(two)}`,
       `${ms(avg('svc-get-2procs', (m) => m.p50))} / ${ms(avg('svc-get-2procs', (m) => m.p99))}${vs} ${ms(avg(vsId, (m) => m.p50))} / ${ms(avg(vsId, (m) => m.p99))}`,
       `${fmt(avg('svc-get-2procs', (m) => m.cpuPerReq))}${vs} ${fmt(avg(vsId, (m) => m.cpuPerReq))}`,
+      `${dbCpu('svc-get-2procs')}${vs} ${dbCpu(vsId)}`,
       `${fmt(Math.max(...of('svc-get-2procs').map((m) => m.peakRssMb)))} (each)${vs} ${fmt(Math.max(...of(vsId).map((m) => m.peakRssMb)))}`,
     ]);
   } else if (ran('svc-get-2procs', 'bare-select-2procs')) {
@@ -734,6 +773,7 @@ function report(
         `service / bare ${(soak.first.rps / soak.bareFirst.rps).toFixed(2)} → ${(soak.last.rps / soak.bareLast.rps).toFixed(2)})`,
       '',
       `${fmt(soak.first.cpu)} → ${fmt(soak.last.cpu)} vs ${fmt(soak.bareFirst.cpu)} → ${fmt(soak.bareLast.cpu)}`,
+      '',
       `${fmt(soak.startRss)} → ${fmt(soak.peakRss)}`,
     ]);
   }
@@ -745,6 +785,7 @@ function report(
     'Service / bare (per round)',
     'p50 / p99 ms (svc vs bare)',
     'CPU µs/req (svc vs bare)',
+    'PostgreSQL CPU µs/req (svc vs bare)',
     'RSS peak MB (svc vs bare)',
   ];
   const svcIds = ['svc-healthz', 'svc-get-admin', 'svc-get-reader', 'svc-create', 'svc-get-2procs'];
