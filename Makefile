@@ -79,7 +79,7 @@ bench-throughput: install build
 	node --import tsx bench/throughput.ts
 
 # Lists, search and the audit stream at 1,000,000 objects and 5,000,000 events, each against the
-# hand-written indexed SQL for the same rows (bench/large.ts; about 7 minutes, creates and drops
+# hand-written indexed SQL for the same rows (bench/large.ts; about 10 minutes, creates and drops
 # its own database; BENCH_LARGE_OBJECTS / BENCH_LARGE_EVENTS size it). It runs itself bundled, as the
 # service is deployed (dist/bench/large.js).
 bench-large: install

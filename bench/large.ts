@@ -10,7 +10,7 @@
 // load); the report has median and p95 of each and ratio = service median / SQL median.
 // Before timing, each case checks that the service answered exactly the rows of its SQL (ids in
 // order), so the comparison is of the same result, and warms all three sides up (BENCH_LARGE_WARMUP
-// rounds, default 200, at most BENCH_LARGE_WARMUP_SECONDS, default 5). A service request is timed
+// rounds, default 2,000, at most BENCH_LARGE_WARMUP_SECONDS, default 10). A service request is timed
 // until its response has been written and its body decoded (parsing the JSON is the client's work;
 // the timed requests leave it unparsed), an SQL run until postgres.js has returned its rows. "svc
 // SQL replay" is the service's own read statements of one request replayed back to back through
@@ -59,11 +59,15 @@ const CASE_MS = Math.max(1, int('BENCH_LARGE_CASE_SECONDS', 20)) * 1000;
 /**
  * Warm-up rounds per case before timing (each: the service, the SQL, the bare server), at most
  * BENCH_LARGE_WARMUP_SECONDS: the service's code for a case's route and filters is JIT-compiled
- * over its first hundreds of requests, while the SQL side's code (postgres.js) is hot from every
- * case before; a deployed service answers a route's requests from optimised code.
+ * over its first thousands of requests, while the SQL side's code (postgres.js) is hot from every
+ * case before; a deployed service answers a route's requests from optimised code. Over a route's
+ * first 500 requests (after other lists) each stage of the service's request took 4-8x its steady
+ * time, and the bare server and the SQL alone were slower too, while V8's compiler threads shared
+ * the cores (bench/FINDINGS.md, 2026-12-02); with 200 rounds, the default until then, the cases
+ * were timed in that window.
  */
-const WARM = Math.max(1, int('BENCH_LARGE_WARMUP', 200));
-const WARM_MS = int('BENCH_LARGE_WARMUP_SECONDS', 5) * 1000;
+const WARM = Math.max(1, int('BENCH_LARGE_WARMUP', 2000));
+const WARM_MS = int('BENCH_LARGE_WARMUP_SECONDS', 10) * 1000;
 const EXPLAIN = process.env.BENCH_LARGE_EXPLAIN === '1';
 /** BENCH_LARGE_ONLY: a regular expression; only the cases whose name it matches are timed. */
 const ONLY = process.env.BENCH_LARGE_ONLY ? new RegExp(process.env.BENCH_LARGE_ONLY, 'i') : null;
