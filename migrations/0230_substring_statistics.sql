@@ -9,8 +9,11 @@
 -- ANALYZE. With 1,001 bounds such a fragment is estimated at 0.1 %, which the trigram index serves;
 -- a fragment common enough to fill a page early (in 2 bounds or more) still reads in id order.
 -- The price: ANALYZE of objects samples 300,000 rows instead of 30,000, and planning a page with a
--- substring filter tests its pattern against 1,001 bounds (~0.05 ms more; bench/FINDINGS.md,
--- 2026-12-02).
+-- substring filter tests its pattern against 1,001 bounds of each column it names: ~0.05 ms more for
+-- LIKE, ~0.25 ms more for ILIKE, which lowercases every bound (plain-text search, on names and
+-- descriptions: ~0.5 ms). How rare a pattern must be estimated to take the index shrinks as a class
+-- grows, so far beyond a few million objects a fragment of a sampled name may again read in id
+-- order (bench/FINDINGS.md, 2026-12-02).
 alter table objects alter column name set statistics 1000;
 alter table objects alter column description set statistics 1000;
 analyze objects (name, description);
