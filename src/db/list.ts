@@ -91,6 +91,21 @@ export function likeEscape(s: string): string {
   return s.replace(/[\\%_]/g, (m) => '\\' + m);
 }
 
+/** Text with no letter and nothing beyond ASCII: digits, punctuation, spaces. */
+const CASELESS_ASCII = /^[\x00-\x40\x5b-\x60\x7b-\x7f]*$/;
+
+/**
+ * `c ILIKE pattern`, for a pattern of literal characters (likeEscape) and `%`. Where the literal
+ * text `text` has no letter and nothing beyond ASCII (a fragment of a number, an address, an id) it
+ * is written as LIKE, which matches the same strings: lowercasing a string changes only its letters
+ * (and turns letters into letters), so it neither makes nor breaks a match of such characters. LIKE
+ * spares PostgreSQL lowercasing every histogram bound of the column to estimate the pattern, ~0.25
+ * ms of planning a column at the 1,001 bounds of objects' names and descriptions (migrations/0230).
+ */
+export function caseInsensitiveLike(db: Db, c: Fragment, text: string, pattern: string): Fragment {
+  return (CASELESS_ASCII.test(text) ? partOf(db)`${c} like ${pattern}::text` : partOf(db)`${c} ilike ${pattern}::text`) as Fragment;
+}
+
 function columnFilter(db: Db, f: Filter): Fragment {
   const c = fieldSql(db, f.def);
   const v = f.values;
@@ -140,7 +155,7 @@ function textOp(db: Db, c: Fragment, op: string, v: string): Fragment {
     case 'contains':
       return partOf(db)`${c} like ${'%' + likeEscape(v) + '%'}::text` as Fragment;
     case 'icontains':
-      return partOf(db)`${c} ilike ${'%' + likeEscape(v) + '%'}::text` as Fragment;
+      return caseInsensitiveLike(db, c, v, '%' + likeEscape(v) + '%');
     case 'startswith': {
       // In code-point order the strings with a prefix are exactly a range, which the ordinary b-tree
       // indexes serve in order (the LIKE beside it would only make the planner underestimate).
@@ -150,11 +165,11 @@ function textOp(db: Db, c: Fragment, op: string, v: string): Fragment {
       ) as Fragment;
     }
     case 'istartswith':
-      return partOf(db)`${c} ilike ${likeEscape(v) + '%'}::text` as Fragment;
+      return caseInsensitiveLike(db, c, v, likeEscape(v) + '%');
     case 'endswith':
       return partOf(db)`${c} like ${'%' + likeEscape(v)}::text` as Fragment;
     case 'iendswith':
-      return partOf(db)`${c} ilike ${'%' + likeEscape(v)}::text` as Fragment;
+      return caseInsensitiveLike(db, c, v, '%' + likeEscape(v));
     case 'like':
       return partOf(db)`${c} like ${v}::text` as Fragment;
     case 'regex':
