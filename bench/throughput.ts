@@ -155,11 +155,24 @@ async function stopProc(p: Proc): Promise<void> {
   live.delete(p);
 }
 
+/**
+ * A process's name and CPU so far, in µs, from /proc/<pid>/stat: its own (utime + stime, fields 14
+ * and 15 of proc(5)) and that of the children it has reaped (cutime + cstime, 16 and 17).
+ */
+function procCpu(pid: number | 'self'): { name: string; ownUs: number; reapedUs: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const close = stat.lastIndexOf(')');
+  const f = stat.slice(close + 2).split(' ');
+  return {
+    name: stat.slice(stat.indexOf('(') + 1, close),
+    ownUs: (Number(f[11]) + Number(f[12])) * TICK_US,
+    reapedUs: (Number(f[13]) + Number(f[14])) * TICK_US,
+  };
+}
+
 /** utime + stime of the process so far, in µs. */
 function cpuUs(p: Proc): number {
-  const stat = readFileSync(`/proc/${p.pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * TICK_US; // fields 14 and 15 of proc(5)
+  return procCpu(p.pid).ownUs;
 }
 
 /**
@@ -170,23 +183,21 @@ function cpuUs(p: Proc): number {
  * benchmark's database should be the only one busy.
  */
 function dbCpuUs(): number | null {
-  let ticks = 0;
+  let us = 0;
   let found = false;
   for (const pid of readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
-    let stat: string;
+    let cpu: ReturnType<typeof procCpu>;
     try {
-      stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      cpu = procCpu(Number(pid));
     } catch {
       continue; // exited since the listing
     }
-    const close = stat.lastIndexOf(')');
-    if (stat.slice(stat.indexOf('(') + 1, close) !== 'postgres') continue;
+    if (cpu.name !== 'postgres') continue;
     found = true;
-    const f = stat.slice(close + 2).split(' ');
-    ticks += Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14]); // utime stime cutime cstime
+    us += cpu.ownUs + cpu.reapedUs;
   }
-  return found ? ticks * TICK_US : null;
+  return found ? us : null;
 }
 
 /** A memory line of /proc/<pid>/status (VmRSS now, VmHWM the peak so far), in kB. */
@@ -270,9 +281,8 @@ type PartLoad = Omit<Load, 'rps' | 'generatorCores'>;
 
 /** CPU of this process and its finished children (wrk, once it exited) so far, in µs. */
 function generatorCpuUs(): number {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12]) + Number(f[13]) + Number(f[14])) * TICK_US; // utime stime cutime cstime
+  const cpu = procCpu('self');
+  return cpu.ownUs + cpu.reapedUs;
 }
 
 async function autocannonLoad(t: Target, connections: number, seconds: number, prefix: string): Promise<PartLoad> {

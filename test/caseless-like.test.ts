@@ -1,12 +1,11 @@
 // Case-insensitive text filters (icontains, istartswith, iendswith) and plain-text search write
 // their ILIKE as LIKE when the text has no letter and nothing beyond ASCII (src/db/list.ts
-// caseInsensitiveLike): the two then match the same strings, and LIKE spares the planner lowercasing
+// textLike): the two then match the same strings, and LIKE spares the planner lowercasing
 // every histogram bound of the column. Checked on PostgreSQL itself over strings whose lowercase
 // differs in length or script, and through the API: the same rows, and the statement the service ran.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { startTestApp, statementsDuring, uniq, type TestApp } from './helpers.ts';
 import { likeEscape } from '../src/db/list.ts';
-import { listPoolOf } from '../src/db/sql.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -55,18 +54,11 @@ describe('the filters and plain search', () => {
     }
   });
 
-  /** The statements one request ran, and its response. */
+  /** The response of one request, and the text of the statements it ran. */
   async function run(path: string, query: Record<string, string | number | boolean>) {
-    const seen: string[] = [];
-    const pools = [t.deps.sql, listPoolOf(t.deps.sql)].flatMap((p) => (p ? [p.options as unknown as { debug: unknown }] : []));
-    for (const o of pools) o.debug = (_c: number, text: string) => seen.push(text);
-    try {
-      const res = await t.request('GET', path, { query });
-      expect(res.status, res.text).toBe(200);
-      return { res, sql: seen.join('\n') };
-    } finally {
-      for (const o of pools) o.debug = false;
-    }
+    const { result: res, statements } = await statementsDuring(t.deps.sql, () => t.request('GET', path, { query }));
+    expect(res.status, res.text).toBe(200);
+    return { res, sql: statements.map((st) => st.text).join('\n') };
   }
   const namesOf = (body: unknown) => (body as { name: string }[]).map((o) => o.name).sort();
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import pino from 'pino';
 import { loadConfig, type Config } from '../src/config.ts';
-import { createSql } from '../src/db/sql.ts';
+import { createSql, listPoolOf, type Sql } from '../src/db/sql.ts';
 import { bootstrap } from '../src/db/bootstrap.ts';
 import { tokenHashKey } from '../src/db/meta.ts';
 import { createApp } from '../src/app.ts';
@@ -121,4 +121,22 @@ export async function eventsOf(t: TestApp, entityType: string, entityId: number)
     }[]
   >`select action, entity_name, collection_id, actor_user_id, before, after, before_revision, after_revision, metadata
     from events where entity_type = ${entityType} and entity_id = ${entityId} order by id`;
+}
+
+/** A statement as postgres.js wrote it (its `debug` hook): the text and its parameters. */
+export interface SentStatement {
+  text: string;
+  parameters: unknown[];
+}
+
+/** What `run` returned, and the statements `sql` and its list pool wrote while it ran. */
+export async function statementsDuring<T>(sql: Sql, run: () => Promise<T>): Promise<{ result: T; statements: SentStatement[] }> {
+  const statements: SentStatement[] = [];
+  const pools = [sql, listPoolOf(sql)].flatMap((p) => (p ? [p.options as unknown as { debug: unknown }] : []));
+  for (const o of pools) o.debug = (_c: number, text: string, parameters: unknown[]) => statements.push({ text, parameters });
+  try {
+    return { result: await run(), statements };
+  } finally {
+    for (const o of pools) o.debug = false;
+  }
 }

@@ -7,8 +7,7 @@
 // statement, as it ran, is explained with its parameters. No timing: the plan is what is checked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
-import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { listPoolOf } from '../src/db/sql.ts';
+import { startTestApp, statementsDuring, uniq, type SentStatement, type TestApp } from './helpers.ts';
 
 const OBJECTS = 50_000;
 let db: OwnDatabase;
@@ -54,24 +53,15 @@ async function sampledFragments(column: 'name' | 'description'): Promise<string[
   return at.map((b) => /[0-9a-f]{8}/.exec(b)![0]);
 }
 
-type Statement = { text: string; parameters: unknown[] };
-
-/** The statements the service ran for one request (both pools), and its response. */
+/** The response of one request, checked, and the statements it ran. */
 async function statementsOf(path: string, query: Record<string, string | number | boolean>) {
-  const seen: Statement[] = [];
-  const pools = [t.deps.sql, listPoolOf(t.deps.sql)].flatMap((p) => (p ? [p.options as unknown as { debug: unknown }] : []));
-  for (const o of pools) o.debug = (_c: number, text: string, parameters: unknown[]) => seen.push({ text, parameters });
-  try {
-    const res = await t.request('GET', path, { query });
-    expect(res.status, res.text).toBe(200);
-    return { res, seen };
-  } finally {
-    for (const o of pools) o.debug = false;
-  }
+  const { result: res, statements } = await statementsDuring(t.deps.sql, () => t.request('GET', path, { query }));
+  expect(res.status, res.text).toBe(200);
+  return { res, seen: statements };
 }
 
 /** The plan of the statement that reads `objects` with a pattern, explained with its parameters. */
-async function planOf(seen: Statement[]): Promise<string> {
+async function planOf(seen: SentStatement[]): Promise<string> {
   const page = seen.filter((s) => /from objects o\b/.test(s.text) && /like/i.test(s.text));
   expect(page.length).toBe(1);
   // planned for its values, as the service's page is (the list pool's sessions, or the setting its
@@ -94,27 +84,26 @@ describe('substring filters on a class of 50,000 objects', () => {
     ]);
   });
 
-  it('name__contains with a fragment of a sampled name is read from the trigram index', async () => {
-    for (const fragment of await sampledFragments('name')) {
-      const { res, seen } = await statementsOf(`/api/v1/classes/${classId}/objects`, { name__contains: fragment, include_total: false });
-      const names = (res.body as { name: string }[]).map((o) => o.name);
-      expect(names.length).toBeGreaterThan(0);
-      for (const n of names) expect(n).toContain(fragment);
-      expect(await planOf(seen), fragment).toContain('objects_name_trgm_idx');
+  /** The class's list filtered on `column` by each fragment of a sampled value: its rows, and `index` in the plan. */
+  async function expectIndexed(column: 'name' | 'description', operator: string, sent: (fragment: string) => string, index: string) {
+    for (const fragment of await sampledFragments(column)) {
+      const { res, seen } = await statementsOf(`/api/v1/classes/${classId}/objects`, {
+        [`${column}__${operator}`]: sent(fragment),
+        include_total: false,
+      });
+      const values = (res.body as Record<string, string>[]).map((o) => o[column]!);
+      expect(values.length).toBeGreaterThan(0);
+      for (const v of values) expect(v).toContain(fragment);
+      expect(await planOf(seen), fragment).toContain(index);
     }
+  }
+
+  it('name__contains with a fragment of a sampled name is read from the trigram index', async () => {
+    await expectIndexed('name', 'contains', (f) => f, 'objects_name_trgm_idx');
   });
 
   it('description__icontains with a fragment of a sampled description is read from the trigram index', async () => {
-    for (const fragment of await sampledFragments('description')) {
-      const { res, seen } = await statementsOf(`/api/v1/classes/${classId}/objects`, {
-        description__icontains: fragment.toUpperCase(),
-        include_total: false,
-      });
-      const descriptions = (res.body as { description: string }[]).map((o) => o.description);
-      expect(descriptions.length).toBeGreaterThan(0);
-      for (const d of descriptions) expect(d).toContain(fragment);
-      expect(await planOf(seen), fragment).toContain('objects_description_trgm_idx');
-    }
+    await expectIndexed('description', 'icontains', (f) => f.toUpperCase(), 'objects_description_trgm_idx');
   });
 
   // Across all objects, at this size, reading the whole table is the cheaper plan for PostgreSQL (at

@@ -4,7 +4,7 @@
 // totals and the complement of `not` stay inside the caller's authorized universe. Related
 // predicates reuse the object list's related-group traversal (src/db/related-filters.ts).
 import type { Db } from './sql.ts';
-import { and, caseInsensitiveLike, filterSql, likeEscape, or, type Fragment } from './list.ts';
+import { and, filterSql, or, textLike, type Fragment } from './list.ts';
 import { translatePgError } from './pg-errors.ts';
 import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
 import { targetSql, type SearchResult } from './search-targets.ts';
@@ -142,7 +142,7 @@ const JSON_ESCAPED = /["\\\u0000-\u001f]/;
 
 /** Case-insensitive substring match (ILIKE: a trigram index on objects' names and descriptions serves it). */
 function contains(db: Db, column: Fragment, q: string): Fragment {
-  return caseInsensitiveLike(db, column, q, '%' + likeEscape(q) + '%');
+  return textLike(db, column, q, 'contains', true);
 }
 
 function plainMatch(db: Db, kind: PlainKind, q: string, opts: { searchClassSchema: boolean; searchObjectData: boolean }): Fragment {
