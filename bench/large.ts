@@ -427,6 +427,17 @@ try {
     }),
     'SQL: like (trigram index)',
   );
+  // case-insensitive: the service matches lower(name) LIKE lower(pattern), served by the trigram index
+  // of the names' lowercase (migration 0240); by hand, ILIKE on the names' own trigram index
+  await compare(
+    b,
+    'name__icontains (rare substring, "BEEF")',
+    svcList({ ...page1, name__icontains: 'BEEF' }),
+    async () => ({
+      ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} and name ilike '%BEEF%' order by id limit 100`),
+    }),
+    'SQL: ilike (trigram index)',
+  );
   await compare(
     b,
     'name__contains (common: "-12")',

@@ -1,8 +1,10 @@
 // Case-insensitive text filters (icontains, istartswith, iendswith) and plain-text search write
 // their ILIKE as LIKE when the text has no letter and nothing beyond ASCII (src/db/list.ts
 // textLike): the two then match the same strings, and LIKE spares the planner lowercasing
-// every histogram bound of the column. Checked on PostgreSQL itself over strings whose lowercase
-// differs in length or script, and through the API: the same rows, and the statement the service ran.
+// every histogram bound of the column. With a letter, objects' names and descriptions are matched
+// as lower(c) LIKE lower(p), which the indexes of their lowercase serve (migrations/0240). Checked
+// on PostgreSQL itself over strings whose lowercase differs in length or script, and through the
+// API: the same rows, and the statement the service ran.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, statementsDuring, uniq, type TestApp } from './helpers.ts';
 import { likeEscape } from '../src/db/list.ts';
@@ -33,6 +35,32 @@ describe('ILIKE of a text without letters', () => {
     // and the check is not empty: some match, some do not
     expect(rows.some((r) => r.l)).toBe(true);
     expect(rows.some((r) => !r.l)).toBe(true);
+  });
+});
+
+describe('lower(s) LIKE lower(p)', () => {
+  it('matches what ILIKE matches, for patterns with letters of either case, on this database', async () => {
+    const patterns = [
+      '%k%',
+      '%K%',
+      '%i%',
+      '%İ%',
+      '%STRASSE%',
+      '%straße%',
+      '%ǆ%',
+      '%Ǆ%',
+      '%ω9%',
+      '%abc%',
+      'a\\_B%',
+      '%Ω%',
+      '_-12',
+      '%X-İ1%',
+    ];
+    const got = await t.deps.sql<{ s: string; p: string; i: boolean; l: boolean }[]>`
+      select s, p, s ilike p as i, lower(s) like lower(p) as l from unnest(${STRINGS}::text[]) s, unnest(${patterns}::text[]) p`;
+    expect(got.filter((r) => r.i !== r.l)).toEqual([]);
+    expect(got.some((r) => r.i)).toBe(true);
+    expect(got.some((r) => !r.i)).toBe(true);
   });
 });
 
@@ -73,10 +101,17 @@ describe('the filters and plain search', () => {
     expect(b.sql).not.toMatch(/ ilike /);
   });
 
-  it('with a letter they stay ILIKE and match either case', async () => {
+  // objects' names and descriptions have trigram indexes on their lowercase (migrations/0240)
+  const LOWER_LIKE = /lower\("?o"?\."?name"?\) like lower\(/;
+
+  it('with a letter they match either case, as lower(name) LIKE lower(pattern)', async () => {
     const a = await run(`/api/v1/classes/${classId}/objects`, { name__icontains: `HOST-${tag}` });
     expect(namesOf(a.res.body)).toEqual(names.slice(0, 2).sort());
-    expect(a.sql).toMatch(/ ilike /);
+    expect(a.sql).toMatch(LOWER_LIKE);
+    expect(a.sql).not.toMatch(/ ilike /);
+    const b = await run(`/api/v1/classes/${classId}/objects`, { name__istartswith: 'HOST-', name__iendswith: '.0.1' });
+    expect(namesOf(b.res.body)).toEqual([names[0]]);
+    expect(b.sql).toMatch(LOWER_LIKE);
   });
 
   it('plain search for a text without letters is LIKE, with the same objects', async () => {
@@ -84,9 +119,19 @@ describe('the filters and plain search', () => {
     const { res, sql } = await run('/api/v1/search', { q: `-${tag}-10.0`, kinds: 'object', limit_per_kind: 100 });
     expect(found(res.body)).toEqual(names.slice(0, 3).sort());
     expect(sql).not.toMatch(/ ilike /);
-    // a query of letters and digits stays ILIKE and finds both cases
+    // a query of letters and digits finds both cases, through the lowercase of objects' names
     const both = await run('/api/v1/search', { q: `HOST-${tag}`, kinds: 'object', limit_per_kind: 100 });
     expect(found(both.res.body)).toEqual(names.slice(0, 2).sort());
-    expect(both.sql).toMatch(/ ilike /);
+    expect(both.sql).toMatch(LOWER_LIKE);
+  });
+
+  it('on a column without an index of its lowercase, a text with a letter stays ILIKE', async () => {
+    const name = `Caseless-${tag}`;
+    const col = await t.request('POST', '/api/v1/collections', { body: { name } });
+    expect(col.status, col.text).toBe(201);
+    const { res, sql } = await run('/api/v1/search', { q: name.toUpperCase(), kinds: 'collection', limit_per_kind: 100 });
+    const found = (res.body as { results: { collections: { name: string }[] } }).results.collections.map((c) => c.name);
+    expect(found).toEqual([name]);
+    expect(sql).toMatch(/"?c"?\."?name"? ilike /);
   });
 });

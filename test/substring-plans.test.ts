@@ -5,7 +5,13 @@
 // A class of 50,000 objects in a database of this file's own, analyzed; fragments of the names and
 // descriptions in the histogram bounds are filtered on through the API, and the service's own page
 // statement, as it ran, is explained with its parameters. No timing: the plan is what is checked.
+import { mkdtempSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../src/config.ts';
+import { MIGRATIONS_DIR, migrate } from '../src/db/migrate.ts';
+import { createSql } from '../src/db/sql.ts';
 import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
 import { startTestApp, statementsDuring, uniq, type SentStatement, type TestApp } from './helpers.ts';
 
@@ -84,6 +90,18 @@ describe('substring filters on a class of 50,000 objects', () => {
     ]);
   });
 
+  it('and so do the indexes of their lowercase, which hold that lowercase', async () => {
+    const rows = await t.deps.sql<{ index: string; bounds: number; lowercase: boolean }[]>`
+      select tablename as index, array_length(histogram_bounds::text::text[], 1) as bounds,
+        (histogram_bounds::text::text[])[2] = lower((histogram_bounds::text::text[])[2]) as lowercase
+      from pg_stats where schemaname = 'public'
+        and tablename in ('objects_name_lower_trgm_idx', 'objects_description_lower_trgm_idx') order by tablename`;
+    expect(rows).toEqual([
+      { index: 'objects_description_lower_trgm_idx', bounds: 1001, lowercase: true },
+      { index: 'objects_name_lower_trgm_idx', bounds: 1001, lowercase: true },
+    ]);
+  });
+
   /** The class's list filtered on `column` by each fragment of a sampled value: its rows, and `index` in the plan. */
   async function expectIndexed(column: 'name' | 'description', operator: string, sent: (fragment: string) => string, index: string) {
     for (const fragment of await sampledFragments(column)) {
@@ -103,7 +121,12 @@ describe('substring filters on a class of 50,000 objects', () => {
   });
 
   it('description__icontains with a fragment of a sampled description is read from the trigram index', async () => {
-    await expectIndexed('description', 'icontains', (f) => f.toUpperCase(), 'objects_description_trgm_idx');
+    // with a letter whatever the fragment (the text is uppercased; one without letters is matched as LIKE)
+    await expectIndexed('description', 'icontains', (f) => `UNIT ${f}`.toUpperCase(), 'objects_description_lower_trgm_idx');
+  });
+
+  it('name__icontains with a fragment of a sampled name is read from the trigram index of its lowercase', async () => {
+    await expectIndexed('name', 'icontains', (f) => `SRV-${f}`.toUpperCase(), 'objects_name_lower_trgm_idx');
   });
 
   // Across all objects, at this size, reading the whole table is the cheaper plan for PostgreSQL (at
@@ -118,4 +141,41 @@ describe('substring filters on a class of 50,000 objects', () => {
       expect(await planOf(seen), fragment).not.toContain('objects_pkey');
     }
   });
+});
+
+// A deployment with objects that upgrades: migration 0240 builds the indexes of the lowercase and
+// analyzes them in the migrations' transaction, where PostgreSQL 15 still reads the default target
+// for a new index's expression (18 reads the new one); without the migration's own setting, plans on
+// 15 would have 101 bounds of the lowercase until autovacuum next analyzed objects, which a stable
+// table may not need for months. Run on PostgreSQL 15 (SVC_DATABASE_URL), this test fails without it.
+describe('migration 0240 on a database that already has objects', () => {
+  it('leaves 1,001 bounds of the lowercase of names and descriptions', async () => {
+    const own = await createDatabase('lower_stats');
+    const sql = createSql(own.url, loadConfig({}));
+    const before = mkdtempSync(join(tmpdir(), 'svc-migrations-'));
+    try {
+      for (const f of readdirSync(MIGRATIONS_DIR).filter((f) => f < '0240')) symlinkSync(join(MIGRATIONS_DIR, f), join(before, f));
+      await migrate(sql, before);
+      const [col] = await sql<{ id: number }[]>`insert into collections (name) values ('upgraded') returning id`;
+      const [cls] = await sql<{ id: number }[]>`insert into classes (name, collection_id) values ('hosts', ${col!.id}) returning id`;
+      await sql`
+        insert into objects (name, description, collection_id, class_id, json_data)
+        select 'Srv-' || substr(md5(g::text), 1, 8), 'Rack ' || substr(md5((g * 7)::text), 1, 8), ${col!.id}, ${cls!.id}, '{}'
+        from generate_series(1, 5000) g`;
+      expect(await migrate(sql)).toContain('0240_caseless_substring_indexes.sql');
+      const rows = await sql<{ index: string; bounds: number; lowercase: boolean }[]>`
+        select tablename as index, array_length(histogram_bounds::text::text[], 1) as bounds,
+          (histogram_bounds::text::text[])[2] like 'srv-%' or (histogram_bounds::text::text[])[2] like 'rack %' as lowercase
+        from pg_stats where schemaname = 'public'
+          and tablename in ('objects_name_lower_trgm_idx', 'objects_description_lower_trgm_idx') order by tablename`;
+      expect(rows).toEqual([
+        { index: 'objects_description_lower_trgm_idx', bounds: 1001, lowercase: true },
+        { index: 'objects_name_lower_trgm_idx', bounds: 1001, lowercase: true },
+      ]);
+    } finally {
+      rmSync(before, { recursive: true, force: true });
+      await sql.end();
+      await own.drop();
+    }
+  }, 120_000);
 });

@@ -43,8 +43,8 @@ export const OBJECT_COLUMN_LIST_JSON_TEXT = `o.id, o.name, o.description, o.coll
 
 const BASE_FIELDS: Record<string, FieldDef> = {
   id: { type: 'integer', column: 'o.id', notNull: true },
-  name: { type: 'text', column: 'o.name', notNull: true },
-  description: { type: 'text', column: 'o.description', notNull: true },
+  name: { type: 'text', column: 'o.name', notNull: true, lowerIndexed: true },
+  description: { type: 'text', column: 'o.description', notNull: true, lowerIndexed: true },
   collection_id: { type: 'integer', column: 'o.collection_id', notNull: true },
   created_at: { type: 'timestamp', column: 'o.created_at', notNull: true },
   updated_at: { type: 'timestamp', column: 'o.updated_at', notNull: true },

@@ -25,8 +25,8 @@ import { LIMITS, isRelatedKey, parseRelatedGroups, relatedAlias, type RelatedGro
 export const RELATED_TARGET_SPEC: ListSpec = {
   fields: {
     id: { type: 'integer', column: 'svc_t.id' },
-    name: { type: 'text', column: 'svc_t.name' },
-    description: { type: 'text', column: 'svc_t.description' },
+    name: { type: 'text', column: 'svc_t.name', lowerIndexed: true },
+    description: { type: 'text', column: 'svc_t.description', lowerIndexed: true },
     collection_id: { type: 'integer', column: 'svc_t.collection_id' },
     created_at: { type: 'timestamp', column: 'svc_t.created_at' },
     updated_at: { type: 'timestamp', column: 'svc_t.updated_at' },

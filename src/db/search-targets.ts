@@ -132,11 +132,20 @@ const NOT_NULL = new Set([
   ...['sa.description', 'sa.owner_group_id'],
 ]);
 
+/** Columns whose lowercase has a trigram index (migrations/0240): objects' names and descriptions. */
+export const LOWER_INDEXED = new Set(['o.name', 'o.description']);
+
 function specFor(kind: TargetKind): ListSpec {
   const fields: Record<string, FieldDef> = {};
   for (const [name, def] of Object.entries(TARGET_FIELDS[kind])) {
     const column = COLUMNS[kind][name]!;
-    fields[name] = { type: def.type, column, sortable: def.sortable, notNull: NOT_NULL.has(column) };
+    fields[name] = {
+      type: def.type,
+      column,
+      sortable: def.sortable,
+      notNull: NOT_NULL.has(column),
+      lowerIndexed: LOWER_INDEXED.has(column),
+    };
   }
   return { fields, defaultSort: DEFAULT_SORT[kind] };
 }

@@ -7,7 +7,7 @@ import type { Db } from './sql.ts';
 import { and, filterSql, or, textLike, type Fragment } from './list.ts';
 import { translatePgError } from './pg-errors.ts';
 import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
-import { targetSql, type SearchResult } from './search-targets.ts';
+import { LOWER_INDEXED, targetSql, type SearchResult } from './search-targets.ts';
 import type { AuditCollections } from './audit.ts';
 import type { JsonTexts } from '../domain/json-text.ts';
 import { ApiError } from '../domain/errors.ts';
@@ -140,17 +140,17 @@ const PLAIN_SORT: SortKey[] = [{ field: 'id', desc: false }];
 /** What JSON text writes escaped: a quote, a backslash, a control character. */
 const JSON_ESCAPED = /["\\\u0000-\u001f]/;
 
-/** Case-insensitive substring match (ILIKE: a trigram index on objects' names and descriptions serves it). */
-function contains(db: Db, column: Fragment, q: string): Fragment {
-  return textLike(db, column, q, 'contains', true);
+/** Case-insensitive substring match (a trigram index on objects' names and descriptions serves it). */
+function contains(db: Db, column: string, q: string): Fragment {
+  return textLike(db, db`${db(column)}` as Fragment, q, 'contains', true, LOWER_INDEXED.has(column));
 }
 
 function plainMatch(db: Db, kind: PlainKind, q: string, opts: { searchClassSchema: boolean; searchObjectData: boolean }): Fragment {
   const alias = kind === 'collection' ? 'c' : kind === 'class' ? 'k' : 'o';
-  const text = [contains(db, db`${db(alias + '.name')}` as Fragment, q), contains(db, db`${db(alias + '.description')}` as Fragment, q)];
+  const text = [contains(db, `${alias}.name`, q), contains(db, `${alias}.description`, q)];
   if (kind === 'class' && opts.searchClassSchema) {
     // the schema document's text, keys included; a class without a schema does not match
-    text.push(db`coalesce(${contains(db, db`k.json_schema::text` as Fragment, q)}, false)` as Fragment);
+    text.push(db`coalesce(${textLike(db, db`k.json_schema::text` as Fragment, q, 'contains', true)}, false)` as Fragment);
   }
   if (kind === 'object' && opts.searchObjectData) {
     const value = db`exists (select 1 from jsonb_path_query(o.json_data, 'strict $.**') as svc_v (value)

@@ -59,6 +59,12 @@ export interface FieldDef {
    * over such keys become index ranges instead of null-aware OR conditions (src/db/list.ts).
    */
   notNull?: boolean;
+  /**
+   * A trigram index on lower(column) holds the column's statistics in lowercase (objects' names and
+   * descriptions, migrations/0240): case-insensitive matches are written `lower(c) LIKE lower(p)`,
+   * which it serves and PostgreSQL estimates without lowercasing every histogram bound (src/db/list.ts).
+   */
+  lowerIndexed?: boolean;
 }
 
 export interface ListSpec {
