@@ -9,7 +9,9 @@
 -- LIKE); `lower(name) = lower(v)` (__iequals) uses them too. The case-sensitive indexes of
 -- migration 0190 stay for LIKE, contains, endswith and regex. pg_trgm lowercases trigrams either
 -- way, so the two indexes of a column hold the same trigrams; the price is their size and the
--- writes (measured: bench/FINDINGS.md, 2026-12-02).
+-- writes (measured: bench/FINDINGS.md, 2026-12-02). Building both took ~15–18 s at 1,000,000
+-- objects of short names and descriptions (bench/large.ts's), then the ANALYZE; writes to objects
+-- wait meanwhile.
 create index objects_name_lower_trgm_idx on objects using gin (lower(name) gin_trgm_ops);
 create index objects_description_lower_trgm_idx on objects using gin (lower(description) gin_trgm_ops);
 -- 1,001 bounds, as the columns themselves (migration 0230): a fragment of a sampled name is then
