@@ -155,6 +155,68 @@ describe('substring filters on a class of 50,000 objects', () => {
   });
 });
 
+// A table PostgreSQL takes for 5,000,000 objects (its row count set so; autovacuum held off): there
+// a fragment of a sampled name, estimated at 0.1 %, is read in id order by the plain statement (the
+// misplan of classes above ~1.3M objects, bench/FINDINGS.md 2026-12-02), and the service reads the
+// ids the trigram index finds for it first (src/db/substring-stats.ts), once its process has loaded
+// the statistics in the background.
+describe('substring filters where the objects table is large', () => {
+  let big: TestApp;
+  beforeAll(async () => {
+    await t.deps.sql`alter table objects set (autovacuum_enabled = false)`;
+    await t.deps.sql`update pg_class set reltuples = 5000000 where oid = 'objects'::regclass`;
+    big = await startTestApp({ SVC_DATABASE_URL: db.url });
+  });
+  afterAll(async () => {
+    await big?.close();
+    await t.deps.sql`alter table objects reset (autovacuum_enabled)`;
+    await t.deps.sql`analyze objects`;
+  });
+
+  /** A request through the service with the large table, once its statistics are in (at most ~5 s). */
+  async function bigStatementsOf(path: string, query: Record<string, string | number | boolean>, rare: boolean) {
+    for (let i = 0; ; i++) {
+      const { result: res, statements } = await statementsDuring(big.deps.sql, () => big.request('GET', path, { query }));
+      expect(res.status, res.text).toBe(200);
+      if (!rare || statements.some((st) => st.text.includes('svc_s')) || i >= 50) return { res, seen: statements };
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  it('PostgreSQL alone reads a fragment of a sampled name in id order there', async () => {
+    const [fragment] = await sampledFragments('name');
+    const plan = await t.deps.sql.unsafe(`explain select id from objects o where class_id = $1 and name like $2 order by id limit 100`, [
+      classId,
+      `%${fragment}%`,
+    ]);
+    expect(plan.map((r) => r['QUERY PLAN'] as string).join('\n')).toMatch(/Index Scan using objects_pkey[\s\S]*Filter: .*name ~~/);
+  });
+
+  it('the service reads the ids the trigram index finds instead, for a class list and plain search', async () => {
+    for (const fragment of (await sampledFragments('name')).slice(0, 2)) {
+      const list = await bigStatementsOf(`/api/v1/classes/${classId}/objects`, { name__contains: fragment, include_total: false }, true);
+      const names = (list.res.body as { name: string }[]).map((o) => o.name);
+      expect(names.length).toBeGreaterThan(0);
+      for (const n of names) expect(n).toContain(fragment);
+      const plan = await planOf(list.seen);
+      expect(plan, fragment).toContain('objects_name_trgm_idx');
+      expect(plan, fragment).not.toMatch(/Index Scan using objects_pkey[^\n]*\n\s*Filter: .*name ~~/);
+
+      const search = await bigStatementsOf('/api/v1/search', { q: `SRV-${fragment}`, kinds: 'object', limit_per_kind: 100 }, true);
+      const found = (search.res.body as { results: { objects: { name: string }[] } }).results.objects.map((o) => o.name);
+      expect(found.length).toBeGreaterThan(0);
+      for (const n of found) expect(n).toContain(fragment);
+      expect(await planOf(search.seen), fragment).toContain('objects_name_lower_trgm_idx');
+    }
+  });
+
+  it('a text in many bounds (srv-, in every name) is left to PostgreSQL', async () => {
+    await bigStatementsOf(`/api/v1/classes/${classId}/objects`, { name__contains: 'zz-never-zz' }, true);
+    const { seen } = await bigStatementsOf(`/api/v1/classes/${classId}/objects`, { name__contains: 'srv-', include_total: false }, false);
+    expect(seen.some((st) => st.text.includes('svc_s'))).toBe(false);
+  });
+});
+
 // A deployment with objects that upgrades: migration 0240 builds the indexes of the lowercase and
 // analyzes them in the migrations' transaction, where PostgreSQL 15 still reads the default target
 // for a new index's expression (18 reads the new one); without the migration's own setting, plans on

@@ -13,6 +13,7 @@
 // timestamptz parameters through JS Date and drops microseconds.
 import type postgres from 'postgres';
 import { listPoolOf, nameOf, partOf, type Db, type TransactionSql } from './sql.ts';
+import { matchedIds, rareInLargeTable } from './substring-stats.ts';
 import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import { finalFor, withTx } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
@@ -144,8 +145,25 @@ function columnFilter(db: Db, f: Filter): Fragment {
     case 'between':
       return partOf(db)`${c} between ${typed(db, f.def.type, v[0])} and ${typed(db, f.def.type, v[1])}` as Fragment;
     default:
-      return textOp(db, c, f.op, String(v[0]), f.def.lowerIndexed === true);
+      return f.def.lowerIndexed && SUBSTRING_OPS.has(f.op)
+        ? substringFilter(db, f.def.column, f.op, String(v[0]))
+        : textOp(db, c, f.op, String(v[0]), false);
   }
+}
+
+/** The text operators a trigram index serves (startswith: the b-tree's range). */
+const SUBSTRING_OPS = new Set(['contains', 'icontains', 'endswith', 'iendswith', 'istartswith']);
+
+/**
+ * A substring filter on an objects' column with trigram indexes (`alias.name`, `alias.description`):
+ * as textOp writes it, or, for a text rare in a large table, through the ids the index finds for it
+ * (src/db/substring-stats.ts), which PostgreSQL would otherwise look for by reading the class in id
+ * order.
+ */
+export function substringFilter(db: Db, column: string, op: string, text: string): Fragment {
+  const [alias, name] = column.split('.') as [string, 'name' | 'description'];
+  if (!rareInLargeTable(db, name, text)) return textOp(db, col(db, column), op, text, true);
+  return matchedIds(db, col(db, `${alias}.id`), textOp(db, col(db, `svc_s.${name}`), op, text, true));
 }
 
 function inList(db: Db, f: Filter, c: Fragment): Fragment {

@@ -8,6 +8,7 @@ import { and, filterSql, or, textLike, type Fragment } from './list.ts';
 import { translatePgError } from './pg-errors.ts';
 import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
 import { LOWER_INDEXED, targetSql, type SearchResult } from './search-targets.ts';
+import { matchedIds, rareInLargeTable } from './substring-stats.ts';
 import type { AuditCollections } from './audit.ts';
 import type { JsonTexts } from '../domain/json-text.ts';
 import { ApiError } from '../domain/errors.ts';
@@ -141,12 +142,17 @@ const PLAIN_SORT: SortKey[] = [{ field: 'id', desc: false }];
 const JSON_ESCAPED = /["\\\u0000-\u001f]/;
 
 /** Case-insensitive substring match (a trigram index on objects' names and descriptions serves it). */
-function contains(db: Db, column: string, q: string): Fragment {
-  return textLike(db, db`${db(column)}` as Fragment, q, 'contains', true, LOWER_INDEXED.has(column));
+function contains(db: Db, column: string, q: string, lowerIndexed = LOWER_INDEXED.has(column)): Fragment {
+  return textLike(db, db`${db(column)}` as Fragment, q, 'contains', true, lowerIndexed);
 }
 
 function plainMatch(db: Db, kind: PlainKind, q: string, opts: { searchClassSchema: boolean; searchObjectData: boolean }): Fragment {
   const alias = kind === 'collection' ? 'c' : kind === 'class' ? 'k' : 'o';
+  if (kind === 'object' && !opts.searchObjectData && rareInLargeTable(db, 'name', q) && rareInLargeTable(db, 'description', q)) {
+    // rare in both columns of a large table: the ids both trigram indexes find, then the rows by id
+    // (src/db/substring-stats.ts)
+    return matchedIds(db, db`o.id` as Fragment, or(db, [contains(db, 'svc_s.name', q, true), contains(db, 'svc_s.description', q, true)]));
+  }
   const text = [contains(db, `${alias}.name`, q), contains(db, `${alias}.description`, q)];
   if (kind === 'class' && opts.searchClassSchema) {
     // the schema document's text, keys included; a class without a schema does not match

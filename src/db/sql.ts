@@ -110,6 +110,11 @@ export function transactionObserver(): TxObserver | undefined {
   return txObserver;
 }
 
+/** Whether `db` is a pool made by createSql (not a transaction or a reserved connection). */
+export function isPool(db: object): boolean {
+  return acquireTimeouts.has(db);
+}
+
 /** SVC_DB_POOL_ACQUIRE_TIMEOUT_MS of a pool made by createSql (withTx bounds its wait with it). */
 export function acquireTimeoutOf(sql: Sql): number | undefined {
   return acquireTimeouts.get(sql);
