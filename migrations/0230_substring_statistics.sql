@@ -12,8 +12,8 @@
 -- substring filter tests its pattern against 1,001 bounds of each column it names: ~0.05 ms more for
 -- LIKE, ~0.25 ms more for ILIKE, which lowercases every bound (plain-text search, on names and
 -- descriptions: ~0.5 ms). How rare a pattern must be estimated to take the index shrinks as a class
--- grows: beyond ~1.3 million objects in a class a fragment of a sampled name (0.1 %) reads in id
--- order again (bench/FINDINGS.md, 2026-12-02).
+-- grows: beyond ~1.3 million objects of short rows in a class a fragment of a sampled name (0.1 %)
+-- reads in id order again, which src/db/substring-stats.ts forestalls (bench/FINDINGS.md, 2026-12-02).
 alter table objects alter column name set statistics 1000;
 alter table objects alter column description set statistics 1000;
 analyze objects (name, description);
