@@ -13,7 +13,7 @@
 // timestamptz parameters through JS Date and drops microseconds.
 import type postgres from 'postgres';
 import { listPoolOf, nameOf, partOf, type Db, type TransactionSql } from './sql.ts';
-import { matchedIds, rareInLargeTable } from './substring-stats.ts';
+import { rareInLargeTable } from './substring-stats.ts';
 import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import { finalFor, withTx } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
@@ -149,6 +149,15 @@ function columnFilter(db: Db, f: Filter): Fragment {
         ? substringFilter(db, f.def.column, f.op, String(v[0]))
         : textOp(db, c, f.op, String(v[0]), false);
   }
+}
+
+/**
+ * `idColumn = any(array(select svc_s.id from objects svc_s where <match>))`: the ids the trigram
+ * index finds for `match` (written over alias svc_s) first, then the rows by id, in id order. The
+ * walk in id order is then not a plan PostgreSQL can choose for the match.
+ */
+export function matchedIds(db: Db, idColumn: Fragment, match: Fragment): Fragment {
+  return db`${idColumn} = any(array(select svc_s.id from objects svc_s where ${match}))` as Fragment;
 }
 
 /** The text operators a trigram index serves (startswith: the b-tree's range). */

@@ -4,11 +4,11 @@
 // totals and the complement of `not` stay inside the caller's authorized universe. Related
 // predicates reuse the object list's related-group traversal (src/db/related-filters.ts).
 import type { Db } from './sql.ts';
-import { and, filterSql, or, textLike, type Fragment } from './list.ts';
+import { and, filterSql, matchedIds, or, textLike, type Fragment } from './list.ts';
 import { translatePgError } from './pg-errors.ts';
 import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
 import { LOWER_INDEXED, targetSql, type SearchResult } from './search-targets.ts';
-import { matchedIds, rareInLargeTable } from './substring-stats.ts';
+import { rareInLargeTable } from './substring-stats.ts';
 import type { AuditCollections } from './audit.ts';
 import type { JsonTexts } from '../domain/json-text.ts';
 import { ApiError } from '../domain/errors.ts';

@@ -13,7 +13,6 @@
 // list.ts then reads the matching ids from the index first (matchedIds). Until the bounds are
 // loaded, or in a transaction, PostgreSQL plans as it would.
 import { isPool, type Db } from './sql.ts';
-import type { Fragment } from './list.ts';
 
 /** Objects in the table from which the walk in id order may win over the index for a rare text. */
 export const LARGE_TABLE_ROWS = 1_200_000;
@@ -69,13 +68,4 @@ export function rareInLargeTable(db: Db, column: Column, text: string): boolean 
   let found = 0;
   for (const bound of s.bounds[column]) if (bound.includes(t) && ++found > RARE_BOUNDS) return false;
   return true;
-}
-
-/**
- * `idColumn = any(array(select svc_s.id from objects svc_s where <match>))`: the ids the trigram
- * index finds for `match` (written over alias svc_s) first, then the rows by id, in id order. The
- * walk in id order is then not a plan PostgreSQL can choose for the match.
- */
-export function matchedIds(db: Db, idColumn: Fragment, match: Fragment): Fragment {
-  return db`${idColumn} = any(array(select svc_s.id from objects svc_s where ${match}))` as Fragment;
 }
