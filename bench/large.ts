@@ -328,6 +328,10 @@ try {
 
   // --- keyset pages ---------------------------------------------------------------------------
   const page1 = { limit: 100, include_total: false };
+  /** The hand-written first page of the class in id order under `cond` (a fragment of `direct`). */
+  const classPage = (cond: typeof OBJ) => async () => ({
+    ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} and ${cond} order by id limit 100`),
+  });
   await compare(b, 'keyset page 1 (id order, limit 100)', svcList(page1), async () => ({
     ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} order by id limit 100`),
   }));
@@ -422,9 +426,7 @@ try {
     b,
     'name__contains (rare substring)',
     svcList({ ...page1, name__contains: 'beef' }),
-    async () => ({
-      ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} and name like '%beef%' order by id limit 100`),
-    }),
+    classPage(direct`name like '%beef%'`),
     'SQL: like (trigram index)',
   );
   // case-insensitive: the service matches lower(name) LIKE lower(pattern), served by the trigram index
@@ -433,18 +435,14 @@ try {
     b,
     'name__icontains (rare substring, "BEEF")',
     svcList({ ...page1, name__icontains: 'BEEF' }),
-    async () => ({
-      ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} and name ilike '%BEEF%' order by id limit 100`),
-    }),
+    classPage(direct`name ilike '%BEEF%'`),
     'SQL: ilike (trigram index)',
   );
   await compare(
     b,
     'name__contains (common: "-12")',
     svcList({ ...page1, name__contains: '-12' }),
-    async () => ({
-      ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} and name like '%-12%' order by id limit 100`),
-    }),
+    classPage(direct`name like '%-12%'`),
     'page fills early in id order',
   );
   const plain = async (q: string) => {
@@ -475,24 +473,14 @@ try {
     b,
     'json_data__all=tags=rack-8 (2.5%)',
     svcList({ ...page1, json_data__all: 'tags=rack-8' }),
-    async () => ({
-      ids: ids(
-        await direct`
-        select ${OBJ} from objects where class_id = ${classId} and json_data @> '{"tags":["rack-8"]}' order by id limit 100`,
-      ),
-    }),
+    classPage(direct`json_data @> '{"tags":["rack-8"]}'`),
     'SQL: @> (GIN)',
   );
   await compare(
     b,
     'json_data__all=tags=rack-8,rack-9 (none)',
     svcList({ ...page1, json_data__all: 'tags=rack-8,rack-9' }),
-    async () => ({
-      ids: ids(
-        await direct`
-        select ${OBJ} from objects where class_id = ${classId} and json_data @> '{"tags":["rack-8","rack-9"]}' order by id limit 100`,
-      ),
-    }),
+    classPage(direct`json_data @> '{"tags":["rack-8","rack-9"]}'`),
     'SQL: @> (GIN)',
   );
   // Two filters (equals and all) that are containment tests alone: one contained document
@@ -501,13 +489,7 @@ try {
     b,
     'json_data env=prod + all tags=rack-9,even (none)',
     svcList({ ...page1, json_data__equals: 'env=prod', json_data__all: 'tags=rack-9,even' }),
-    async () => ({
-      ids: ids(
-        await direct`
-        select ${OBJ} from objects where class_id = ${classId} and json_data @> '{"env":"prod","tags":["rack-9","even"]}'
-        order by id limit 100`,
-      ),
-    }),
+    classPage(direct`json_data @> '{"env":"prod","tags":["rack-9","even"]}'`),
     'SQL: one @> (GIN)',
   );
   const host = `srv-${Math.floor(OBJECTS * 0.7)}.example.net`;
@@ -515,12 +497,7 @@ try {
     b,
     'json_data__equals=hostname=<one host>',
     svcList({ ...page1, json_data__equals: `hostname=${host}` }),
-    async () => ({
-      ids: ids(
-        await direct`
-        select ${OBJ} from objects where class_id = ${classId} and json_data @> ${direct.json({ hostname: host })} order by id limit 100`,
-      ),
-    }),
+    classPage(direct`json_data @> ${direct.json({ hostname: host })}`),
     'SQL: @> (GIN)',
   );
 
@@ -529,20 +506,17 @@ try {
   // each object's collection against the grants the token cache keeps (Authority.grants); the SQL
   // names the collection.
   const objectReader = await b.principalWith([[objCol, ['ReadClass', 'ReadObject']]]);
-  await compare(b, 'keyset page 1, non-admin (ReadObject on the collection)', svcList(page1, objectReader.token), async () => ({
-    ids: ids(await direct`select ${OBJ} from objects where class_id = ${classId} and collection_id = ${objCol} order by id limit 100`),
-  }));
+  await compare(
+    b,
+    'keyset page 1, non-admin (ReadObject on the collection)',
+    svcList(page1, objectReader.token),
+    classPage(direct`collection_id = ${objCol}`),
+  );
   await compare(
     b,
     'json_data__equals=hostname=<one host>, non-admin',
     svcList({ ...page1, json_data__equals: `hostname=${host}` }, objectReader.token),
-    async () => ({
-      ids: ids(
-        await direct`
-        select ${OBJ} from objects where class_id = ${classId} and collection_id = ${objCol}
-          and json_data @> ${direct.json({ hostname: host })} order by id limit 100`,
-      ),
-    }),
+    classPage(direct`collection_id = ${objCol} and json_data @> ${direct.json({ hostname: host })}`),
     'SQL: @> (GIN)',
   );
 
