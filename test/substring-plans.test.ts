@@ -210,6 +210,38 @@ describe('substring filters where the objects table is large', () => {
     }
   });
 
+  it('and for name__like and name__regex by the text their pattern requires', async () => {
+    const [fragment] = await sampledFragments('name');
+    for (const [operator, pattern] of [
+      ['like', `%${fragment}-%`],
+      ['regex', `${fragment}-[0-9]+$`],
+    ] as const) {
+      const list = await bigStatementsOf(
+        `/api/v1/classes/${classId}/objects`,
+        { [`name__${operator}`]: pattern, include_total: false },
+        true,
+      );
+      const names = (list.res.body as { name: string }[]).map((o) => o.name);
+      expect(names.length, pattern).toBeGreaterThan(0);
+      for (const n of names) expect(n).toMatch(new RegExp(`${fragment}-[0-9]+$`));
+      expect(
+        list.seen.some((st) => st.text.includes('svc_s')),
+        pattern,
+      ).toBe(true);
+      const plan = await planOf(list.seen, operator === 'like' ? /like/ : / ~ /);
+      expect(plan, pattern).toContain('objects_name_trgm_idx');
+      expect(plan, pattern).not.toMatch(/Index Scan using objects_pkey[^\n]*\n\s*Filter: .*name ~/);
+    }
+    // an alternation requires no one text: left to PostgreSQL
+    const { res, seen } = await bigStatementsOf(
+      `/api/v1/classes/${classId}/objects`,
+      { name__regex: `${fragment}|zz-never-zz`, include_total: false },
+      false,
+    );
+    expect((res.body as unknown[]).length).toBeGreaterThan(0);
+    expect(seen.some((st) => st.text.includes('svc_s'))).toBe(false);
+  });
+
   it('a text in many bounds (srv-, in every name) is left to PostgreSQL', async () => {
     await bigStatementsOf(`/api/v1/classes/${classId}/objects`, { name__contains: 'zz-never-zz' }, true);
     const { seen } = await bigStatementsOf(`/api/v1/classes/${classId}/objects`, { name__contains: 'srv-', include_total: false }, false);

@@ -13,7 +13,7 @@
 // timestamptz parameters through JS Date and drops microseconds.
 import type postgres from 'postgres';
 import { listPoolOf, nameOf, partOf, type Db, type TransactionSql } from './sql.ts';
-import { rareInLargeTable } from './substring-stats.ts';
+import { rareInLargeTable, rarePatternInLargeTable } from './substring-stats.ts';
 import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import { finalFor, withTx } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
@@ -161,7 +161,7 @@ export function matchedIds(db: Db, idColumn: Fragment, match: Fragment): Fragmen
 }
 
 /** The text operators a trigram index serves (startswith: the b-tree's range). */
-const SUBSTRING_OPS = new Set(['contains', 'icontains', 'endswith', 'iendswith', 'istartswith']);
+const SUBSTRING_OPS = new Set(['contains', 'icontains', 'endswith', 'iendswith', 'istartswith', 'like', 'regex']);
 
 /**
  * A substring filter on an objects' column with trigram indexes (`alias.name`, `alias.description`):
@@ -171,7 +171,8 @@ const SUBSTRING_OPS = new Set(['contains', 'icontains', 'endswith', 'iendswith',
  */
 export function substringFilter(db: Db, column: string, op: string, text: string): Fragment {
   const [alias, name] = column.split('.') as [string, 'name' | 'description'];
-  if (!rareInLargeTable(db, name, text)) return textOp(db, col(db, column), op, text, true);
+  const rare = op === 'like' || op === 'regex' ? rarePatternInLargeTable(db, name, op, text) : rareInLargeTable(db, name, text);
+  if (!rare) return textOp(db, col(db, column), op, text, true);
   return matchedIds(db, col(db, `${alias}.id`), textOp(db, col(db, `svc_s.${name}`), op, text, true));
 }
 

@@ -56,16 +56,129 @@ async function load(db: Db, s: Stats): Promise<void> {
  * the statistics in the background; false until they are there, and for a transaction.
  */
 export function rareInLargeTable(db: Db, column: Column, text: string): boolean {
-  if (!isPool(db)) return false;
+  return rareTextsInLargeTable(db, column, [text]);
+}
+
+/** Whether the bounds holding every one of `texts` are few enough (as rareInLargeTable of one text). */
+function rareTextsInLargeTable(db: Db, column: Column, texts: string[]): boolean {
+  const s = statsFor(db);
+  if (!s?.bounds || s.rows < LARGE_TABLE_ROWS) return false;
+  const ts = texts.map((t) => t.toLowerCase());
+  let found = 0;
+  for (const bound of s.bounds[column]) if (ts.every((t) => bound.includes(t)) && ++found > RARE_BOUNDS) return false;
+  return true;
+}
+
+/**
+ * Whether a `like` or `regex` filter's pattern is rare in the column, as rareInLargeTable says of a
+ * text: by the texts every match of the pattern must hold (likeRequiredTexts, regexRequiredTexts).
+ * A string that matches the pattern holds them all, so the bounds holding them are at least those
+ * PostgreSQL finds matching the pattern; a pattern without such a text (`%`, `.*`, an alternation)
+ * is left to PostgreSQL. The pattern itself is never run here: a regular expression a client sends
+ * may take JavaScript's backtracking engine exponential time, PostgreSQL's does not.
+ */
+export function rarePatternInLargeTable(db: Db, column: Column, op: 'like' | 'regex', pattern: string): boolean {
+  const texts = op === 'like' ? likeRequiredTexts(pattern) : regexRequiredTexts(pattern);
+  return texts !== undefined && texts.length > 0 && rareTextsInLargeTable(db, column, texts);
+}
+
+function statsFor(db: Db): Stats | undefined {
+  if (!isPool(db)) return undefined;
   let s = statsOf.get(db);
   if (!s) statsOf.set(db, (s = { loadedAt: 0, loading: false, rows: 0, bounds: null }));
   if (!s.loading && Date.now() - s.loadedAt > REFRESH_MS) {
     s.loading = true;
     void load(db, s);
   }
-  if (!s.bounds || s.rows < LARGE_TABLE_ROWS) return false;
-  const t = text.toLowerCase();
-  let found = 0;
-  for (const bound of s.bounds[column]) if (bound.includes(t) && ++found > RARE_BOUNDS) return false;
-  return true;
+  return s;
+}
+
+/** The texts between a LIKE pattern's wildcards (`%`, `_`; `\` escapes the next character). */
+export function likeRequiredTexts(pattern: string): string[] | undefined {
+  const runs: string[] = [];
+  let run = '';
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i]!;
+    if (ch === '\\') {
+      const next = pattern[++i];
+      if (next === undefined) return undefined; // PostgreSQL refuses the pattern
+      run += next;
+    } else if (ch === '%' || ch === '_') {
+      runs.push(run);
+      run = '';
+    } else run += ch;
+  }
+  runs.push(run);
+  return texts(runs);
+}
+
+/**
+ * The runs of literal characters, outside any group or bracket expression, that every match of a
+ * PostgreSQL regular expression (an ARE, as `~` reads it) must hold; undefined where the pattern is
+ * not read that simply: an alternation, embedded options or a director (`(?i)`, `***:`), an escape
+ * other than \d \s \w (and their capitals) or of punctuation, an unclosed bracket, group or bound.
+ * The quantifier after a character ends the run (without that character, unless it is `+`).
+ */
+export function regexRequiredTexts(pattern: string): string[] | undefined {
+  if (pattern.startsWith('***=')) return texts([pattern.slice(4)]);
+  if (pattern.startsWith('***') || /\(\?[a-zA-Z#]/.test(pattern) || pattern.includes('|')) return undefined;
+  const runs: string[] = [];
+  let run = '';
+  const end = () => {
+    runs.push(run);
+    run = '';
+  };
+  let depth = 0;
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i]!;
+    if (ch === '[') {
+      i = bracketEnd(pattern, i);
+      if (i < 0) return undefined;
+      end();
+    } else if (ch === '(') {
+      depth++;
+      end();
+    } else if (ch === ')') {
+      depth--;
+      end();
+    } else if (ch === '*' || ch === '?' || ch === '{') {
+      // the atom before is optional or repeated: its character leaves the run, which ends
+      run = run.slice(0, -1);
+      end();
+      if (ch === '{') {
+        i = pattern.indexOf('}', i);
+        if (i < 0) return undefined;
+      }
+    } else if (ch === '+' || ch === '.' || ch === '^' || ch === '$') end();
+    else if (ch === '\\') {
+      const next = pattern[++i];
+      if (next === undefined) return undefined;
+      if ('dDsSwW'.includes(next)) end();
+      else if (/[a-zA-Z0-9]/.test(next)) return undefined;
+      else if (depth === 0) run += next;
+    } else if (depth === 0) run += ch;
+  }
+  end();
+  return depth === 0 ? texts(runs) : undefined;
+}
+
+/** The index of the `]` closing the bracket expression opened at `open`, or -1. */
+function bracketEnd(p: string, open: number): number {
+  let i = open + 1;
+  if (p[i] === '^') i++;
+  if (p[i] === ']') i++;
+  for (; i < p.length; i++) {
+    if (p[i] === ']') return i;
+    if (p[i] === '\\') i++;
+    else if (p[i] === '[' && (p[i + 1] === ':' || p[i + 1] === '.' || p[i + 1] === '=')) {
+      const close = p.indexOf(p[i + 1] + ']', i + 2);
+      if (close < 0) return -1;
+      i = close + 1;
+    }
+  }
+  return -1;
+}
+
+function texts(runs: string[]): string[] {
+  return runs.filter((r) => r.length > 0);
 }
