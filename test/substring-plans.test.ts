@@ -232,6 +232,16 @@ describe('substring filters where the objects table is large', () => {
       expect(plan, pattern).toContain('objects_name_trgm_idx');
       expect(plan, pattern).not.toMatch(/Index Scan using objects_pkey[^\n]*\n\s*Filter: .*name ~/);
     }
+    // negated: the rows the rare pattern does not match
+    const not = await bigStatementsOf(
+      `/api/v1/classes/${classId}/objects`,
+      { name__not_like: `%${fragment}-%`, limit: 250, include_total: false },
+      true,
+    );
+    const others = (not.res.body as { name: string }[]).map((o) => o.name);
+    expect(others.length).toBe(250);
+    for (const n of others) expect(n).not.toContain(`${fragment}-`);
+    expect(not.seen.some((st) => st.text.includes('svc_s'))).toBe(true);
     // an alternation requires no one text: left to PostgreSQL
     const { res, seen } = await bigStatementsOf(
       `/api/v1/classes/${classId}/objects`,
