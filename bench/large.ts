@@ -438,6 +438,22 @@ try {
     classPage(direct`name ilike '%BEEF%'`),
     'SQL: ilike (trigram index)',
   );
+  // a pattern: the service judges it rare by the texts every match must hold ('srv-', 'beef'), as a
+  // substring (src/db/substring-stats.ts); both sides are served by the trigram index of names
+  await compare(
+    b,
+    'name__like=srv-%beef% (rare pattern)',
+    svcList({ ...page1, name__like: 'srv-%beef%' }),
+    classPage(direct`name like 'srv-%beef%'`),
+    'SQL: like (trigram index)',
+  );
+  await compare(
+    b,
+    'name__regex=^srv-[0-9a-f]*beef (rare pattern)',
+    svcList({ ...page1, name__regex: '^srv-[0-9a-f]*beef' }),
+    classPage(direct`name ~ '^srv-[0-9a-f]*beef'`),
+    'SQL: ~ (trigram index)',
+  );
   await compare(
     b,
     'name__contains (common: "-12")',

@@ -13,7 +13,7 @@
 // timestamptz parameters through JS Date and drops microseconds.
 import type postgres from 'postgres';
 import { listPoolOf, nameOf, partOf, type Db, type TransactionSql } from './sql.ts';
-import { rareInLargeTable, rarePatternInLargeTable } from './substring-stats.ts';
+import { rareInLargeTable, rarePatternText } from './substring-stats.ts';
 import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import { finalFor, withTx } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
@@ -167,13 +167,20 @@ const SUBSTRING_OPS = new Set(['contains', 'icontains', 'endswith', 'iendswith',
  * A substring filter on an objects' column with trigram indexes (`alias.name`, `alias.description`):
  * as textOp writes it, or, for a text rare in a large table, through the ids the index finds for it
  * (src/db/substring-stats.ts), which PostgreSQL would otherwise look for by reading the class in id
- * order.
+ * order. A `like` or `regex` pattern that every match of it holds a rare text of (rarePatternText):
+ * the ids holding that text, then the pattern on their rows.
  */
 export function substringFilter(db: Db, column: string, op: string, text: string): Fragment {
   const [alias, name] = column.split('.') as [string, 'name' | 'description'];
-  const rare = op === 'like' || op === 'regex' ? rarePatternInLargeTable(db, name, op, text) : rareInLargeTable(db, name, text);
-  if (!rare) return textOp(db, col(db, column), op, text, true);
-  return matchedIds(db, col(db, `${alias}.id`), textOp(db, col(db, `svc_s.${name}`), op, text, true));
+  const ids = col(db, `${alias}.id`);
+  if (op === 'like' || op === 'regex') {
+    const rare = rarePatternText(db, name, op, text);
+    const own = textOp(db, col(db, column), op, text, true);
+    if (rare === undefined) return own;
+    return partOf(db)`${matchedIds(db, ids, textLike(db, col(db, `svc_s.${name}`), rare, 'contains'))} and ${own}` as Fragment;
+  }
+  if (!rareInLargeTable(db, name, text)) return textOp(db, col(db, column), op, text, true);
+  return matchedIds(db, ids, textOp(db, col(db, `svc_s.${name}`), op, text, true));
 }
 
 function inList(db: Db, f: Filter, c: Fragment): Fragment {

@@ -56,30 +56,50 @@ async function load(db: Db, s: Stats): Promise<void> {
  * the statistics in the background; false until they are there, and for a transaction.
  */
 export function rareInLargeTable(db: Db, column: Column, text: string): boolean {
-  return rareTextsInLargeTable(db, column, [text]);
-}
-
-/** Whether the bounds holding every one of `texts` are few enough (as rareInLargeTable of one text). */
-function rareTextsInLargeTable(db: Db, column: Column, texts: string[]): boolean {
-  const s = statsFor(db);
-  if (!s?.bounds || s.rows < LARGE_TABLE_ROWS) return false;
-  const ts = texts.map((t) => t.toLowerCase());
-  let found = 0;
-  for (const bound of s.bounds[column]) if (ts.every((t) => bound.includes(t)) && ++found > RARE_BOUNDS) return false;
-  return true;
+  return rarestText(db, column, [text], LARGE_TABLE_ROWS) !== undefined;
 }
 
 /**
- * Whether a `like` or `regex` filter's pattern is rare in the column, as rareInLargeTable says of a
- * text: by the texts every match of the pattern must hold (likeRequiredTexts, regexRequiredTexts).
- * A string that matches the pattern holds them all, so the bounds holding them are at least those
- * PostgreSQL finds matching the pattern; a pattern without such a text (`%`, `.*`, an alternation)
- * is left to PostgreSQL. The pattern itself is never run here: a regular expression a client sends
- * may take JavaScript's backtracking engine exponential time, PostgreSQL's does not.
+ * For a `like` or `regex` filter's pattern: the one of the texts every match of it must hold
+ * (likeRequiredTexts, regexRequiredTexts) that is rare in the column, the rarest if several are;
+ * undefined when none is or the pattern is not read. Every match holds that text, so the rows
+ * holding it, which the trigram index finds by the text's own trigrams, are all the candidates.
+ * - A LIKE pattern: as a substring, in a large table (rareInLargeTable). pg_trgm reads a LIKE
+ *   pattern's trigrams from its literal texts itself.
+ * - A regular expression: a text of 3 characters or more, at any size. pg_trgm reads an
+ *   expression's trigrams from its automaton and gives up on them where a character class under
+ *   repetition stands between literal characters: `^srv-[0-9a-f]*beef` was searched by the trigrams
+ *   of `srv-`, every object's, and each one rechecked (2M objects: 3.9 s, by hand as well; 50,000: 73
+ *   ms against 3 ms through the ids holding `beef`; bench/FINDINGS.md).
+ * A pattern without such a text (`%`, `.*`, an alternation) is left to PostgreSQL. The pattern itself
+ * is never run here: a regular expression a client sends may take JavaScript's backtracking engine
+ * exponential time, PostgreSQL's does not.
  */
-export function rarePatternInLargeTable(db: Db, column: Column, op: 'like' | 'regex', pattern: string): boolean {
-  const texts = op === 'like' ? likeRequiredTexts(pattern) : regexRequiredTexts(pattern);
-  return texts !== undefined && texts.length > 0 && rareTextsInLargeTable(db, column, texts);
+export function rarePatternText(db: Db, column: Column, op: 'like' | 'regex', pattern: string): string | undefined {
+  if (op === 'like') {
+    const texts = likeRequiredTexts(pattern);
+    return texts?.length ? rarestText(db, column, texts, LARGE_TABLE_ROWS) : undefined;
+  }
+  const texts = regexRequiredTexts(pattern)?.filter((t) => t.length >= 3);
+  return texts?.length ? rarestText(db, column, texts, 0) : undefined;
+}
+
+/** The one of `texts` in the fewest bounds, if that is few enough (as rareInLargeTable), in a table of `minRows` or more. */
+function rarestText(db: Db, column: Column, texts: string[], minRows: number): string | undefined {
+  const s = statsFor(db);
+  if (!s?.bounds || s.rows < minRows) return undefined;
+  let best: string | undefined;
+  let fewest = RARE_BOUNDS + 1;
+  for (const text of texts) {
+    const t = text.toLowerCase();
+    let found = 0;
+    for (const bound of s.bounds[column]) if (bound.includes(t) && ++found >= fewest) break;
+    if (found < fewest) {
+      best = text;
+      fewest = found;
+    }
+  }
+  return best;
 }
 
 function statsFor(db: Db): Stats | undefined {
