@@ -242,8 +242,27 @@ describe('substring filters where the objects table is large', () => {
       const found = (search.res.body as { results: { objects: { name: string }[] } }).results.objects.map((o) => o.name);
       expect(found.length).toBeGreaterThan(0);
       for (const n of found) expect(n).toContain(fragment);
-      expect(await planOf(search.seen), fragment).toContain('objects_name_lower_trgm_idx');
+      // read by the fragment alone (a rare word of the text), case-insensitively unless it has no letter
+      expect(await planOf(search.seen), fragment).toMatch(/objects_name(_lower)?_trgm_idx/);
     }
+  });
+
+  it('by a rare word of the text alone, without the trigrams of its common words (srv-), then the text on those rows', async () => {
+    const [fragment] = await sampledFragments('name');
+    const text = `srv-${fragment}`;
+    const list = await bigStatementsOf(`/api/v1/classes/${classId}/objects`, { name__contains: text, include_total: false }, true);
+    const names = (list.res.body as { name: string }[]).map((o) => o.name);
+    expect(names.length).toBeGreaterThan(0);
+    for (const n of names) expect(n).toContain(text);
+    const [page] = list.seen.filter((st) => st.text.includes('svc_s'));
+    expect(page!.parameters).toContain(`%${fragment}%`);
+    expect(page!.parameters).toContain(`%${text}%`);
+
+    const search = await bigStatementsOf('/api/v1/search', { q: text.toUpperCase(), kinds: 'object', limit_per_kind: 100 }, true);
+    const found = (search.res.body as { results: { objects: { name: string }[] } }).results.objects.map((o) => o.name);
+    expect(found.sort()).toEqual([...names].sort());
+    const [statement] = search.seen.filter((st) => st.text.includes('svc_s'));
+    expect(statement!.parameters.map((p) => String(p).toLowerCase())).toContain(`%${fragment}%`);
   });
 
   it('and for name__like and name__regex by the text their pattern requires', async () => {

@@ -13,7 +13,7 @@
 // timestamptz parameters through JS Date and drops microseconds.
 import type postgres from 'postgres';
 import { listPoolOf, nameOf, partOf, type Db, type TransactionSql } from './sql.ts';
-import { rareInLargeTable, rarePatternText } from './substring-stats.ts';
+import { patternKey, substringKey } from './substring-stats.ts';
 import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
 import { finalFor, withTx } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
@@ -165,22 +165,22 @@ const SUBSTRING_OPS = new Set(['contains', 'icontains', 'endswith', 'iendswith',
 
 /**
  * A substring filter on an objects' column with trigram indexes (`alias.name`, `alias.description`):
- * as textOp writes it, or, for a text rare in a large table, through the ids the index finds for it
- * (src/db/substring-stats.ts), which PostgreSQL would otherwise look for by reading the class in id
- * order. A `like` or `regex` pattern that every match of it holds a rare text of (rarePatternText):
- * the ids holding that text, then the pattern on their rows.
+ * as textOp writes it, or, where the statistics say it is rare (src/db/substring-stats.ts), through
+ * the ids the trigram index finds for a text every match holds (substringKey, patternKey): in a
+ * large table PostgreSQL would otherwise look for a rare text by reading the class in id order, and
+ * pg_trgm reads a regular expression's trigrams unreliably. When that text is not the filter's whole
+ * text (a word of it, a text a pattern requires), the filter itself is then tested on those rows.
  */
 export function substringFilter(db: Db, column: string, op: string, text: string): Fragment {
   const [alias, name] = column.split('.') as [string, 'name' | 'description'];
+  const own = () => textOp(db, col(db, column), op, text, true);
+  const isPattern = op === 'like' || op === 'regex';
+  const key = isPattern ? patternKey(db, name, op, text) : substringKey(db, name, text);
+  if (key === undefined) return own();
   const ids = col(db, `${alias}.id`);
-  if (op === 'like' || op === 'regex') {
-    const rare = rarePatternText(db, name, op, text);
-    const own = textOp(db, col(db, column), op, text, true);
-    if (rare === undefined) return own;
-    return partOf(db)`${matchedIds(db, ids, textLike(db, col(db, `svc_s.${name}`), rare, 'contains'))} and ${own}` as Fragment;
-  }
-  if (!rareInLargeTable(db, name, text)) return textOp(db, col(db, column), op, text, true);
-  return matchedIds(db, ids, textOp(db, col(db, `svc_s.${name}`), op, text, true));
+  if (!isPattern && key === text) return matchedIds(db, ids, textOp(db, col(db, `svc_s.${name}`), op, text, true));
+  const holding = textLike(db, col(db, `svc_s.${name}`), key, 'contains', op.startsWith('i'), true);
+  return partOf(db)`${matchedIds(db, ids, holding)} and ${own()}` as Fragment;
 }
 
 function inList(db: Db, f: Filter, c: Fragment): Fragment {

@@ -8,7 +8,7 @@ import { and, filterSql, matchedIds, or, textLike, type Fragment } from './list.
 import { translatePgError } from './pg-errors.ts';
 import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
 import { LOWER_INDEXED, targetSql, type SearchResult } from './search-targets.ts';
-import { rareInLargeTable } from './substring-stats.ts';
+import { LARGE_TABLE_ROWS, rareKey } from './substring-stats.ts';
 import type { AuditCollections } from './audit.ts';
 import type { JsonTexts } from '../domain/json-text.ts';
 import { ApiError } from '../domain/errors.ts';
@@ -148,10 +148,17 @@ function contains(db: Db, column: string, q: string, lowerIndexed = LOWER_INDEXE
 
 function plainMatch(db: Db, kind: PlainKind, q: string, opts: { searchClassSchema: boolean; searchObjectData: boolean }): Fragment {
   const alias = kind === 'collection' ? 'c' : kind === 'class' ? 'k' : 'o';
-  if (kind === 'object' && !opts.searchObjectData && rareInLargeTable(db, 'name', q) && rareInLargeTable(db, 'description', q)) {
-    // rare in both columns of a large table: the ids both trigram indexes find, then the rows by id
-    // (src/db/substring-stats.ts)
-    return matchedIds(db, db`o.id` as Fragment, or(db, [contains(db, 'svc_s.name', q, true), contains(db, 'svc_s.description', q, true)]));
+  const key = kind === 'object' && !opts.searchObjectData ? rareKey(db, ['name', 'description'], [q], LARGE_TABLE_ROWS) : undefined;
+  if (key !== undefined) {
+    // rare in both columns of a large table: the ids both trigram indexes find for it (or for a rare
+    // word of it, and then the text on those rows), then the rows by id (src/db/substring-stats.ts)
+    const holding = matchedIds(
+      db,
+      db`o.id` as Fragment,
+      or(db, [contains(db, 'svc_s.name', key, true), contains(db, 'svc_s.description', key, true)]),
+    );
+    if (key === q) return holding;
+    return and(db, [holding, or(db, [contains(db, 'o.name', q), contains(db, 'o.description', q)])]);
   }
   const text = [contains(db, `${alias}.name`, q), contains(db, `${alias}.description`, q)];
   if (kind === 'class' && opts.searchClassSchema) {

@@ -51,21 +51,22 @@ async function load(db: Db, s: Stats): Promise<void> {
 }
 
 /**
- * Whether `text` (a substring filter's literal text) is rare in the column by its lowercase
- * histogram while the objects table is large enough for PostgreSQL to misplan it. Starts or refreshes
- * the statistics in the background; false until they are there, and for a transaction.
+ * The text to look the rows holding a substring filter's `text` up by in the trigram index of
+ * `column`, when `text` is rare there by its lowercase histogram while the objects table is large
+ * enough for PostgreSQL to misplan it (see rareKey); undefined otherwise. Starts or refreshes the
+ * statistics in the background; undefined until they are there, and for a transaction.
  */
-export function rareInLargeTable(db: Db, column: Column, text: string): boolean {
-  return rarestText(db, column, [text], LARGE_TABLE_ROWS) !== undefined;
+export function substringKey(db: Db, column: Column, text: string): string | undefined {
+  return rareKey(db, [column], [text], LARGE_TABLE_ROWS);
 }
 
 /**
- * For a `like` or `regex` filter's pattern: the one of the texts every match of it must hold
- * (likeRequiredTexts, regexRequiredTexts) that is rare in the column, the rarest if several are;
- * undefined when none is or the pattern is not read. Every match holds that text, so the rows
- * holding it, which the trigram index finds by the text's own trigrams, are all the candidates.
- * - A LIKE pattern: as a substring, in a large table (rareInLargeTable). pg_trgm reads a LIKE
- *   pattern's trigrams from its literal texts itself.
+ * For a `like` or `regex` filter's pattern: the text to look up the rows that may match it by, in
+ * the trigram index of the column, from the texts every match of it must hold (likeRequiredTexts,
+ * regexRequiredTexts; see rareKey); undefined when none is rare or the pattern is not read. Every
+ * match holds that text, so the rows holding it are all the candidates.
+ * - A LIKE pattern: as a substring, in a large table. pg_trgm reads a LIKE pattern's trigrams from
+ *   its literal texts itself.
  * - A regular expression: a text of 3 characters or more, at any size. pg_trgm reads an
  *   expression's trigrams from its automaton and gives up on them where a character class under
  *   repetition stands between literal characters: `^srv-[0-9a-f]*beef` was searched by the trigrams
@@ -75,28 +76,52 @@ export function rareInLargeTable(db: Db, column: Column, text: string): boolean 
  * is never run here: a regular expression a client sends may take JavaScript's backtracking engine
  * exponential time, PostgreSQL's does not.
  */
-export function rarePatternText(db: Db, column: Column, op: 'like' | 'regex', pattern: string): string | undefined {
+export function patternKey(db: Db, column: Column, op: 'like' | 'regex', pattern: string): string | undefined {
   if (op === 'like') {
     const texts = likeRequiredTexts(pattern);
-    return texts?.length ? rarestText(db, column, texts, LARGE_TABLE_ROWS) : undefined;
+    return texts?.length ? rareKey(db, [column], texts, LARGE_TABLE_ROWS) : undefined;
   }
   const texts = regexRequiredTexts(pattern)?.filter((t) => t.length >= 3);
-  return texts?.length ? rarestText(db, column, texts, 0) : undefined;
+  return texts?.length ? rareKey(db, [column], texts, 0) : undefined;
 }
 
-/** The one of `texts` in the fewest bounds, if that is few enough (as rareInLargeTable), in a table of `minRows` or more. */
-function rarestText(db: Db, column: Column, texts: string[], minRows: number): string | undefined {
+/** A word as pg_trgm reads one: a run of letters and digits. */
+const WORD = /[\p{L}\p{N}]+/gu;
+
+/**
+ * Of `texts`, which every match holds, and the words in them (3 characters or more), one rare in
+ * each of `columns` (in at most RARE_BOUNDS of its bounds) in a table of `minRows` rows or more:
+ * the longest rare word, else the rarest text. A word, as the trigram index reads it alone, leaves
+ * out the trigrams of the text's other words: the index intersects the rows of every trigram it is
+ * given, and a word in most rows costs reading its trigrams' lists whole (2M objects: `LIKE
+ * '%srv-02d0e1ed%'` 30 ms, `'%02d0e1ed%'` 0.7 ms; bench/FINDINGS.md).
+ */
+export function rareKey(db: Db, columns: Column[], texts: string[], minRows: number): string | undefined {
   const s = statsFor(db);
   if (!s?.bounds || s.rows < minRows) return undefined;
+  const bounds = s.bounds;
+  /** The most bounds of a column holding `text`, counted up to `limit`. */
+  const held = (text: string, limit: number): number => {
+    const t = text.toLowerCase();
+    let most = 0;
+    for (const column of columns) {
+      let found = 0;
+      for (const bound of bounds[column]) if (bound.includes(t) && ++found >= limit) break;
+      most = Math.max(most, found);
+      if (most >= limit) break;
+    }
+    return most;
+  };
+  const words = [...new Set(texts.flatMap((t) => t.match(WORD) ?? []))].filter((w) => w.length >= 3);
+  words.sort((a, b) => b.length - a.length);
+  for (const word of words) if (held(word, RARE_BOUNDS + 1) <= RARE_BOUNDS) return word;
   let best: string | undefined;
   let fewest = RARE_BOUNDS + 1;
   for (const text of texts) {
-    const t = text.toLowerCase();
-    let found = 0;
-    for (const bound of s.bounds[column]) if (bound.includes(t) && ++found >= fewest) break;
-    if (found < fewest) {
+    const n = held(text, fewest);
+    if (n < fewest) {
       best = text;
-      fewest = found;
+      fewest = n;
     }
   }
   return best;
