@@ -103,7 +103,12 @@ describe('substring filters on a class of 50,000 objects', () => {
   });
 
   /** The class's list filtered on `column` by each fragment of a sampled value: its rows, and `index` in the plan. */
-  async function expectIndexed(column: 'name' | 'description', operator: string, sent: (fragment: string) => string, index: string) {
+  async function expectIndexed(
+    column: 'name' | 'description',
+    operator: string,
+    sent: (fragment: string) => string,
+    index: string | ((fragment: string) => string),
+  ) {
     for (const fragment of await sampledFragments(column)) {
       const { res, seen } = await statementsOf(`/api/v1/classes/${classId}/objects`, {
         [`${column}__${operator}`]: sent(fragment),
@@ -112,7 +117,7 @@ describe('substring filters on a class of 50,000 objects', () => {
       const values = (res.body as Record<string, string>[]).map((o) => o[column]!);
       expect(values.length).toBeGreaterThan(0);
       for (const v of values) expect(v).toContain(fragment);
-      expect(await planOf(seen), fragment).toContain(index);
+      expect(await planOf(seen), fragment).toContain(typeof index === 'string' ? index : index(fragment));
     }
   }
 
@@ -126,7 +131,38 @@ describe('substring filters on a class of 50,000 objects', () => {
   });
 
   it('name__icontains with a fragment of a sampled name is read from the trigram index of its lowercase', async () => {
-    await expectIndexed('name', 'icontains', (f) => `SRV-${f}`.toUpperCase(), 'objects_name_lower_trgm_idx');
+    // looked up by the fragment alone (a rare word of the text, without srv): a fragment with no
+    // letter is matched with LIKE, on the index of the names themselves
+    await expectIndexed(
+      'name',
+      'icontains',
+      (f) => `SRV-${f}`.toUpperCase(),
+      (f) => (/[a-z]/.test(f) ? 'objects_name_lower_trgm_idx' : 'objects_name_trgm_idx'),
+    );
+  });
+
+  // The trigrams of `srv` are in every name: an index scan given them reads their lists whole. A
+  // text with a rare word is looked up by that word alone at any size, and then tested on its rows.
+  it('name__contains and name__like of a text with a rare word look the rows up by that word, at any size', async () => {
+    const [fragment] = await sampledFragments('name');
+    for (const [operator, value] of [
+      ['contains', `srv-${fragment}`],
+      ['like', `srv-%${fragment}%`],
+    ] as const) {
+      const expected = await t.deps.sql<{ id: number }[]>`
+        select id from objects where class_id = ${classId} and name like ${operator === 'like' ? value : `%${value}%`}
+        order by id limit 100`;
+      expect(expected.length).toBeGreaterThan(0);
+      const { res, seen } = await statementsOf(`/api/v1/classes/${classId}/objects`, {
+        [`name__${operator}`]: value,
+        include_total: false,
+      });
+      expect((res.body as { id: number }[]).map((o) => o.id)).toEqual(expected.map((r) => r.id));
+      const [page] = seen.filter((st) => st.text.includes('svc_s'));
+      expect(page, value).toBeDefined();
+      expect(page!.parameters).toContain(`%${fragment}%`);
+      expect(await planOf(seen)).toContain('objects_name_trgm_idx');
+    }
   });
 
   // pg_trgm gives up on the trigrams of a regular expression's literal characters after a character

@@ -52,9 +52,10 @@ async function load(db: Db, s: Stats): Promise<void> {
 
 /**
  * The text to look the rows holding a substring filter's `text` up by in the trigram index of
- * `column`, when `text` is rare there by its lowercase histogram while the objects table is large
- * enough for PostgreSQL to misplan it (see rareKey); undefined otherwise. Starts or refreshes the
- * statistics in the background; undefined until they are there, and for a transaction.
+ * `column` (see rareKey): a rare word of it, or `text` itself when it is rare by its lowercase
+ * histogram while the objects table is large enough for PostgreSQL to misplan it; undefined
+ * otherwise. Starts or refreshes the statistics in the background; undefined until they are there,
+ * and for a transaction.
  */
 export function substringKey(db: Db, column: Column, text: string): string | undefined {
   return rareKey(db, [column], [text], LARGE_TABLE_ROWS);
@@ -65,8 +66,8 @@ export function substringKey(db: Db, column: Column, text: string): string | und
  * the trigram index of the column, from the texts every match of it must hold (likeRequiredTexts,
  * regexRequiredTexts; see rareKey); undefined when none is rare or the pattern is not read. Every
  * match holds that text, so the rows holding it are all the candidates.
- * - A LIKE pattern: as a substring, in a large table. pg_trgm reads a LIKE pattern's trigrams from
- *   its literal texts itself.
+ * - A LIKE pattern: as a substring's text. pg_trgm reads a LIKE pattern's trigrams from its literal
+ *   texts itself.
  * - A regular expression: a text of 3 characters or more, at any size. pg_trgm reads an
  *   expression's trigrams from its automaton and gives up on them where a character class under
  *   repetition stands between literal characters: `^srv-[0-9a-f]*beef` was searched by the trigrams
@@ -90,16 +91,19 @@ const WORD = /[\p{L}\p{N}]+/gu;
 
 /**
  * Of `texts`, which every match holds, and the words in them (3 characters or more), one rare in
- * each of `columns` (in at most RARE_BOUNDS of its bounds) in a table of `minRows` rows or more:
- * the longest rare word, else the rarest text. A word, as the trigram index reads it alone, leaves
- * out the trigrams of the text's other words: the index intersects the rows of every trigram it is
- * given, and a word in most rows costs reading its trigrams' lists whole (2M objects: `LIKE
- * '%srv-02d0e1ed%'` 30 ms, `'%02d0e1ed%'` 0.7 ms; bench/FINDINGS.md).
+ * each of `columns` (in at most RARE_BOUNDS of its bounds): the longest rare word, else the rarest
+ * text. Where that is less than all there is to match (a word of a text, one of several texts), at
+ * any size: the trigram index intersects the rows of every trigram it is given, and the trigrams of a
+ * word in most rows cost reading their lists whole (2M objects: `LIKE '%srv-02d0e1ed%'` 30 ms,
+ * `'%02d0e1ed%'` 0.7 ms; bench/FINDINGS.md), which the rare part alone leaves out. Where it is the
+ * one text, only in a table of `minRows` rows or more.
  */
 export function rareKey(db: Db, columns: Column[], texts: string[], minRows: number): string | undefined {
   const s = statsFor(db);
-  if (!s?.bounds || s.rows < minRows) return undefined;
+  if (!s?.bounds) return undefined;
   const bounds = s.bounds;
+  const whole = texts.length === 1 ? texts[0] : undefined;
+  const allowed = (key: string) => key !== whole || s.rows >= minRows;
   /** The most bounds of a column holding `text`, counted up to `limit`. */
   const held = (text: string, limit: number): number => {
     const t = text.toLowerCase();
@@ -112,12 +116,12 @@ export function rareKey(db: Db, columns: Column[], texts: string[], minRows: num
     }
     return most;
   };
-  const words = [...new Set(texts.flatMap((t) => t.match(WORD) ?? []))].filter((w) => w.length >= 3);
+  const words = [...new Set(texts.flatMap((t) => t.match(WORD) ?? []))].filter((w) => w.length >= 3 && allowed(w));
   words.sort((a, b) => b.length - a.length);
   for (const word of words) if (held(word, RARE_BOUNDS + 1) <= RARE_BOUNDS) return word;
   let best: string | undefined;
   let fewest = RARE_BOUNDS + 1;
-  for (const text of texts) {
+  for (const text of texts.filter(allowed)) {
     const n = held(text, fewest);
     if (n < fewest) {
       best = text;
