@@ -150,8 +150,8 @@ function plainMatch(db: Db, kind: PlainKind, q: string, opts: { searchClassSchem
   const alias = kind === 'collection' ? 'c' : kind === 'class' ? 'k' : 'o';
   const key = kind === 'object' && !opts.searchObjectData ? rareKey(db, ['name', 'description'], [q], LARGE_TABLE_ROWS) : undefined;
   if (key !== undefined) {
-    // rare in both columns of a large table: the ids both trigram indexes find for it (or for a rare
-    // word of it, and then the text on those rows), then the rows by id (src/db/substring-stats.ts)
+    // rare in both columns: the ids both trigram indexes find for a rare word of q (then q is matched
+    // on those rows), or, in a large table, for q itself; then the rows by id (src/db/substring-stats.ts)
     const holding = matchedIds(
       db,
       db`o.id` as Fragment,
