@@ -49,6 +49,10 @@ export function translatePgError(err: unknown): unknown {
       return new ApiError('bad_request', 'a text value contains a character that cannot be stored (NUL)');
     case '2201B':
       return new ApiError('bad_request', 'invalid regular expression in a filter');
+    // invalid_escape_sequence: a LIKE pattern ending in its escape character (refused at parsing,
+    // src/domain/list-query.ts likePatternProblem; this for any other way one reaches a statement)
+    case '22025':
+      return new ApiError('bad_request', 'invalid LIKE pattern in a filter');
     case '57014':
       return new ApiError('bad_request', 'the request took too much work; narrow the query');
     case '40001':

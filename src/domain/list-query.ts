@@ -270,9 +270,24 @@ function parseValues(def: FieldDef, op: string, text: string, bad: (why: string)
       }
       break;
   }
+  if (op === 'like') {
+    const problem = likePatternProblem(String(values[0]));
+    if (problem) throw bad(problem);
+  }
   if (op === 'between' && values.length !== 2) throw bad('between takes two values: lo,hi');
   if ((op === 'in' || op === 'all') && (values.length < 1 || values.length > 1024)) throw bad('expected 1 to 1,024 values');
   return values;
+}
+
+/**
+ * Why PostgreSQL would refuse a LIKE pattern, or undefined: one that ends in its escape character
+ * (a backslash not itself escaped). PostgreSQL finds out only when a match reaches that end, so such
+ * a pattern would fail on some data and not on other; it is refused before any is read.
+ */
+export function likePatternProblem(pattern: string): string | undefined {
+  let trailing = 0;
+  while (trailing < pattern.length && pattern[pattern.length - 1 - trailing] === '\\') trailing++;
+  return trailing % 2 === 1 ? 'a LIKE pattern must not end with the escape character \\ (write \\\\ for a backslash)' : undefined;
 }
 
 /** RFC 3339 or YYYY-MM-DD (midnight UTC) → ISO string; undefined when invalid. */

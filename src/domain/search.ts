@@ -9,7 +9,7 @@
 import { isIP } from 'node:net';
 import type { components } from '../../generated/openapi.ts';
 import { ApiError, badRequest, type ErrorDetail } from './errors.ts';
-import { OPERATORS, parseLimit, parseTimestamp, type FieldType, type Scalar, type SortKey } from './list-query.ts';
+import { likePatternProblem, OPERATORS, parseLimit, parseTimestamp, type FieldType, type Scalar, type SortKey } from './list-query.ts';
 
 export type StructuredSearchRequest = components['schemas']['StructuredSearchRequest'];
 export type SearchExpression = components['schemas']['SearchExpression'];
@@ -294,7 +294,12 @@ function planValues(type: FieldType, op: string, value: unknown, path: string): 
     if (Array.isArray(value) && typeof v === 'string' && v.includes(',')) throw invalid(path, 'array strings may not contain commas');
     if (typeof v === 'number' && !Number.isFinite(v)) throw invalid(path, 'numbers must be finite');
   }
-  return items.map((v) => scalarFor(type, op, v as Scalar, path));
+  const values = items.map((v) => scalarFor(type, op, v as Scalar, path));
+  if (op === 'like') {
+    const problem = likePatternProblem(String(values[0]));
+    if (problem) throw invalid(path, problem);
+  }
+  return values;
 }
 
 function scalarFor(type: FieldType, op: string, v: Scalar, path: string): Scalar {
