@@ -175,7 +175,7 @@ export function substringFilter(db: Db, column: string, op: string, text: string
   const [alias, name] = column.split('.') as [string, 'name' | 'description'];
   const own = () => textOp(db, col(db, column), op, text, true);
   const isPattern = op === 'like' || op === 'regex';
-  const key = isPattern ? patternKey(db, name, op, text) : substringKey(db, name, text);
+  const key = isPattern ? patternKey(db, name, op, text) : substringKey(db, [name], text);
   if (key === undefined) return own();
   const ids = col(db, `${alias}.id`);
   if (!isPattern && key === text) return matchedIds(db, ids, textOp(db, col(db, `svc_s.${name}`), op, text, true));

@@ -8,7 +8,7 @@ import { and, filterSql, matchedIds, or, textLike, type Fragment } from './list.
 import { translatePgError } from './pg-errors.ts';
 import { RELATED_TARGET_SPEC, relatedGroupCondition } from './related-filters.ts';
 import { LOWER_INDEXED, targetSql, type SearchResult } from './search-targets.ts';
-import { LARGE_TABLE_ROWS, rareKey } from './substring-stats.ts';
+import { substringKey } from './substring-stats.ts';
 import type { AuditCollections } from './audit.ts';
 import type { JsonTexts } from '../domain/json-text.ts';
 import { ApiError } from '../domain/errors.ts';
@@ -148,7 +148,7 @@ function contains(db: Db, column: string, q: string, lowerIndexed = LOWER_INDEXE
 
 function plainMatch(db: Db, kind: PlainKind, q: string, opts: { searchClassSchema: boolean; searchObjectData: boolean }): Fragment {
   const alias = kind === 'collection' ? 'c' : kind === 'class' ? 'k' : 'o';
-  const key = kind === 'object' && !opts.searchObjectData ? rareKey(db, ['name', 'description'], [q], LARGE_TABLE_ROWS) : undefined;
+  const key = kind === 'object' && !opts.searchObjectData ? substringKey(db, ['name', 'description'], q) : undefined;
   if (key !== undefined) {
     // rare in both columns: the ids both trigram indexes find for a rare word of q (then q is matched
     // on those rows), or, in a large table, for q itself; then the rows by id (src/db/substring-stats.ts)

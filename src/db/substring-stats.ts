@@ -15,7 +15,7 @@
 import { isPool, type Db } from './sql.ts';
 
 /** Objects in the table from which the walk in id order may win over the index for a rare text. */
-export const LARGE_TABLE_ROWS = 1_200_000;
+const LARGE_TABLE_ROWS = 1_200_000;
 /** A text in at most this many of the 1,001 bounds is rare (estimated at 0.2 % or less). */
 const RARE_BOUNDS = 2;
 const REFRESH_MS = 5 * 60_000;
@@ -51,14 +51,14 @@ async function load(db: Db, s: Stats): Promise<void> {
 }
 
 /**
- * The text to look the rows holding a substring filter's `text` up by in the trigram index of
- * `column` (see rareKey): a rare word of it, or `text` itself when it is rare by its lowercase
- * histogram while the objects table is large enough for PostgreSQL to misplan it; undefined
- * otherwise. Starts or refreshes the statistics in the background; undefined until they are there,
- * and for a transaction.
+ * The text to look the rows holding a substring filter's `text` up by in the trigram indexes of
+ * `columns` (see rareKey): a rare word of it, or `text` itself when it is rare in each column by its
+ * lowercase histogram while the objects table is large enough for PostgreSQL to misplan it;
+ * undefined otherwise. Starts or refreshes the statistics in the background; undefined until they
+ * are there, and for a transaction.
  */
-export function substringKey(db: Db, column: Column, text: string): string | undefined {
-  return rareKey(db, [column], [text], LARGE_TABLE_ROWS);
+export function substringKey(db: Db, columns: Column[], text: string): string | undefined {
+  return rareKey(db, columns, [text], LARGE_TABLE_ROWS);
 }
 
 /**
@@ -98,7 +98,7 @@ const WORD = /[\p{L}\p{N}]+/gu;
  * `'%02d0e1ed%'` 0.7 ms; bench/FINDINGS.md), which the rare part alone leaves out. Where it is the
  * one text, only in a table of `minRows` rows or more.
  */
-export function rareKey(db: Db, columns: Column[], texts: string[], minRows: number): string | undefined {
+function rareKey(db: Db, columns: Column[], texts: string[], minRows: number): string | undefined {
   const s = statsFor(db);
   if (!s?.bounds) return undefined;
   const bounds = s.bounds;
