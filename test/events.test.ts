@@ -207,24 +207,38 @@ describe('listEvents', () => {
   it('listEvents 200 shows related-collection events with before/after redacted unless the own collection is also readable', async () => {
     const own = await collection();
     const related = await collection();
+    const entityId = 900_000 + own;
     const id = await ev({
       collectionId: own,
       relatedCollectionIds: [related],
+      entityType: 'object',
+      entityId,
       before: { secretish: 1 },
       after: { secretish: 2 },
       summary: 'moved',
     });
-    const relatedOnly = await auditor(related);
-    const r1 = await list('/api/v1/events', relatedOnly.token);
-    expect(r1.body.map((e) => e.id)).toEqual([id]);
-    expect(r1.body[0]).toMatchObject({ before: null, after: null, summary: 'moved', collection_id: own });
-    expect(r1.body[0]!.metadata).toEqual({ related_collection_ids: [related] });
-    expect(r1.total).toBe('1');
-    const both = await auditor(own, related);
-    const r2 = await list('/api/v1/events', both.token);
-    expect(r2.body[0]).toMatchObject({ id, before: { secretish: 1 }, after: { secretish: 2 } });
-    const ownOnly = await auditor(own);
-    expect((await list('/api/v1/events', ownOnly.token)).body[0]).toMatchObject({ id, before: { secretish: 1 } });
+    // The whole list; one entity's page in id order (selected without the subquery of plain rows:
+    // listEventRows) and sorted by another key (with it).
+    const ways: Record<string, string | number>[] = [
+      {},
+      { entity_type: 'object', entity_id: entityId },
+      { entity_type: 'object', entity_id: entityId, sort: 'occurred_at' },
+    ];
+    for (const query of ways) {
+      const relatedOnly = await auditor(related);
+      const r1 = await list('/api/v1/events', relatedOnly.token, query);
+      expect(r1.body.map((e) => e.id)).toEqual([id]);
+      expect(r1.body[0]).toMatchObject({ before: null, after: null, summary: 'moved', collection_id: own });
+      expect(r1.body[0]!.metadata).toEqual({ related_collection_ids: [related] });
+      expect(r1.total).toBe('1');
+      const both = await auditor(own, related);
+      const r2 = await list('/api/v1/events', both.token, query);
+      expect(r2.body[0]).toMatchObject({ id, before: { secretish: 1 }, after: { secretish: 2 } });
+      const ownOnly = await auditor(own);
+      expect((await list('/api/v1/events', ownOnly.token, query)).body[0]).toMatchObject({ id, before: { secretish: 1 } });
+      const neither = await auditor(await collection());
+      expect((await list('/api/v1/events', neither.token, query)).body).toEqual([]);
+    }
   });
 
   it('listEvents 200 limits scoped tokens: resource scope needs the explicit collection entry, permission scopes hold no ReadAudit', async () => {

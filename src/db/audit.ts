@@ -108,21 +108,40 @@ export async function listEventRows(
     oneEntity?: boolean;
   } = {},
 ): Promise<ListPage<EventRow>> {
+  const oneEntity = namesOneEntity(parsed, opts.oneEntity ?? false);
+  // The text conversions of a reply (snapshots, provenance, metadata, the time) only for the page's
+  // rows: selected over a subquery of plain rows (runList `plain`), unless the page is one entity's
+  // in id order, which the entity index (entity_type, entity_id, id) gives in that order, so that
+  // PostgreSQL converts only the rows it returns anyway (the subquery would cost a node more).
+  const wrapped = opts.jsonText === true && !(oneEntity && parsed.sort.every((k) => k.field === 'id'));
+  let from = partOf(db)`events e` as Fragment;
   let full: Fragment;
   let visible: Fragment;
+  let shown: Fragment; // full visibility in the select list
+  let plainColumns = partOf(db)`e.*` as Fragment;
   if (auth.isAdmin) {
     full = fullVisibility(db, auth);
     visible = eventVisibleWhere(db, auth);
+    shown = full;
   } else {
     const read = async () =>
       (await db<{ ids: number[] }[]>`select array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[] as ids`)[0]?.ids ?? [];
     const ids = knownVisibleCollectionIds(auth, 'ReadAudit') ?? (opts.auditCollections ? await opts.auditCollections(read) : await read());
-    full = partOf(db)`e.collection_id = any(${ids}::int[])` as Fragment;
-    visible = partOf(db)`(${full} or e.related_collection_ids && ${ids}::int[])` as Fragment;
+    // The collections are one parameter, named by a row of their own (a subquery without FROM,
+    // which PostgreSQL pulls up: a plan for the values sees the value itself), not one per use.
+    from = partOf(db)`events e, (select ${ids}::int[] as audit_ids) v` as Fragment;
+    full = partOf(db)`e.collection_id = any(v.audit_ids)` as Fragment;
+    visible = partOf(db)`(${full} or e.related_collection_ids && v.audit_ids)` as Fragment;
+    if (wrapped) {
+      plainColumns = partOf(db)`e.*, v.audit_ids` as Fragment;
+      shown = partOf(db)`e.collection_id = any(e.audit_ids)` as Fragment;
+    } else {
+      shown = full;
+    }
   }
   return runList<EventRow>(db, {
-    from: partOf(db)`events e` as Fragment,
-    select: eventColumns(db, full, opts.jsonText ?? false),
+    from,
+    select: eventColumns(db, shown, opts.jsonText ?? false),
     where: [...fixed, visible],
     parsed,
     spec: EVENT_LIST_SPEC,
@@ -131,10 +150,8 @@ export async function listEventRows(
     // planning such a short page for its values would cost more than reading it. Otherwise a
     // non-administrator's collections are values that matter (a few events of a small collection,
     // or most of all of them), and so are filters.
-    planForValues: namesOneEntity(parsed, opts.oneEntity ?? false) ? false : auth.isAdmin ? undefined : true,
-    // The text conversions of a reply (snapshots, provenance, metadata, the time) only for the
-    // page's rows (runList `plain`).
-    plain: opts.jsonText ? { columns: partOf(db)`e.*` as Fragment, alias: 'e' } : undefined,
+    planForValues: oneEntity ? false : auth.isAdmin ? undefined : true,
+    plain: wrapped ? { columns: plainColumns, alias: 'e' } : undefined,
     viewed: true, // eventWire
   });
 }
