@@ -129,11 +129,11 @@ export async function listEventRows(
     const ids = knownVisibleCollectionIds(auth, 'ReadAudit') ?? (opts.auditCollections ? await opts.auditCollections(read) : await read());
     // The collections are one parameter, named by a row of their own (a subquery without FROM,
     // which PostgreSQL pulls up: a plan for the values sees the value itself), not one per use.
-    from = partOf(db)`events e, (select ${ids}::int[] as audit_ids) v` as Fragment;
-    full = partOf(db)`e.collection_id = any(v.audit_ids)` as Fragment;
-    visible = partOf(db)`(${full} or e.related_collection_ids && v.audit_ids)` as Fragment;
+    from = partOf(db)`events e, (select ${ids}::int[] as audit_ids) svc_v` as Fragment;
+    full = partOf(db)`e.collection_id = any(svc_v.audit_ids)` as Fragment;
+    visible = partOf(db)`(${full} or e.related_collection_ids && svc_v.audit_ids)` as Fragment;
     if (wrapped) {
-      plainColumns = partOf(db)`e.*, v.audit_ids` as Fragment;
+      plainColumns = partOf(db)`e.*, svc_v.audit_ids` as Fragment;
       shown = partOf(db)`e.collection_id = any(e.audit_ids)` as Fragment;
     } else {
       shown = full;
