@@ -113,7 +113,12 @@ export async function listEventRows(
   // rows: selected over a subquery of plain rows (runList `plain`), unless the page is one entity's
   // in id order, which the entity index (entity_type, entity_id, id) gives in that order, so that
   // PostgreSQL converts only the rows it returns anyway (the subquery would cost a node more).
-  const wrapped = opts.jsonText === true && !(oneEntity && parsed.sort.every((k) => k.field === 'id'));
+  // (runList wraps when given `plain` and no sort key is an expression: the same test here, since
+  // the select list below is written for the one or the other.)
+  const wrapped =
+    opts.jsonText === true &&
+    !(oneEntity && parsed.sort.every((k) => k.field === 'id')) &&
+    parsed.sort.every((k) => !EVENT_LIST_SPEC.fields[k.field]!.expr);
   let from = partOf(db)`events e` as Fragment;
   let full: Fragment;
   let visible: Fragment;
