@@ -75,27 +75,42 @@ function stringProblem(s: string): string | undefined {
 
 /**
  * Where a JSON value holds a string or member name PostgreSQL cannot store (NUL, an unpaired
- * surrogate), as `body.a.b.0` paths.
+ * surrogate), as `body.a.b.0` paths (at most 20). Nearly every body holds none: it is scanned once
+ * without making any path, and the paths are made only when there is something to report.
  */
-export function stringDetails(value: unknown, path: string, out: ErrorDetail[] = [], limit = 20): ErrorDetail[] {
-  if (out.length >= limit) return out;
+export function stringDetails(value: unknown, path: string): ErrorDetail[] {
+  const out: ErrorDetail[] = [];
+  if (holdsUnstorable(value)) collectStringDetails(value, path, out, 20);
+  return out;
+}
+
+function holdsUnstorable(value: unknown): boolean {
+  if (typeof value === 'string') return stringProblem(value) !== undefined;
+  if (Array.isArray(value)) return value.some(holdsUnstorable);
+  if (value !== null && typeof value === 'object') {
+    for (const [k, v] of Object.entries(value)) if (stringProblem(k) !== undefined || holdsUnstorable(v)) return true;
+  }
+  return false;
+}
+
+function collectStringDetails(value: unknown, path: string, out: ErrorDetail[], limit: number): void {
+  if (out.length >= limit) return;
   if (typeof value === 'string') {
     const problem = stringProblem(value);
     if (problem) out.push({ path, message: problem });
   } else if (Array.isArray(value)) {
-    value.forEach((v, i) => stringDetails(v, `${path}.${i}`, out, limit));
+    value.forEach((v, i) => collectStringDetails(v, `${path}.${i}`, out, limit));
   } else if (value !== null && typeof value === 'object') {
     for (const [k, v] of Object.entries(value)) {
       const at = `${path}.${printable(k)}`;
       const problem = stringProblem(k);
       if (problem) {
         out.push({ path: at, message: `member name ${problem}` });
-        if (out.length >= limit) return out;
+        if (out.length >= limit) return;
       }
-      stringDetails(v, at, out, limit);
+      collectStringDetails(v, at, out, limit);
     }
   }
-  return out;
 }
 
 /** Query parameter names and values holding NUL. */
