@@ -63,7 +63,8 @@ interface CompiledOperation extends Operation {
   filters: boolean;
   /** Path, query and header parameters, with type coercion (the schema openapi-backend built for them). */
   validateParams: ValidateFunction;
-  body?: { required: boolean; types: string[]; pointer: string; content: Record<string, { schema?: unknown }> | undefined };
+  /** The request body: its media types, and the pointer of each one's schema (those that declare one). */
+  body?: { required: boolean; types: string[]; schemas: Map<string, string> };
   /** Path parameters whose schema is an integer. */
   integers: Set<string>;
   /**
@@ -188,7 +189,13 @@ export class ContractRouter {
     if (op.requestBody) {
       const [rb, rbPointer] = this.schemas.resolve(op.requestBody, `${pointer}/requestBody`);
       const content = rb.content as Record<string, { schema?: unknown }> | undefined;
-      if (content) body = { required: rb.required === true, types: Object.keys(content), pointer: rbPointer, content };
+      if (content) {
+        const schemas = new Map<string, string>();
+        for (const [type, media] of Object.entries(content)) {
+          if (media.schema) schemas.set(type, `${rbPointer}/content/${escapePointer(type)}/schema`);
+        }
+        body = { required: rb.required === true, types: Object.keys(content), schemas };
+      }
     }
     const integers = new Set(
       params
@@ -302,8 +309,9 @@ export class ContractRouter {
     if (!type) throw new ApiError('unsupported_media_type', `unsupported content type; use ${types.join(' or ')}`);
     const unstorable = stringDetails(req.body, 'body');
     if (unstorable.length) return unstorable;
-    if (!rb.content?.[type]?.schema) return [];
-    const validate = this.schemas.validatorAt(`${rb.pointer}/content/${escapePointer(type)}/schema`);
+    const pointer = rb.schemas.get(type);
+    if (pointer === undefined) return [];
+    const validate = this.schemas.validatorAt(pointer);
     if (validate(req.body)) return [];
     return (validate.errors ?? []).slice(0, 20).map((e) => toDetail(e, 'body'));
   }
