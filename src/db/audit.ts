@@ -2,7 +2,7 @@
 // checks themselves come from src/db/authz.ts (collectionWhere), applied per event row in SQL so
 // that pages and totals count only what the caller may see.
 import { nameOf, partOf, textPart, type Db } from './sql.ts';
-import { and, or, runList, type Fragment, type ListPage } from './list.ts';
+import { and, or, runList, selectsOverPlain, type Fragment, type ListPage } from './list.ts';
 import { collectionWhere, knownVisibleCollectionIds, readInCollectionAs, visibleCollectionIds } from './authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { readsCollectionlessEvents, type EventRow } from '../domain/audit.ts';
@@ -113,21 +113,15 @@ export async function listEventRows(
   // rows: selected over a subquery of plain rows (runList `plain`), unless the page is one entity's
   // in id order, which the entity index (entity_type, entity_id, id) gives in that order, so that
   // PostgreSQL converts only the rows it returns anyway (the subquery would cost a node more).
-  // (runList wraps when given `plain` and no sort key is an expression: the same test here, since
-  // the select list below is written for the one or the other.)
   const wrapped =
-    opts.jsonText === true &&
-    !(oneEntity && parsed.sort.every((k) => k.field === 'id')) &&
-    parsed.sort.every((k) => !EVENT_LIST_SPEC.fields[k.field]!.expr);
-  let from = partOf(db)`events e` as Fragment;
-  let full: Fragment;
+    opts.jsonText === true && !(oneEntity && parsed.sort.every((k) => k.field === 'id')) && selectsOverPlain(parsed, EVENT_LIST_SPEC);
+  let from = textPart(db, 'events e') as Fragment;
+  let plainColumns = textPart(db, 'e.*') as Fragment;
   let visible: Fragment;
-  let shown: Fragment; // full visibility in the select list
-  let plainColumns = partOf(db)`e.*` as Fragment;
+  let shown: Fragment; // full visibility, in the select list
   if (auth.isAdmin) {
-    full = fullVisibility(db, auth);
+    shown = fullVisibility(db, auth);
     visible = eventVisibleWhere(db, auth);
-    shown = full;
   } else {
     const read = async () =>
       (await db<{ ids: number[] }[]>`select array(${visibleCollectionIds(db, auth, 'ReadAudit')})::int[] as ids`)[0]?.ids ?? [];
@@ -135,13 +129,12 @@ export async function listEventRows(
     // The collections are one parameter, named by a row of their own (a subquery without FROM,
     // which PostgreSQL pulls up: a plan for the values sees the value itself), not one per use.
     from = partOf(db)`events e, (select ${ids}::int[] as audit_ids) svc_v` as Fragment;
-    full = partOf(db)`e.collection_id = any(svc_v.audit_ids)` as Fragment;
-    visible = partOf(db)`(${full} or e.related_collection_ids && svc_v.audit_ids)` as Fragment;
+    visible = textPart(db, '(e.collection_id = any(svc_v.audit_ids) or e.related_collection_ids && svc_v.audit_ids)') as Fragment;
     if (wrapped) {
-      plainColumns = partOf(db)`e.*, svc_v.audit_ids` as Fragment;
-      shown = partOf(db)`e.collection_id = any(e.audit_ids)` as Fragment;
+      plainColumns = textPart(db, 'e.*, svc_v.audit_ids') as Fragment;
+      shown = textPart(db, 'e.collection_id = any(e.audit_ids)') as Fragment;
     } else {
-      shown = full;
+      shown = textPart(db, 'e.collection_id = any(svc_v.audit_ids)') as Fragment;
     }
   }
   return runList<EventRow>(db, {

@@ -525,6 +525,11 @@ function commaSeparated(db: Db, parts: Fragment[]): Fragment {
   return parts.reduce((acc, p) => partOf(db)`${acc}, ${p}` as Fragment);
 }
 
+/** Whether runList selects a page given `plain` over its plain rows: when no sort key is an expression. */
+export function selectsOverPlain(parsed: ParsedList, spec: ListSpec): boolean {
+  return parsed.sort.every((k) => !spec.fields[k.field]!.expr);
+}
+
 /**
  * Runs a list query: one page (limit + 1 rows to know whether more follow) and the total. The total
  * costs a count(*) only when the page cannot tell it: a first page that holds every match is its own
@@ -548,7 +553,7 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
   );
   const order = orderBy(db, spec, parsed.sort);
   const count = (q: Db) => q`select count(*)::bigint as n from ${opts.from} where ${where}` as unknown as Promise<{ n: number }[]>;
-  const plain = opts.plain && parsed.sort.every((k) => !spec.fields[k.field]!.expr) ? opts.plain : undefined;
+  const plain = opts.plain && selectsOverPlain(parsed, spec) ? opts.plain : undefined;
   const pageOf = (q: Db, columns: Fragment) =>
     q`select ${columns}, ${keys} from ${opts.from} where ${page} order by ${order} limit ${parsed.limit + 1}` as Fragment;
   type Page = Promise<Record<string, unknown>[]>;
