@@ -1,6 +1,6 @@
 // createObject under a class this process has read before (src/mutations/objects.ts createOwnObject):
-// one statement checks the class version and the permission, inserts the object and its audit event,
-// and goes out with BEGIN, the actor binding and COMMIT in one round trip. Everything that statement
+// one statement checks the class version and the permission, binds the actor (for the history
+// triggers), inserts the object and its audit event, and goes out with BEGIN and COMMIT in one round trip. Everything that statement
 // cannot settle (the class changed, renamed or gone, the permission withdrawn, a scoped token, data
 // the remembered schema refuses or that needs a compliance record) must come out exactly as the
 // first create under a class does.
@@ -46,10 +46,15 @@ describe('createObject under a class read before', () => {
         // Every answer is held: the object's name (a parameter of the insert) can only be on the wire
         // now if the client did not wait for the class to be read first.
         await proxy.until([name]);
+        const sent = proxy.sent;
         proxy.hold(); // keep holding whatever is sent from here on
         proxy.release(); // and hand over the answers to what was sent so far
         const res = await reply; // completes without the answer to anything sent later: COMMIT went with it
         expect(res.status).toBe(201);
+        // BEGIN (a simple query), then two statements executed: the create and COMMIT; no statement
+        // of its own binds the actor. An Execute message is 'E', length 9, the unnamed portal, no row limit.
+        expect(sent.startsWith('Q\0\0\0\x0bbegin \0')).toBe(true);
+        expect(sent.split('E\0\0\0\t\0\0\0\0\0').length - 1).toBe(2);
         const o = (await res.json()) as Obj;
         proxy.release();
         const [row] = await t.deps.sql`select name, class_id from objects where id = ${o.id}`;
@@ -83,6 +88,23 @@ describe('createObject under a class read before', () => {
       select operation, revision, actor_kind, actor_principal_id from entity_history
       where entity_kind = 'object' and entity_id = ${o.id}`;
     expect(history).toEqual([{ operation: 'insert', revision: 1, actor_kind: 'user', actor_principal_id: writer.id }]);
+    // and an administrator's create (the statement without the grant test) the same way
+    const mine = await create(cls.id, { cpu: 8 });
+    expect(mine.status, mine.text).toBe(201);
+    const [admin] = await t.deps.sql<{ id: number }[]>`select id from principals where name = 'admin' and kind = 'human'`;
+    const adminHistory = await t.deps.sql`
+      select operation, revision, actor_kind, actor_principal_id, initiator_principal_id, task_id from entity_history
+      where entity_kind = 'object' and entity_id = ${(mine.body as Obj).id}`;
+    expect(adminHistory).toEqual([
+      {
+        operation: 'insert',
+        revision: 1,
+        actor_kind: 'user',
+        actor_principal_id: admin!.id,
+        initiator_principal_id: admin!.id,
+        task_id: null,
+      },
+    ]);
   });
 
   it('checks the data against the schema as it is now, whichever way it changed', async () => {

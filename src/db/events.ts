@@ -92,6 +92,9 @@ export function rowEventInsertText(first: number): string {
     from o`;
 }
 
+/** How many parameters rowEventInsertText takes (rowEventParams' length). */
+export const ROW_EVENT_PARAMS = 18;
+
 /** The parameters of rowEventInsertText, in its order. */
 export function rowEventParams(tx: Db, actor: Actor, e: NewEvent): unknown[] {
   if (bearsOnAuth(e)) markAuthChange(tx);

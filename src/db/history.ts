@@ -10,14 +10,35 @@ import { type HistoryKind, type VersionRow } from '../domain/views/history.ts';
 
 /**
  * Binds the actor to the current transaction (transaction-local settings the history triggers
- * read). Called once where a mutation gets its actor: inTx, and the import worker per item.
+ * read). Called once where a mutation gets its actor: inTx, and the import worker per item; a
+ * mutation of one statement may bind it in that statement instead (actorBindingText).
  */
 export function bindActor(tx: Db, actor: Actor): Promise<unknown> {
-  const initiatorId = actor.initiatorId ?? (actor.kind === 'user' ? actor.principalId : null);
+  const [kind, id, initiator, task] = actorBindingParams(actor);
   // Sent at once (execute), not when the caller first awaits it: `await` takes a query's then() a
   // microtask later, so a final statement issued meanwhile (commitWith) would go out before it.
-  return tx`select set_config('svc.actor_kind', ${actor.kind}, true), set_config('svc.actor_id', ${str(actor.principalId)}, true),
-    set_config('svc.initiator_id', ${str(initiatorId)}, true), set_config('svc.task_id', ${str(actor.taskId ?? null)}, true)`.execute();
+  return tx`select set_config('svc.actor_kind', ${kind}, true), set_config('svc.actor_id', ${id}, true),
+    set_config('svc.initiator_id', ${initiator}, true), set_config('svc.task_id', ${task}, true)`.execute();
+}
+
+/** The values bindActor sets, in its order: actor kind, principal, initiator, task ('' for none). */
+export function actorBindingParams(actor: Actor): [string, string, string, string] {
+  const initiatorId = actor.initiatorId ?? (actor.kind === 'user' ? actor.principalId : null);
+  return [actor.kind, str(actor.principalId), str(initiatorId), str(actor.taskId ?? null)];
+}
+
+/**
+ * bindActor as a CTE (`svc_actor`, one row) of a mutation's one statement, with actorBindingParams
+ * as parameters $first to $first+3. The statement must read that row where the rows it writes come
+ * from (a join), so the settings are made before anything is written; the history triggers are
+ * AFTER ROW triggers and run at the end of the statement.
+ */
+export function actorBindingText(first: number): string {
+  const p = (i: number) => `$${first + i}::text`;
+  return `svc_actor as materialized (
+      select set_config('svc.actor_kind', ${p(0)}, true), set_config('svc.actor_id', ${p(1)}, true),
+        set_config('svc.initiator_id', ${p(2)}, true), set_config('svc.task_id', ${p(3)}, true)
+    )`;
 }
 
 function str(n: number | null | undefined): string {

@@ -4,7 +4,8 @@ import { partOf, textPart, type Db, type TransactionSql } from './sql.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
-import { eventsCte, rowEventInsertText, rowEventParams } from './events.ts';
+import { eventsCte, ROW_EVENT_PARAMS, rowEventInsertText, rowEventParams } from './events.ts';
+import { actorBindingParams, actorBindingText } from './history.ts';
 import { grantExistsText } from './authz.ts';
 import { notFinal, type Final } from './tx.ts';
 import { classCols } from './classes.ts';
@@ -298,19 +299,21 @@ export async function insertObjectIfClassUnchanged(
   const params = [cls.id, cls.version, cls.revision, v.name, v.description, JSON.stringify(v.json_data ?? null)];
   if (!auth.isAdmin) params.push(auth.principal.id);
   const text = auth.isAdmin ? CREATE_AS_ADMIN : CREATE_AS_GRANTED;
-  const [row] = await final(tx.unsafe<ObjectRow[]>(text, [...params, ...rowEventParams(tx, actor, event)] as never[], { prepare: true }));
+  const all = [...params, ...rowEventParams(tx, actor, event), ...actorBindingParams(actor)];
+  const [row] = await final(tx.unsafe<ObjectRow[]>(text, all as never[], { prepare: true }));
   return row;
 }
 
 /**
  * The text of insertObjectIfClassUnchanged's statement: for an administrator, and for a caller whose
  * groups must grant CreateObject on the class's collection or an ancestor (the grant test of
- * src/db/authz.ts, parameter $7).
+ * src/db/authz.ts, parameter $7). It binds the actor itself (svc_actor, read with the class), so the
+ * transaction needs no statement of its own for that.
  */
 function createUnderClassText(grant: string): string {
   const first = grant ? 8 : 7;
-  return `with k as (
-      select k.id, k.collection_id from classes k
+  return `with ${actorBindingText(first + ROW_EVENT_PARAMS)}, k as (
+      select k.id, k.collection_id from classes k, svc_actor
       where k.id = $1::int and k.xmin = $2::text::xid and k.revision = $3::int ${grant}
       for share of k
     ), o as (

@@ -25,9 +25,14 @@ export interface MutationContext extends Caller {
   final?: Final;
 }
 
-/** Runs fn as one mutation in its own transaction (or in db, when db already is one). */
-export function inTx<T>(db: Db, caller: Caller, fn: (m: MutationContext) => Promise<T>): Promise<T> {
+/**
+ * Runs fn as one mutation in its own transaction (or in db, when db already is one). The actor is
+ * bound first (bindActor), unless `actorInStatement`: fn's mutation is one statement that binds it
+ * itself (actorBindingText), which saves PostgreSQL and the driver a statement per transaction.
+ */
+export function inTx<T>(db: Db, caller: Caller, fn: (m: MutationContext) => Promise<T>, opts?: { actorInStatement: true }): Promise<T> {
   return withTx(db, async (tx) => {
+    if (opts?.actorInStatement) return fn({ ...caller, tx, final: finalFor(db, tx) });
     // Not awaited: the binding is pipelined with the mutation's first statement (postgres.js writes
     // both before the first answer comes back), which PostgreSQL runs after it on the same connection.
     const bound = bindActor(tx, caller.actor);

@@ -140,8 +140,8 @@ export type CreateTarget = { id: number } | { name: string };
 /**
  * Creates an object in a transaction of its own (an API request's create). Under a class that an
  * earlier create in this process read, this is one statement (insertObjectIfClassUnchanged: class
- * check, permission, insert and audit event; one round trip with BEGIN, the actor binding and
- * COMMIT), which writes only if the class row is still the version read and the caller may create
+ * check, permission, actor binding, insert and audit event; one round trip with BEGIN and COMMIT),
+ * which writes only if the class row is still the version read and the caller may create
  * in it; by name, the class's id is then not looked up either. Whatever that cannot settle goes the
  * way of createObject, in a transaction of its own, which also decides every error: a class not
  * read yet or changed since (then nothing was written), a name no class has, a scoped-out token,
@@ -164,7 +164,9 @@ export async function createOwnObject(db: Db, caller: Caller, target: CreateTarg
     if (settlesAlone(caller, known, unsaved)) {
       const cls = { id: known.id, revision: known.revision, version: known.svc_version };
       const event = objectCreatedEvent(unsaved, known);
-      const row = await inTx(db, caller, (m) => insertObjectIfClassUnchanged(m.tx, m.actor, m.auth, cls, draft, event, m.final));
+      const row = await inTx(db, caller, (m) => insertObjectIfClassUnchanged(m.tx, m.actor, m.auth, cls, draft, event, m.final), {
+        actorInStatement: true,
+      });
       if (row) return row;
       // Nothing written. The entry stays: a caller without the permission must not evict it for
       // the others; a class changed since is read again below, and a successful create replaces it.
