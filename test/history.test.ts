@@ -67,6 +67,39 @@ describe('entity history (written by triggers in the change transaction)', () =>
     ]);
   });
 
+  it('a JSON Patch and a delete (with the relation it takes along) record the caller, who is not the one who created', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    const user = await principalWith(t, [[cid, ['ReadClass', 'ReadObject', 'UpdateObject', 'DeleteObject']]]);
+    const a = await createObject(t, cls.id, { a: 1 });
+    const b = await createObject(t, cls.id, { b: 1 });
+    const cr = await t.request('POST', '/api/v1/relations/classes', { body: { from_class_id: cls.id, to_class_id: cls.id } });
+    expect(cr.status, cr.text).toBe(201);
+    const rel = await t.request('POST', '/api/v1/relations/objects', {
+      body: { class_relation_id: (cr.body as { id: number }).id, from_object_id: a.id, to_object_id: b.id },
+    });
+    expect(rel.status, rel.text).toBe(201);
+    const patched = await t.request('PATCH', `/api/v1/classes/${cls.id}/${a.id}/data`, {
+      token: user.token,
+      rawBody: JSON.stringify([{ op: 'replace', path: '/a', value: 2 }]),
+      contentType: 'application/json-patch+json',
+    });
+    expect(patched.status, patched.text).toBe(200);
+    expect((await t.request('DELETE', `/api/v1/classes/${cls.id}/${a.id}`, { token: user.token })).status).toBe(204);
+
+    const [admin] = await t.deps.sql<{ id: number }[]>`select id from principals where name = 'admin' and kind = 'human'`;
+    const who = (v: Version[]) => v.map((x) => [x.operation, x.actor_kind, x.actor_principal_id, x.initiator_principal_id]);
+    expect(who(await versionsOf('object', a.id))).toEqual([
+      ['insert', 'user', admin!.id, admin!.id],
+      ['update', 'user', user.id, user.id],
+      ['delete', 'user', user.id, user.id],
+    ]);
+    expect(who(await versionsOf('object_relation', (rel.body as { id: number }).id))).toEqual([
+      ['insert', 'user', admin!.id, admin!.id],
+      ['delete', 'user', user.id, user.id],
+    ]);
+  });
+
   it('a rolled-back change leaves no version; users are not versioned', async () => {
     const cid = await collection(t);
     const cls = await createClass(t, cid);

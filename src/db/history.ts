@@ -11,14 +11,27 @@ import { type HistoryKind, type VersionRow } from '../domain/views/history.ts';
 /**
  * Binds the actor to the current transaction (transaction-local settings the history triggers
  * read). Called once where a mutation gets its actor: inTx, and the import worker per item; a
- * mutation of one statement may bind it in that statement instead (actorBindingText).
+ * mutation whose writes are one statement may bind it in that statement instead (actorBindingCte,
+ * actorBindingText).
  */
 export function bindActor(tx: Db, actor: Actor): Promise<unknown> {
-  const [kind, id, initiator, task] = actorBindingParams(actor);
   // Sent at once (execute), not when the caller first awaits it: `await` takes a query's then() a
   // microtask later, so a final statement issued meanwhile (commitWith) would go out before it.
-  return tx`select set_config('svc.actor_kind', ${kind}, true), set_config('svc.actor_id', ${id}, true),
-    set_config('svc.initiator_id', ${initiator}, true), set_config('svc.task_id', ${task}, true)`.execute();
+  return tx`with ${actorBindingCte(tx, actor)} select 1 from svc_actor`.execute();
+}
+
+/**
+ * The actor's binding as a CTE (`svc_actor`, one row) of a statement that writes. The statement must
+ * read that row where the rows it writes come from (a join, `using`, `from`), so the settings are
+ * made before anything is written; the history triggers are AFTER ROW triggers, which run at the
+ * end of the statement.
+ */
+export function actorBindingCte(tx: Db, actor: Actor): Fragment {
+  const [kind, id, initiator, task] = actorBindingParams(actor);
+  return tx`svc_actor as materialized (
+      select set_config('svc.actor_kind', ${kind}::text, true), set_config('svc.actor_id', ${id}::text, true),
+        set_config('svc.initiator_id', ${initiator}::text, true), set_config('svc.task_id', ${task}::text, true)
+    )` as Fragment;
 }
 
 /** The values bindActor sets, in its order: actor kind, principal, initiator, task ('' for none). */
@@ -28,10 +41,8 @@ export function actorBindingParams(actor: Actor): [string, string, string, strin
 }
 
 /**
- * bindActor as a CTE (`svc_actor`, one row) of a mutation's one statement, with actorBindingParams
- * as parameters $first to $first+3. The statement must read that row where the rows it writes come
- * from (a join), so the settings are made before anything is written; the history triggers are
- * AFTER ROW triggers and run at the end of the statement.
+ * actorBindingCte as constant statement text, with actorBindingParams as parameters $first to
+ * $first+3 (for a statement kept as text; read it as actorBindingCte says).
  */
 export function actorBindingText(first: number): string {
   const p = (i: number) => `$${first + i}::text`;

@@ -22,13 +22,12 @@ import { runAggregate } from '../db/aggregates.ts';
 import { STATES, aggregateSignature, decodeAggregateCursor, encodeAggregateCursor, parseAggregateRequest } from '../domain/aggregates.ts';
 import { activeFields, noActiveFields, type ActiveFields } from '../db/computed-fields.ts';
 import { valueSet, type ComputedDef } from '../domain/computed.ts';
-import { inTx } from '../mutations/context.ts';
 import {
   createOwnObject,
-  deleteObject,
+  deleteOwnObject,
   type CreateTarget,
-  patchObjectData,
-  updateObject,
+  patchOwnObjectData,
+  updateOwnObject,
   type ObjectTarget,
 } from '../mutations/objects.ts';
 import type { ResponseBody } from '../domain/wire.ts';
@@ -193,12 +192,12 @@ async function createIn(ctx: Ctx, target: CreateTarget, body: RequestBody<'creat
 }
 
 async function updateIn(ctx: Ctx, t: ObjectTarget, body: RequestBody<'updateObject'>, headers: Record<string, string>) {
-  const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) => updateObject(m, t, body, headers['if-match']));
+  const { row } = await updateOwnObject(ctx.deps.sql, callerOf(ctx), t, body, headers['if-match']);
   return objectWritten(row, 200);
 }
 
 async function deleteIn(ctx: Ctx, t: ObjectTarget, headers: Record<string, string>) {
-  await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteObject(m, t, headers['if-match']));
+  await deleteOwnObject(ctx.deps.sql, callerOf(ctx), t, headers['if-match']);
   return { status: 204 as const };
 }
 
@@ -274,7 +273,7 @@ export const objectsHandlers = {
 
   patchObjectData: async (input, ctx) => {
     const t = { classId: input.params.class_id, objectId: input.params.object_id };
-    const { row } = await inTx(ctx.deps.sql, callerOf(ctx), (m) => patchObjectData(m, t, input.body, input.headers['if-match']));
+    const { row } = await patchOwnObjectData(ctx.deps.sql, callerOf(ctx), t, input.body, input.headers['if-match']);
     return objectWritten(row, 200);
   },
 } satisfies Partial<HandlerMap>;

@@ -23,16 +23,21 @@ export interface MutationContext extends Caller {
    * where the caller builds the context and runs more in the same transaction, such as an import.
    */
   final?: Final;
+  /**
+   * Set by inTx with `actorInStatement`: no statement has bound the actor in this transaction, so
+   * the mutation's one writing statement binds it itself (actorBindingCte, actorBindingText).
+   */
+  actorUnbound?: true;
 }
 
 /**
  * Runs fn as one mutation in its own transaction (or in db, when db already is one). The actor is
- * bound first (bindActor), unless `actorInStatement`: fn's mutation is one statement that binds it
- * itself (actorBindingText), which saves PostgreSQL and the driver a statement per transaction.
+ * bound first (bindActor), unless `actorInStatement`: fn's mutation writes in one statement, which
+ * binds it itself (m.actorUnbound), and PostgreSQL and the driver are spared a statement.
  */
 export function inTx<T>(db: Db, caller: Caller, fn: (m: MutationContext) => Promise<T>, opts?: { actorInStatement: true }): Promise<T> {
   return withTx(db, async (tx) => {
-    if (opts?.actorInStatement) return fn({ ...caller, tx, final: finalFor(db, tx) });
+    if (opts?.actorInStatement) return fn({ ...caller, tx, final: finalFor(db, tx), actorUnbound: true });
     // Not awaited: the binding is pipelined with the mutation's first statement (postgres.js writes
     // both before the first answer comes back), which PostgreSQL runs after it on the same connection.
     const bound = bindActor(tx, caller.actor);

@@ -96,7 +96,7 @@ async function writeObject(
     const events = [objectUpdatedEvent(before, after, cls.id, dataChanged, how)];
     const compliance = dataChanged ? objectComplianceEvent(cls, before, after) : null;
     if (compliance) events.push(compliance);
-    return updateObjectWithEvents(m.tx, m.actor, after, events, m.final);
+    return updateObjectWithEvents(m.tx, m.actor, after, events, m.final, m.actorUnbound);
   });
 }
 
@@ -231,6 +231,29 @@ async function create(
   return { row: await insertObjectWithEvents(m.tx, m.actor, row, events, m.final), cls };
 }
 
+/**
+ * updateObject, patchObjectData and deleteObject in a transaction of their own (an API request's):
+ * their one writing statement binds the actor (m.actorUnbound), so the transaction needs no
+ * statement of its own for that.
+ */
+export function updateOwnObject(
+  db: Db,
+  caller: Caller,
+  t: ObjectTarget,
+  changes: ObjectChanges,
+  ifMatch?: string,
+): Promise<Written<ObjectRow>> {
+  return inTx(db, caller, (m) => updateObject(m, t, changes, ifMatch), { actorInStatement: true });
+}
+
+export function patchOwnObjectData(db: Db, caller: Caller, t: ObjectTarget, patch: unknown, ifMatch?: string): Promise<Written<ObjectRow>> {
+  return inTx(db, caller, (m) => patchObjectData(m, t, patch, ifMatch), { actorInStatement: true });
+}
+
+export function deleteOwnObject(db: Db, caller: Caller, t: ObjectTarget, ifMatch?: string): Promise<void> {
+  return inTx(db, caller, (m) => deleteObject(m, t, ifMatch), { actorInStatement: true });
+}
+
 export async function updateObject(
   m: MutationContext,
   t: ObjectTarget,
@@ -275,5 +298,5 @@ export async function deleteObject(m: MutationContext, t: ObjectTarget, ifMatch?
     objectRelationDeletedWithObjectEvent(r, { from_collection_id, to_collection_id }, obj.id, obj.name),
   );
   events.push(objectDeletedEvent(obj, cls, relations.length));
-  await deleteObjectWithEvents(m.tx, m.actor, obj.id, events, m.final);
+  await deleteObjectWithEvents(m.tx, m.actor, obj.id, events, m.final, m.actorUnbound);
 }
