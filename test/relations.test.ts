@@ -270,6 +270,17 @@ describe('object relations', () => {
     expect(ev).toHaveLength(1);
     expect(ev[0]).toMatchObject({ action: 'created', collection_id: s.c1 });
     expect(ev[0]!.metadata).toMatchObject({ related_collection_ids: [s.c2], class_relation_id: s.crId });
+    // the event, written in the insert's statement, carries the relation as stored and answered
+    const read = await t.request('GET', `/api/v1/relations/objects/${body.id}`);
+    expect(read.body).toEqual(res.body);
+    const [stored] = await t.deps.sql<{ entity_id: number; after: unknown; after_revision: number; summary: string }[]>`
+      select entity_id, after, after_revision, summary from events where entity_type = 'object_relation' and entity_id = ${body.id}`;
+    expect(stored).toEqual({
+      entity_id: body.id,
+      after: res.body,
+      after_revision: 1,
+      summary: `object relation ${body.id} (object ${a1} to object ${b1}) created`,
+    });
     const dup = await createOR({ class_relation_id: s.crId, from_object_id: a1, to_object_id: b1 });
     expect(dup.status).toBe(409);
   });

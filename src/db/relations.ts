@@ -3,7 +3,9 @@
 // wire views are in src/domain/relations.ts, their audit events in src/domain/views/relations.ts.
 import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, type Fragment, type ListPage } from './list.ts';
-import { appendEvent } from './events.ts';
+import { appendEvent, eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
 import { classWhere, enforceGranted, grantColumn, objectWhere } from './authz.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
@@ -267,14 +269,32 @@ export async function objectRelationExists(tx: TransactionSql, classRelationId: 
   return row?.hit ?? false;
 }
 
-export async function insertObjectRelation(
+/**
+ * An id for an object relation about to be inserted (insertObjectRelationWithEvents), with now(): its
+ * created_at and updated_at. Sent with the statements before the insert, so that the insert and its
+ * audit event, which needs both, are one statement. An id reserved and not used leaves a gap.
+ */
+export async function reserveObjectRelation(tx: TransactionSql): Promise<{ id: number; now: Date }> {
+  const [row] = await tx<{ id: number; now: Date }[]>`
+    select nextval(pg_get_serial_sequence('object_relations', 'id'))::int as id, now() as now`;
+  return row!;
+}
+
+/** Inserts the object relation (with the id reserveObjectRelation gave) and its audit events in one statement. */
+export async function insertObjectRelationWithEvents(
   tx: TransactionSql,
-  r: { class_relation_id: number; from_object_id: number; to_object_id: number },
+  actor: Actor,
+  r: { id: number; class_relation_id: number; from_object_id: number; to_object_id: number },
+  events: NewEvent[],
+  final: Final = notFinal,
 ): Promise<ObjectRelationRow> {
-  const [row] = await tx<ObjectRelationRow[]>`
-    insert into object_relations as r (class_relation_id, from_object_id, to_object_id)
-    values (${r.class_relation_id}::int, ${r.from_object_id}::int, ${r.to_object_id}::int)
-    returning ${objectRelationCols(tx)}`;
+  const [row] = await final(tx<ObjectRelationRow[]>`
+    with r as (
+      insert into object_relations as r (id, class_relation_id, from_object_id, to_object_id)
+      values (${r.id}::int, ${r.class_relation_id}::int, ${r.from_object_id}::int, ${r.to_object_id}::int)
+      returning ${objectRelationCols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select * from r`);
   return row!;
 }
 

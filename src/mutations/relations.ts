@@ -16,7 +16,8 @@ import {
   findObjectEnds,
   findObjectRelation,
   insertClassRelation,
-  insertObjectRelation,
+  insertObjectRelationWithEvents,
+  reserveObjectRelation,
   lockRelationEnds,
   objectRelationExists,
   updateClassRelationRow,
@@ -192,26 +193,33 @@ async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists:
       details,
     );
   }
-  // The ends locked, then the duplicate check and the counts: one round trip, run in that order.
+  // The ends locked, then the duplicate check, the counts and the new relation's id and times: one
+  // round trip, run in that order. Then the insert with its event (and COMMIT, when final): one more.
   const locking = lockRelationEnds(m.tx, [from.id, to.id]);
   const existing = objectRelationExists(m.tx, cr.id, from.id, to.id);
   existing.catch(() => undefined); // awaited below
   const room = assertRoomForRelation(m.tx, cr, from.id, to.id);
   room.catch(() => undefined); // awaited below, unless the relation exists
+  const reserving = reserveObjectRelation(m.tx);
+  reserving.catch(() => undefined); // awaited below, unless the relation exists or has no room
   await locking;
   if (await existing) {
     if (ifExists === 'keep') return null;
     throw conflict('this object relation already exists', 'duplicate_relation');
   }
   await room;
-  const created = await insertObjectRelation(m.tx, { class_relation_id: cr.id, from_object_id: from.id, to_object_id: to.id });
-  await appendEvent(
-    m.tx,
-    m.actor,
-    objectRelationEvent(created, { from_collection_id: from.collection_id, to_collection_id: to.collection_id }, 'created'),
-    m.final,
-  );
-  return created;
+  const { id, now } = await reserving;
+  const row: ObjectRelationRow = {
+    id,
+    class_relation_id: cr.id,
+    from_object_id: from.id,
+    to_object_id: to.id,
+    created_at: now,
+    updated_at: now,
+    revision: 1,
+  };
+  const event = objectRelationEvent(row, { from_collection_id: from.collection_id, to_collection_id: to.collection_id }, 'created');
+  return insertObjectRelationWithEvents(m.tx, m.actor, row, [event], m.final);
 }
 
 export async function deleteObjectRelation(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
