@@ -118,13 +118,17 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
     const targets: number[] = [];
     for (let i = 0; i <= CALLS; i++)
       targets.push((await call('POST', `/api/v1/classes/${otherClass}/objects`, { name: `rt-t${i}-${Date.now()}`, json_data: {} }))!.id);
-    await timeEach('createObjectRelation (max counts, audit event)', (i) =>
-      call('POST', '/api/v1/relations/objects', {
+    const relations: number[] = [];
+    await timeEach('createObjectRelation (max counts, audit event)', async (i) => {
+      const made = await call('POST', '/api/v1/relations/objects', {
         class_relation_id: relation.id,
         from_object_id: target.id,
         to_object_id: targets[i + 1]!,
-      }),
-    );
+      });
+      relations.push(made.id);
+    });
+    let nextRelation = 0;
+    await timeEach('deleteObjectRelation (audit event)', () => call('DELETE', `/api/v1/relations/objects/${relations[nextRelation++]!}`));
     for (let i = made.length; i <= CALLS + 1; i++)
       made.push(await call('POST', `${base}/objects`, { name: `rt-x${i}-${Date.now()}`, json_data: serverData(i) }));
     let next = 1;

@@ -424,11 +424,21 @@ describe('object relations', () => {
     expect(
       (await t.request('DELETE', `/api/v1/relations/objects/${id}`, { headers: { 'if-match': '"svc-v1.object_relation.MQ.7"' } })).status,
     ).toBe(412);
+    const otherHalf = await caller([
+      [s.c1, ['ReadObjectRelation']],
+      [s.c2, ['ReadObjectRelation', 'DeleteObjectRelation']],
+    ]);
+    expect((await t.request('DELETE', `/api/v1/relations/objects/${id}`, { token: otherHalf.token })).status).toBe(403);
+    // nothing of the refused deletes was written
+    expect((await t.request('GET', `/api/v1/relations/objects/${id}`)).status).toBe(200);
+    expect((await eventsOf(t, 'object_relation', id)).map((e) => e.action)).toEqual(['created']);
     const del = await t.request('DELETE', `/api/v1/relations/objects/${id}`, { headers: { 'if-match': created.headers.get('etag')! } });
     expect(del.status).toBe(204);
     const ev = await eventsOf(t, 'object_relation', id);
     expect(ev.map((e) => e.action)).toEqual(['created', 'deleted']);
     expect(ev[1]!.metadata.related_collection_ids).toEqual([s.c2]);
+    expect(ev[1]).toMatchObject({ before: created.body, after: null });
+    expect((await t.request('GET', `/api/v1/relations/objects/${id}`)).status).toBe(404);
     expect((await t.request('DELETE', `/api/v1/relations/objects/${id}`)).status).toBe(404);
   });
 });

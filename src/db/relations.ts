@@ -316,8 +316,17 @@ export function listObjectRelationRows(db: Db, parsed: ParsedList, where: Fragme
   });
 }
 
-export async function deleteObjectRelationRow(tx: TransactionSql, id: number): Promise<void> {
-  await tx`delete from object_relations where id = ${id}::int`;
+/** Deletes an object relation (locked by the caller) and appends its audit events in one statement. */
+export async function deleteObjectRelationWithEvents(
+  tx: TransactionSql,
+  actor: Actor,
+  id: number,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<void> {
+  await final(tx`
+    with r as (delete from object_relations where id = ${id}::int returning id)${eventsCte(tx, actor, events)}
+    select count(*) from r`);
 }
 
 /** Deletes the object relations matching `cond` (over alias `r`), each with its audit event. */

@@ -10,7 +10,7 @@ import { requireClassPermission, requireObjectPermission } from '../db/authz.ts'
 import {
   assertRoomForRelation,
   deleteClassRelationCascade,
-  deleteObjectRelationRow,
+  deleteObjectRelationWithEvents,
   existingClassIds,
   findClassRelation,
   findObjectEnds,
@@ -41,8 +41,12 @@ export async function requireClassRelationPermission(db: Db, auth: Authority, r:
 
 /** `perm` on both objects of an object relation (grants and token scope): 403 otherwise. */
 export async function requireObjectRelationPermission(db: Db, auth: Authority, r: ObjectRelationWithEnds, perm: Permission): Promise<void> {
-  await requireObjectPermission(db, auth, r.from_object_id, perm);
-  await requireObjectPermission(db, auth, r.to_object_id, perm);
+  // Both checks go out together (one round trip); the from end's verdict comes first.
+  const from = requireObjectPermission(db, auth, r.from_object_id, perm);
+  const to = requireObjectPermission(db, auth, r.to_object_id, perm);
+  to.catch(() => undefined); // awaited below, unless the from end already refuses
+  await from;
+  await to;
 }
 
 // ---- class relations ----------------------------------------------------------------------------
@@ -227,6 +231,5 @@ export async function deleteObjectRelation(m: MutationContext, id: number, ifMat
   if (!row) throw notFound('object relation');
   await requireObjectRelationPermission(m.tx, m.auth, row, 'DeleteObjectRelation');
   requireMatch(ifMatch, OBJECT_RELATION_KIND, row.id, row.revision);
-  await deleteObjectRelationRow(m.tx, row.id);
-  await appendEvent(m.tx, m.actor, objectRelationEvent(row, row, 'deleted'));
+  await deleteObjectRelationWithEvents(m.tx, m.actor, row.id, [objectRelationEvent(row, row, 'deleted')], m.final);
 }
