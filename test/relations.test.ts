@@ -5,6 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, startTestApp, type TestApp } from './helpers.ts';
 import { graphFixtures } from './graph-fixtures.ts';
+import { ensureObjectRelation } from '../src/mutations/relations.ts';
+import { SYSTEM_ACTOR } from '../src/domain/actor.ts';
+import type { TransactionSql } from '../src/db/sql.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -283,6 +286,28 @@ describe('object relations', () => {
     });
     const dup = await createOR({ class_relation_id: s.crId, from_object_id: a1, to_object_id: b1 });
     expect(dup.status).toBe(409);
+  });
+
+  it("the importer's create of a relation that exists returns null and uses up no relation id; a new one is created", async () => {
+    const s = await setup();
+    const a1 = await object(s.a.id, s.c1);
+    const b1 = await object(s.b.id, s.c2);
+    const b2 = await object(s.b.id, s.c2);
+    expect((await createOR({ class_relation_id: s.crId, from_object_id: a1, to_object_id: b1 })).status).toBe(201);
+    const [admin] = await t.deps.sql<{ id: number }[]>`select id from principals where name = 'admin' and kind = 'human'`;
+    const m = { actor: SYSTEM_ACTOR, auth: { principal: { id: admin!.id }, isAdmin: true, token: { scope: null } } };
+    // currval is this session's own: other sessions' ids cannot move it
+    const currval = async (tx: TransactionSql) =>
+      (await tx<{ v: number }[]>`select currval(pg_get_serial_sequence('object_relations', 'id'))::int as v`)[0]!.v;
+    await t.deps.sql.begin(async (tx) => {
+      const [mine] = await tx<{ v: number }[]>`select nextval(pg_get_serial_sequence('object_relations', 'id'))::int as v`;
+      const kept = await ensureObjectRelation({ ...m, tx }, { class_relation_id: s.crId, from_object_id: a1, to_object_id: b1 });
+      expect(kept).toBeNull();
+      expect(await currval(tx)).toBe(mine!.v);
+      const made = await ensureObjectRelation({ ...m, tx }, { class_relation_id: s.crId, from_object_id: a1, to_object_id: b2 });
+      expect(made).toMatchObject({ class_relation_id: s.crId, from_object_id: a1, to_object_id: b2, revision: 1 });
+      expect(made!.id).toBe(await currval(tx));
+    });
   });
 
   it('createObjectRelation 404 for a missing class relation or object; 400 for mismatched classes, self relations, bad bodies', async () => {

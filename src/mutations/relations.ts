@@ -199,19 +199,22 @@ async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists:
   }
   // The ends locked, then the duplicate check, the counts and the new relation's id and times: one
   // round trip, run in that order. Then the insert with its event (and COMMIT, when final): one more.
+  // The importer's create ('keep') reserves the id only once the relation is known to be new: a
+  // re-run import of relations that exist would otherwise use up an id for each.
   const locking = lockRelationEnds(m.tx, [from.id, to.id]);
   const existing = objectRelationExists(m.tx, cr.id, from.id, to.id);
   existing.catch(() => undefined); // awaited below
   const room = assertRoomForRelation(m.tx, cr, from.id, to.id);
   room.catch(() => undefined); // awaited below, unless the relation exists
-  const reserving = reserveObjectRelation(m.tx);
-  reserving.catch(() => undefined); // awaited below, unless the relation exists or has no room
+  let reserving = ifExists === 'conflict' ? reserveObjectRelation(m.tx) : undefined;
+  reserving?.catch(() => undefined); // awaited below, unless the relation exists or has no room
   await locking;
   if (await existing) {
     if (ifExists === 'keep') return null;
     throw conflict('this object relation already exists', 'duplicate_relation');
   }
   await room;
+  reserving ??= reserveObjectRelation(m.tx);
   const { id, now } = await reserving;
   const row: ObjectRelationRow = {
     id,
