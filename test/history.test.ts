@@ -100,6 +100,29 @@ describe('entity history (written by triggers in the change transaction)', () =>
     ]);
   });
 
+  it('an object relation created by one user and deleted by another records each of them', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    const maker = await principalWith(t, [[cid, ['ReadClass', 'ReadObject', 'CreateObjectRelation', 'ReadObjectRelation']]]);
+    const breaker = await principalWith(t, [[cid, ['ReadClass', 'ReadObject', 'DeleteObjectRelation', 'ReadObjectRelation']]]);
+    const a = await createObject(t, cls.id, {});
+    const b = await createObject(t, cls.id, {});
+    const cr = await t.request('POST', '/api/v1/relations/classes', { body: { from_class_id: cls.id, to_class_id: cls.id } });
+    expect(cr.status, cr.text).toBe(201);
+    const rel = await t.request('POST', '/api/v1/relations/objects', {
+      token: maker.token,
+      body: { class_relation_id: (cr.body as { id: number }).id, from_object_id: a.id, to_object_id: b.id },
+    });
+    expect(rel.status, rel.text).toBe(201);
+    const id = (rel.body as { id: number }).id;
+    expect((await t.request('DELETE', `/api/v1/relations/objects/${id}`, { token: breaker.token })).status).toBe(204);
+    const v = await versionsOf('object_relation', id);
+    expect(v.map((x) => [x.operation, x.actor_kind, x.actor_principal_id, x.initiator_principal_id])).toEqual([
+      ['insert', 'user', maker.id, maker.id],
+      ['delete', 'user', breaker.id, breaker.id],
+    ]);
+  });
+
   it('a rolled-back change leaves no version; users are not versioned', async () => {
     const cid = await collection(t);
     const cls = await createClass(t, cid);

@@ -41,7 +41,7 @@ import {
   type ObjectRelationRow,
 } from '../domain/relations.ts';
 import { inTx } from '../mutations/context.ts';
-import { createClassRelation, createObjectRelation, deleteClassRelation, deleteObjectRelation } from '../mutations/relations.ts';
+import { createClassRelation, createOwnObjectRelation, deleteClassRelation, deleteOwnObjectRelation } from '../mutations/relations.ts';
 
 function classRelationReply<S extends number>(status: S, row: ClassRelationRow, extra: Record<string, string> = {}) {
   return { status, body: classRelationView(row), headers: { ...etagHeader(CLASS_RELATION_KIND, row.id, row.revision), ...extra } };
@@ -207,7 +207,7 @@ export const relationsHandlers = {
   },
 
   createObjectRelation: async (input, ctx) => {
-    const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createObjectRelation(m, input.body));
+    const row = await createOwnObjectRelation(ctx.deps.sql, callerOf(ctx), input.body);
     return objectRelationReply(201, row, { location: `/api/v1/relations/objects/${row.id}` });
   },
 
@@ -218,7 +218,7 @@ export const relationsHandlers = {
   },
 
   deleteObjectRelation: async (input, ctx) => {
-    await inTx(ctx.deps.sql, callerOf(ctx), (m) => deleteObjectRelation(m, input.params.relation_id, input.headers['if-match']));
+    await deleteOwnObjectRelation(ctx.deps.sql, callerOf(ctx), input.params.relation_id, input.headers['if-match']);
     return { status: 204 };
   },
 } satisfies Partial<HandlerMap>;

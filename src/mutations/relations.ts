@@ -31,7 +31,7 @@ import {
   type ClassRelationWithEnds,
 } from '../domain/views/relations.ts';
 import { maxRelationsInUse } from '../db/imports.ts';
-import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
+import { inTx, requireMatch, skipWhenUnchanged, type Caller, type MutationContext, type Written } from './context.ts';
 
 /** `perm` on both classes of a class relation (grants and token scope): 403 otherwise. */
 export async function requireClassRelationPermission(db: Db, auth: Authority, r: ClassRelationWithEnds, perm: Permission): Promise<void> {
@@ -152,6 +152,19 @@ export interface NewObjectRelation {
 }
 
 /** Relates two objects under a class relation; the same relation existing already is 409. */
+/**
+ * createObjectRelation and deleteObjectRelation in a transaction of their own (an API request's):
+ * their one writing statement binds the actor (m.actorUnbound), so the transaction needs no
+ * statement of its own for that.
+ */
+export function createOwnObjectRelation(db: Db, caller: Caller, v: NewObjectRelation): Promise<ObjectRelationRow> {
+  return inTx(db, caller, (m) => createObjectRelation(m, v), { actorInStatement: true });
+}
+
+export function deleteOwnObjectRelation(db: Db, caller: Caller, id: number, ifMatch?: string): Promise<void> {
+  return inTx(db, caller, (m) => deleteObjectRelation(m, id, ifMatch), { actorInStatement: true });
+}
+
 export async function createObjectRelation(m: MutationContext, v: NewObjectRelation): Promise<ObjectRelationRow> {
   return (await relateObjects(m, v, 'conflict'))!;
 }
@@ -226,7 +239,7 @@ async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists:
     revision: 1,
   };
   const event = objectRelationEvent(row, { from_collection_id: from.collection_id, to_collection_id: to.collection_id }, 'created');
-  return insertObjectRelationWithEvents(m.tx, m.actor, row, [event], m.final);
+  return insertObjectRelationWithEvents(m.tx, m.actor, row, [event], m.final, m.actorUnbound);
 }
 
 export async function deleteObjectRelation(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
@@ -234,5 +247,5 @@ export async function deleteObjectRelation(m: MutationContext, id: number, ifMat
   if (!row) throw notFound('object relation');
   await requireObjectRelationPermission(m.tx, m.auth, row, 'DeleteObjectRelation');
   requireMatch(ifMatch, OBJECT_RELATION_KIND, row.id, row.revision);
-  await deleteObjectRelationWithEvents(m.tx, m.actor, row.id, [objectRelationEvent(row, row, 'deleted')], m.final);
+  await deleteObjectRelationWithEvents(m.tx, m.actor, row.id, [objectRelationEvent(row, row, 'deleted')], m.final, m.actorUnbound);
 }
