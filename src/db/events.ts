@@ -1,4 +1,5 @@
-import type { Db } from './sql.ts';
+import { textPart, type Db } from './sql.ts';
+import { actorBinding } from './history.ts';
 import { notFinal, type Final } from './tx.ts';
 import type { Fragment } from './list.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -14,6 +15,26 @@ export async function appendEvent(tx: Db, actor: Actor, e: NewEvent, final: Fina
     insert into events (${EVENT_COLUMNS(tx)}) values ${eventValues(tx, actor, e)}
     returning id, event_id`);
   return row!;
+}
+
+/**
+ * Deletes the row `id` of `table` (locked by the caller; what references it goes with it by its
+ * foreign keys' on delete cascade) and appends `events` in one statement; with `bindsActor` the
+ * statement also binds the actor (actorBinding).
+ */
+export async function deleteRowWithEvents(
+  tx: Db,
+  actor: Actor,
+  table: 'objects' | 'object_relations',
+  id: number,
+  events: NewEvent[],
+  final: Final = notFinal,
+  bindsActor = false,
+): Promise<void> {
+  const b = actorBinding(tx, actor, bindsActor);
+  await final(tx`
+    with ${b.cte}d as (delete from ${textPart(tx, table)} ${b.using} where id = ${id}::int returning id)${eventsCte(tx, actor, events)}
+    select count(*) from d`);
 }
 
 /**
@@ -92,8 +113,8 @@ export function rowEventInsertText(first: number): string {
     from o`;
 }
 
-/** How many parameters rowEventInsertText takes (rowEventParams' length). */
-export const ROW_EVENT_PARAMS = 18;
+/** How many parameters rowEventInsertText takes (rowEventParams' length), read off its text. */
+export const ROW_EVENT_PARAMS = new Set(rowEventInsertText(1).match(/\$\d+/g)).size;
 
 /** The parameters of rowEventInsertText, in its order. */
 export function rowEventParams(tx: Db, actor: Actor, e: NewEvent): unknown[] {

@@ -1,6 +1,6 @@
 // Entity history (#11): the versions that the triggers of migrations/0170_entity_history.sql
 // write, and the one place that tells those triggers who is acting.
-import type { Db } from './sql.ts';
+import { textPart, type Db } from './sql.ts';
 import type { Actor } from '../domain/actor.ts';
 import { isUnscopedAdmin, type Authority } from '../domain/authz.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
@@ -11,7 +11,7 @@ import { type HistoryKind, type VersionRow } from '../domain/views/history.ts';
 /**
  * Binds the actor to the current transaction (transaction-local settings the history triggers
  * read). Called once where a mutation gets its actor: inTx, and the import worker per item; a
- * mutation whose writes are one statement may bind it in that statement instead (actorBindingCte,
+ * mutation whose writes are one statement may bind it in that statement instead (actorBinding,
  * actorBindingText).
  */
 export function bindActor(tx: Db, actor: Actor): Promise<unknown> {
@@ -26,12 +26,29 @@ export function bindActor(tx: Db, actor: Actor): Promise<unknown> {
  * made before anything is written; the history triggers are AFTER ROW triggers, which run at the
  * end of the statement.
  */
-export function actorBindingCte(tx: Db, actor: Actor): Fragment {
+function actorBindingCte(tx: Db, actor: Actor): Fragment {
   const [kind, id, initiator, task] = actorBindingParams(actor);
   return tx`svc_actor as materialized (
       select set_config('svc.actor_kind', ${kind}::text, true), set_config('svc.actor_id', ${id}::text, true),
         set_config('svc.initiator_id', ${initiator}::text, true), set_config('svc.task_id', ${task}::text, true)
     )` as Fragment;
+}
+
+/**
+ * What a writing statement adds to bind the actor itself when `binds` (a transaction that has not:
+ * MutationContext.actorUnbound), else empty parts: `with ${b.cte}o as (…)`, and `b.from` / `b.using`
+ * where the rows it writes come from (an INSERT's SELECT or an UPDATE's FROM, a DELETE's USING).
+ */
+export function actorBinding(tx: Db, actor: Actor, binds: boolean): { cte: Fragment; from: Fragment; using: Fragment } {
+  if (!binds) {
+    const none = textPart(tx, '') as unknown as Fragment;
+    return { cte: none, from: none, using: none };
+  }
+  return {
+    cte: tx`${actorBindingCte(tx, actor)}, ` as Fragment,
+    from: textPart(tx, 'from svc_actor') as unknown as Fragment,
+    using: textPart(tx, 'using svc_actor') as unknown as Fragment,
+  };
 }
 
 /** The values bindActor sets, in its order: actor kind, principal, initiator, task ('' for none). */

@@ -5,7 +5,7 @@ import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
 import { eventsCte, ROW_EVENT_PARAMS, rowEventInsertText, rowEventParams } from './events.ts';
-import { actorBindingCte, actorBindingParams, actorBindingText } from './history.ts';
+import { actorBinding, actorBindingParams, actorBindingText } from './history.ts';
 import { grantExistsText } from './authz.ts';
 import { notFinal, type Final } from './tx.ts';
 import { classCols } from './classes.ts';
@@ -352,7 +352,7 @@ export async function insertObjectWithEvents(
  * Updates the object (locked by the caller) and appends its audit events in one statement. `after` is
  * the row as it will be (revision + 1, updated_at the transaction's now()), so the events can be built
  * first; the returned row is the database's. With `bindsActor` the statement also binds the actor
- * (actorBindingCte), for a transaction that has not (MutationContext.actorUnbound).
+ * (actorBinding).
  */
 export async function updateObjectWithEvents(
   tx: TransactionSql,
@@ -362,11 +362,12 @@ export async function updateObjectWithEvents(
   final: Final = notFinal,
   bindsActor = false,
 ): Promise<ObjectRow> {
+  const b = actorBinding(tx, actor, bindsActor);
   const [row] = await final(tx<ObjectRow[]>`
-    with ${bindsActor ? tx`${actorBindingCte(tx, actor)}, ` : tx``}o as (
+    with ${b.cte}o as (
       update objects as o set name = ${after.name}, description = ${after.description},
         json_data = ${JSON.stringify(after.json_data ?? null)}::text::jsonb, updated_at = now(), revision = o.revision + 1
-      ${bindsActor ? tx`from svc_actor` : tx``}
+      ${b.from}
       where o.id = ${after.id}::int
       returning ${objectCols(tx)}
     )${eventsCte(tx, actor, events)}
@@ -389,25 +390,6 @@ export function lockObjectRelations(
     from object_relations r join objects fo on fo.id = r.from_object_id join objects t on t.id = r.to_object_id
     where r.from_object_id = ${id} or r.to_object_id = ${id}
     order by r.id for update of r`;
-}
-
-/**
- * Deletes an object (locked by the caller, as are its relations, which go with it: on delete
- * cascade) and appends the events of both in one statement; `bindsActor` as updateObjectWithEvents.
- */
-export async function deleteObjectWithEvents(
-  tx: TransactionSql,
-  actor: Actor,
-  objectId: number,
-  events: NewEvent[],
-  final: Final = notFinal,
-  bindsActor = false,
-): Promise<void> {
-  await final(tx`
-    with ${bindsActor ? tx`${actorBindingCte(tx, actor)}, ` : tx``}o as (
-      delete from objects ${bindsActor ? tx`using svc_actor` : tx``} where id = ${objectId}::int returning id
-    )${eventsCte(tx, actor, events)}
-    select count(*) from o`);
 }
 
 export { and };

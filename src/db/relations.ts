@@ -5,7 +5,7 @@ import type { Db, TransactionSql } from './sql.ts';
 import { and, runList, type Fragment, type ListPage } from './list.ts';
 import { appendEvent, eventsCte } from './events.ts';
 import { notFinal, type Final } from './tx.ts';
-import { actorBindingCte } from './history.ts';
+import { actorBinding } from './history.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
 import { classWhere, enforceGranted, grantColumn, objectWhere } from './authz.ts';
@@ -283,8 +283,7 @@ export async function reserveObjectRelation(tx: TransactionSql): Promise<{ id: n
 
 /**
  * Inserts the object relation (with the id reserveObjectRelation gave) and its audit events in one
- * statement. With `bindsActor` the statement also binds the actor (actorBindingCte), for a
- * transaction that has not (MutationContext.actorUnbound).
+ * statement. With `bindsActor` the statement also binds the actor (actorBinding).
  */
 export async function insertObjectRelationWithEvents(
   tx: TransactionSql,
@@ -294,11 +293,12 @@ export async function insertObjectRelationWithEvents(
   final: Final = notFinal,
   bindsActor = false,
 ): Promise<ObjectRelationRow> {
+  const b = actorBinding(tx, actor, bindsActor);
   const [row] = await final(tx<ObjectRelationRow[]>`
-    with ${bindsActor ? tx`${actorBindingCte(tx, actor)}, ` : tx``}r as (
+    with ${b.cte}r as (
       insert into object_relations as r (id, class_relation_id, from_object_id, to_object_id)
       select ${r.id}::int, ${r.class_relation_id}::int, ${r.from_object_id}::int, ${r.to_object_id}::int
-      ${bindsActor ? tx`from svc_actor` : tx``}
+      ${b.from}
       returning ${objectRelationCols(tx)}
     )${eventsCte(tx, actor, events)}
     select * from r`);
@@ -321,25 +321,6 @@ export function listObjectRelationRows(db: Db, parsed: ParsedList, where: Fragme
     parsed,
     spec: OBJECT_RELATION_LIST_SPEC,
   });
-}
-
-/**
- * Deletes an object relation (locked by the caller) and appends its audit events in one statement;
- * `bindsActor` as insertObjectRelationWithEvents.
- */
-export async function deleteObjectRelationWithEvents(
-  tx: TransactionSql,
-  actor: Actor,
-  id: number,
-  events: NewEvent[],
-  final: Final = notFinal,
-  bindsActor = false,
-): Promise<void> {
-  await final(tx`
-    with ${bindsActor ? tx`${actorBindingCte(tx, actor)}, ` : tx``}r as (
-      delete from object_relations ${bindsActor ? tx`using svc_actor` : tx``} where id = ${id}::int returning id
-    )${eventsCte(tx, actor, events)}
-    select count(*) from r`);
 }
 
 /** Deletes the object relations matching `cond` (over alias `r`), each with its audit event. */

@@ -25,7 +25,7 @@ export interface MutationContext extends Caller {
   final?: Final;
   /**
    * Set by inTx with `actorInStatement`: no statement has bound the actor in this transaction, so
-   * the mutation's one writing statement binds it itself (actorBindingCte, actorBindingText).
+   * the mutation's one writing statement binds it itself (actorBinding, actorBindingText).
    */
   actorUnbound?: true;
 }

@@ -8,7 +8,6 @@ import { readClassAs, readObjectAs } from '../db/authz.ts';
 import { classIdByName, shareLockClass, type LockedClass } from '../db/classes.ts';
 import { objectComplianceEvent } from '../domain/views/class-schema-events.ts';
 import {
-  deleteObjectWithEvents,
   insertObjectIfClassUnchanged,
   insertObjectWithEvents,
   lockObjectRelations,
@@ -21,6 +20,7 @@ import { objectRelationDeletedWithObjectEvent } from '../domain/views/relations.
 import { decide } from '../domain/authz.ts';
 import type { ClassRow } from '../domain/views/classes.ts';
 import type { Db } from '../db/sql.ts';
+import { deleteRowWithEvents } from '../db/events.ts';
 import { inTx, requireMatch, skipWhenUnchanged, type Caller, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'object';
@@ -298,5 +298,6 @@ export async function deleteObject(m: MutationContext, t: ObjectTarget, ifMatch?
     objectRelationDeletedWithObjectEvent(r, { from_collection_id, to_collection_id }, obj.id, obj.name),
   );
   events.push(objectDeletedEvent(obj, cls, relations.length));
-  await deleteObjectWithEvents(m.tx, m.actor, obj.id, events, m.final, m.actorUnbound);
+  // its relations go with it (on delete cascade), locked above
+  await deleteRowWithEvents(m.tx, m.actor, 'objects', obj.id, events, m.final, m.actorUnbound);
 }

@@ -5,12 +5,11 @@ import { badRequest, conflict, notFound } from '../domain/errors.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import { classRelationView, type ClassRelationRow, type ObjectRelationRow } from '../domain/relations.ts';
 import type { Db } from '../db/sql.ts';
-import { appendEvent } from '../db/events.ts';
+import { appendEvent, deleteRowWithEvents } from '../db/events.ts';
 import { requireClassPermission, requireObjectPermission } from '../db/authz.ts';
 import {
   assertRoomForRelation,
   deleteClassRelationCascade,
-  deleteObjectRelationWithEvents,
   existingClassIds,
   findClassRelation,
   findObjectEnds,
@@ -151,7 +150,6 @@ export interface NewObjectRelation {
   to_object_id: number;
 }
 
-/** Relates two objects under a class relation; the same relation existing already is 409. */
 /**
  * createObjectRelation and deleteObjectRelation in a transaction of their own (an API request's):
  * their one writing statement binds the actor (m.actorUnbound), so the transaction needs no
@@ -165,6 +163,7 @@ export function deleteOwnObjectRelation(db: Db, caller: Caller, id: number, ifMa
   return inTx(db, caller, (m) => deleteObjectRelation(m, id, ifMatch), { actorInStatement: true });
 }
 
+/** Relates two objects under a class relation; the same relation existing already is 409. */
 export async function createObjectRelation(m: MutationContext, v: NewObjectRelation): Promise<ObjectRelationRow> {
   return (await relateObjects(m, v, 'conflict'))!;
 }
@@ -247,5 +246,5 @@ export async function deleteObjectRelation(m: MutationContext, id: number, ifMat
   if (!row) throw notFound('object relation');
   await requireObjectRelationPermission(m.tx, m.auth, row, 'DeleteObjectRelation');
   requireMatch(ifMatch, OBJECT_RELATION_KIND, row.id, row.revision);
-  await deleteObjectRelationWithEvents(m.tx, m.actor, row.id, [objectRelationEvent(row, row, 'deleted')], m.final, m.actorUnbound);
+  await deleteRowWithEvents(m.tx, m.actor, 'object_relations', row.id, [objectRelationEvent(row, row, 'deleted')], m.final, m.actorUnbound);
 }
