@@ -3,9 +3,10 @@
 // 127.0.0.1 and the same database. Every measurement starts a fresh process, warms it, then loads it
 // with wrk (-t1) when it is installed, else autocannon (used as a library, in this process); rounds
 // run bare, service, bare, service, and each row's ratio is service / bare within a round. Also: a
-// soak (one service process under getObject, last window vs first, with a bare select server
-// alongside as the control of the machine's own drift), the service's RSS, and 2 api processes vs 1
-// (with the bare select server's 2 processes vs 1 as the control of what the machine can give).
+// soak of getObject and one of createObject (one service process under that load, last window vs
+// first, with a bare server alongside as the control of the machine's own drift), the service's
+// RSS, and 2 api processes vs 1 (with the bare select server's 2 processes vs 1 as the control of
+// what the machine can give).
 // Both servers run as plain JavaScript bundles (scripts/build-server.ts, rebuilt at the start), the
 // service as `make run` and deploy/*.service run it.
 // Prints numbers only (a markdown table on stdout, then each goal of #14 the run measured, judged on
@@ -13,13 +14,13 @@
 //
 // Uses SVC_DATABASE_URL when set (a scratch database is created on that server and dropped), else an
 // embedded PostgreSQL in a temporary directory. Knobs: BENCH_CONNECTIONS (50), BENCH_DURATION (10 s
-// per measurement), BENCH_WARMUP (3 s), BENCH_ROUNDS (2), BENCH_SOAK_SECONDS (60; 0 skips the soak),
+// per measurement), BENCH_WARMUP (3 s), BENCH_ROUNDS (2), BENCH_SOAK_SECONDS (60; 0 skips the soaks),
 // BENCH_SOAK_WINDOW (10 s compared at each end of the soak), BENCH_SOAK_CHUNK (300 s: the soak's
 // middle is loaded and reported in chunks of at most this), BENCH_ONLY (a comma-separated list of
-// scenario ids, e.g. `bare-constant,svc-healthz`: a shorter targeted run; the table then has only
-// the rows whose scenarios ran), BENCH_SVC_NODE_OPTIONS (extra node flags for the service processes,
-// e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile them under the load; bench/cpuprofile-top.ts
-// summarises a profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server), BENCH_LOADER
+// scenario ids, e.g. `bare-constant,svc-healthz`, and soaks, `soak` and `soak-create`: a shorter
+// targeted run; the table then has only the rows whose scenarios ran), BENCH_SVC_NODE_OPTIONS
+// (extra node flags for the service processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to
+// profile them under the load; bench/cpuprofile-top.ts summarises a profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server), BENCH_LOADER
 // (wrk or autocannon; default wrk when it is on the PATH).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -389,8 +390,18 @@ interface SoakWindow {
   cpu: number;
 }
 
-/** The soak: the service's first and last windows, and the bare select's (the control) at both ends. */
+/** What a soak loads: the service's shape and the bare server's (the control) beside it. */
+interface SoakKind {
+  id: 'soak' | 'soak-create';
+  path: string;
+  bareDoes: string;
+  svc: Shape;
+  bare: Shape;
+}
+
+/** A soak: the service's first and last windows, and the bare server's (the control) at both ends. */
 interface Soak {
+  kind: SoakKind;
   first: SoakWindow;
   last: SoakWindow;
   bareFirst: SoakWindow;
@@ -634,7 +645,7 @@ async function main(): Promise<void> {
     ['svc-create', async () => [await service()], () => create(`/api/v1/classes/${s.classId}/objects`, s.adminToken)],
   ];
   const plan = ONLY.length ? fullPlan.filter(([id]) => ONLY.includes(id)) : fullPlan;
-  const unknown = ONLY.filter((id) => id !== 'soak' && !fullPlan.some(([p]) => p === id));
+  const unknown = ONLY.filter((id) => id !== 'soak' && id !== 'soak-create' && !fullPlan.some(([p]) => p === id));
   if (unknown.length || !plan.some(([id]) => id.startsWith('bare-')) || !plan.some(([id]) => id.startsWith('svc-'))) {
     throw new Error(
       `BENCH_ONLY: unknown ${unknown.join(', ') || '-'}; name at least one bare-* and one svc-* of ${fullPlan.map(([id]) => id).join(', ')}`,
@@ -646,42 +657,48 @@ async function main(): Promise<void> {
     for (const [id, procs, target] of plan) results.push(await measure(id, round, procs, target));
   }
 
-  let soak: Soak | undefined;
-  if (SOAK > 0 && (!ONLY.length || ONLY.includes('soak'))) {
-    process.stderr.write(`soak: getObject on one service process for ${SOAK} s, the bare select alongside at both ends\n`);
+  // The soaks: one service process loaded for SOAK s (getObject; creates), its first and last windows
+  // compared. The control: a bare server started with the service and loaded only at both ends, right
+  // before the service's first window and right after its last. Its last / first is the drift of the
+  // machine and the database over the soak; divided out, what is left is the service's own.
+  const soakKinds: SoakKind[] = [
+    { id: 'soak', path: 'getObject', bareDoes: 'one row select', svc: get(objPath, s.adminToken), bare: get(`/objects/${s.objectId}`) },
+    {
+      id: 'soak-create',
+      path: 'createObject, schema enforced, with audit event',
+      bareDoes: 'the insert + event transaction',
+      svc: create(`/api/v1/classes/${s.classId}/objects`, s.adminToken),
+      bare: create(`/classes/${s.classId}/objects`),
+    },
+  ];
+  const soaks: Soak[] = [];
+  for (const kind of soakKinds) {
+    if (SOAK === 0 || (ONLY.length && !ONLY.includes(kind.id))) continue;
+    process.stderr.write(`${kind.id}: ${kind.path} on one service process for ${SOAK} s, the bare server alongside at both ends\n`);
     const p = await service();
-    // The control: a bare select server started with the service and loaded only at both ends, right
-    // before the service's first window and right after its last. Its last / first is the drift of
-    // the machine and the database over the soak; divided out, what is left is the service's own.
     const c = await bare();
     try {
-      const target = [{ port: p.port, shape: get(objPath, s.adminToken) }];
-      const control = [{ port: c.port, shape: get(`/objects/${s.objectId}`) }];
+      const target = [{ port: p.port, shape: kind.svc }];
+      const control = [{ port: c.port, shape: kind.bare }];
       await load(control, WARMUP);
       await load(target, WARMUP);
       const window = async (proc: Proc, t: Target[], what: string, sec: number): Promise<SoakWindow> => {
         const cpu0 = cpuUs(proc);
         const l = await load(t, sec);
         const cpu = (cpuUs(proc) - cpu0) / l.requests;
-        process.stderr.write(`  soak: ${what} ${sec} s at ${fmt(l.rps)} req/s, ${fmt(cpu)} µs CPU/req\n`);
+        process.stderr.write(`  ${kind.id}: ${what} ${sec} s at ${fmt(l.rps)} req/s, ${fmt(cpu)} µs CPU/req\n`);
         return { rps: l.rps, cpu };
       };
-      const bareFirst = await window(c, control, 'bare select', SOAK_WINDOW);
+      const bareFirst = await window(c, control, 'bare', SOAK_WINDOW);
       const first = await window(p, target, 'service', SOAK_WINDOW);
       // the middle in chunks of at most SOAK_CHUNK s back to back, each reported (the drift's shape)
       for (let left = SOAK - 2 * SOAK_WINDOW; left > 0; left -= SOAK_CHUNK) await window(p, target, 'service', Math.min(left, SOAK_CHUNK));
       const last = await window(p, target, 'service', SOAK_WINDOW);
-      const bareLast = await window(c, control, 'bare select', SOAK_WINDOW);
-      soak = {
-        first,
-        last,
-        bareFirst,
-        bareLast,
-        startRss: p.startRssKb / 1024,
-        peakRss: memKb(p, 'VmHWM') / 1024,
-      };
+      const bareLast = await window(c, control, 'bare', SOAK_WINDOW);
+      const soak = { kind, first, last, bareFirst, bareLast, startRss: p.startRssKb / 1024, peakRss: memKb(p, 'VmHWM') / 1024 };
+      soaks.push(soak);
       process.stderr.write(
-        `  soak: ${fmt(first.rps)} → ${fmt(last.rps)} req/s (bare select ${fmt(bareFirst.rps)} → ${fmt(bareLast.rps)}), RSS peak ${soak.peakRss.toFixed(0)} MB\n`,
+        `  ${kind.id}: ${fmt(first.rps)} → ${fmt(last.rps)} req/s (bare ${fmt(bareFirst.rps)} → ${fmt(bareLast.rps)}), RSS peak ${soak.peakRss.toFixed(0)} MB\n`,
       );
     } finally {
       await Promise.all([stopProc(p), stopProc(c)]);
@@ -690,17 +707,13 @@ async function main(): Promise<void> {
 
   const [pg] = await admin!<{ v: string }[]>`select current_setting('server_version') as v`;
   const db = `PostgreSQL ${pg!.v.split(' ')[0]} (${embedded ? 'embedded' : 'SVC_DATABASE_URL'})`;
-  console.log(report(results, soak, { load0, load1: loadavg()[0]!, seconds: (performance.now() - started) / 1000, db }));
+  console.log(report(results, soaks, { load0, load1: loadavg()[0]!, seconds: (performance.now() - started) / 1000, db }));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Report
 
-function report(
-  results: Measurement[],
-  soak: Soak | undefined,
-  run: { load0: number; load1: number; seconds: number; db: string },
-): string {
+function report(results: Measurement[], soaks: Soak[], run: { load0: number; load1: number; seconds: number; db: string }): string {
   const of = (id: string) => results.filter((r) => r.id === id);
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const avg = (id: string, f: (m: Measurement) => number) => mean(of(id).map(f));
@@ -770,21 +783,21 @@ function report(
     // a targeted run of the two 2-process scenarios alone: the service's two against the bare server's two
     rows.push(row('getObject, admin token, 2 api processes', 'one row select, 2 processes', 'bare-select-2procs', 'svc-get-2procs'));
   }
-  // the soak's last / first for the service and for the control beside it (the machine's drift)
-  const soakRatio = soak ? soak.last.rps / soak.first.rps : NaN;
-  const drift = soak ? soak.bareLast.rps / soak.bareFirst.rps : NaN;
-  if (soak) {
+  // each soak's last / first for the service and for the control beside it (the machine's drift)
+  const soakRatio = (k: Soak) => k.last.rps / k.first.rps;
+  const drift = (k: Soak) => k.bareLast.rps / k.bareFirst.rps;
+  for (const k of soaks) {
     rows.push([
-      `getObject, one process for ${SOAK} s`,
-      `one row select, alongside: loaded for ${SOAK_WINDOW} s before the service's first window and after its last`,
-      `${fmt(soak.bareFirst.rps)} → ${fmt(soak.bareLast.rps)}`,
-      `${fmt(soak.first.rps)} → ${fmt(soak.last.rps)}`,
-      `last ${SOAK_WINDOW} s / first ${SOAK_WINDOW} s **${soakRatio.toFixed(2)}** (bare ${drift.toFixed(2)}; ` +
-        `service / bare ${(soak.first.rps / soak.bareFirst.rps).toFixed(2)} → ${(soak.last.rps / soak.bareLast.rps).toFixed(2)})`,
+      `${k.kind.path}, one process for ${SOAK} s`,
+      `${k.kind.bareDoes}, alongside: loaded for ${SOAK_WINDOW} s before the service's first window and after its last`,
+      `${fmt(k.bareFirst.rps)} → ${fmt(k.bareLast.rps)}`,
+      `${fmt(k.first.rps)} → ${fmt(k.last.rps)}`,
+      `last ${SOAK_WINDOW} s / first ${SOAK_WINDOW} s **${soakRatio(k).toFixed(2)}** (bare ${drift(k).toFixed(2)}; ` +
+        `service / bare ${(k.first.rps / k.bareFirst.rps).toFixed(2)} → ${(k.last.rps / k.bareLast.rps).toFixed(2)})`,
       '',
-      `${fmt(soak.first.cpu)} → ${fmt(soak.last.cpu)} vs ${fmt(soak.bareFirst.cpu)} → ${fmt(soak.bareLast.cpu)}`,
+      `${fmt(k.first.cpu)} → ${fmt(k.last.cpu)} vs ${fmt(k.bareFirst.cpu)} → ${fmt(k.bareLast.cpu)}`,
       '',
-      `${fmt(soak.startRss)} → ${fmt(soak.peakRss)}`,
+      `${fmt(k.startRss)} → ${fmt(k.peakRss)}`,
     ]);
   }
   const header = [
@@ -821,13 +834,14 @@ function report(
   ratioGoal('getObject (non-admin) ≥ 0.8 of the bare token + select', 'svc-get-reader', 'bare-token', 0.8);
   ratioGoal('getObject ≥ 0.5 of the bare single select', 'svc-get-admin', 'bare-select', 0.5);
   ratioGoal('createObject ≥ 0.8 of the bare insert + event transaction', 'svc-create', 'bare-create', 0.8);
-  const peak = Math.max(...svc.map((m) => m.peakRssMb), soak?.peakRss ?? 0);
-  if (svc.length)
-    judge(`RSS < 300 MB under ${CONNECTIONS} connections`, peak, peak < 300, `${fmt(peak)} MB`, soak ? '' : ' (without the soak)');
-  if (soak) {
-    judge(`the soak's last ${SOAK_WINDOW} s ≥ 0.9 of its first`, soakRatio, soakRatio >= 0.9);
-    const own = soakRatio / drift;
-    judge(`the same against the bare select alongside (the machine's drift, ${drift.toFixed(2)}, divided out)`, own, own >= 0.9);
+  const peak = Math.max(...svc.map((m) => m.peakRssMb), ...soaks.map((k) => k.peakRss));
+  if (svc.length || soaks.length)
+    judge(`RSS < 300 MB under ${CONNECTIONS} connections`, peak, peak < 300, `${fmt(peak)} MB`, soaks.length ? '' : ' (without a soak)');
+  for (const k of soaks) {
+    const of = k.kind.id === 'soak' ? 'the soak' : `the ${k.kind.path.split(',')[0]} soak`;
+    judge(`${of}'s last ${SOAK_WINDOW} s ≥ 0.9 of its first`, soakRatio(k), soakRatio(k) >= 0.9);
+    const own = soakRatio(k) / drift(k);
+    judge(`the same against the bare server alongside (the machine's drift, ${drift(k).toFixed(2)}, divided out)`, own, own >= 0.9);
   }
   if (two)
     judge(
