@@ -2,7 +2,7 @@
 NPM ?= npm
 export NODE_OPTIONS ?=
 
-.PHONY: install console run test check ci codegen codegen-check spec-lint contract-check lint typecheck format format-check layers build bench bench-throughput bench-large
+.PHONY: install console run test check ci codegen codegen-check spec-lint contract-check lint typecheck format format-check layers build bench bench-latency bench-throughput bench-large
 
 # The stamp holds the install's inputs as they were installed: a newer file with the same content (a
 # fresh clone, worktree or checkout) only refreshes the stamp instead of reinstalling everything.
@@ -70,7 +70,15 @@ check: format-check lint typecheck codegen-check spec-lint contract-check layers
 
 ci: check test
 
-bench: install
+# Every benchmark, one after the other (about 25 minutes; each target below runs one alone).
+bench: install build
+	npx tsx bench/run.ts
+	node --import tsx bench/throughput.ts
+	node --import tsx bench/large.ts
+
+# Latency of the hot paths in-process, as ratios against a baseline measured in the same run, the
+# driver tables and the round trips (bench/run.ts; about 3 minutes).
+bench-latency: install
 	npx tsx bench/run.ts
 
 # The service vs a bare Hono + postgres.js server under the same concurrent load, as real processes

@@ -22,7 +22,7 @@
 // renders the text, then flattens and hashes it to find the prepared statement, every time), `Bind`,
 // `arrayEscape`, `escapeIdentifier` and `str` put back (interleaved, 2 rounds): statements/s and
 // the process's CPU per statement.
-// Part of `make bench`; alone: `SVC_DATABASE_URL=postgres://... npx tsx bench/driver-queue.ts`.
+// Part of `make bench-latency` (and `make bench`); alone: `SVC_DATABASE_URL=postgres://... npx tsx bench/driver-queue.ts`.
 // Prints numbers only.
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks';

@@ -4,7 +4,7 @@
 // Every object points at four others at pseudo-random offsets (never itself, never the same one
 // twice), so each has about eight relations and a depth-4 neighbourhood of a few thousand objects.
 //
-// `npx tsx bench/graph.ts` runs this case alone (with its own baseline); `make bench` runs it with the rest.
+// `npx tsx bench/graph.ts` runs this case alone (with its own baseline); `make bench-latency` runs it with the rest.
 import { fileURLToPath } from 'node:url';
 import { createClass, createCollection, startBench, type Bench } from './setup.ts';
 import { report, setBaseline, timeCase } from './harness.ts';

@@ -1,7 +1,8 @@
-// Benchmarks (`make bench`): the hot paths of the service, each reported as a ratio to a baseline
-// (GET /healthz through the whole HTTP stack, no database) measured in the same run, so results
-// compare across machines; memory as bytes per item against a baseline allocation measured in the
-// same run. Never timed assertions: this prints numbers for people to read.
+// Benchmarks (`make bench-latency`, the first part of `make bench`): the hot paths of the service,
+// each reported as a ratio to a baseline (GET /healthz through the whole HTTP stack, no database)
+// measured in the same run, so results compare across machines; memory as bytes per item against
+// a baseline allocation measured in the same run. Never timed assertions: this prints numbers for
+// people to read.
 //
 // Uses SVC_DATABASE_URL when set (a fresh database is created and dropped), else an embedded
 // PostgreSQL in a temporary directory. BENCH_ITERATIONS (default 500) scales the iteration counts;
