@@ -10,7 +10,7 @@ export async function benchAudit(b: Bench, events: number): Promise<void> {
   for (let i = 0; i < 10; i++) cols.push(await createCollection(b));
   // One INSERT: events spread over the ten collections (plus every 50th collection-less), some
   // naming a second collection as related, as object updates would.
-  await b.sql`
+  await b.seed`
     insert into events (entity_type, entity_id, entity_name, collection_id, related_collection_ids, action,
       actor_kind, actor_user_id, initiator_user_id, provenance, summary, before, after, before_revision, after_revision)
     select 'object', g, 'srv-' || g,
@@ -21,7 +21,7 @@ export async function benchAudit(b: Bench, events: number): Promise<void> {
         'initiator', jsonb_build_object('principal_id', ${b.adminId}::int, 'name', 'admin'), 'task_id', null),
       'object updated', jsonb_build_object('counter', g - 1), jsonb_build_object('counter', g), 1, 2
     from generate_series(1, ${events}::int) g`;
-  await b.sql`analyze events`;
+  await b.seed`analyze events`;
 
   const reader = await b.principalWith([[cols[0]!, ['ReadCollection', 'ReadAudit']]]);
   const [visible] = await b.sql<{ n: number }[]>`

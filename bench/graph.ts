@@ -20,7 +20,7 @@ export async function benchGraph(b: Bench, objects = Number(process.env.BENCH_GR
   const [cr] = await b.sql<{ id: number }[]>`
     insert into class_relations (from_class_id, to_class_id) values (${classId}, ${classId}) returning id`;
   const seeded = performance.now();
-  await b.sql`
+  await b.seed`
     insert into objects (name, description, collection_id, class_id, json_data)
     select 'node-' || g, 'graph node ' || g, ${collectionId}, ${classId}, jsonb_build_object('n', g, 'rack', 'r-' || g % 97)
     from generate_series(1, ${n}) g`;
@@ -28,12 +28,12 @@ export async function benchGraph(b: Bench, objects = Number(process.env.BENCH_GR
   if (ids!.hi - ids!.lo + 1 !== n) throw new Error('graph bench: object ids are not contiguous');
   const lo = ids!.lo;
   // Object i (0-based) points at i + 1 + ((i * 2654435761 + k * n/4) mod (n - 1)) mod n for k = 0..3.
-  await b.sql`
+  await b.seed`
     insert into object_relations (class_relation_id, from_object_id, to_object_id)
     select ${cr!.id}::int, ${lo}::int + i, ${lo}::int + ((i + 1 + ((i::bigint * 2654435761 + k * (${n}::bigint / 4)) % (${n}::bigint - 1))) % ${n})::int
     from generate_series(0, ${n - 1}) i, generate_series(0, ${PER_OBJECT - 1}) k`;
-  await b.sql`analyze objects`;
-  await b.sql`analyze object_relations`;
+  await b.seed`analyze objects`;
+  await b.seed`analyze object_relations`;
   const seedSeconds = ((performance.now() - seeded) / 1000).toFixed(1);
 
   const token = b.adminToken;

@@ -34,7 +34,6 @@
 // for its name (keepNames), which cost the service ~10 % of a page in process and the hand-written
 // side (postgres.js, plain JavaScript) nothing.
 import { spawnSync } from 'node:child_process';
-import postgres from 'postgres';
 import { createClass, createCollection, seedObjects, type Bench, startBench } from './setup.ts';
 import { listPoolOf } from '../src/db/sql.ts';
 import { Hono } from 'hono';
@@ -254,9 +253,9 @@ function table(): string {
 
 const started = performance.now();
 const b = await startBench();
-// The hand-written SQL's connection, also used to seed (no statement timeout: the app's 30 s is too
-// short for 1M objects with their history rows).
-const direct = postgres(b.deps.config.SVC_DATABASE_URL!, { max: 1, onnotice: () => {}, connection: { statement_timeout: 0 } });
+// The hand-written SQL's connection: the bench's seeding connection (no statement timeout: the app's
+// 30 s is too short for 1M objects with their history rows).
+const direct = b.seed;
 try {
   const token = b.adminToken;
   const ids = (rows: readonly Row[]) => ((lastRows = rows), rows.map((r) => Number(r.id)));
@@ -294,7 +293,7 @@ try {
   let t0 = performance.now();
   const objCol = await createCollection(b);
   const classId = await createClass(b, objCol, { description: 'large bench servers' });
-  await seedObjects({ ...b, sql: direct as unknown as Bench['sql'] }, objCol, classId, OBJECTS);
+  await seedObjects(b, objCol, classId, OBJECTS);
   log(`seeded ${OBJECTS} objects in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   t0 = performance.now();
   const cols: number[] = [];
@@ -610,6 +609,5 @@ try {
   }
   console.log(`\n(BENCH_LARGE_ITERATIONS=${ITER}; total run ${((performance.now() - started) / 1000).toFixed(0)} s)`);
 } finally {
-  await direct.end();
   await b.close();
 }

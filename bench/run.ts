@@ -39,7 +39,7 @@ try {
   process.stderr.write(`seeding: ${OBJECTS} objects, ${EVENTS} events\n`);
   const collectionId = await createCollection(b);
   const big = await seedLargeClass(b, collectionId, OBJECTS);
-  await b.sql`analyze objects`;
+  await b.seed`analyze objects`;
   await setBaseline(async () => void (await b.expect(200, 'GET', '/healthz')));
 
   await benchIdentity(b);

@@ -33,6 +33,12 @@ export interface RequestInit {
 export interface Bench {
   deps: Deps;
   sql: Sql;
+  /**
+   * One connection to the same database without a statement timeout, for seeding in bulk: the
+   * service's pool has its SVC_DB_STATEMENT_TIMEOUT_MS (30 s), which a seed of hundreds of
+   * thousands of rows, each through the history triggers, can outlast on a slow machine.
+   */
+  seed: postgres.Sql;
   adminToken: string;
   adminId: number;
   /** One request through the app; the body is read to the end. */
@@ -60,8 +66,9 @@ export async function startBench(): Promise<Bench> {
   url.pathname = `/${dbName}`;
   const config = loadConfig({ SVC_DATABASE_URL: url.toString(), SVC_ADMIN_PASSWORD: ADMIN_PASSWORD });
   const sql = createSql(url.toString(), config);
+  const seed = postgres(url.toString(), { max: 1, onnotice: () => {}, connection: { statement_timeout: 0 } });
   const close = async () => {
-    await sql.end();
+    await Promise.all([sql.end(), seed.end()]);
     await admin.unsafe(`drop database if exists ${dbName} with (force)`);
     await admin.end();
     await embedded?.stop();
@@ -109,7 +116,7 @@ export async function startBench(): Promise<Bench> {
       return { id: p!.id, token: raw };
     };
 
-    return { deps, sql, adminToken: login.token, adminId: me!.id, request, expect, json, principalWith, app, close };
+    return { deps, sql, seed, adminToken: login.token, adminId: me!.id, request, expect, json, principalWith, app, close };
   } catch (err) {
     await close();
     throw err;
@@ -132,7 +139,7 @@ export async function createClass(b: Bench, collectionId: number, extra: Record<
  * description mentions "production".
  */
 export async function seedObjects(b: Bench, collectionId: number, classId: number, n: number): Promise<void> {
-  await b.sql`
+  await b.seed`
     insert into objects (name, description, collection_id, class_id, json_data)
     select 'srv-' || substr(md5(g::text), 1, 8) || '-' || g,
       'bench server ' || g || case when g % 10 = 0 then ' production' else '' end,
