@@ -10,7 +10,7 @@ import { jsonEqual } from '../domain/json-patch.ts';
 import type { Sql } from '../db/sql.ts';
 import { appendEvent } from '../db/events.ts';
 import type { Actor } from '../domain/actor.ts';
-import { requireClassPermission, requireCollectionPermission } from '../db/authz.ts';
+import { classPermissionOf, requireClassPermission, requireCollectionPermission } from '../db/authz.ts';
 import { deleteClassCascade, insertClass, lockClass, moveClassObjects, updateClassRow, type ClassValues } from '../db/classes.ts';
 import { classCreatedEvent, classUpdatedEvent, type ClassRow } from '../domain/views/classes.ts';
 import {
@@ -53,6 +53,21 @@ async function lockTarget(m: MutationContext, t: ClassTarget): Promise<ClassRow>
   return cls;
 }
 
+/**
+ * lockTarget, then the caller's `perm` on the locked class, decided as requireClassPermission decides
+ * it. An administrator's needs no statement (classPermissionOf, on the locked row's collection); a
+ * non-administrator's check goes out with the lock, in the same round trip, and PostgreSQL runs it
+ * after the lock, on the locked row, as before. A missing class is 404 before any 403.
+ */
+async function lockWithPermission(m: MutationContext, t: ClassTarget, perm: 'UpdateClass' | 'DeleteClass'): Promise<ClassRow> {
+  const checked = m.auth.isAdmin ? undefined : requireClassPermission(m.tx, m.auth, t.classId, perm);
+  checked?.catch(() => undefined); // awaited below, once the lock has said whether the class exists
+  const cls = await lockTarget(m, t);
+  if (checked) await checked;
+  else classPermissionOf(m.auth, cls.id, cls.collection_id, perm);
+  return cls;
+}
+
 export async function createClass(m: MutationContext, v: NewClass): Promise<ClassRow> {
   const values: ClassValues = {
     name: v.name,
@@ -77,8 +92,7 @@ export async function createClass(m: MutationContext, v: NewClass): Promise<Clas
  * objects; a schema change is checked against the stored objects (SchemaChangeRefused, 409).
  */
 export async function updateClass(m: MutationContext, t: ClassTarget, changes: ClassChanges, ifMatch?: string): Promise<Written<ClassRow>> {
-  const before = await lockTarget(m, t);
-  await requireClassPermission(m.tx, m.auth, before.id, 'UpdateClass');
+  const before = await lockWithPermission(m, t, 'UpdateClass');
   requireMatch(ifMatch, KIND, before.id, before.revision);
   const next: ClassValues = {
     name: changes.name ?? before.name,
@@ -112,8 +126,7 @@ export async function updateClass(m: MutationContext, t: ClassTarget, changes: C
 
 /** Deletes a class with its objects, relations and computed fields; returns the deleted row. */
 export async function deleteClass(m: MutationContext, t: ClassTarget, ifMatch?: string): Promise<ClassRow> {
-  const cls = await lockTarget(m, t);
-  await requireClassPermission(m.tx, m.auth, cls.id, 'DeleteClass');
+  const cls = await lockWithPermission(m, t, 'DeleteClass');
   requireMatch(ifMatch, KIND, cls.id, cls.revision);
   await recordClassSchemaDeletedWithClass(m.tx, m.actor, cls);
   await deleteClassCascade(m.tx, m.actor, cls);
