@@ -49,8 +49,12 @@ async function lockForWrite(
   perm: 'UpdateCollection' | 'DeleteCollection',
   ifMatch: string | undefined,
 ): Promise<CollectionRow> {
-  await requireCollectionPermission(m.tx, m.auth, id, perm);
-  const before = await lockCollection(m.tx, id);
+  // The check and the lock go out together (one round trip); the check's verdict (404, 403) comes first.
+  const checked = requireCollectionPermission(m.tx, m.auth, id, perm);
+  const locked = lockCollection(m.tx, id);
+  locked.catch(() => undefined); // awaited below, after the check
+  await checked;
+  const before = await locked;
   if (!before) throw notFound('collection');
   requireMatch(ifMatch, KIND, before.id, before.revision);
   return before;
@@ -80,7 +84,7 @@ export async function updateCollection(
   const next = { name: changes.name ?? before.name, description: changes.description ?? before.description };
   return skipWhenUnchanged(before, next.name === before.name && next.description === before.description, async () => {
     const after = await updateCollectionRow(m.tx, id, next);
-    await appendEvent(m.tx, m.actor, collectionEvent(after, 'updated', before));
+    await appendEvent(m.tx, m.actor, collectionEvent(after, 'updated', before), m.final); // COMMIT goes with it
     return after;
   });
 }
