@@ -70,11 +70,12 @@ check: format-check lint typecheck codegen-check spec-lint contract-check layers
 
 ci: check test
 
-# Every benchmark, one after the other (about 25 minutes; each target below runs one alone).
-bench: install build
-	npx tsx bench/run.ts
-	node --import tsx bench/throughput.ts
-	node --import tsx bench/large.ts
+# Every benchmark, one after the other, even under -j (about 25 minutes; each target below runs one
+# alone).
+bench:
+	$(MAKE) bench-latency
+	$(MAKE) bench-throughput
+	$(MAKE) bench-large
 
 # Latency of the hot paths in-process, as ratios against a baseline measured in the same run, the
 # driver tables and the round trips (bench/run.ts; about 3 minutes).

@@ -134,23 +134,20 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
     let next = 1;
     await timeEach('deleteObject', () => call('DELETE', `${base}/${made[next++]!.id}`));
     // Configuration writes (collections and classes; not #14's hot paths), each new one empty.
-    const fresh = (kind: 'collection' | 'class') => {
-      const name = `rt-${kind}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`;
-      return kind === 'collection'
-        ? call('POST', '/api/v1/collections', { name, parent_collection_id: collectionId })
-        : call('POST', '/api/v1/classes', { name, collection_id: collectionId });
-    };
-    for (const kind of ['collection', 'class'] as const) {
-      const path = kind === 'collection' ? '/api/v1/collections' : '/api/v1/classes';
-      const Kind = kind === 'collection' ? 'Collection' : 'Class';
+    const kinds = [
+      { Kind: 'Collection', path: '/api/v1/collections', under: { parent_collection_id: collectionId } },
+      { Kind: 'Class', path: '/api/v1/classes', under: { collection_id: collectionId } },
+    ];
+    for (const { Kind, path, under } of kinds) {
+      const fresh = () => call('POST', path, { name: `rt-${Kind}-${Date.now()}-${Math.random().toString(36).slice(2, 8)}`, ...under });
       const made: { id: number; etag: string }[] = [];
-      await timeEach(`create${Kind}`, async () => void made.push(await fresh(kind)));
+      await timeEach(`create${Kind}`, async () => void made.push(await fresh()));
       const id = made[0]!.id;
       let etag = made[0]!.etag;
       await timeEach(`update${Kind} (PATCH, If-Match)`, async (i) => {
         etag = (await call('PATCH', `${path}/${id}`, { description: `rt ${i}` }, { 'if-match': etag })).etag;
       });
-      made.push(await fresh(kind)); // one per call, besides the one updated
+      made.push(await fresh()); // one per call, besides the one updated
       let gone = 1;
       await timeEach(`delete${Kind} (empty)`, () => call('DELETE', `${path}/${made[gone++]!.id}`));
     }

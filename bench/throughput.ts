@@ -390,9 +390,14 @@ interface SoakWindow {
   cpu: number;
 }
 
+/** The soaks' scenario ids (BENCH_ONLY): getObject's and createObject's. */
+const SOAK_IDS = ['soak', 'soak-create'] as const;
+
 /** What a soak loads: the service's shape and the bare server's (the control) beside it. */
 interface SoakKind {
-  id: 'soak' | 'soak-create';
+  id: (typeof SOAK_IDS)[number];
+  /** What the goals call it: "the soak" (getObject's, as #14 names it), "the createObject soak". */
+  goal: string;
   path: string;
   bareDoes: string;
   svc: Shape;
@@ -645,7 +650,7 @@ async function main(): Promise<void> {
     ['svc-create', async () => [await service()], () => create(`/api/v1/classes/${s.classId}/objects`, s.adminToken)],
   ];
   const plan = ONLY.length ? fullPlan.filter(([id]) => ONLY.includes(id)) : fullPlan;
-  const unknown = ONLY.filter((id) => id !== 'soak' && id !== 'soak-create' && !fullPlan.some(([p]) => p === id));
+  const unknown = ONLY.filter((id) => !(SOAK_IDS as readonly string[]).includes(id) && !fullPlan.some(([p]) => p === id));
   if (unknown.length || !plan.some(([id]) => id.startsWith('bare-')) || !plan.some(([id]) => id.startsWith('svc-'))) {
     throw new Error(
       `BENCH_ONLY: unknown ${unknown.join(', ') || '-'}; name at least one bare-* and one svc-* of ${fullPlan.map(([id]) => id).join(', ')}`,
@@ -662,9 +667,17 @@ async function main(): Promise<void> {
   // before the service's first window and right after its last. Its last / first is the drift of the
   // machine and the database over the soak; divided out, what is left is the service's own.
   const soakKinds: SoakKind[] = [
-    { id: 'soak', path: 'getObject', bareDoes: 'one row select', svc: get(objPath, s.adminToken), bare: get(`/objects/${s.objectId}`) },
+    {
+      id: 'soak',
+      goal: 'the soak',
+      path: 'getObject',
+      bareDoes: 'one row select',
+      svc: get(objPath, s.adminToken),
+      bare: get(`/objects/${s.objectId}`),
+    },
     {
       id: 'soak-create',
+      goal: 'the createObject soak',
       path: 'createObject, schema enforced, with audit event',
       bareDoes: 'the insert + event transaction',
       svc: create(`/api/v1/classes/${s.classId}/objects`, s.adminToken),
@@ -838,8 +851,7 @@ function report(results: Measurement[], soaks: Soak[], run: { load0: number; loa
   if (svc.length || soaks.length)
     judge(`RSS < 300 MB under ${CONNECTIONS} connections`, peak, peak < 300, `${fmt(peak)} MB`, soaks.length ? '' : ' (without a soak)');
   for (const k of soaks) {
-    const of = k.kind.id === 'soak' ? 'the soak' : `the ${k.kind.path.split(',')[0]} soak`;
-    judge(`${of}'s last ${SOAK_WINDOW} s ≥ 0.9 of its first`, soakRatio(k), soakRatio(k) >= 0.9);
+    judge(`${k.kind.goal}'s last ${SOAK_WINDOW} s ≥ 0.9 of its first`, soakRatio(k), soakRatio(k) >= 0.9);
     const own = soakRatio(k) / drift(k);
     judge(`the same against the bare server alongside (the machine's drift, ${drift(k).toFixed(2)}, divided out)`, own, own >= 0.9);
   }
