@@ -151,6 +151,24 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
       let gone = 1;
       await timeEach(`delete${Kind} (empty)`, () => call('DELETE', `${path}/${made[gone++]!.id}`));
     }
+    // Grants: a collection made with every permission for a group, and a group's grants replaced.
+    const groupId = (await call('POST', '/api/v1/iam/groups', { name: `rt-group-${Date.now()}` })).id;
+    const granted: { id: number }[] = [];
+    await timeEach('createCollection (group_id: every permission)', async (i) => {
+      granted.push(
+        await call('POST', '/api/v1/collections', {
+          name: `rt-g${i}-${Date.now()}`,
+          parent_collection_id: collectionId,
+          group_id: groupId,
+        }),
+      );
+    });
+    const sets = [
+      ['ReadCollection', 'ReadObject', 'CreateObject', 'UpdateObject'],
+      ['ReadCollection', 'ReadObject', 'ReadClass', 'DeleteObject'],
+    ];
+    const grants = `/api/v1/collections/${granted[0]!.id}/permissions/group/${groupId}`;
+    await timeEach('replaceCollectionGroupPermissions (2 revoked, 2 granted)', (i) => call('PUT', grants, sets[(i + 2) % 2]));
   } finally {
     await sql.end();
     await proxy.close();

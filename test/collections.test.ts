@@ -312,7 +312,44 @@ describe('deleteCollection', () => {
     expect((await eventsOf(t, 'collection', c.id)).map((e) => e.action)).toEqual(['created', 'deleted']);
   });
 
-  it('deleteCollection 409 while it has a child collection, a class or a remote target', async () => {
+  it('createCollection with group_id and deleteCollection record each grant with its row: granted with the collection, revoked with it, group by group', async () => {
+    const g1 = await group();
+    const c = await create({ group_id: g1 });
+    const g2 = await group([[c.id, ['ReadCollection', 'ReadAudit']]]);
+    const grants = async (action: string) =>
+      t.deps.sql<
+        { entity_id: number; entity_name: string; before: Record<string, unknown> | null; after: Record<string, unknown> | null }[]
+      >`
+        select entity_id, entity_name, before, after from events
+        where entity_type = 'permission' and action = ${action} and collection_id = ${c.id} order by id`;
+    const granted = await grants('granted');
+    expect(granted.slice(0, PERMISSIONS.length).map((e) => [e.entity_id, e.entity_name])).toEqual(PERMISSIONS.map((p) => [g1, p]));
+    for (const e of granted.slice(0, PERMISSIONS.length)) {
+      expect(e.after).toEqual({ collection_id: c.id, group_id: g1, permission: e.entity_name, created_at: c.created_at });
+    }
+    const rows = await t.deps.sql<{ group_id: number; permission: string; created_at: Date }[]>`
+      select group_id, permission, created_at from collection_permissions where collection_id = ${c.id}`;
+    expect(rows.length).toBe(PERMISSIONS.length + 2);
+    for (const r of rows.filter((r) => r.group_id === g1)) expect(r.created_at.toISOString()).toBe(c.created_at);
+    expect((await t.request('DELETE', `/api/v1/collections/${c.id}`)).status).toBe(204);
+    const revoked = await grants('revoked');
+    expect(revoked.map((e) => [e.entity_id, e.entity_name])).toEqual([
+      ...PERMISSIONS.map((p) => [g1, p]),
+      [g2, 'ReadCollection'],
+      [g2, 'ReadAudit'],
+    ]);
+    const created = new Map(rows.map((r) => [`${r.group_id}:${r.permission}`, r.created_at.toISOString()]));
+    for (const e of revoked) {
+      expect(e.before).toEqual({
+        collection_id: c.id,
+        group_id: e.entity_id,
+        permission: e.entity_name,
+        created_at: created.get(`${e.entity_id}:${e.entity_name}`),
+      });
+    }
+  });
+
+  it('deleteCollection 409 while it has a child collection, a class, a remote target or an event subscription', async () => {
     const parent = await create();
     await create({ parent_collection_id: parent.id });
     const res = await t.request('DELETE', `/api/v1/collections/${parent.id}`);
@@ -329,6 +366,14 @@ describe('deleteCollection', () => {
     const res3 = await t.request('DELETE', `/api/v1/collections/${withTarget.id}`);
     expect(res3.status).toBe(409);
     expect((res3.body as { message: string }).message).toContain('remote target');
+    const withSubscription = await create();
+    const [sink] = await t.deps.sql<{ id: number }[]>`
+      insert into event_sinks (name, kind, config) values (${uniq('sink')}, 'webhook', '{}'::jsonb) returning id`;
+    await t.deps.sql`insert into event_subscriptions (collection_id, sink_id, name, entity_types, actions)
+      values (${withSubscription.id}, ${sink!.id}, ${uniq('sub')}, '{object}', '{created}')`;
+    const res4 = await t.request('DELETE', `/api/v1/collections/${withSubscription.id}`);
+    expect(res4.status).toBe(409);
+    expect((res4.body as { message: string }).message).toContain('1 event subscription(s)');
   });
 
   it('deleteCollection 403 without DeleteCollection, 404 when missing, 412 for a stale If-Match', async () => {

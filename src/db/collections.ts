@@ -3,6 +3,10 @@ import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { CollectionRow } from '../domain/views/collections.ts';
+import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
+import { eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
 
 /** The advisory lock every tree move holds (the cycle-check trigger of migration 0010 takes the same one). */
 const TREE_LOCK = 727010;
@@ -47,9 +51,21 @@ export async function findCollection(db: Db, id: number): Promise<CollectionRow 
   return row;
 }
 
-/** Locks the row for a change of its own columns (no key update: inserts below it are not blocked). */
-export async function lockCollection(tx: TransactionSql, id: number): Promise<CollectionRow | undefined> {
-  const [row] = await tx<CollectionRow[]>`select ${collectionCols(tx)} from collections c where c.id = ${id}::int for no key update`;
+/** A collection as a write locks it: the row and the transaction's now() (the updated_at of what it writes). */
+export type LockedCollection = CollectionRow & { svc_now: Date };
+
+/**
+ * Locks the row: by default for a change of its own columns (no key update: inserts below it are
+ * not blocked); `for update` for its delete, which no new row below it may then reference.
+ */
+export async function lockCollection(
+  tx: TransactionSql,
+  id: number,
+  strength: 'no key update' | 'update' = 'no key update',
+): Promise<LockedCollection | undefined> {
+  const [row] = await tx<LockedCollection[]>`
+    select ${collectionCols(tx)}, now() as svc_now from collections c where c.id = ${id}::int
+    ${strength === 'update' ? tx`for update` : tx`for no key update`}`;
   return row;
 }
 
@@ -58,27 +74,59 @@ export async function lockCollectionTree(tx: TransactionSql): Promise<void> {
   await tx`select pg_advisory_xact_lock(${TREE_LOCK})`;
 }
 
-export async function insertCollection(
-  tx: TransactionSql,
-  c: { name: string; description: string; parentId: number | null },
-): Promise<CollectionRow> {
-  const [row] = await tx<CollectionRow[]>`
-    insert into collections as c (name, description, parent_collection_id)
-    values (${c.name}, ${c.description}, ${c.parentId}::int)
-    returning ${collectionCols(tx)}`;
+/** A new collection's id (reserved from its identity) and the transaction's now(), its created_at. */
+export async function reserveCollection(tx: TransactionSql): Promise<{ id: number; now: Date }> {
+  const [row] = await tx<{ id: number; now: Date }[]>`
+    select nextval(pg_get_serial_sequence('collections', 'id'))::int as id, now() as now`;
   return row!;
 }
 
-export async function updateCollectionRow(
+/**
+ * Inserts the collection (with the id reserveCollection reserved; its times are now()), the grants
+ * of `grant` on it, and `events`, in one statement; `final` marks it as the transaction's last.
+ */
+export async function insertCollectionWithEvents(
   tx: TransactionSql,
-  id: number,
-  c: { name: string; description: string },
-): Promise<CollectionRow> {
-  const [row] = await tx<CollectionRow[]>`
-    update collections c set name = ${c.name}, description = ${c.description}, updated_at = now(), revision = c.revision + 1
-    where c.id = ${id}::int
-    returning ${collectionCols(tx)}`;
-  return row!;
+  actor: Actor,
+  c: CollectionRow,
+  grant: { groupId: number; permissions: readonly string[] } | null,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<void> {
+  await final(tx`
+    with c as (
+      insert into collections (id, name, description, parent_collection_id)
+      values (${c.id}::int, ${c.name}, ${c.description}, ${c.parent_collection_id}::int)
+      returning id
+    )${
+      grant
+        ? tx`, a as (
+      insert into collection_permissions (collection_id, group_id, permission)
+      select c.id, ${grant.groupId}::int, p from c, unnest(${[...grant.permissions]}::text[]) as p
+    )`
+        : tx``
+    }${eventsCte(tx, actor, events)}
+    select 1 from c`);
+}
+
+/**
+ * Changes the collection (locked by the caller) to `after` (its updated_at the transaction's now(),
+ * its revision one up, as lockCollection's caller built it) and appends `event`, in one statement.
+ */
+export async function updateCollectionWithEvent(
+  tx: TransactionSql,
+  actor: Actor,
+  after: CollectionRow,
+  event: NewEvent,
+  final: Final = notFinal,
+): Promise<void> {
+  await final(tx`
+    with u as (
+      update collections c set name = ${after.name}, description = ${after.description}, updated_at = now(), revision = c.revision + 1
+      where c.id = ${after.id}::int
+      returning c.id
+    )${eventsCte(tx, actor, [event])}
+    select 1 from u`);
 }
 
 export async function setCollectionParent(tx: TransactionSql, id: number, parentId: number | null): Promise<CollectionRow> {
@@ -89,10 +137,6 @@ export async function setCollectionParent(tx: TransactionSql, id: number, parent
   return row!;
 }
 
-export async function deleteCollectionRow(tx: TransactionSql, id: number): Promise<void> {
-  await tx`delete from collections where id = ${id}::int`;
-}
-
 /** True when `candidate` is `id` itself or one of its descendants (moving `id` under it would close a cycle). */
 export async function isSelfOrDescendant(db: Db, id: number, candidate: number): Promise<boolean> {
   const [row] = await db<{ hit: boolean }[]>`
@@ -101,17 +145,24 @@ export async function isSelfOrDescendant(db: Db, id: number, candidate: number):
 }
 
 /** What still lives in a collection and blocks its deletion. */
-export async function collectionDependents(
-  db: Db,
-  id: number,
-): Promise<{ children: number; classes: number; objects: number; remote_targets: number; export_templates: number }> {
-  const [row] = await db<{ children: number; classes: number; objects: number; remote_targets: number; export_templates: number }[]>`
+export interface CollectionDependents {
+  children: number;
+  classes: number;
+  objects: number;
+  remote_targets: number;
+  export_templates: number;
+  event_subscriptions: number;
+}
+
+export async function collectionDependents(db: Db, id: number): Promise<CollectionDependents> {
+  const [row] = await db<CollectionDependents[]>`
     select
       (select count(*) from collections where parent_collection_id = ${id}::int)::int as children,
       (select count(*) from classes where collection_id = ${id}::int)::int as classes,
       (select count(*) from objects where collection_id = ${id}::int)::int as objects,
       (select count(*) from remote_targets where collection_id = ${id}::int)::int as remote_targets,
-      (select count(*) from export_templates where collection_id = ${id}::int)::int as export_templates`;
+      (select count(*) from export_templates where collection_id = ${id}::int)::int as export_templates,
+      (select count(*) from event_subscriptions where collection_id = ${id}::int)::int as event_subscriptions`;
   return row!;
 }
 

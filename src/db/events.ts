@@ -25,7 +25,7 @@ export async function appendEvent(tx: Db, actor: Actor, e: NewEvent, final: Fina
 export async function deleteRowWithEvents(
   tx: Db,
   actor: Actor,
-  table: 'objects' | 'object_relations',
+  table: 'objects' | 'object_relations' | 'collections' | 'classes',
   id: number,
   events: NewEvent[],
   final: Final = notFinal,

@@ -375,8 +375,12 @@ export async function updateObjectWithEvents(
   return row!;
 }
 
-/** The relations of an object (by id, or by name within its class; locked for update), with the collections of both ends. */
-export function lockObjectRelations(
+/**
+ * The relations of an object (by id, or by name within its class; locked for update), with the
+ * collections of both ends. Async like the locks it is pipelined behind (tx.ts, "Pipelines"), so it
+ * goes out after them.
+ */
+export async function lockObjectRelations(
   tx: TransactionSql,
   object: number | { classId: number; name: string },
 ): Promise<(ObjectRelationRow & RelationEnds)[]> {
@@ -384,7 +388,7 @@ export function lockObjectRelations(
     typeof object === 'number'
       ? tx`${object}::int`
       : tx`(select id from objects where class_id = ${object.classId}::int and name = ${object.name}::text)`;
-  return tx<(ObjectRelationRow & RelationEnds)[]>`
+  return await tx<(ObjectRelationRow & RelationEnds)[]>`
     select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision,
       fo.collection_id as from_collection_id, t.collection_id as to_collection_id
     from object_relations r join objects fo on fo.id = r.from_object_id join objects t on t.id = r.to_object_id

@@ -1,7 +1,9 @@
 // Collection permission grants: SQL only. Every change appends its permission.granted /
 // permission.revoked event in the caller's transaction; unchanged grants append nothing.
 import type { Db, TransactionSql } from './sql.ts';
-import { appendEvent } from './events.ts';
+import { eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
@@ -128,7 +130,7 @@ export async function principalExists(db: Db, id: number): Promise<boolean> {
   return row !== undefined;
 }
 
-interface GrantTarget {
+export interface GrantTarget {
   collectionId: number;
   collectionName: string;
   group: { id: number; name: string };
@@ -138,14 +140,9 @@ function grantSnapshot(r: PermissionRow): Record<string, unknown> {
   return { collection_id: r.collection_id, group_id: r.group_id, permission: r.permission, created_at: r.created_at };
 }
 
-async function recordChange(
-  tx: TransactionSql,
-  actor: Actor,
-  g: GrantTarget,
-  r: PermissionRow,
-  action: 'granted' | 'revoked',
-): Promise<void> {
-  await appendEvent(tx, actor, {
+/** The permission.granted or permission.revoked event of one grant row. */
+function grantEvent(g: GrantTarget, r: PermissionRow, action: 'granted' | 'revoked'): NewEvent {
+  return {
     entityType: 'permission',
     entityId: g.group.id,
     entityName: r.permission,
@@ -155,66 +152,84 @@ async function recordChange(
     before: action === 'revoked' ? grantSnapshot(r) : null,
     after: action === 'granted' ? grantSnapshot(r) : null,
     metadata: { group_id: g.group.id, group_name: g.group.name, permission: r.permission },
-  });
+  };
 }
 
-/** Grants the permissions the group does not hold yet; one event per new grant. Returns the new grants. */
-export async function grantPermissions(
+/** A change of one group's grants on one collection: the rows it removes and the rows it adds. */
+export interface GrantRowChange {
+  /** Grant rows as read (locked: grantRows), each recorded as revoked. */
+  removed: PermissionRow[];
+  /** New grant rows, created_at the transaction's now() (the column's default), each recorded as granted. */
+  added: PermissionRow[];
+}
+
+/**
+ * The revoked events of `removed`, in the order given, then the granted events of `added`: what
+ * writeGrants records, and a collection's delete (whose grants go with it) records for each group.
+ */
+export function grantEvents(g: GrantTarget, change: GrantRowChange): NewEvent[] {
+  return [...change.removed.map((r) => grantEvent(g, r, 'revoked')), ...change.added.map((r) => grantEvent(g, r, 'granted'))];
+}
+
+/**
+ * Writes a change of one group's grants on one collection with its events, in one statement (none
+ * when nothing changes); `final` marks it as the transaction's last (COMMIT goes with it). The
+ * caller holds the grants (lockGrants, grantRows; a new collection's are nobody else's), so the
+ * statement removes and adds exactly the rows given.
+ */
+export async function writeGrants(
   tx: TransactionSql,
   actor: Actor,
   g: GrantTarget,
-  perms: readonly Permission[],
-): Promise<Permission[]> {
-  if (perms.length === 0) return [];
-  const rows = await tx<PermissionRow[]>`
-    insert into collection_permissions (collection_id, group_id, permission)
-    select ${g.collectionId}::int, ${g.group.id}::int, p from unnest(${[...perms]}::text[]) as p
-    on conflict do nothing
-    returning collection_id, group_id, permission, created_at`;
-  const added = sortPermissions(rows.map((r) => r.permission));
-  for (const p of added)
-    await recordChange(
-      tx,
-      actor,
-      g,
-      rows.find((r) => r.permission === p)!,
-      'granted',
-    );
-  return added;
+  change: GrantRowChange,
+  final: Final = notFinal,
+): Promise<void> {
+  if (!change.removed.length && !change.added.length) return;
+  await final(tx`
+    with r as (
+      delete from collection_permissions
+      where collection_id = ${g.collectionId}::int and group_id = ${g.group.id}::int
+        and permission = any(${change.removed.map((p) => p.permission)}::text[])
+    ), a as (
+      insert into collection_permissions (collection_id, group_id, permission)
+      select ${g.collectionId}::int, ${g.group.id}::int, p from unnest(${change.added.map((p) => p.permission)}::text[]) as p
+    )${eventsCte(tx, actor, grantEvents(g, change))}
+    select 1`);
 }
 
-/** Revokes the given permissions (all of the group's grants here when `perms` is null); one event per removed grant. */
-export async function revokePermissions(
-  tx: TransactionSql,
-  actor: Actor,
-  g: GrantTarget,
-  perms: readonly Permission[] | null,
-): Promise<Permission[]> {
-  const rows = await tx<PermissionRow[]>`
-    delete from collection_permissions
-    where collection_id = ${g.collectionId}::int and group_id = ${g.group.id}::int
-      and (${perms === null}::boolean or permission = any(${perms === null ? [] : [...perms]}::text[]))
-    returning collection_id, group_id, permission, created_at`;
-  const removed = sortPermissions(rows.map((r) => r.permission));
-  for (const p of removed)
-    await recordChange(
-      tx,
-      actor,
-      g,
-      rows.find((r) => r.permission === p)!,
-      'revoked',
-    );
-  return removed;
+/**
+ * The group's grant rows on the collection in enum order, locked against a concurrent delete of the
+ * collection. Async like lockGrants, which it is pipelined behind (tx.ts, "Pipelines").
+ */
+export async function grantRows(tx: TransactionSql, collectionId: number, groupId: number): Promise<PermissionRow[]> {
+  return await tx<PermissionRow[]>`
+    select collection_id, group_id, permission, created_at from collection_permissions
+    where collection_id = ${collectionId}::int and group_id = ${groupId}::int
+    order by array_position(${PERMS}::text[], permission)
+    for update`;
 }
 
-/** Every group with grants on the collection (used to revoke them all, with events, before a delete). */
-export async function groupsWithGrants(db: Db, collectionId: number): Promise<{ id: number; name: string }[]> {
-  return db<{ id: number; name: string }[]>`
-    select distinct g.id, g.name from collection_permissions cp join groups g on g.id = cp.group_id
-    where cp.collection_id = ${collectionId}::int order by g.id`;
+/**
+ * Every grant on the collection with its group, by group id and then in enum order, locked: what a
+ * delete of the (locked) collection takes with it, each recorded as revoked. Async like the lock it
+ * is pipelined behind (tx.ts, "Pipelines").
+ */
+export async function collectionGrantRows(tx: TransactionSql, collectionId: number): Promise<(PermissionRow & { group_name: string })[]> {
+  return await tx<(PermissionRow & { group_name: string })[]>`
+    select cp.collection_id, cp.group_id, cp.permission, cp.created_at, g.name as group_name
+    from collection_permissions cp join groups g on g.id = cp.group_id
+    where cp.collection_id = ${collectionId}::int
+    order by cp.group_id, array_position(${PERMS}::text[], cp.permission)
+    for update of cp`;
 }
 
-/** Serializes grant changes of one group on one collection (replace reads, then writes). */
-export async function lockGrants(tx: TransactionSql, collectionId: number, groupId: number): Promise<void> {
-  await tx`select pg_advisory_xact_lock(${727011}::int, hashtext(${`${collectionId}:${groupId}`}))`;
+/**
+ * Serializes grant changes of one group on one collection (replace reads, then writes); returns the
+ * transaction's now(), the created_at of the grants it adds.
+ */
+export async function lockGrants(tx: TransactionSql, collectionId: number, groupId: number): Promise<Date> {
+  const [row] = await tx<
+    { now: Date }[]
+  >`select pg_advisory_xact_lock(${727011}::int, hashtext(${`${collectionId}:${groupId}`})), now() as now`;
+  return row!.now;
 }

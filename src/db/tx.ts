@@ -80,6 +80,14 @@ export async function withTx<T>(db: Db, fn: (tx: TransactionSql) => Promise<T>):
  */
 export type Final = <Q extends PromiseLike<unknown>>(query: Q) => Q;
 
+// Pipelines. A mutation sends several statements before awaiting the first answer (one round trip
+// for all), and PostgreSQL runs them in the order they were sent: a lock before what must read the
+// locked state. postgres.js sends a query one microtask after its first .then/.catch/.execute, and
+// `await query` calls .then a microtask later than a .catch on the bare query would. So every
+// statement of a pipeline is sent the same way, from an async function that awaits it first
+// (`const rows = await tx\`…\``): they then go out in the order the functions are called. A bare
+// query given .catch beside them would overtake them (test/pipeline-order.test.ts holds the order).
+
 export const notFinal: Final = (query) => query;
 
 /**

@@ -56,13 +56,15 @@ async function lockTarget(m: MutationContext, t: ClassTarget): Promise<ClassRow>
 /**
  * lockTarget, then the caller's `perm` on the locked class, decided as requireClassPermission decides
  * it. An administrator's needs no statement (classPermissionOf, on the locked row's collection); a
- * non-administrator's check goes out with the lock, in the same round trip, and PostgreSQL runs it
- * after the lock, on the locked row, as before. A missing class is 404 before any 403.
+ * non-administrator's check goes out right behind the lock, in the same round trip, so PostgreSQL
+ * runs it on the locked row (a class moved meanwhile is judged in its new collection). A missing
+ * class is 404 before any 403.
  */
 async function lockWithPermission(m: MutationContext, t: ClassTarget, perm: 'UpdateClass' | 'DeleteClass'): Promise<ClassRow> {
+  const locking = lockTarget(m, t);
   const checked = m.auth.isAdmin ? undefined : requireClassPermission(m.tx, m.auth, t.classId, perm);
   checked?.catch(() => undefined); // awaited below, once the lock has said whether the class exists
-  const cls = await lockTarget(m, t);
+  const cls = await locking;
   if (checked) await checked;
   else classPermissionOf(m.auth, cls.id, cls.collection_id, perm);
   return cls;

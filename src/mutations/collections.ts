@@ -4,20 +4,21 @@
 import { badRequest, conflict, notFound } from '../domain/errors.ts';
 import { PERMISSIONS, requireRootAuthority, type Authority } from '../domain/authz.ts';
 import type { Db } from '../db/sql.ts';
-import { appendEvent } from '../db/events.ts';
+import { appendEvent, deleteRowWithEvents } from '../db/events.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import {
   collectionDependents,
-  deleteCollectionRow,
-  insertCollection,
+  insertCollectionWithEvents,
   isSelfOrDescendant,
   lockCollection,
   lockCollectionTree,
+  reserveCollection,
   setCollectionParent,
-  updateCollectionRow,
+  updateCollectionWithEvent,
+  type LockedCollection,
 } from '../db/collections.ts';
 import { collectionEvent, type CollectionRow } from '../domain/views/collections.ts';
-import { findGroup, grantPermissions, groupsWithGrants, revokePermissions } from '../db/permissions.ts';
+import { collectionGrantRows, findGroup, grantEvents } from '../db/permissions.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'collection';
@@ -42,35 +43,61 @@ async function requireDelegation(db: Db, auth: Authority, parentId: number | nul
   else await requireCollectionPermission(db, auth, parentId, 'DelegateCollection');
 }
 
-/** Locks a collection for a write after checking `perm` on it, then If-Match. */
+/**
+ * Locks a collection for a write, then checks `perm` on it and If-Match; a delete locks it `for
+ * update`. The lock and the check go out together (one round trip, with whatever the caller sends
+ * right after the call), the check behind the lock, so PostgreSQL runs it on the collection as
+ * locked (one moved meanwhile is judged under its new parent). A missing collection is 404.
+ */
 async function lockForWrite(
   m: MutationContext,
   id: number,
   perm: 'UpdateCollection' | 'DeleteCollection',
   ifMatch: string | undefined,
-): Promise<CollectionRow> {
-  // The check and the lock go out together (one round trip); the check's verdict (404, 403) comes first.
+): Promise<LockedCollection> {
+  const locked = lockCollection(m.tx, id, perm === 'DeleteCollection' ? 'update' : 'no key update');
   const checked = requireCollectionPermission(m.tx, m.auth, id, perm);
-  const locked = lockCollection(m.tx, id);
-  locked.catch(() => undefined); // awaited below, after the check
-  await checked;
+  checked.catch(() => undefined); // awaited below, once the lock has said whether the collection exists
   const before = await locked;
   if (!before) throw notFound('collection');
+  await checked;
   requireMatch(ifMatch, KIND, before.id, before.revision);
   return before;
 }
 
+/**
+ * Two round trips: the delegation check, the group and the new id with now() go out together; then
+ * the collection, the group's grants on it and their events in one statement (with COMMIT when the
+ * transaction is this mutation's).
+ */
 export async function createCollection(m: MutationContext, v: NewCollection): Promise<CollectionRow> {
   const parentId = v.parent_collection_id ?? null;
   const groupId = v.group_id ?? null;
-  await requireDelegation(m.tx, m.auth, parentId);
-  const group = groupId === null ? null : await findGroup(m.tx, groupId);
-  if (groupId !== null && !group) throw notFound('group');
-  const created = await insertCollection(m.tx, { name: v.name, description: v.description ?? '', parentId });
-  await appendEvent(m.tx, m.actor, collectionEvent(created, 'created', null, [parentId]));
-  if (group) {
-    await grantPermissions(m.tx, m.actor, { collectionId: created.id, collectionName: created.name, group }, PERMISSIONS);
+  if (parentId === null) requireRootAuthority(m.auth);
+  const delegated = parentId === null ? undefined : requireCollectionPermission(m.tx, m.auth, parentId, 'DelegateCollection');
+  const group = groupId === null ? undefined : findGroup(m.tx, groupId);
+  const reserved = reserveCollection(m.tx);
+  for (const p of [group, reserved]) p?.catch(() => undefined); // awaited after the check
+  await delegated;
+  const g = await group;
+  if (groupId !== null && !g) throw notFound('group');
+  const { id, now } = await reserved;
+  const created: CollectionRow = {
+    id,
+    name: v.name,
+    description: v.description ?? '',
+    parent_collection_id: parentId,
+    created_at: now,
+    updated_at: now,
+    revision: 1,
+  };
+  const events = [collectionEvent(created, 'created', null, [parentId])];
+  if (g) {
+    const added = PERMISSIONS.map((permission) => ({ collection_id: id, group_id: g.id, permission, created_at: now }));
+    events.push(...grantEvents({ collectionId: id, collectionName: created.name, group: g }, { removed: [], added }));
   }
+  const grant = g ? { groupId: g.id, permissions: PERMISSIONS } : null;
+  await insertCollectionWithEvents(m.tx, m.actor, created, grant, events, m.final);
   return created;
 }
 
@@ -83,8 +110,8 @@ export async function updateCollection(
   const before = await lockForWrite(m, id, 'UpdateCollection', ifMatch);
   const next = { name: changes.name ?? before.name, description: changes.description ?? before.description };
   return skipWhenUnchanged(before, next.name === before.name && next.description === before.description, async () => {
-    const after = await updateCollectionRow(m.tx, id, next);
-    await appendEvent(m.tx, m.actor, collectionEvent(after, 'updated', before), m.final); // COMMIT goes with it
+    const after: CollectionRow = { ...before, ...next, updated_at: before.svc_now, revision: before.revision + 1 };
+    await updateCollectionWithEvent(m.tx, m.actor, after, collectionEvent(after, 'updated', before), m.final); // COMMIT goes with it
     return after;
   });
 }
@@ -96,10 +123,15 @@ export async function moveCollection(
   parentId: number | null,
   ifMatch?: string,
 ): Promise<Written<CollectionRow>> {
-  await requireCollectionPermission(m.tx, m.auth, id, 'UpdateCollection');
-  await lockCollectionTree(m.tx);
-  const before = await lockCollection(m.tx, id);
+  // One round trip: the tree (no other move meanwhile), the collection, and the check on it as locked.
+  const tree = lockCollectionTree(m.tx);
+  const locked = lockCollection(m.tx, id);
+  const checked = requireCollectionPermission(m.tx, m.auth, id, 'UpdateCollection');
+  for (const p of [locked, checked]) p.catch(() => undefined); // awaited below, in the order they run
+  await tree;
+  const before = await locked;
   if (!before) throw notFound('collection');
+  await checked;
   requireMatch(ifMatch, KIND, before.id, before.revision);
   return skipWhenUnchanged(before, before.parent_collection_id === parentId, async () => {
     await requireDelegation(m.tx, m.auth, before.parent_collection_id);
@@ -119,21 +151,35 @@ export async function moveCollection(
   });
 }
 
-/** Deletes an empty collection; its grants go with it, each recorded as revoked. */
+/**
+ * Deletes an empty collection; its grants go with it, each recorded as revoked. Two round trips: the
+ * check, the lock, what still lives in the collection and its grants (locked) go out together; then
+ * the delete and every event in one statement.
+ */
 export async function deleteCollection(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
-  const before = await lockForWrite(m, id, 'DeleteCollection', ifMatch);
-  const dep = await collectionDependents(m.tx, id);
+  const locked = lockForWrite(m, id, 'DeleteCollection', ifMatch);
+  // sent behind the check and the lock, so they read the collection as locked; awaited after them
+  const dependents = collectionDependents(m.tx, id);
+  const grants = collectionGrantRows(m.tx, id);
+  for (const p of [dependents, grants]) p.catch(() => undefined);
+  const before = await locked;
+  const dep = await dependents;
   const blocking = [
     dep.children && `${dep.children} child collection(s)`,
     dep.classes && `${dep.classes} class(es)`,
     dep.objects && `${dep.objects} object(s)`,
     dep.remote_targets && `${dep.remote_targets} remote target(s)`,
     dep.export_templates && `${dep.export_templates} export template(s)`,
+    dep.event_subscriptions && `${dep.event_subscriptions} event subscription(s)`,
   ].filter(Boolean);
   if (blocking.length) throw conflict(`the collection still has ${blocking.join(', ')}; delete or move them first`, 'collection_not_empty');
-  for (const group of await groupsWithGrants(m.tx, id)) {
-    await revokePermissions(m.tx, m.actor, { collectionId: id, collectionName: before.name, group }, null);
+  const events = [];
+  const rows = await grants;
+  for (const groupId of new Set(rows.map((r) => r.group_id))) {
+    const removed = rows.filter((r) => r.group_id === groupId);
+    const group = { id: groupId, name: removed[0]!.group_name };
+    events.push(...grantEvents({ collectionId: id, collectionName: before.name, group }, { removed, added: [] }));
   }
-  await deleteCollectionRow(m.tx, id);
-  await appendEvent(m.tx, m.actor, collectionEvent(before, 'deleted', before, [before.parent_collection_id]));
+  events.push(collectionEvent(before, 'deleted', before, [before.parent_collection_id]));
+  await deleteRowWithEvents(m.tx, m.actor, 'collections', id, events, m.final);
 }

@@ -2,13 +2,11 @@
 // worker alike. Changing a group's grants on a collection needs DelegateCollection on it; changes
 // of one group on one collection are serialized; one event per grant added or removed.
 import { notFound } from '../domain/errors.ts';
-import type { Permission } from '../domain/authz.ts';
+import { sortPermissions, type Permission } from '../domain/authz.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import { findCollection } from '../db/collections.ts';
-import { findGroup, grantPermissions, groupPermissions, lockGrants, revokePermissions } from '../db/permissions.ts';
+import { findGroup, grantRows, lockGrants, writeGrants, type PermissionRow } from '../db/permissions.ts';
 import type { MutationContext } from './context.ts';
-
-type GrantTarget = Parameters<typeof grantPermissions>[2];
 
 /** One grant change: the group's permissions on the collection before and after, and the difference. */
 export interface GrantChange {
@@ -20,29 +18,51 @@ export interface GrantChange {
 
 /**
  * DelegateCollection on the collection (404 when it or the group is missing), the grants locked,
- * then `change` given the grants held before.
+ * then the change `plan` makes of the grants held before, written with its events in one statement.
+ * Two round trips: the check, the group, the collection, the lock and the grants go out together
+ * (the check's verdict first); then the write, with COMMIT when the transaction is this change's.
  */
 async function changeGrants(
   m: MutationContext,
   collectionId: number,
   groupId: number,
-  change: (target: GrantTarget, before: Permission[]) => Promise<{ added?: Permission[]; removed?: Permission[] }>,
+  plan: (before: Permission[]) => { add: readonly Permission[]; remove: readonly Permission[] },
 ): Promise<GrantChange> {
-  await requireCollectionPermission(m.tx, m.auth, collectionId, 'DelegateCollection');
-  const group = await findGroup(m.tx, groupId);
-  if (!group) throw notFound('group');
-  const collection = await findCollection(m.tx, collectionId);
-  if (!collection) throw notFound('collection');
-  await lockGrants(m.tx, collectionId, groupId);
-  const before = await groupPermissions(m.tx, collectionId, groupId);
-  const { added = [], removed = [] } = await change({ collectionId, collectionName: collection.name, group }, before);
-  const after = added.length || removed.length ? await groupPermissions(m.tx, collectionId, groupId) : before;
-  return { before, added, removed, after };
+  const checked = requireCollectionPermission(m.tx, m.auth, collectionId, 'DelegateCollection');
+  const group = findGroup(m.tx, groupId);
+  const collection = findCollection(m.tx, collectionId);
+  const now = lockGrants(m.tx, collectionId, groupId);
+  const held = grantRows(m.tx, collectionId, groupId);
+  for (const p of [group, collection, now, held]) p.catch(() => undefined); // awaited below, after the check
+  await checked;
+  const g = await group;
+  if (!g) throw notFound('group');
+  const c = await collection;
+  if (!c) throw notFound('collection');
+  const createdAt = await now;
+  const rows = await held;
+  const before = rows.map((r) => r.permission);
+  const { add, remove } = plan(before);
+  const removed = rows.filter((r) => remove.includes(r.permission));
+  const added: PermissionRow[] = sortPermissions(add.filter((p) => !before.includes(p))).map((permission) => ({
+    collection_id: collectionId,
+    group_id: groupId,
+    permission,
+    created_at: createdAt,
+  }));
+  await writeGrants(m.tx, m.actor, { collectionId, collectionName: c.name, group: g }, { removed, added }, m.final);
+  const names = (list: PermissionRow[]) => list.map((r) => r.permission);
+  return {
+    before,
+    added: names(added),
+    removed: names(removed),
+    after: sortPermissions([...before.filter((p) => !remove.includes(p)), ...names(added)]),
+  };
 }
 
 /**
  * Grants `perms` (sorted, as the contract lists them) to the group on the collection; with
- * `replace`, the grants not in `perms` are revoked first.
+ * `replace`, the grants not in `perms` are revoked.
  */
 export function grantCollectionPermissions(
   m: MutationContext,
@@ -51,18 +71,10 @@ export function grantCollectionPermissions(
   perms: readonly Permission[],
   opts: { replace?: boolean } = {},
 ): Promise<GrantChange> {
-  return changeGrants(m, collectionId, groupId, async (target, before) => {
-    const removed = opts.replace
-      ? await revokePermissions(
-          m.tx,
-          m.actor,
-          target,
-          before.filter((p) => !perms.includes(p)),
-        )
-      : [];
-    const added = await grantPermissions(m.tx, m.actor, target, perms);
-    return { added, removed };
-  });
+  return changeGrants(m, collectionId, groupId, (before) => ({
+    add: perms,
+    remove: opts.replace ? before.filter((p) => !perms.includes(p)) : [],
+  }));
 }
 
 /** Revokes `perms` from the group on the collection (every grant of the group there when null). */
@@ -72,5 +84,5 @@ export function revokeCollectionPermissions(
   groupId: number,
   perms: readonly Permission[] | null,
 ): Promise<GrantChange> {
-  return changeGrants(m, collectionId, groupId, async (target) => ({ removed: await revokePermissions(m.tx, m.actor, target, perms) }));
+  return changeGrants(m, collectionId, groupId, (before) => ({ add: [], remove: perms ?? before }));
 }
