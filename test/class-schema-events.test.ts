@@ -190,6 +190,44 @@ describe('class_schema events of class changes', () => {
     expect((await events(['class', 'class_schema'], [cls.id], mark)).map((e) => `${e.entity_type}.${e.action}`)).toEqual(['class.updated']);
   });
 
+  it('updateClass 200 with more flips than its statement takes records them all after the class and schema events', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    const ids = await t.deps.sql<{ id: number }[]>`
+      insert into objects (name, class_id, collection_id, json_data)
+      select ${uniq('o')} || '-' || g, ${cls.id}, ${cid}, '{"cpu": "many"}'::jsonb from generate_series(1, 130) g returning id`;
+    const mark = await lastEventId();
+    const res = await patchClass(cls.id, { json_schema: SCHEMA });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toMatchObject({ id: cls.id, revision: 2, json_schema: SCHEMA, collection: { id: cid } });
+    const ev = await t.deps.sql<{ entity_type: string; action: string; entity_id: number }[]>`
+      select entity_type, action, entity_id from events where id > ${mark} order by id`;
+    expect(ev.slice(0, 3).map((e) => `${e.entity_type}.${e.action}`)).toEqual([
+      'class.updated',
+      'class_schema.staged',
+      'class_schema.activated',
+    ]);
+    expect(ev.slice(3).map((e) => [e.entity_type, e.action, e.entity_id])).toEqual(ids.map((o) => ['object_validation', 'updated', o.id]));
+  });
+
+  it('deleteClass 204 of a class with a schema and objects records the schema first, then the objects, then the class', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid, { json_schema: SCHEMA });
+    const a = await createObject(t, cls.id, { cpu: 2 });
+    const b = await createObject(t, cls.id, { cpu: 3 });
+    const mark = await lastEventId();
+    expect((await t.request('DELETE', `/api/v1/classes/${cls.id}`)).status).toBe(204);
+    const ev = await t.deps.sql<{ entity_type: string; action: string; entity_id: number; metadata: Record<string, unknown> }[]>`
+      select entity_type, action, entity_id, metadata from events where id > ${mark} order by id`;
+    expect(ev.map((e) => [e.entity_type, e.action, e.entity_id])).toEqual([
+      ['class_schema', 'deleted', cls.id],
+      ['object', 'deleted', a.id],
+      ['object', 'deleted', b.id],
+      ['class', 'deleted', cls.id],
+    ]);
+    expect(ev[3]!.metadata).toEqual({ deleted_objects: 2, deleted_object_relations: 0, deleted_class_relations: 0 });
+  });
+
   it('deleteClass 204 records class_schema.deleted for a class with a schema, none without', async () => {
     const cid = await collection(t);
     const cls = await createClass(t, cid, { json_schema: SCHEMA });

@@ -23,7 +23,7 @@ import {
   type SchemaImpact,
 } from '../domain/class-schema.ts';
 import { ApiError } from '../domain/errors.ts';
-import { type SchemaConfig, schemaConfigOf, changeKind, schemaConfigChanged, flipEvent } from '../domain/views/class-schema-events.ts';
+import { type SchemaConfig, schemaConfigOf, changeKind } from '../domain/views/class-schema-events.ts';
 
 /** A schema change refused because stored objects fail it: the 409 plus what the audit record needs. */
 export class SchemaChangeRefused extends ApiError {
@@ -49,94 +49,6 @@ export async function checkClassSchemaChange(tx: TransactionSql, before: ClassRo
     if (err instanceof ExistingObjectsInvalid) throw new SchemaChangeRefused(before, schemaConfigOf(next), err);
     throw err;
   }
-}
-
-/**
- * Appends the schema lifecycle of a committed class change (in its transaction): `staged` and
- * `activated` when the change sets, replaces, enables or disables a schema, `deleted` when it
- * removes one, then `object_validation.updated` per object whose compliance flipped. `before` is
- * null for a new class. Nothing is appended when the schema configuration did not change.
- */
-export async function recordClassSchemaChange(
-  tx: TransactionSql,
-  actor: Actor,
-  before: ClassRow | null,
-  after: ClassRow,
-  impact: SchemaImpact,
-): Promise<void> {
-  if (!schemaConfigChanged(before, after)) return;
-  const common = {
-    entityType: 'class_schema',
-    entityId: after.id,
-    entityName: after.name,
-    collectionId: after.collection_id,
-    before: before === null || (before.json_schema ?? null) === null ? null : schemaConfigOf(before),
-    beforeRevision: before?.revision ?? null,
-  };
-  const previous = {
-    previous_schema_digest: schemaDigest(before?.json_schema),
-    previous_validate_schema: before?.validate_schema ?? false,
-  };
-  const outcome = { objects_checked: impact.checked, compliance_changes: impact.flips.length };
-  if ((after.json_schema ?? null) === null) {
-    await appendEvent(tx, actor, {
-      ...common,
-      action: 'deleted',
-      summary: `class ${after.name}: schema removed`,
-      metadata: { class_id: after.id, cause: 'schema_removed', ...previous, ...outcome },
-    });
-  } else {
-    const meta = {
-      class_id: after.id,
-      change: changeKind(before, after),
-      schema_digest: schemaDigest(after.json_schema),
-      validate_schema: after.validate_schema,
-      ...previous,
-    };
-    await appendEvent(tx, actor, {
-      ...common,
-      action: 'staged',
-      summary: `class ${after.name}: schema staged`,
-      after: schemaConfigOf(after),
-      metadata: meta,
-    });
-    await appendEvent(tx, actor, {
-      ...common,
-      action: 'activated',
-      summary: `class ${after.name}: schema activated${after.validate_schema ? ' with validation' : ' without validation'}`,
-      after: schemaConfigOf(after),
-      afterRevision: after.revision,
-      metadata: { ...meta, ...outcome },
-    });
-  }
-  await appendMany(
-    tx,
-    actor,
-    impact.flips.map((o) => flipEvent(after, o, 'schema_changed', after.json_schema)),
-  );
-}
-
-/** `class_schema.deleted` for a class deleted with a schema (in the deletion's transaction). */
-export async function recordClassSchemaDeletedWithClass(tx: TransactionSql, actor: Actor, cls: ClassRow): Promise<void> {
-  if ((cls.json_schema ?? null) === null) return;
-  await appendEvent(tx, actor, {
-    entityType: 'class_schema',
-    entityId: cls.id,
-    entityName: cls.name,
-    collectionId: cls.collection_id,
-    action: 'deleted',
-    summary: `class ${cls.name}: schema deleted with the class`,
-    before: schemaConfigOf(cls),
-    beforeRevision: cls.revision,
-    metadata: {
-      class_id: cls.id,
-      cause: 'class_deleted',
-      previous_schema_digest: schemaDigest(cls.json_schema),
-      previous_validate_schema: cls.validate_schema,
-      objects_checked: 0,
-      compliance_changes: 0,
-    },
-  });
 }
 
 /**

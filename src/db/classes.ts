@@ -2,11 +2,13 @@
 import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import { appendEvent } from './events.ts';
+import { appendEvent, eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
 import { objectView, type ObjectRow } from '../domain/views/objects.ts';
 import { lockClassFieldRows } from './computed-fields.ts';
-import { computedFieldView } from '../domain/views/computed-fields.ts';
+import { computedFieldView, type ComputedFieldRow } from '../domain/views/computed-fields.ts';
 import type { ClassRelationRow, ObjectRelationRow, RelationEnds } from '../domain/relations.ts';
 import { type ClassRow, type ClassExpandedRow, classView } from '../domain/views/classes.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
@@ -74,9 +76,14 @@ export async function classIdByName(db: Db, name: string): Promise<number | unde
   return row?.id;
 }
 
-/** Locks the class for a change of its own row (blocks object writes, which share-lock it). */
-export async function lockClass(tx: TransactionSql, id: number): Promise<ClassRow | undefined> {
-  const [row] = await tx<ClassRow[]>`select ${classCols(tx)} from classes k where k.id = ${id}::int for update`;
+/**
+ * Locks the class for a change of its own row (blocks object writes, which share-lock it), with the
+ * transaction's now() (the updated_at of the write). The row alone: a join would lose a class whose
+ * row changed while the lock waited (PostgreSQL rechecks the join against the collection row it
+ * read before the wait).
+ */
+export async function lockClass(tx: TransactionSql, id: number): Promise<LockedClass | undefined> {
+  const [row] = await tx<LockedClass[]>`select ${classCols(tx)}, now() as svc_now from classes k where k.id = ${id}::int for update`;
   return row;
 }
 
@@ -101,21 +108,58 @@ function schemaParam(v: unknown): string | null {
   return v === null || v === undefined ? null : JSON.stringify(v);
 }
 
-export async function insertClass(tx: TransactionSql, v: ClassValues): Promise<ClassRow> {
-  const [row] = await tx<ClassRow[]>`
-    insert into classes as k (name, description, collection_id, json_schema, validate_schema)
-    values (${v.name}, ${v.description}, ${v.collection_id}::int, ${schemaParam(v.json_schema)}::text::jsonb, ${v.validate_schema}::boolean)
-    returning ${classCols(tx)}`;
+/** A new class's id (reserved from its identity) and the transaction's now(), its created_at. */
+export async function reserveClass(tx: TransactionSql): Promise<{ id: number; now: Date }> {
+  const [row] = await tx<{ id: number; now: Date }[]>`
+    select nextval(pg_get_serial_sequence('classes', 'id'))::int as id, now() as now`;
   return row!;
 }
 
-export async function updateClassRow(tx: TransactionSql, id: number, v: ClassValues): Promise<ClassRow> {
-  const [row] = await tx<ClassRow[]>`
-    update classes as k set name = ${v.name}, description = ${v.description}, collection_id = ${v.collection_id}::int,
-      json_schema = ${schemaParam(v.json_schema)}::text::jsonb, validate_schema = ${v.validate_schema}::boolean,
-      updated_at = now(), revision = k.revision + 1
-    where k.id = ${id}::int
-    returning ${classCols(tx)}`;
+/**
+ * Inserts the class (with the id reserveClass reserved; its times are now()) and `events` in one
+ * statement; returns the class with its collection's columns. `final` marks it as the transaction's
+ * last (COMMIT goes with it).
+ */
+export async function insertClassWithEvents(
+  tx: TransactionSql,
+  actor: Actor,
+  id: number,
+  v: ClassValues,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<ClassExpandedRow> {
+  const [row] = await final(tx<ClassExpandedRow[]>`
+    with k as (
+      insert into classes as k (id, name, description, collection_id, json_schema, validate_schema)
+      values (${id}::int, ${v.name}, ${v.description}, ${v.collection_id}::int, ${schemaParam(v.json_schema)}::text::jsonb,
+        ${v.validate_schema}::boolean)
+      returning ${classCols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select ${expandedCols(tx)} from k join collections c on c.id = k.collection_id`);
+  return row!;
+}
+
+/**
+ * Changes the class (locked by the caller) to `v` (updated_at now(), the revision one up) and
+ * appends `events`, in one statement; returns the class with its (new) collection's columns.
+ */
+export async function updateClassWithEvents(
+  tx: TransactionSql,
+  actor: Actor,
+  id: number,
+  v: ClassValues,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<ClassExpandedRow> {
+  const [row] = await final(tx<ClassExpandedRow[]>`
+    with k as (
+      update classes as k set name = ${v.name}, description = ${v.description}, collection_id = ${v.collection_id}::int,
+        json_schema = ${schemaParam(v.json_schema)}::text::jsonb, validate_schema = ${v.validate_schema}::boolean,
+        updated_at = now(), revision = k.revision + 1
+      where k.id = ${id}::int
+      returning ${classCols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select ${expandedCols(tx)} from k join collections c on c.id = k.collection_id`);
   return row!;
 }
 
@@ -170,35 +214,68 @@ export async function moveClassObjects(tx: TransactionSql, actor: Actor, classId
   return after.length;
 }
 
+/** What a class's delete takes with it, read and locked behind the class's lock. */
+export interface ClassCascade {
+  objects: ObjectRow[];
+  objectRelations: (ObjectRelationRow & RelationEnds)[];
+  classRelations: (ClassRelationRow & RelationEnds)[];
+  fields: ComputedFieldRow[];
+}
+
 /**
- * Deletes a class (locked by the caller) with everything that depends on it: object relations
- * touching its objects or its class relations, its class relations, its objects and its
- * computed fields, each with a `deleted` event, then the class itself.
+ * The rows that depend on a class, locked: its objects, the object relations touching them or its
+ * class relations, its class relations, its computed fields. Four statements, sent together (the
+ * caller sends them right behind the class's lock: tx.ts, "Pipelines").
  */
-export async function deleteClassCascade(tx: TransactionSql, actor: Actor, cls: ClassRow): Promise<void> {
-  const meta = { class_id: cls.id, cause: 'class_deleted' };
-  const objects = await tx<ObjectRow[]>`
+export async function readClassCascade(tx: TransactionSql, classId: number): Promise<ClassCascade> {
+  const objects = lockClassObjects(tx, classId);
+  const objectRelations = lockClassObjectRelations(tx, classId);
+  const classRelations = lockClassRelations(tx, classId);
+  const fields = lockClassFieldRows(tx, classId);
+  for (const p of [objectRelations, classRelations, fields]) p.catch(() => undefined); // awaited below
+  return { objects: await objects, objectRelations: await objectRelations, classRelations: await classRelations, fields: await fields };
+}
+
+async function lockClassObjects(tx: TransactionSql, classId: number): Promise<ObjectRow[]> {
+  return await tx<ObjectRow[]>`
     select o.id, o.name, o.description, o.collection_id, o.class_id, o.json_data, o.created_at, o.updated_at, o.revision
-    from objects o where o.class_id = ${cls.id}::int order by o.id for update`;
-  const objectRelations = await tx<(ObjectRelationRow & RelationEnds)[]>`
+    from objects o where o.class_id = ${classId}::int order by o.id for update`;
+}
+
+async function lockClassObjectRelations(tx: TransactionSql, classId: number): Promise<(ObjectRelationRow & RelationEnds)[]> {
+  return await tx<(ObjectRelationRow & RelationEnds)[]>`
     select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision,
       fo.collection_id as from_collection_id, t.collection_id as to_collection_id
     from object_relations r
     join objects fo on fo.id = r.from_object_id
     join objects t on t.id = r.to_object_id
-    where fo.class_id = ${cls.id}::int or t.class_id = ${cls.id}::int
-      or r.class_relation_id in (select cr.id from class_relations cr where cr.from_class_id = ${cls.id}::int or cr.to_class_id = ${cls.id}::int)
+    where fo.class_id = ${classId}::int or t.class_id = ${classId}::int
+      or r.class_relation_id in (select cr.id from class_relations cr where cr.from_class_id = ${classId}::int or cr.to_class_id = ${classId}::int)
     order by r.id for update of r`;
-  const classRelations = await tx<(ClassRelationRow & RelationEnds)[]>`
+}
+
+async function lockClassRelations(tx: TransactionSql, classId: number): Promise<(ClassRelationRow & RelationEnds)[]> {
+  return await tx<(ClassRelationRow & RelationEnds)[]>`
     select cr.id, cr.from_class_id, cr.to_class_id, cr.forward_alias, cr.reverse_alias, cr.from_max_relations, cr.to_max_relations,
       cr.created_at, cr.updated_at, cr.revision, fk.collection_id as from_collection_id, tk.collection_id as to_collection_id
     from class_relations cr
     join classes fk on fk.id = cr.from_class_id
     join classes tk on tk.id = cr.to_class_id
-    where cr.from_class_id = ${cls.id}::int or cr.to_class_id = ${cls.id}::int
+    where cr.from_class_id = ${classId}::int or cr.to_class_id = ${classId}::int
     order by cr.id for update of cr`;
-  const fields = await lockClassFieldRows(tx, cls.id);
+}
 
+export function isEmptyCascade(c: ClassCascade): boolean {
+  return !c.objects.length && !c.objectRelations.length && !c.classRelations.length && !c.fields.length;
+}
+
+/**
+ * Deletes what depends on a class (locked by the caller, `cascade` as readClassCascade read it), each
+ * row with a `deleted` event: object relations, class relations, objects, computed fields.
+ */
+export async function deleteClassDependents(tx: TransactionSql, actor: Actor, cls: ClassRow, cascade: ClassCascade): Promise<void> {
+  const meta = { class_id: cls.id, cause: 'class_deleted' };
+  const { objects, objectRelations, classRelations, fields } = cascade;
   if (objectRelations.length) {
     await tx`delete from object_relations where id = any(${objectRelations.map((r) => r.id)}::int[])`;
     await appendMany(
@@ -277,8 +354,11 @@ export async function deleteClassCascade(tx: TransactionSql, actor: Actor, cls: 
       })),
     );
   }
-  await tx`delete from classes where id = ${cls.id}::int`;
-  await appendEvent(tx, actor, {
+}
+
+/** The `deleted` event of a class deleted with `cascade`. */
+export function classDeletedEvent(cls: ClassRow, cascade: ClassCascade): NewEvent {
+  return {
     entityType: 'class',
     entityId: cls.id,
     entityName: cls.name,
@@ -288,9 +368,9 @@ export async function deleteClassCascade(tx: TransactionSql, actor: Actor, cls: 
     before: classView(cls),
     beforeRevision: cls.revision,
     metadata: {
-      deleted_objects: objects.length,
-      deleted_object_relations: objectRelations.length,
-      deleted_class_relations: classRelations.length,
+      deleted_objects: cascade.objects.length,
+      deleted_object_relations: cascade.objectRelations.length,
+      deleted_class_relations: cascade.classRelations.length,
     },
-  });
+  };
 }

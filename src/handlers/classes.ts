@@ -7,14 +7,12 @@ import type { Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
 import { classWhere, permissionsFilter } from '../db/authz.ts';
 import { readClassExpanded } from '../services/class-access.ts';
-import { CLASS_LIST_SPEC, classIdByName, findClassExpanded, listClasses, readClassExpandedAs } from '../db/classes.ts';
-import { classExpandedView, classView, type ClassRow } from '../domain/views/classes.ts';
+import { CLASS_LIST_SPEC, classIdByName, listClasses, readClassExpandedAs } from '../db/classes.ts';
+import { classExpandedView, classView, type ClassExpandedRow, type ClassRow } from '../domain/views/classes.ts';
 import { inTx } from '../mutations/context.ts';
 import { createClass, deleteClass, recordingRefusal, updateClass, type ClassTarget } from '../mutations/classes.ts';
 
-async function expandedReply<S extends number>(ctx: Ctx, id: number, status: S, extra: Record<string, string> = {}) {
-  const row = await findClassExpanded(ctx.deps.sql, id);
-  if (!row) throw notFound('class');
+function expandedReply<S extends number>(row: ClassExpandedRow, status: S, extra: Record<string, string> = {}) {
   return { status, body: classExpandedView(row), headers: { ...extra, ...etagHeader('class', row.id, row.revision) } };
 }
 
@@ -23,7 +21,7 @@ async function updateClassBy(ctx: Ctx, t: ClassTarget, body: RequestBody<'update
   const { row } = await inTx(ctx.deps.sql, caller, (m) => updateClass(m, t, body, headers['if-match'])).catch(
     recordingRefusal(ctx.deps.sql, ctx.deps.log, caller.actor),
   );
-  return expandedReply(ctx, row.id, 200);
+  return expandedReply(row, 200);
 }
 
 async function deleteClassBy(ctx: Ctx, t: ClassTarget, headers: Record<string, string>) {
@@ -53,7 +51,7 @@ export const classesHandlers = {
 
   createClass: async (input, ctx) => {
     const row = await inTx(ctx.deps.sql, callerOf(ctx), (m) => createClass(m, input.body));
-    return expandedReply(ctx, row.id, 201, { location: `/api/v1/classes/${row.id}` });
+    return expandedReply(row, 201, { location: `/api/v1/classes/${row.id}` });
   },
 
   getClassByName: async (input, ctx) => {

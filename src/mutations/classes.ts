@@ -8,19 +8,29 @@ import { badRequest, notFound } from '../domain/errors.ts';
 import { NO_IMPACT, compileClassSchema } from '../domain/class-schema.ts';
 import { jsonEqual } from '../domain/json-patch.ts';
 import type { Sql } from '../db/sql.ts';
-import { appendEvent } from '../db/events.ts';
+import { appendEvent, deleteRowWithEvents } from '../db/events.ts';
 import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 import { classPermissionOf, requireClassPermission, requireCollectionPermission } from '../db/authz.ts';
-import { deleteClassCascade, insertClass, lockClass, moveClassObjects, updateClassRow, type ClassValues } from '../db/classes.ts';
-import { classCreatedEvent, classUpdatedEvent, type ClassRow } from '../domain/views/classes.ts';
 import {
-  SchemaChangeRefused,
-  checkClassSchemaChange,
-  recordClassSchemaChange,
-  recordClassSchemaDeletedWithClass,
-  recordRefusedSchemaChange,
-} from '../db/class-schema-events.ts';
-import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
+  appendMany,
+  classDeletedEvent,
+  deleteClassDependents,
+  insertClassWithEvents,
+  isEmptyCascade,
+  lockClass,
+  moveClassObjects,
+  readClassCascade,
+  reserveClass,
+  updateClassWithEvents,
+  type ClassValues,
+  findClassExpanded,
+  type LockedClass,
+} from '../db/classes.ts';
+import { classCreatedEvent, classUpdatedEvent, type ClassExpandedRow, type ClassRow } from '../domain/views/classes.ts';
+import { classSchemaChangeEvents, classSchemaDeletedWithClassEvent } from '../domain/views/class-schema-events.ts';
+import { SchemaChangeRefused, checkClassSchemaChange, recordRefusedSchemaChange } from '../db/class-schema-events.ts';
+import { requireMatch, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'class';
 
@@ -47,7 +57,7 @@ export interface ClassChanges {
   validate_schema?: boolean;
 }
 
-async function lockTarget(m: MutationContext, t: ClassTarget): Promise<ClassRow> {
+async function lockTarget(m: MutationContext, t: ClassTarget): Promise<LockedClass> {
   const cls = await lockClass(m.tx, t.classId);
   if (!cls || (t.className != null && cls.name !== t.className)) throw notFound('class');
   return cls;
@@ -58,19 +68,41 @@ async function lockTarget(m: MutationContext, t: ClassTarget): Promise<ClassRow>
  * it. An administrator's needs no statement (classPermissionOf, on the locked row's collection); a
  * non-administrator's check goes out right behind the lock, in the same round trip, so PostgreSQL
  * runs it on the locked row (a class moved meanwhile is judged in its new collection). A missing
- * class is 404 before any 403.
+ * class is 404 before any 403. `behind` sends more statements after the check (their results are
+ * the caller's to await).
  */
-async function lockWithPermission(m: MutationContext, t: ClassTarget, perm: 'UpdateClass' | 'DeleteClass'): Promise<ClassRow> {
+async function lockWithPermission(
+  m: MutationContext,
+  t: ClassTarget,
+  perm: 'UpdateClass' | 'DeleteClass',
+  behind?: () => void,
+): Promise<LockedClass> {
   const locking = lockTarget(m, t);
   const checked = m.auth.isAdmin ? undefined : requireClassPermission(m.tx, m.auth, t.classId, perm);
   checked?.catch(() => undefined); // awaited below, once the lock has said whether the class exists
+  behind?.();
   const cls = await locking;
   if (checked) await checked;
   else classPermissionOf(m.auth, cls.id, cls.collection_id, perm);
   return cls;
 }
 
-export async function createClass(m: MutationContext, v: NewClass): Promise<ClassRow> {
+/**
+ * The events of a class write, and whether they fit in its one writing statement: a schema change
+ * that flips the compliance of many objects appends those events on its own, after it.
+ */
+function writeEvents(first: NewEvent[], flips: NewEvent[]): { inStatement: NewEvent[]; after: NewEvent[] } {
+  return flips.length > FLIPS_IN_STATEMENT ? { inStatement: first, after: flips } : { inStatement: [...first, ...flips], after: [] };
+}
+/** At most this many compliance flips go into a class write's statement (its parameters are bounded). */
+const FLIPS_IN_STATEMENT = 100;
+
+/**
+ * Two round trips: the permission check on the collection and the new id with now() go out
+ * together; then the class with its audit events (and COMMIT when the transaction is this one's),
+ * answering with the class and its collection.
+ */
+export async function createClass(m: MutationContext, v: NewClass): Promise<ClassExpandedRow> {
   const values: ClassValues = {
     name: v.name,
     description: v.description ?? '',
@@ -82,18 +114,28 @@ export async function createClass(m: MutationContext, v: NewClass): Promise<Clas
     throw badRequest('validate_schema: true needs a json_schema', [{ path: 'body.validate_schema', message: 'no json_schema given' }]);
   }
   if (values.json_schema !== null) compileClassSchema(values.json_schema);
-  await requireCollectionPermission(m.tx, m.auth, values.collection_id, 'CreateClass');
-  const created = await insertClass(m.tx, values);
-  await appendEvent(m.tx, m.actor, classCreatedEvent(created));
-  await recordClassSchemaChange(m.tx, m.actor, null, created, NO_IMPACT);
-  return created;
+  const checked = requireCollectionPermission(m.tx, m.auth, values.collection_id, 'CreateClass');
+  const reserved = reserveClass(m.tx);
+  reserved.catch(() => undefined); // awaited below, after the check
+  await checked;
+  const { id, now } = await reserved;
+  const created: ClassRow = { id, ...values, created_at: now, updated_at: now, revision: 1 };
+  const { lifecycle } = classSchemaChangeEvents(null, created, NO_IMPACT);
+  return insertClassWithEvents(m.tx, m.actor, id, values, [classCreatedEvent(created), ...lifecycle], m.final);
 }
 
 /**
  * Changes a class: moving it to another collection also needs CreateClass there and moves its
  * objects; a schema change is checked against the stored objects (SchemaChangeRefused, 409).
+ * Answers with the class and its collection. Two round trips when neither happens: the lock with
+ * the check; then the change with its audit events (and COMMIT).
  */
-export async function updateClass(m: MutationContext, t: ClassTarget, changes: ClassChanges, ifMatch?: string): Promise<Written<ClassRow>> {
+export async function updateClass(
+  m: MutationContext,
+  t: ClassTarget,
+  changes: ClassChanges,
+  ifMatch?: string,
+): Promise<Written<ClassExpandedRow>> {
   const before = await lockWithPermission(m, t, 'UpdateClass');
   requireMatch(ifMatch, KIND, before.id, before.revision);
   const next: ClassValues = {
@@ -116,22 +158,49 @@ export async function updateClass(m: MutationContext, t: ClassTarget, changes: C
     next.name === before.name &&
     next.description === before.description &&
     next.validate_schema === before.validate_schema;
-  return skipWhenUnchanged(before, same, async () => {
-    const impact = await checkClassSchemaChange(m.tx, before, next);
-    const after = await updateClassRow(m.tx, before.id, next);
-    const movedObjects = moved ? await moveClassObjects(m.tx, m.actor, before.id, next.collection_id) : null;
-    await appendEvent(m.tx, m.actor, classUpdatedEvent(before, after, schemaChanged, movedObjects));
-    await recordClassSchemaChange(m.tx, m.actor, before, after, impact);
-    return after;
-  });
+  // nothing to write: the answer is the class as it is
+  if (same) return { row: (await findClassExpanded(m.tx, before.id))!, changed: false };
+  const impact = await checkClassSchemaChange(m.tx, before, next);
+  // its objects follow it first (their events come before the class's)
+  const movedObjects = moved ? await moveClassObjects(m.tx, m.actor, before.id, next.collection_id) : null;
+  const after: ClassRow = {
+    id: before.id,
+    ...next,
+    created_at: before.created_at,
+    updated_at: before.svc_now,
+    revision: before.revision + 1,
+  };
+  const { lifecycle, flips } = classSchemaChangeEvents(before, after, impact);
+  const events = writeEvents([classUpdatedEvent(before, after, schemaChanged, movedObjects), ...lifecycle], flips);
+  const final = events.after.length ? undefined : m.final;
+  const row = await updateClassWithEvents(m.tx, m.actor, before.id, next, events.inStatement, final);
+  await appendMany(m.tx, m.actor, events.after);
+  return { row, changed: true };
 }
 
-/** Deletes a class with its objects, relations and computed fields; returns the deleted row. */
+/**
+ * Deletes a class with its objects, relations and computed fields; returns the deleted row. Two
+ * round trips for a class with nothing under it: the lock with the check and the reads of what
+ * depends on it; then the delete with its audit events (and COMMIT).
+ */
 export async function deleteClass(m: MutationContext, t: ClassTarget, ifMatch?: string): Promise<ClassRow> {
-  const cls = await lockWithPermission(m, t, 'DeleteClass');
+  let reading: ReturnType<typeof readClassCascade> | undefined;
+  const cls = await lockWithPermission(m, t, 'DeleteClass', () => {
+    reading = readClassCascade(m.tx, t.classId);
+    reading.catch(() => undefined); // awaited below, unless the class answers 404 or 403
+  });
   requireMatch(ifMatch, KIND, cls.id, cls.revision);
-  await recordClassSchemaDeletedWithClass(m.tx, m.actor, cls);
-  await deleteClassCascade(m.tx, m.actor, cls);
+  const cascade = await reading!;
+  const events = [classDeletedEvent(cls, cascade)];
+  const schemaDeleted = classSchemaDeletedWithClassEvent(cls);
+  if (isEmptyCascade(cascade)) {
+    if (schemaDeleted) events.unshift(schemaDeleted);
+  } else {
+    // the schema's event first, then what goes with the class, then the class's own
+    if (schemaDeleted) await appendEvent(m.tx, m.actor, schemaDeleted);
+    await deleteClassDependents(m.tx, m.actor, cls, cascade);
+  }
+  await deleteRowWithEvents(m.tx, m.actor, 'classes', cls.id, events, m.final);
   return cls;
 }
 

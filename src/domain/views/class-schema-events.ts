@@ -1,10 +1,10 @@
 // Class-schema lifecycles and object compliance: what a schema configuration is, how it changes, and the
 // audit events that record it (`object_validation.updated` per compliance flip). Pure functions (no
-// SQL); src/db/class-schema-events.ts checks stored objects and appends the events.
+// SQL); src/db/class-schema-events.ts checks stored objects, and a class's write appends the events.
 import { type NewEvent } from '../new-event.ts';
 import { type ClassRow } from './classes.ts';
 import type { ObjectRow } from './objects.ts';
-import { complianceOf, schemaDigest, type ObjectCompliance } from '../class-schema.ts';
+import { complianceOf, schemaDigest, type ObjectCompliance, type SchemaImpact } from '../class-schema.ts';
 
 export interface SchemaConfig {
   json_schema: unknown;
@@ -64,5 +64,88 @@ export function objectComplianceEvent(cls: ClassRow, before: ObjectRow | null, a
     ...flipEvent(cls, { id: after.id, name: after.name, ...now }, 'object_written', cls.json_schema),
     collectionId: after.collection_id,
     afterRevision: after.revision,
+  };
+}
+
+/**
+ * The schema lifecycle of a class change, for its transaction: `staged` and `activated` when the
+ * change sets, replaces, enables or disables a schema, `deleted` when it removes one (`lifecycle`),
+ * then `object_validation.updated` per object whose compliance flipped (`flips`). `before` is null
+ * for a new class. None when the schema configuration did not change.
+ */
+export function classSchemaChangeEvents(
+  before: ClassRow | null,
+  after: ClassRow,
+  impact: SchemaImpact,
+): { lifecycle: NewEvent[]; flips: NewEvent[] } {
+  if (!schemaConfigChanged(before, after)) return { lifecycle: [], flips: [] };
+  const common = {
+    entityType: 'class_schema',
+    entityId: after.id,
+    entityName: after.name,
+    collectionId: after.collection_id,
+    before: before === null || (before.json_schema ?? null) === null ? null : schemaConfigOf(before),
+    beforeRevision: before?.revision ?? null,
+  };
+  const previous = {
+    previous_schema_digest: schemaDigest(before?.json_schema),
+    previous_validate_schema: before?.validate_schema ?? false,
+  };
+  const outcome = { objects_checked: impact.checked, compliance_changes: impact.flips.length };
+  const flips = impact.flips.map((o) => flipEvent(after, o, 'schema_changed', after.json_schema));
+  if ((after.json_schema ?? null) === null) {
+    const removed: NewEvent = {
+      ...common,
+      action: 'deleted',
+      summary: `class ${after.name}: schema removed`,
+      metadata: { class_id: after.id, cause: 'schema_removed', ...previous, ...outcome },
+    };
+    return { lifecycle: [removed], flips };
+  }
+  const meta = {
+    class_id: after.id,
+    change: changeKind(before, after),
+    schema_digest: schemaDigest(after.json_schema),
+    validate_schema: after.validate_schema,
+    ...previous,
+  };
+  const staged: NewEvent = {
+    ...common,
+    action: 'staged',
+    summary: `class ${after.name}: schema staged`,
+    after: schemaConfigOf(after),
+    metadata: meta,
+  };
+  const activated: NewEvent = {
+    ...common,
+    action: 'activated',
+    summary: `class ${after.name}: schema activated${after.validate_schema ? ' with validation' : ' without validation'}`,
+    after: schemaConfigOf(after),
+    afterRevision: after.revision,
+    metadata: { ...meta, ...outcome },
+  };
+  return { lifecycle: [staged, activated], flips };
+}
+
+/** `class_schema.deleted` for a class deleted with a schema (none without one). */
+export function classSchemaDeletedWithClassEvent(cls: ClassRow): NewEvent | null {
+  if ((cls.json_schema ?? null) === null) return null;
+  return {
+    entityType: 'class_schema',
+    entityId: cls.id,
+    entityName: cls.name,
+    collectionId: cls.collection_id,
+    action: 'deleted',
+    summary: `class ${cls.name}: schema deleted with the class`,
+    before: schemaConfigOf(cls),
+    beforeRevision: cls.revision,
+    metadata: {
+      class_id: cls.id,
+      cause: 'class_deleted',
+      previous_schema_digest: schemaDigest(cls.json_schema),
+      previous_validate_schema: cls.validate_schema,
+      objects_checked: 0,
+      compliance_changes: 0,
+    },
   };
 }
