@@ -8,7 +8,7 @@
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { createApp } from '../src/app.ts';
 import { createSql } from '../src/db/sql.ts';
-import { createClass, type Bench } from './setup.ts';
+import { ADMIN_PASSWORD, createClass, type Bench } from './setup.ts';
 import { SERVER_SCHEMA, serverData } from './objects.ts';
 
 const DELAY_MS = Number(process.env.BENCH_RT_DELAY_MS ?? 25) || 25;
@@ -169,6 +169,22 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
     ];
     const grants = `/api/v1/collections/${granted[0]!.id}/permissions/group/${groupId}`;
     await timeEach('replaceCollectionGroupPermissions (2 revoked, 2 granted)', (i) => call('PUT', grants, sets[(i + 2) % 2]));
+    // Groups, their members, and a password login (its hashing adds to its time).
+    const groups: number[] = [];
+    await timeEach(
+      'createGroup',
+      async (i) => void groups.push((await call('POST', '/api/v1/iam/groups', { name: `rt-g${i}-${Date.now()}` })).id),
+    );
+    groups.push((await call('POST', '/api/v1/iam/groups', { name: `rt-g-last-${Date.now()}` })).id); // one per call, besides the one updated
+    await timeEach('updateGroup (PATCH)', (i) => call('PATCH', `/api/v1/iam/groups/${groups[0]!}`, { description: `rt ${i}` }));
+    const members: number[] = [];
+    for (let i = 0; i <= CALLS; i++) members.push((await b.principalWith([])).id);
+    let member = 0;
+    await timeEach('addGroupMember', () => call('POST', `/api/v1/iam/groups/${groups[0]!}/members/${members[member++]!}`));
+    for (const id of groups.slice(1)) await b.sql`insert into group_members (group_id, principal_id) values (${id}, ${members[0]!})`;
+    let group = 1;
+    await timeEach('deleteGroup (with a member)', () => call('DELETE', `/api/v1/iam/groups/${groups[group++]!}`));
+    await timeEach('login (password)', () => call('POST', '/api/v0/auth/login', { name: 'admin', password: ADMIN_PASSWORD }));
   } finally {
     await sql.end();
     await proxy.close();

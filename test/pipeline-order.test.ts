@@ -123,6 +123,18 @@ describe('a write waiting for its lock reads what the holder committed', () => {
     expect(row!.description).toBe('');
   });
 
+  it('deleteGroup: a member added meanwhile is among the removed members it records', async () => {
+    const [g] = await t.deps.sql<{ id: number }[]>`insert into groups (name) values (${uniq('g')}) returning id`;
+    const [p] = await t.deps.sql<{ id: number }[]>`insert into principals (kind, name) values ('human', ${uniq('u')}) returning id`;
+    const res = await whileHeld(
+      (tx) => tx`insert into group_members (group_id, principal_id) values (${g!.id}, ${p!.id})`,
+      () => t.request('DELETE', `/api/v1/iam/groups/${g!.id}`),
+    );
+    expect(res.status, res.text).toBe(204);
+    const [deleted] = await eventsOf(t, 'group', g!.id);
+    expect(deleted).toMatchObject({ action: 'deleted', metadata: { removed_member_ids: [p!.id] } });
+  });
+
   it('replaceCollectionGroupPermissions: a grant added meanwhile under the same lock is revoked', async () => {
     const c = await collection();
     const [g] = await t.deps.sql<{ id: number }[]>`insert into groups (name) values (${uniq('g')}) returning id`;

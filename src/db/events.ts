@@ -25,7 +25,7 @@ export async function appendEvent(tx: Db, actor: Actor, e: NewEvent, final: Fina
 export async function deleteRowWithEvents(
   tx: Db,
   actor: Actor,
-  table: 'objects' | 'object_relations' | 'collections' | 'classes',
+  table: 'objects' | 'object_relations' | 'collections' | 'classes' | 'groups',
   id: number,
   events: NewEvent[],
   final: Final = notFinal,

@@ -82,13 +82,9 @@ export async function updateGroupRow(tx: TransactionSql, id: number, g: { name: 
   return row!;
 }
 
-export async function deleteGroupRow(tx: TransactionSql, id: number): Promise<void> {
-  await tx`delete from groups where id = ${id}`;
-}
-
-/** Service accounts owned by a group (they block its deletion). */
+/** Service accounts owned by a group (they block its deletion); sent behind the group's lock (tx.ts, "Pipelines"). */
 export async function ownedServiceAccounts(db: Db, groupId: number): Promise<{ id: number; name: string }[]> {
-  return db<{ id: number; name: string }[]>`
+  return await db<{ id: number; name: string }[]>`
     select p.id, p.name from service_accounts sa join principals p on p.id = sa.principal_id
     where sa.owner_group_id = ${groupId} order by p.id`;
 }

@@ -3,7 +3,7 @@ import { actorOf, authOf } from '../http/contract.ts';
 import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { isUnscopedAdmin } from '../domain/authz.ts';
 import { requireHumanUnscoped, authorizeTokenOwner } from './gates.ts';
-import { withTx } from '../db/tx.ts';
+import { finalFor, withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import { findLoginCandidate } from '../db/principals.ts';
 import { insertToken, lockToken, lockTokenByHash, lockUnrevokedTokens } from '../db/tokens.ts';
@@ -68,6 +68,7 @@ export const authHandlers = {
           afterRevision: t.revision,
           metadata: { principal_id: principal.id, via: 'login' },
         },
+        finalFor(ctx.deps.sql, tx), // COMMIT goes with it
       );
       return t;
     });

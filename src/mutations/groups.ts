@@ -2,9 +2,8 @@
 // group an identity provider manages (and its membership) is read-only here; a group that owns
 // service accounts cannot be deleted.
 import { ApiError, forbidden, notFound } from '../domain/errors.ts';
-import { appendEvent } from '../db/events.ts';
+import { appendEvent, deleteRowWithEvents } from '../db/events.ts';
 import {
-  deleteGroupRow,
   deleteMembership,
   findPrincipalForMembership,
   groupMemberIds,
@@ -44,7 +43,7 @@ async function lockForWrite(m: MutationContext, id: number, ifMatch: string | un
 
 export async function createGroup(m: MutationContext, v: NewGroup): Promise<GroupRow> {
   const g = await insertGroup(m.tx, { name: v.name, description: v.description ?? '', identityScope: v.identity_scope });
-  await appendEvent(m.tx, m.actor, groupEvent('created', g, null));
+  await appendEvent(m.tx, m.actor, groupEvent('created', g, null), m.final); // COMMIT goes with it
   return g;
 }
 
@@ -54,14 +53,22 @@ export async function updateGroup(m: MutationContext, id: number, changes: Group
   const description = changes.description === undefined ? before.description : (changes.description ?? '');
   return skipWhenUnchanged(before, name === before.name && description === before.description, async () => {
     const after = await updateGroupRow(m.tx, id, { name, description });
-    await appendEvent(m.tx, m.actor, groupEvent('updated', after, before));
+    await appendEvent(m.tx, m.actor, groupEvent('updated', after, before), m.final); // COMMIT goes with it
     return after;
   });
 }
 
+/**
+ * Deletes a group that owns no service account. Two round trips: the lock, with the owned service
+ * accounts and the members read behind it; then the delete with its event and COMMIT.
+ */
 export async function deleteGroup(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
-  const before = await lockForWrite(m, id, ifMatch);
-  const owned = await ownedServiceAccounts(m.tx, id);
+  const locked = lockForWrite(m, id, ifMatch);
+  const owning = ownedServiceAccounts(m.tx, id);
+  const listing = groupMemberIds(m.tx, id);
+  for (const p of [owning, listing]) p.catch(() => undefined); // awaited below, unless the group answers 404 or 403
+  const before = await locked;
+  const owned = await owning;
   if (owned.length > 0) {
     throw new ApiError('conflict', `group ${before.name} owns service accounts: ${owned.map((s) => s.name).join(', ')}`, {
       reason: 'group_owns_service_accounts',
@@ -69,18 +76,26 @@ export async function deleteGroup(m: MutationContext, id: number, ifMatch?: stri
       details: owned.map((s) => ({ path: `service_accounts/${s.id}`, message: s.name })),
     });
   }
-  const members = await groupMemberIds(m.tx, id);
-  await deleteGroupRow(m.tx, id);
-  await appendEvent(m.tx, m.actor, {
-    entityType: KIND,
-    entityId: id,
-    entityName: before.name,
-    action: 'deleted',
-    summary: `group ${before.name} deleted`,
-    before: groupView(before),
-    beforeRevision: before.revision,
-    metadata: { removed_member_ids: members },
-  });
+  const members = await listing;
+  await deleteRowWithEvents(
+    m.tx,
+    m.actor,
+    'groups',
+    id,
+    [
+      {
+        entityType: KIND,
+        entityId: id,
+        entityName: before.name,
+        action: 'deleted',
+        summary: `group ${before.name} deleted`,
+        before: groupView(before),
+        beforeRevision: before.revision,
+        metadata: { removed_member_ids: members },
+      },
+    ],
+    m.final,
+  );
 }
 
 /** The group (share-locked against deletion) and the principal of a membership change. */
@@ -89,10 +104,14 @@ async function lockMembership(
   groupId: number,
   principalId: number,
 ): Promise<{ group: GroupRow; principal: MemberRow }> {
-  const group = await shareLockGroup(m.tx, groupId);
+  // one round trip: the group, then the principal (behind it)
+  const locking = shareLockGroup(m.tx, groupId);
+  const finding = findPrincipalForMembership(m.tx, principalId);
+  finding.catch(() => undefined); // awaited below, unless the group answers 404 or 403
+  const group = await locking;
   if (!group) throw notFound('group');
   if (group.managed_by !== null) throw providerManaged();
-  const principal = await findPrincipalForMembership(m.tx, principalId);
+  const principal = await finding;
   if (!principal) throw notFound('principal');
   return { group, principal };
 }
@@ -101,7 +120,7 @@ async function lockMembership(
 export async function addGroupMember(m: MutationContext, groupId: number, principalId: number): Promise<Written<MemberRow>> {
   const { group, principal } = await lockMembership(m, groupId, principalId);
   const changed = await insertMembership(m.tx, groupId, principalId);
-  if (changed) await appendEvent(m.tx, m.actor, membershipEvent('added', group, principal));
+  if (changed) await appendEvent(m.tx, m.actor, membershipEvent('added', group, principal), m.final); // COMMIT goes with it
   return { row: principal, changed };
 }
 
@@ -109,6 +128,6 @@ export async function addGroupMember(m: MutationContext, groupId: number, princi
 export async function removeGroupMember(m: MutationContext, groupId: number, principalId: number): Promise<boolean> {
   const { group, principal } = await lockMembership(m, groupId, principalId);
   const changed = await deleteMembership(m.tx, groupId, principalId);
-  if (changed) await appendEvent(m.tx, m.actor, membershipEvent('removed', group, principal));
+  if (changed) await appendEvent(m.tx, m.actor, membershipEvent('removed', group, principal), m.final); // COMMIT goes with it
   return changed;
 }
