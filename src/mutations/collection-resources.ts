@@ -45,7 +45,7 @@ export async function createInCollection<R extends Row, F extends { collection_i
   await requireCollectionPermission(m.tx, m.auth, fields.collection_id, r.perms.create);
   await validate(m.tx, fields);
   const created = await r.insert(m.tx, fields);
-  await appendEvent(m.tx, m.actor, r.event(created, 'created', null));
+  await appendEvent(m.tx, m.actor, r.event(created, 'created', null), m.final);
   return created;
 }
 
@@ -88,10 +88,15 @@ export async function updateInCollection<R extends Row, F extends { collection_i
     await validate(m.tx, next);
     const after = await r.update(m.tx, id, next);
     const moved = after.collection_id !== before.collection_id;
-    await appendEvent(m.tx, m.actor, {
-      ...r.event(after, 'updated', before, moved ? [before.collection_id] : []),
-      ...(moved ? { metadata: { from_collection_id: before.collection_id, to_collection_id: after.collection_id } } : {}),
-    });
+    await appendEvent(
+      m.tx,
+      m.actor,
+      {
+        ...r.event(after, 'updated', before, moved ? [before.collection_id] : []),
+        ...(moved ? { metadata: { from_collection_id: before.collection_id, to_collection_id: after.collection_id } } : {}),
+      },
+      m.final,
+    );
     return after;
   });
 }
@@ -104,5 +109,5 @@ export async function deleteInCollection<R extends Row, F extends { collection_i
 ): Promise<void> {
   const before = await lockForWrite(m, r, id, r.perms.delete, ifMatch);
   await r.remove(m.tx, id);
-  await appendEvent(m.tx, m.actor, r.event(before, 'deleted', before));
+  await appendEvent(m.tx, m.actor, r.event(before, 'deleted', before), m.final);
 }

@@ -142,11 +142,16 @@ export async function moveCollection(
       ]);
     }
     const after = await setCollectionParent(m.tx, id, parentId);
-    await appendEvent(m.tx, m.actor, {
-      ...collectionEvent(after, 'updated', before, [before.parent_collection_id, parentId]),
-      summary: `collection ${after.name} moved`,
-      metadata: { from_parent_collection_id: before.parent_collection_id, to_parent_collection_id: parentId },
-    });
+    await appendEvent(
+      m.tx,
+      m.actor,
+      {
+        ...collectionEvent(after, 'updated', before, [before.parent_collection_id, parentId]),
+        summary: `collection ${after.name} moved`,
+        metadata: { from_parent_collection_id: before.parent_collection_id, to_parent_collection_id: parentId },
+      },
+      m.final,
+    );
     return after;
   });
 }

@@ -122,7 +122,7 @@ export async function createComputedField(
     visibility: owner,
     ownerUserId,
   });
-  await appendEvent(m.tx, m.actor, fieldEvent(row, collectionId, 'created', null));
+  await appendEvent(m.tx, m.actor, fieldEvent(row, collectionId, 'created', null), m.final);
   return row;
 }
 
@@ -150,7 +150,7 @@ export async function updateComputedField(
   return skipWhenUnchanged(before, same, async () => {
     validateOperation(next.operation, next.result_type);
     const after = await updateField(m.tx, before.id, next);
-    await appendEvent(m.tx, m.actor, fieldEvent(after, collectionId, 'updated', before));
+    await appendEvent(m.tx, m.actor, fieldEvent(after, collectionId, 'updated', before), m.final);
     return after;
   });
 }
@@ -158,5 +158,5 @@ export async function updateComputedField(
 export async function deleteComputedField(m: MutationContext, fieldId: number, owner: FieldOwner, ifMatch?: string): Promise<void> {
   const { row, collectionId } = await lockForWrite(m, fieldId, owner, ifMatch);
   await deleteField(m.tx, row.id);
-  await appendEvent(m.tx, m.actor, fieldEvent(row, collectionId, 'deleted', row));
+  await appendEvent(m.tx, m.actor, fieldEvent(row, collectionId, 'deleted', row), m.final);
 }

@@ -25,7 +25,7 @@ async function lockForWrite(m: MutationContext, id: number, ifMatch: string | un
 export async function createEventSink(m: MutationContext, fields: SinkFields, namePath = API_NAME_PATH): Promise<EventSinkRow> {
   validateSink(fields, namePath);
   const created = await insertEventSink(m.tx, fields);
-  await appendEvent(m.tx, m.actor, eventSinkEvent(created, 'created', null));
+  await appendEvent(m.tx, m.actor, eventSinkEvent(created, 'created', null), m.final);
   return created;
 }
 
@@ -42,7 +42,7 @@ export async function updateEventSink(
   return skipWhenUnchanged(before, sameJson(next, prev), async () => {
     validateSinkChange(prev, next, await subscriptionRoutingsOfSink(m.tx, id), namePath);
     const after = await updateEventSinkRow(m.tx, id, next);
-    await appendEvent(m.tx, m.actor, eventSinkEvent(after, 'updated', before));
+    await appendEvent(m.tx, m.actor, eventSinkEvent(after, 'updated', before), m.final);
     return after;
   });
 }
@@ -54,5 +54,5 @@ export async function deleteEventSink(m: MutationContext, id: number, ifMatch?: 
     throw conflict(`the sink is used by ${used} subscription(s); delete or re-point them first (or disable the sink)`, 'sink_in_use');
   }
   await deleteEventSinkRow(m.tx, id);
-  await appendEvent(m.tx, m.actor, eventSinkEvent(before, 'deleted', before));
+  await appendEvent(m.tx, m.actor, eventSinkEvent(before, 'deleted', before), m.final);
 }

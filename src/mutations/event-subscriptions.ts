@@ -48,7 +48,7 @@ export async function createEventSubscription(m: MutationContext, fields: Subscr
   const approved = isUnscopedAdmin(m.auth);
   if (!approved) requireListedRouting(sink.id, sink.kind, fields.routing, sink.config);
   const created = await insertEventSubscription(m.tx, fields, approved);
-  await appendEvent(m.tx, m.actor, eventSubscriptionEvent(created, 'created', null));
+  await appendEvent(m.tx, m.actor, eventSubscriptionEvent(created, 'created', null), m.final);
   return created;
 }
 
@@ -80,7 +80,7 @@ export async function updateEventSubscription(
     if (!admin && destinationChanged) requireListedRouting(sink.id, sink.kind, next.routing, sink.config);
     const after = await updateEventSubscriptionRow(m.tx, id, next, admin && namesDestination);
     if (after.sink_id !== before.sink_id) await repointSubscriptionDeliveries(m.tx, id, after.sink_id);
-    await appendEvent(m.tx, m.actor, eventSubscriptionEvent(after, 'updated', before));
+    await appendEvent(m.tx, m.actor, eventSubscriptionEvent(after, 'updated', before), m.final);
     return after;
   });
 }
@@ -88,5 +88,5 @@ export async function updateEventSubscription(
 export async function deleteEventSubscription(m: MutationContext, scope: SubscriptionScope, id: number, ifMatch?: string): Promise<void> {
   const before = await lockForWrite(m, scope, id, ifMatch);
   await deleteEventSubscriptionRow(m.tx, id);
-  await appendEvent(m.tx, m.actor, eventSubscriptionEvent(before, 'deleted', before));
+  await appendEvent(m.tx, m.actor, eventSubscriptionEvent(before, 'deleted', before), m.final);
 }

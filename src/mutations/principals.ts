@@ -16,14 +16,19 @@ export async function deletePrincipalRecorded(
 ): Promise<void> {
   const groupIds = await principalGroupIds(m.tx, before.id);
   await deletePrincipal(m.tx, before.id);
-  await appendEvent(m.tx, m.actor, {
-    entityType: what.entityType,
-    entityId: before.id,
-    entityName: before.name,
-    action: 'deleted',
-    summary: `${what.label} ${before.name} deleted`,
-    before: snapshot,
-    beforeRevision: before.revision,
-    metadata: { ...metadata, removed_from_group_ids: groupIds },
-  });
+  await appendEvent(
+    m.tx,
+    m.actor,
+    {
+      entityType: what.entityType,
+      entityId: before.id,
+      entityName: before.name,
+      action: 'deleted',
+      summary: `${what.label} ${before.name} deleted`,
+      before: snapshot,
+      beforeRevision: before.revision,
+      metadata: { ...metadata, removed_from_group_ids: groupIds },
+    },
+    m.final,
+  );
 }

@@ -80,7 +80,7 @@ export async function createClassRelation(m: MutationContext, v: NewClassRelatio
     to_max_relations: v.to_max_relations ?? null,
   });
   const ends = { from_collection_id: from.collection_id, to_collection_id: to.collection_id };
-  await appendEvent(m.tx, m.actor, classRelationEvent({ ...created, ...ends }, 'created'));
+  await appendEvent(m.tx, m.actor, classRelationEvent({ ...created, ...ends }, 'created'), m.final);
   return created;
 }
 
@@ -114,20 +114,25 @@ export async function updateClassRelation(
         throw conflict('existing object relations exceed the new maximum counts of the class relation', 'max_relations_exceeded');
       }
       const after = await updateClassRelationRow(m.tx, before.id, next);
-      await appendEvent(m.tx, m.actor, {
-        entityType: CLASS_RELATION_KIND,
-        entityId: after.id,
-        entityName: null,
-        collectionId: before.from_collection_id,
-        relatedCollectionIds: [before.to_collection_id],
-        action: 'updated',
-        summary: `class relation ${after.id} (class ${after.from_class_id} to class ${after.to_class_id}) updated`,
-        before: classRelationView(before),
-        after: classRelationView(after),
-        beforeRevision: before.revision,
-        afterRevision: after.revision,
-        metadata: { from_class_id: after.from_class_id, to_class_id: after.to_class_id },
-      });
+      await appendEvent(
+        m.tx,
+        m.actor,
+        {
+          entityType: CLASS_RELATION_KIND,
+          entityId: after.id,
+          entityName: null,
+          collectionId: before.from_collection_id,
+          relatedCollectionIds: [before.to_collection_id],
+          action: 'updated',
+          summary: `class relation ${after.id} (class ${after.from_class_id} to class ${after.to_class_id}) updated`,
+          before: classRelationView(before),
+          after: classRelationView(after),
+          beforeRevision: before.revision,
+          afterRevision: after.revision,
+          metadata: { from_class_id: after.from_class_id, to_class_id: after.to_class_id },
+        },
+        m.final,
+      );
       return after;
     },
   );

@@ -68,7 +68,8 @@ export async function createServiceAccount(m: MutationContext, v: NewServiceAcco
     ownerGroupId: v.owner_group_id,
     createdBy: m.auth.principal.id,
   });
-  await appendEvent(m.tx, m.actor, serviceAccountEvent('created', created, null));
+  // COMMIT goes with the event, unless the account is disabled after it
+  await appendEvent(m.tx, m.actor, serviceAccountEvent('created', created, null), v.disabled === true ? undefined : m.final);
   return v.disabled === true ? disableAccountRow(m.tx, m.actor, created) : created;
 }
 
@@ -89,7 +90,7 @@ export async function updateServiceAccount(
     let current = before;
     if (changed) {
       current = await updateServiceAccountRow(m.tx, id, { description, ownerGroupId });
-      await appendEvent(m.tx, m.actor, serviceAccountEvent('updated', current, before));
+      await appendEvent(m.tx, m.actor, serviceAccountEvent('updated', current, before), disabling ? undefined : m.final);
     }
     return disabling ? disableAccountRow(m.tx, m.actor, current) : current;
   });

@@ -66,7 +66,7 @@ export async function createUser(m: MutationContext, v: NewUser, approve?: Appro
     email: v.email ?? null,
     properName: v.proper_name ?? null,
   });
-  await appendEvent(m.tx, m.actor, userCreatedEvent(created, { password_set: passwordHash !== null }));
+  await appendEvent(m.tx, m.actor, userCreatedEvent(created, { password_set: passwordHash !== null }), m.final);
   return created;
 }
 
@@ -84,7 +84,7 @@ export async function updateUser(
   const same = passwordHash === null && email === before.email && properName === before.proper_name;
   return skipWhenUnchanged(before, same, async () => {
     const after = await updateUserRow(m.tx, id, { email, properName, passwordHash });
-    await appendEvent(m.tx, m.actor, userUpdatedEvent(before, after, passwordHash !== null));
+    await appendEvent(m.tx, m.actor, userUpdatedEvent(before, after, passwordHash !== null), m.final);
     return after;
   });
 }
