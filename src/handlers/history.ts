@@ -40,8 +40,13 @@ async function historyList<K extends HistoryKind>(
   classId?: number,
 ): Promise<{ status: 200; body: VersionView<K>[]; headers: Record<string, string> }> {
   const parsed = parseListQuery(query as Record<string, unknown>, HISTORY_LIST_SPEC);
-  await requireHistory(ctx, kind, id, classId);
-  const page = await listVersions(ctx.deps.sql, authOf(ctx), kind, id, parsed);
+  // The page (only versions the caller may read) goes out beside the check (one round trip); the
+  // check's verdict comes first, and the page is dropped when it refuses.
+  const checked = requireHistory(ctx, kind, id, classId);
+  const paging = listVersions(ctx.deps.sql, authOf(ctx), kind, id, parsed);
+  paging.catch(() => undefined); // awaited below, unless the check refuses
+  await checked;
+  const page = await paging;
   return listReply(
     page,
     page.rows.map((v) => versionView(kind, v)),
@@ -57,8 +62,12 @@ async function historyAsOf<K extends HistoryKind>(
 ): Promise<{ status: 200; body: VersionView<K> }> {
   const instant = parseTimestamp(at);
   if (instant === undefined) throw badRequest('at must be an RFC 3339 timestamp', [{ path: 'query.at', message: 'not a timestamp' }]);
-  await requireHistory(ctx, kind, id, classId);
-  const v = await versionAt(ctx.deps.sql, authOf(ctx), kind, id, instant);
+  // the version beside the check, as in historyList
+  const checked = requireHistory(ctx, kind, id, classId);
+  const reading = versionAt(ctx.deps.sql, authOf(ctx), kind, id, instant);
+  reading.catch(() => undefined); // awaited below, unless the check refuses
+  await checked;
+  const v = await reading;
   if (!v) throw notFound(`${WHAT[kind]} version at ${at}`);
   if (!v.visible) throw forbidden(`you may not read this ${WHAT[kind]} as it was at ${at}`);
   return { status: 200, body: versionView(kind, v) };
