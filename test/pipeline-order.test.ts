@@ -21,9 +21,14 @@ const { collection, klass, object, classRelation } = graphFixtures(() => t);
 
 /**
  * Runs `hold` in a transaction of its own and keeps it open while `write` starts and until that
- * write waits for a lock (the one `hold` holds); then commits it and returns what `write` answered.
+ * write waits for a lock (the one `hold` holds); then runs `thenInHolder` in it, commits it and
+ * returns what `write` answered.
  */
-async function whileHeld<T>(hold: (tx: TransactionSql) => Promise<unknown>, write: () => Promise<T>): Promise<T> {
+async function whileHeld<T>(
+  hold: (tx: TransactionSql) => Promise<unknown>,
+  write: () => Promise<T>,
+  thenInHolder?: (tx: TransactionSql) => Promise<unknown>,
+): Promise<T> {
   let held!: () => void;
   let release!: () => void;
   const isHeld = new Promise<void>((ok) => (held = ok));
@@ -32,6 +37,7 @@ async function whileHeld<T>(hold: (tx: TransactionSql) => Promise<unknown>, writ
     await hold(tx);
     held();
     await released;
+    await thenInHolder?.(tx);
   });
   await isHeld;
   const writing = write();
@@ -157,5 +163,19 @@ describe('a write waiting for its lock reads what the holder committed', () => {
       { action: 'revoked', entity_name: 'ReadAudit' },
       { action: 'granted', entity_name: 'ReadCollection' },
     ]);
+  });
+
+  it('replaceCollectionGroupPermissions beside a collection delete: the grant change waits for the collection, no deadlock', async () => {
+    const c = await collection();
+    const [g] = await t.deps.sql<{ id: number }[]>`insert into groups (name) values (${uniq('g')}) returning id`;
+    await t.deps.sql`insert into collection_permissions (collection_id, group_id, permission) values (${c}, ${g!.id}, 'ReadAudit')`;
+    const res = await whileHeld(
+      // a collection delete's first steps: the collection locked for update, then its grants
+      (tx) => tx`select 1 from collections where id = ${c} for update`,
+      () => t.request('PUT', `/api/v1/collections/${c}/permissions/group/${g!.id}`, { body: ['ReadCollection'] }),
+      (tx) => tx`select 1 from collection_permissions where collection_id = ${c} for update`,
+    );
+    expect(res.status, res.text).toBe(200);
+    expect(res.body).toEqual(['ReadCollection']);
   });
 });

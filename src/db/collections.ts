@@ -69,6 +69,16 @@ export async function lockCollection(
   return row;
 }
 
+/**
+ * Reads the row locked against its delete (key share), as a write that adds rows referencing it
+ * would lock it anyway, only later: taking that lock first keeps the order of locks the same as a
+ * delete's (the collection, then what references it).
+ */
+export async function shareLockCollection(tx: TransactionSql, id: number): Promise<CollectionRow | undefined> {
+  const [row] = await tx<CollectionRow[]>`select ${collectionCols(tx)} from collections c where c.id = ${id}::int for key share`;
+  return row;
+}
+
 /** Serializes tree moves, so that a cycle check cannot race another move. */
 export async function lockCollectionTree(tx: TransactionSql): Promise<void> {
   await tx`select pg_advisory_xact_lock(${TREE_LOCK})`;

@@ -4,8 +4,9 @@
 import { notFound } from '../domain/errors.ts';
 import { sortPermissions, type Permission } from '../domain/authz.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
-import { findCollection } from '../db/collections.ts';
-import { findGroup, grantRows, lockGrants, writeGrants, type PermissionRow } from '../db/permissions.ts';
+import { shareLockCollection } from '../db/collections.ts';
+import { shareLockGroup } from '../db/groups.ts';
+import { grantRows, lockGrants, writeGrants, type PermissionRow } from '../db/permissions.ts';
 import type { MutationContext } from './context.ts';
 
 /** One grant change: the group's permissions on the collection before and after, and the difference. */
@@ -21,6 +22,8 @@ export interface GrantChange {
  * then the change `plan` makes of the grants held before, written with its events in one statement.
  * Two round trips: the check, the group, the collection, the lock and the grants go out together
  * (the check's verdict first); then the write, with COMMIT when the transaction is this change's.
+ * The group and the collection are locked against their delete before the grants (a delete locks
+ * the group or collection, then the grants): a grant change beside a delete waits, never deadlocks.
  */
 async function changeGrants(
   m: MutationContext,
@@ -29,8 +32,8 @@ async function changeGrants(
   plan: (before: Permission[]) => { add: readonly Permission[]; remove: readonly Permission[] },
 ): Promise<GrantChange> {
   const checked = requireCollectionPermission(m.tx, m.auth, collectionId, 'DelegateCollection');
-  const group = findGroup(m.tx, groupId);
-  const collection = findCollection(m.tx, collectionId);
+  const group = shareLockGroup(m.tx, groupId);
+  const collection = shareLockCollection(m.tx, collectionId);
   const now = lockGrants(m.tx, collectionId, groupId);
   const held = grantRows(m.tx, collectionId, groupId);
   for (const p of [group, collection, now, held]) p.catch(() => undefined); // awaited below, after the check
