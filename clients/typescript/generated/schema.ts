@@ -1446,9 +1446,10 @@ export interface paths {
         post?: never;
         /**
          * Delete a collection
-         * @description Needs DeleteCollection. A collection that still has child collections, classes or remote
-         *     targets cannot be deleted (409); delete or move them first. Its permission grants are removed
-         *     with it.
+         * @description Needs DeleteCollection. A collection that still has child collections, classes (and so
+         *     objects), remote targets, export templates or event subscriptions cannot be deleted (409);
+         *     delete or move them first. Its permission grants are removed with it, each recorded as
+         *     revoked.
          */
         delete: operations["deleteCollection"];
         options?: never;
@@ -17575,7 +17576,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             405: components["responses"]["MethodNotAllowed"];
-            /** @description The collection still has child collections, classes or remote targets. */
+            /** @description The collection still has child collections, classes, remote targets, export templates or event subscriptions. */
             409: {
                 headers: {
                     "X-Correlation-ID": components["headers"]["XCorrelationId"];
