@@ -33,6 +33,11 @@ describe('createClass', () => {
     const ev = await eventsOf(t, 'class', body.id);
     expect(ev.map((e) => e.action)).toEqual(['created']);
     expect(ev[0]!.collection_id).toBe(cid);
+    // the event's snapshot (built before the insert) is the class as stored, and so is the answer
+    const stored = await t.request('GET', `/api/v1/classes/${body.id}`);
+    expect(stored.body).toEqual(body);
+    const { collection: _, ...plain } = stored.body as Record<string, unknown>;
+    expect(ev[0]!.after).toEqual({ ...plain, collection_id: cid });
   });
 
   it('createClass 400 for an invalid schema, a remote $ref, a foreign $schema and validate_schema without a schema', async () => {
@@ -196,6 +201,7 @@ describe('updateClass and updateClassByName', () => {
     expect(res.body).toMatchObject({ name, description: 'new', revision: 2, collection: { id: cid } });
     const same = await t.request('PATCH', `/api/v1/classes/${cls.id}`, { body: { name, description: 'new' } });
     expect(same.status).toBe(200);
+    expect(same.body).toEqual(res.body);
     expect((same.body as Cls).revision).toBe(2);
     expect(same.headers.get('etag')).toBe(res.headers.get('etag'));
     const ev = await eventsOf(t, 'class', cls.id);
@@ -203,6 +209,9 @@ describe('updateClass and updateClassByName', () => {
       ['created', null, 1],
       ['updated', 1, 2],
     ]);
+    // the event's snapshot (built before the update) is the class as stored
+    const { collection: _, ...plain } = res.body as Record<string, unknown>;
+    expect(ev[1]!.after).toEqual({ ...plain, collection_id: cid });
   });
 
   it('updateClass 412 with a stale If-Match and 200 with the current one; 400 for a weak validator', async () => {

@@ -253,6 +253,17 @@ describe('updateCollection', () => {
     expect(ev.map((e) => e.action)).toEqual(['created', 'updated']);
     expect(ev[1]!.before).toMatchObject({ name: c.name, revision: 1 });
     expect(ev[1]!.after).toMatchObject({ name, revision: 2 });
+    // the answer and the event's snapshot are the row as stored (built before the write, not read after it)
+    const stored = await t.request('GET', `/api/v1/collections/${c.id}`);
+    expect(stored.body).toEqual(res.body);
+    expect(ev[1]!.after).toEqual(res.body);
+  });
+
+  it('createCollection 201 answers the row as stored, and its created event holds the same', async () => {
+    const parent = await create();
+    const c = await create({ parent_collection_id: parent.id, description: 'd' });
+    expect((await t.request('GET', `/api/v1/collections/${c.id}`)).body).toEqual(c);
+    expect((await eventsOf(t, 'collection', c.id))[0]!.after).toEqual(c);
   });
 
   it('updateCollection 200 no-op for identical values or an empty body: no revision, no event', async () => {

@@ -101,6 +101,10 @@ describe('updateGroup', () => {
     expect(res.body).toMatchObject({ name, description: 'D', revision: 2 });
     const ev = (await eventsOf(t, 'group', g.id)).at(-1);
     expect(ev).toMatchObject({ action: 'updated', before: { name: g.name }, after: { name }, before_revision: 1, after_revision: 2 });
+    // the answer and the event's snapshot are the row as stored (built before the write, not read after it)
+    const stored = await t.request('GET', `/api/v1/iam/groups/${g.id}`);
+    expect(stored.body).toEqual(res.body);
+    expect(ev!.after).toEqual(res.body);
     const cleared = await t.request('PATCH', `/api/v1/iam/groups/${g.id}`, { body: { description: null } });
     expect(cleared.body).toMatchObject({ description: '', revision: 3 });
   });

@@ -12,7 +12,8 @@ import {
   lockGroup,
   ownedServiceAccounts,
   shareLockGroup,
-  updateGroupRow,
+  type LockedGroup,
+  updateGroupWithEvent,
 } from '../db/groups.ts';
 import { groupEvent, groupView, membershipEvent, type GroupRow, type MemberRow } from '../domain/views/groups.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
@@ -33,7 +34,7 @@ export interface GroupChanges {
   description?: string | null;
 }
 
-async function lockForWrite(m: MutationContext, id: number, ifMatch: string | undefined): Promise<GroupRow> {
+async function lockForWrite(m: MutationContext, id: number, ifMatch: string | undefined): Promise<LockedGroup> {
   const before = await lockGroup(m.tx, id);
   if (!before) throw notFound('group');
   if (before.managed_by !== null) throw providerManaged();
@@ -52,8 +53,8 @@ export async function updateGroup(m: MutationContext, id: number, changes: Group
   const name = changes.name ?? before.name;
   const description = changes.description === undefined ? before.description : (changes.description ?? '');
   return skipWhenUnchanged(before, name === before.name && description === before.description, async () => {
-    const after = await updateGroupRow(m.tx, id, { name, description });
-    await appendEvent(m.tx, m.actor, groupEvent('updated', after, before), m.final); // COMMIT goes with it
+    const after: GroupRow = { ...before, name, description, updated_at: before.svc_now, revision: before.revision + 1 };
+    await updateGroupWithEvent(m.tx, m.actor, after, groupEvent('updated', after, before), m.final); // COMMIT goes with it
     return after;
   });
 }
