@@ -195,7 +195,7 @@ describe('class_schema events of class changes', () => {
     const cls = await createClass(t, cid);
     const ids = await t.deps.sql<{ id: number }[]>`
       insert into objects (name, class_id, collection_id, json_data)
-      select ${uniq('o')} || '-' || g, ${cls.id}, ${cid}, '{"cpu": "many"}'::jsonb from generate_series(1, 130) g returning id`;
+      select ${uniq('o')} || '-' || g, ${cls.id}, ${cid}, '{"cpu": "many"}'::jsonb from generate_series(1, 230) g returning id`;
     const mark = await lastEventId();
     const res = await patchClass(cls.id, { json_schema: SCHEMA });
     expect(res.status, res.text).toBe(200);

@@ -466,4 +466,36 @@ describe('object relations', () => {
     expect((await t.request('GET', `/api/v1/relations/objects/${id}`)).status).toBe(404);
     expect((await t.request('DELETE', `/api/v1/relations/objects/${id}`)).status).toBe(404);
   });
+
+  it('deleteObject 204 with more relations than one statement can record: every relation recorded as deleted, the object last', async () => {
+    const c = await collection();
+    const a = await klass(c);
+    const b = await klass(c);
+    const [cr] = await t.deps.sql<
+      { id: number }[]
+    >`insert into class_relations (from_class_id, to_class_id) values (${a.id}, ${b.id}) returning id`;
+    const x = await object(a.id, c);
+    // 3,500 events of about twenty parameters each: more than a statement takes (65,535)
+    await t.deps.sql`insert into objects (name, class_id, collection_id, json_data)
+      select 'many-' || g, ${b.id}, ${c}, '{}'::jsonb from generate_series(1, 3500) g`;
+    const relations = await t.deps.sql<{ id: number }[]>`
+      insert into object_relations (class_relation_id, from_object_id, to_object_id)
+      select ${cr!.id}, ${x}, o.id from objects o where o.class_id = ${b.id} order by o.id returning id`;
+    const res = await t.request('DELETE', `/api/v1/classes/${a.id}/${x}`);
+    expect(res.status, res.text).toBe(204);
+    const ev = await t.deps.sql<{ entity_type: string; entity_id: number; action: string; metadata: Record<string, unknown> }[]>`
+      select entity_type, entity_id, action, metadata from events
+      where (entity_type = 'object_relation' and entity_id = any(${relations.map((r) => r.id)}::int[])) or (entity_type = 'object' and entity_id = ${x})
+      order by id`;
+    expect(ev.slice(0, -1).map((e) => [e.entity_type, e.entity_id, e.action])).toEqual(
+      relations.map((r) => ['object_relation', r.id, 'deleted']),
+    );
+    expect(ev.at(-1)).toMatchObject({
+      entity_type: 'object',
+      entity_id: x,
+      action: 'deleted',
+      metadata: { deleted_object_relations: 3500 },
+    });
+    expect(await t.deps.sql`select 1 from object_relations where from_object_id = ${x}`).toHaveLength(0);
+  });
 });

@@ -9,9 +9,9 @@
 import type { Logger } from 'pino';
 import type { Sql, TransactionSql } from './sql.ts';
 import { withTx } from './tx.ts';
-import { appendEvent } from './events.ts';
+import { appendEvent, appendMany } from './events.ts';
 import type { Actor } from '../domain/actor.ts';
-import { appendMany, classObjectsCursor, type ClassValues } from './classes.ts';
+import { classObjectsCursor, type ClassValues } from './classes.ts';
 import { type ClassRow } from '../domain/views/classes.ts';
 import {
   ExistingObjectsInvalid,

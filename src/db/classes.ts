@@ -2,7 +2,7 @@
 import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import { appendEvent, eventsCte } from './events.ts';
+import { appendMany, eventsCte } from './events.ts';
 import { notFinal, type Final } from './tx.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -167,13 +167,6 @@ export async function updateClassWithEvents(
 export function classObjectsCursor(tx: TransactionSql, classId: number) {
   return tx<{ id: number; name: string; json_data: unknown }[]>`
     select id, name, json_data from objects where class_id = ${classId}::int order by id`.cursor(200);
-}
-
-/** Appends events concurrently in chunks (postgres.js pipelines them on the transaction's connection). */
-export async function appendMany(tx: TransactionSql, actor: Actor, events: Parameters<typeof appendEvent>[2][]): Promise<void> {
-  for (let i = 0; i < events.length; i += 200) {
-    await Promise.all(events.slice(i, i + 200).map((e) => appendEvent(tx, actor, e)));
-  }
 }
 
 /**

@@ -1,5 +1,5 @@
 import { textPart, type Db } from './sql.ts';
-import { actorBinding } from './history.ts';
+import { actorBinding, bindActor } from './history.ts';
 import { notFinal, type Final } from './tx.ts';
 import type { Fragment } from './list.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -18,9 +18,23 @@ export async function appendEvent(tx: Db, actor: Actor, e: NewEvent, final: Fina
 }
 
 /**
+ * At most this many audit events go into one statement: a statement takes at most 65,535
+ * parameters, and an event about twenty.
+ */
+export const EVENTS_IN_STATEMENT = 200;
+
+/** Appends events in order, EVENTS_IN_STATEMENT to a statement, one statement after another. */
+export async function appendMany(tx: Db, actor: Actor, events: NewEvent[]): Promise<void> {
+  for (let i = 0; i < events.length; i += EVENTS_IN_STATEMENT) {
+    await tx`${insertEventsSql(tx, actor, events.slice(i, i + EVENTS_IN_STATEMENT))}`;
+  }
+}
+
+/**
  * Deletes the row `id` of `table` (locked by the caller; what references it goes with it by its
  * foreign keys' on delete cascade) and appends `events` in one statement; with `bindsActor` the
- * statement also binds the actor (actorBinding).
+ * statement also binds the actor (actorBinding). More events than a statement takes (an object
+ * with thousands of relations) are appended first, all but the last, by appendMany.
  */
 export async function deleteRowWithEvents(
   tx: Db,
@@ -31,6 +45,12 @@ export async function deleteRowWithEvents(
   final: Final = notFinal,
   bindsActor = false,
 ): Promise<void> {
+  if (events.length > EVENTS_IN_STATEMENT) {
+    // the actor is bound before anything is written (the history triggers read it)
+    if (bindsActor) await bindActor(tx, actor);
+    await appendMany(tx, actor, events.slice(0, -1));
+    return deleteRowWithEvents(tx, actor, table, id, events.slice(-1), final);
+  }
   const b = actorBinding(tx, actor, bindsActor);
   await final(tx`
     with ${b.cte}d as (delete from ${textPart(tx, table)} ${b.using} where id = ${id}::int returning id)${eventsCte(tx, actor, events)}

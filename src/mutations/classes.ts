@@ -8,12 +8,11 @@ import { badRequest, notFound } from '../domain/errors.ts';
 import { NO_IMPACT, compileClassSchema } from '../domain/class-schema.ts';
 import { jsonEqual } from '../domain/json-patch.ts';
 import type { Sql } from '../db/sql.ts';
-import { appendEvent, deleteRowWithEvents } from '../db/events.ts';
+import { EVENTS_IN_STATEMENT, appendEvent, appendMany, deleteRowWithEvents } from '../db/events.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import { classPermissionOf, requireClassPermission, requireCollectionPermission } from '../db/authz.ts';
 import {
-  appendMany,
   classDeletedEvent,
   deleteClassDependents,
   insertClassWithEvents,
@@ -92,10 +91,10 @@ async function lockWithPermission(
  * that flips the compliance of many objects appends those events on its own, after it.
  */
 function writeEvents(first: NewEvent[], flips: NewEvent[]): { inStatement: NewEvent[]; after: NewEvent[] } {
-  return flips.length > FLIPS_IN_STATEMENT ? { inStatement: first, after: flips } : { inStatement: [...first, ...flips], after: [] };
+  return first.length + flips.length > EVENTS_IN_STATEMENT
+    ? { inStatement: first, after: flips }
+    : { inStatement: [...first, ...flips], after: [] };
 }
-/** At most this many compliance flips go into a class write's statement (its parameters are bounded). */
-const FLIPS_IN_STATEMENT = 100;
 
 /**
  * Two round trips: the permission check on the collection and the new id with now() go out
