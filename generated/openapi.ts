@@ -2539,7 +2539,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a group
-         * @description Human/IAM family: the caller must be a human (a service account gets 403, even as an admin-group member) and the bearer token must be unscoped (a scoped token gets 403); both gates run before any admin or self check. Admin only. Provider-managed identities are read-only through local mutation operations (403). Deletes the group's memberships and collection permissions. A group that owns service accounts cannot be deleted (409).
+         * @description Human/IAM family: the caller must be a human (a service account gets 403, even as an admin-group member) and the bearer token must be unscoped (a scoped token gets 403); both gates run before any admin or self check. Admin only. Provider-managed identities are read-only through local mutation operations (403). Deletes the group's memberships and collection permissions (each permission recorded as revoked, in its collection's audit). A group that owns service accounts cannot be deleted (409).
          */
         delete: operations["deleteGroup"];
         options?: never;

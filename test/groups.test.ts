@@ -147,6 +147,34 @@ describe('deleteGroup', () => {
     expect((await eventsOf(t, 'group', g.id)).at(-1)).toMatchObject({ action: 'deleted', metadata: { removed_member_ids: [plain.id] } });
   });
 
+  it('deleteGroup 204 records each of its grants as revoked, in the collection it was on, before the group', async () => {
+    const g = await createGroup(t);
+    const cols: number[] = [];
+    for (let i = 0; i < 2; i++) {
+      const [c] = await t.deps.sql<{ id: number }[]>`insert into collections (name) values (${uniq('col')}) returning id`;
+      cols.push(c!.id);
+      const res = await t.request('PUT', `/api/v1/collections/${c!.id}/permissions/group/${g.id}`, {
+        body: ['ReadCollection', 'ReadAudit'],
+      });
+      expect(res.status, res.text).toBe(200);
+    }
+    const [mark] = await t.deps.sql<{ id: number }[]>`select max(id)::int as id from events`;
+    expect((await t.request('DELETE', `/api/v1/iam/groups/${g.id}`)).status).toBe(204);
+    expect(await t.deps.sql`select 1 from collection_permissions where group_id = ${g.id}`).toHaveLength(0);
+    const ev = await t.deps.sql<
+      { entity_type: string; action: string; entity_name: string; collection_id: number | null; before: unknown }[]
+    >`
+      select entity_type, action, entity_name, collection_id, before from events where id > ${mark!.id} order by id`;
+    expect(ev.map((e) => [e.entity_type, e.action, e.entity_name, e.collection_id])).toEqual([
+      ['permission', 'revoked', 'ReadCollection', cols[0]],
+      ['permission', 'revoked', 'ReadAudit', cols[0]],
+      ['permission', 'revoked', 'ReadCollection', cols[1]],
+      ['permission', 'revoked', 'ReadAudit', cols[1]],
+      ['group', 'deleted', g.name, null],
+    ]);
+    expect(ev[0]!.before).toMatchObject({ collection_id: cols[0], group_id: g.id, permission: 'ReadCollection' });
+  });
+
   it('deleteGroup 409 listing the service accounts it owns', async () => {
     const g = await createGroup(t);
     const sa = await createServiceAccount(t, g.id);

@@ -224,6 +224,20 @@ export async function collectionGrantRows(tx: TransactionSql, collectionId: numb
 }
 
 /**
+ * Every grant of the group with its collection's name, by collection id and then in enum order,
+ * locked: what a delete of the (locked) group takes with it, each recorded as revoked. Async like
+ * the lock it is pipelined behind (tx.ts, "Pipelines").
+ */
+export async function groupGrantRows(tx: TransactionSql, groupId: number): Promise<(PermissionRow & { collection_name: string })[]> {
+  return await tx<(PermissionRow & { collection_name: string })[]>`
+    select cp.collection_id, cp.group_id, cp.permission, cp.created_at, c.name as collection_name
+    from collection_permissions cp join collections c on c.id = cp.collection_id
+    where cp.group_id = ${groupId}::int
+    order by cp.collection_id, array_position(${PERMS}::text[], cp.permission)
+    for update of cp`;
+}
+
+/**
  * Serializes grant changes of one group on one collection (replace reads, then writes); returns the
  * transaction's now(), the created_at of the grants it adds.
  */

@@ -16,6 +16,7 @@ import {
   updateGroupWithEvent,
 } from '../db/groups.ts';
 import { groupEvent, groupView, membershipEvent, type GroupRow, type MemberRow } from '../domain/views/groups.ts';
+import { grantEvents, groupGrantRows } from '../db/permissions.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'group';
@@ -60,14 +61,16 @@ export async function updateGroup(m: MutationContext, id: number, changes: Group
 }
 
 /**
- * Deletes a group that owns no service account. Two round trips: the lock, with the owned service
- * accounts and the members read behind it; then the delete with its event and COMMIT.
+ * Deletes a group that owns no service account; its memberships and grants go with it, each grant
+ * recorded as revoked (in its collection's audit). Two round trips: the lock, with the owned service
+ * accounts, the members and the grants read behind it; then the delete with its events and COMMIT.
  */
 export async function deleteGroup(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
   const locked = lockForWrite(m, id, ifMatch);
   const owning = ownedServiceAccounts(m.tx, id);
   const listing = groupMemberIds(m.tx, id);
-  for (const p of [owning, listing]) p.catch(() => undefined); // awaited below, unless the group answers 404 or 403
+  const granted = groupGrantRows(m.tx, id);
+  for (const p of [owning, listing, granted]) p.catch(() => undefined); // awaited below, unless the group answers 404 or 403
   const before = await locked;
   const owned = await owning;
   if (owned.length > 0) {
@@ -78,12 +81,18 @@ export async function deleteGroup(m: MutationContext, id: number, ifMatch?: stri
     });
   }
   const members = await listing;
+  const grants = await granted;
+  const revoked = [...new Set(grants.map((r) => r.collection_id))].flatMap((collectionId) => {
+    const removed = grants.filter((r) => r.collection_id === collectionId);
+    return grantEvents({ collectionId, collectionName: removed[0]!.collection_name, group: before }, { removed, added: [] });
+  });
   await deleteRowWithEvents(
     m.tx,
     m.actor,
     'groups',
     id,
     [
+      ...revoked,
       {
         entityType: KIND,
         entityId: id,
