@@ -31,9 +31,12 @@ it('racing configuration writes: no 5xx, no deadlock, and the audit record match
   const groups: number[] = [];
   for (let i = 0; i < 3; i++) groups.push(await created('POST', '/api/v1/iam/groups', { name: uniq('g') }));
   const cols: number[] = [];
+  // every collection this test makes (the test run's database is shared with the other test files)
+  const ours: number[] = [];
   for (let i = 0; i < 4; i++)
     cols.push(await created('POST', '/api/v1/collections', { name: uniq('c'), parent_collection_id: root, group_id: groups[0] }));
   const classes: number[] = [];
+  ours.push(...cols);
   for (const c of cols) classes.push(await created('POST', '/api/v1/classes', { name: uniq('k'), collection_id: c }));
 
   const seen = new Map<string, number>();
@@ -56,6 +59,7 @@ it('racing configuration writes: no 5xx, no deadlock, and the audit record match
           parent_collection_id: pick(cols),
           group_id: pick(groups),
         });
+        ours.push(id);
         const [grant, del] = await Promise.all([
           t.request('PUT', `/api/v1/collections/${id}/permissions/group/${pick(groups)}`, { body: ['ReadAudit'] }),
           t.request('DELETE', `/api/v1/collections/${id}`),
@@ -108,7 +112,7 @@ it('racing configuration writes: no 5xx, no deadlock, and the audit record match
     with recorded as (
       select collection_id, entity_id as group_id, entity_name as permission,
         sum(case action when 'granted' then 1 when 'revoked' then -1 else 0 end) as n
-      from events where entity_type = 'permission' group by 1, 2, 3
+      from events where entity_type = 'permission' and collection_id = any(${ours}::int[]) group by 1, 2, 3
     )
     select r.* from recorded r
     left join collection_permissions cp on cp.collection_id = r.collection_id and cp.group_id = r.group_id and cp.permission = r.permission
@@ -117,7 +121,7 @@ it('racing configuration writes: no 5xx, no deadlock, and the audit record match
   const objectsOff = await t.deps.sql`
     with recorded as (
       select entity_id, bool_or(action = 'created') as created, bool_or(action = 'deleted') as deleted
-      from events where entity_type = 'object' group by 1
+      from events where entity_type = 'object' and collection_id = any(${ours}::int[]) group by 1
     )
     select r.* from recorded r left join objects o on o.id = r.entity_id
     where r.created and r.deleted = (o.id is not null)`;
