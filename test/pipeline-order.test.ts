@@ -81,6 +81,22 @@ describe('a write waiting for its lock reads what the holder committed', () => {
     expect(deleted!.metadata).toMatchObject({ deleted_object_relations: 1 });
   });
 
+  it('createObjectRelation: an end deleted while the create waits for its lock is 404, not a foreign-key conflict', async () => {
+    const c = await collection();
+    const a = await klass(c);
+    const b = await klass(c);
+    const cr = await classRelation(a.id, b.id);
+    const x = await object(a.id, c);
+    const y = await object(b.id, c);
+    const res = await whileHeld(
+      // the end's delete holds its row; the create read it before and now waits for its lock
+      (tx) => tx`delete from objects where id = ${y}`,
+      () => t.request('POST', '/api/v1/relations/objects', { body: { class_relation_id: cr, from_object_id: x, to_object_id: y } }),
+    );
+    expect(res.status, res.text).toBe(404);
+    expect((res.body as { message: string }).message).toContain('to_object_id');
+  });
+
   it('deleteCollection: a grant added meanwhile is recorded as revoked', async () => {
     const c = await collection();
     const [g] = await t.deps.sql<{ id: number }[]>`insert into groups (name) values (${uniq('g')}) returning id`;

@@ -218,8 +218,10 @@ export async function findObjectEnds(db: Db, ids: number[]): Promise<Map<number,
  * from_max_relations / to_max_relations. "No key update" does not block other relations' foreign
  * keys to these objects, only other lockers.
  */
-export async function lockRelationEnds(tx: TransactionSql, ids: number[]): Promise<void> {
-  await tx`select id from objects where id = any(${ids}::int[]) order by id for no key update`;
+export async function lockRelationEnds(tx: TransactionSql, ids: number[]): Promise<Set<number>> {
+  const rows = await tx<{ id: number }[]>`select id from objects where id = any(${ids}::int[]) order by id for no key update`;
+  // the ids locked: an end deleted since it was read is missing
+  return new Set(rows.map((r) => r.id));
 }
 
 /** How many relations under `classRelationId` the object has on the given side. */

@@ -225,7 +225,10 @@ async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists:
   room.catch(() => undefined); // awaited below, unless the relation exists
   let reserving = ifExists === 'conflict' ? reserveObjectRelation(m.tx) : undefined;
   reserving?.catch(() => undefined); // awaited below, unless the relation exists or has no room
-  await locking;
+  const locked = await locking;
+  // an end deleted after it was read (its delete waited for nothing of ours): 404, as if read then
+  if (!locked.has(from.id)) throw notFound('object (from_object_id)');
+  if (!locked.has(to.id)) throw notFound('object (to_object_id)');
   if (await existing) {
     if (ifExists === 'keep') return null;
     throw conflict('this object relation already exists', 'duplicate_relation');
