@@ -56,14 +56,17 @@ async function whileHeld<T>(
   return writing;
 }
 
+/** Two classes related by a class relation, and an object of each (x of class a, y of class b). */
+async function relatable() {
+  const c = await collection();
+  const a = await klass(c);
+  const b = await klass(c);
+  return { a, cr: await classRelation(a.id, b.id), x: await object(a.id, c), y: await object(b.id, c) };
+}
+
 describe('a write waiting for its lock reads what the holder committed', () => {
   it('deleteObject: a relation added meanwhile is deleted with the object and recorded', async () => {
-    const c = await collection();
-    const a = await klass(c);
-    const b = await klass(c);
-    const cr = await classRelation(a.id, b.id);
-    const x = await object(a.id, c);
-    const y = await object(b.id, c);
+    const { a, cr, x, y } = await relatable();
     let relationId = 0;
     const res = await whileHeld(
       async (tx) => {
@@ -82,12 +85,7 @@ describe('a write waiting for its lock reads what the holder committed', () => {
   });
 
   it('createObjectRelation: an end deleted while the create waits for its lock is 404, not a foreign-key conflict', async () => {
-    const c = await collection();
-    const a = await klass(c);
-    const b = await klass(c);
-    const cr = await classRelation(a.id, b.id);
-    const x = await object(a.id, c);
-    const y = await object(b.id, c);
+    const { cr, x, y } = await relatable();
     const res = await whileHeld(
       // the end's delete holds its row; the create read it before and now waits for its lock
       (tx) => tx`delete from objects where id = ${y}`,

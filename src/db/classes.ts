@@ -116,11 +116,11 @@ export async function reserveClass(tx: TransactionSql): Promise<{ id: number; no
 }
 
 /**
- * Inserts the class (with the id reserveClass reserved; its times are now()) and `events` in one
- * statement; returns the class with its collection's columns. `final` marks it as the transaction's
- * last (COMMIT goes with it).
+ * Inserts the class (with the id reserveClass reserved; its times are now()) and appends `events`,
+ * in one statement; returns the class with its collection's columns. `final` marks it as the
+ * transaction's last (COMMIT goes with it).
  */
-export async function insertClassWithEvents(
+export function insertClassWithEvents(
   tx: TransactionSql,
   actor: Actor,
   id: number,
@@ -128,22 +128,17 @@ export async function insertClassWithEvents(
   events: NewEvent[],
   final: Final = notFinal,
 ): Promise<ClassExpandedRow> {
-  const [row] = await final(tx<ClassExpandedRow[]>`
-    with k as (
-      insert into classes as k (id, name, description, collection_id, json_schema, validate_schema)
-      values (${id}::int, ${v.name}, ${v.description}, ${v.collection_id}::int, ${schemaParam(v.json_schema)}::text::jsonb,
-        ${v.validate_schema}::boolean)
-      returning ${classCols(tx)}
-    )${eventsCte(tx, actor, events)}
-    select ${expandedCols(tx)} from k join collections c on c.id = k.collection_id`);
-  return row!;
+  const write = tx`insert into classes as k (id, name, description, collection_id, json_schema, validate_schema)
+    values (${id}::int, ${v.name}, ${v.description}, ${v.collection_id}::int, ${schemaParam(v.json_schema)}::text::jsonb,
+      ${v.validate_schema}::boolean)` as Fragment;
+  return classWriteWithEvents(tx, actor, write, events, final);
 }
 
 /**
  * Changes the class (locked by the caller) to `v` (updated_at now(), the revision one up) and
  * appends `events`, in one statement; returns the class with its (new) collection's columns.
  */
-export async function updateClassWithEvents(
+export function updateClassWithEvents(
   tx: TransactionSql,
   actor: Actor,
   id: number,
@@ -151,14 +146,23 @@ export async function updateClassWithEvents(
   events: NewEvent[],
   final: Final = notFinal,
 ): Promise<ClassExpandedRow> {
+  const write = tx`update classes as k set name = ${v.name}, description = ${v.description}, collection_id = ${v.collection_id}::int,
+      json_schema = ${schemaParam(v.json_schema)}::text::jsonb, validate_schema = ${v.validate_schema}::boolean,
+      updated_at = now(), revision = k.revision + 1
+    where k.id = ${id}::int` as Fragment;
+  return classWriteWithEvents(tx, actor, write, events, final);
+}
+
+/** `write` (an insert or update of one class, alias `k`) with `events`, answering the class with its collection. */
+async function classWriteWithEvents(
+  tx: TransactionSql,
+  actor: Actor,
+  write: Fragment,
+  events: NewEvent[],
+  final: Final,
+): Promise<ClassExpandedRow> {
   const [row] = await final(tx<ClassExpandedRow[]>`
-    with k as (
-      update classes as k set name = ${v.name}, description = ${v.description}, collection_id = ${v.collection_id}::int,
-        json_schema = ${schemaParam(v.json_schema)}::text::jsonb, validate_schema = ${v.validate_schema}::boolean,
-        updated_at = now(), revision = k.revision + 1
-      where k.id = ${id}::int
-      returning ${classCols(tx)}
-    )${eventsCte(tx, actor, events)}
+    with k as (${write} returning ${classCols(tx)})${eventsCte(tx, actor, events)}
     select ${expandedCols(tx)} from k join collections c on c.id = k.collection_id`);
   return row!;
 }

@@ -119,26 +119,6 @@ export async function insertCollectionWithEvents(
     select 1 from c`);
 }
 
-/**
- * Changes the collection (locked by the caller) to `after` (its updated_at the transaction's now(),
- * its revision one up, as lockCollection's caller built it) and appends `event`, in one statement.
- */
-export async function updateCollectionWithEvent(
-  tx: TransactionSql,
-  actor: Actor,
-  after: CollectionRow,
-  event: NewEvent,
-  final: Final = notFinal,
-): Promise<void> {
-  await final(tx`
-    with u as (
-      update collections c set name = ${after.name}, description = ${after.description}, updated_at = now(), revision = c.revision + 1
-      where c.id = ${after.id}::int
-      returning c.id
-    )${eventsCte(tx, actor, [event])}
-    select 1 from u`);
-}
-
 export async function setCollectionParent(tx: TransactionSql, id: number, parentId: number | null): Promise<CollectionRow> {
   const [row] = await tx<CollectionRow[]>`
     update collections c set parent_collection_id = ${parentId}::int, updated_at = now(), revision = c.revision + 1

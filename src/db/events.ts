@@ -58,6 +58,27 @@ export async function deleteRowWithEvents(
 }
 
 /**
+ * Sets the name and description of the row `after.id` of `table` (locked by the caller; updated_at
+ * now(), the revision one up, as the caller built `after`) and appends `event`, in one statement.
+ */
+export async function updateNameWithEvent(
+  tx: Db,
+  actor: Actor,
+  table: 'collections' | 'groups',
+  after: { id: number; name: string; description: string },
+  event: NewEvent,
+  final: Final = notFinal,
+): Promise<void> {
+  await final(tx`
+    with u as (
+      update ${textPart(tx, table)} as r set name = ${after.name}, description = ${after.description}, updated_at = now(), revision = r.revision + 1
+      where r.id = ${after.id}::int
+      returning r.id
+    )${eventsCte(tx, actor, [event])}
+    select 1 from u`);
+}
+
+/**
  * The `insert into events` of `events` as a statement fragment, for a write that appends its events
  * in the same statement as its row (a data-modifying CTE): one round trip instead of two.
  */

@@ -1,8 +1,4 @@
 import type { Db, TransactionSql } from './sql.ts';
-import type { Actor } from '../domain/actor.ts';
-import type { NewEvent } from '../domain/new-event.ts';
-import { eventsCte } from './events.ts';
-import { notFinal, type Final } from './tx.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { runList, type ListPage } from './list.ts';
 import { type GroupRow, type MemberRow } from '../domain/views/groups.ts';
@@ -78,26 +74,6 @@ export async function insertGroup(tx: TransactionSql, g: { name: string; descrip
     returning id, name, description, identity_scope, managed_by, external_key, last_sync_attempted_at,
       last_sync_success_at, created_at, updated_at, revision`;
   return row!;
-}
-
-/**
- * Changes the group (locked by the caller) to `after`'s name and description (updated_at now(), the
- * revision one up, as the caller built `after`) and appends `event`, in one statement.
- */
-export async function updateGroupWithEvent(
-  tx: TransactionSql,
-  actor: Actor,
-  after: GroupRow,
-  event: NewEvent,
-  final: Final = notFinal,
-): Promise<void> {
-  await final(tx`
-    with u as (
-      update groups g set name = ${after.name}, description = ${after.description}, updated_at = now(), revision = g.revision + 1
-      where g.id = ${after.id}
-      returning g.id
-    )${eventsCte(tx, actor, [event])}
-    select 1 from u`);
 }
 
 /** Service accounts owned by a group (they block its deletion); sent behind the group's lock (tx.ts, "Pipelines"). */

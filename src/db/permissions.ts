@@ -163,10 +163,7 @@ export interface GrantRowChange {
   added: PermissionRow[];
 }
 
-/**
- * The revoked events of `removed`, in the order given, then the granted events of `added`: what
- * writeGrants records, and a collection's delete (whose grants go with it) records for each group.
- */
+/** The revoked events of `removed`, in the order given, then the granted events of `added`. */
 export function grantEvents(g: GrantTarget, change: GrantRowChange): NewEvent[] {
   return [...change.removed.map((r) => grantEvent(g, r, 'revoked')), ...change.added.map((r) => grantEvent(g, r, 'granted'))];
 }
@@ -209,32 +206,33 @@ export async function grantRows(tx: TransactionSql, collectionId: number, groupI
     for update`;
 }
 
+/** A grant row with the names of its collection and its group (what its event names). */
+export type NamedGrantRow = PermissionRow & { collection_name: string; group_name: string };
+
 /**
- * Every grant on the collection with its group, by group id and then in enum order, locked: what a
- * delete of the (locked) collection takes with it, each recorded as revoked. Async like the lock it
- * is pipelined behind (tx.ts, "Pipelines").
+ * Every grant on a collection, or of a group, locked: what a delete of the (locked) collection or
+ * group takes with it. By collection, group, then enum order. Async like the lock it is pipelined
+ * behind (tx.ts, "Pipelines").
  */
-export async function collectionGrantRows(tx: TransactionSql, collectionId: number): Promise<(PermissionRow & { group_name: string })[]> {
-  return await tx<(PermissionRow & { group_name: string })[]>`
-    select cp.collection_id, cp.group_id, cp.permission, cp.created_at, g.name as group_name
-    from collection_permissions cp join groups g on g.id = cp.group_id
-    where cp.collection_id = ${collectionId}::int
-    order by cp.group_id, array_position(${PERMS}::text[], cp.permission)
+export async function grantRowsOf(tx: TransactionSql, of: { collectionId: number } | { groupId: number }): Promise<NamedGrantRow[]> {
+  const where = 'collectionId' in of ? tx`cp.collection_id = ${of.collectionId}::int` : tx`cp.group_id = ${of.groupId}::int`;
+  return await tx<NamedGrantRow[]>`
+    select cp.collection_id, cp.group_id, cp.permission, cp.created_at, c.name as collection_name, g.name as group_name
+    from collection_permissions cp join collections c on c.id = cp.collection_id join groups g on g.id = cp.group_id
+    where ${where}
+    order by cp.collection_id, cp.group_id, array_position(${PERMS}::text[], cp.permission)
     for update of cp`;
 }
 
-/**
- * Every grant of the group with its collection's name, by collection id and then in enum order,
- * locked: what a delete of the (locked) group takes with it, each recorded as revoked. Async like
- * the lock it is pipelined behind (tx.ts, "Pipelines").
- */
-export async function groupGrantRows(tx: TransactionSql, groupId: number): Promise<(PermissionRow & { collection_name: string })[]> {
-  return await tx<(PermissionRow & { collection_name: string })[]>`
-    select cp.collection_id, cp.group_id, cp.permission, cp.created_at, c.name as collection_name
-    from collection_permissions cp join collections c on c.id = cp.collection_id
-    where cp.group_id = ${groupId}::int
-    order by cp.collection_id, array_position(${PERMS}::text[], cp.permission)
-    for update of cp`;
+/** The revoked events of grants that go with a deleted collection or group, in grantRowsOf's order. */
+export function revokedWithDelete(rows: NamedGrantRow[]): NewEvent[] {
+  return rows.map((r) =>
+    grantEvent(
+      { collectionId: r.collection_id, collectionName: r.collection_name, group: { id: r.group_id, name: r.group_name } },
+      r,
+      'revoked',
+    ),
+  );
 }
 
 /**

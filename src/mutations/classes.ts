@@ -67,19 +67,13 @@ async function lockTarget(m: MutationContext, t: ClassTarget): Promise<LockedCla
  * it. An administrator's needs no statement (classPermissionOf, on the locked row's collection); a
  * non-administrator's check goes out right behind the lock, in the same round trip, so PostgreSQL
  * runs it on the locked row (a class moved meanwhile is judged in its new collection). A missing
- * class is 404 before any 403. `behind` sends more statements after the check (their results are
- * the caller's to await).
+ * class is 404 before any 403. Both go out when it is called: what the caller sends right after
+ * the call goes behind them.
  */
-async function lockWithPermission(
-  m: MutationContext,
-  t: ClassTarget,
-  perm: 'UpdateClass' | 'DeleteClass',
-  behind?: () => void,
-): Promise<LockedClass> {
+async function lockWithPermission(m: MutationContext, t: ClassTarget, perm: 'UpdateClass' | 'DeleteClass'): Promise<LockedClass> {
   const locking = lockTarget(m, t);
   const checked = m.auth.isAdmin ? undefined : requireClassPermission(m.tx, m.auth, t.classId, perm);
   checked?.catch(() => undefined); // awaited below, once the lock has said whether the class exists
-  behind?.();
   const cls = await locking;
   if (checked) await checked;
   else classPermissionOf(m.auth, cls.id, cls.collection_id, perm);
@@ -183,13 +177,13 @@ export async function updateClass(
  * depends on it; then the delete with its audit events (and COMMIT).
  */
 export async function deleteClass(m: MutationContext, t: ClassTarget, ifMatch?: string): Promise<ClassRow> {
-  let reading: ReturnType<typeof readClassCascade> | undefined;
-  const cls = await lockWithPermission(m, t, 'DeleteClass', () => {
-    reading = readClassCascade(m.tx, t.classId);
-    reading.catch(() => undefined); // awaited below, unless the class answers 404 or 403
-  });
+  const locked = lockWithPermission(m, t, 'DeleteClass');
+  // sent behind the lock and the check; awaited unless the class answers 404 or 403
+  const reading = readClassCascade(m.tx, t.classId);
+  reading.catch(() => undefined);
+  const cls = await locked;
   requireMatch(ifMatch, KIND, cls.id, cls.revision);
-  const cascade = await reading!;
+  const cascade = await reading;
   const events = [classDeletedEvent(cls, cascade)];
   const schemaDeleted = classSchemaDeletedWithClassEvent(cls);
   if (isEmptyCascade(cascade)) {

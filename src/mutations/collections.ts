@@ -4,7 +4,7 @@
 import { badRequest, conflict, notFound } from '../domain/errors.ts';
 import { PERMISSIONS, requireRootAuthority, type Authority } from '../domain/authz.ts';
 import type { Db } from '../db/sql.ts';
-import { appendEvent, deleteRowWithEvents } from '../db/events.ts';
+import { appendEvent, deleteRowWithEvents, updateNameWithEvent } from '../db/events.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import {
   collectionDependents,
@@ -14,11 +14,10 @@ import {
   lockCollectionTree,
   reserveCollection,
   setCollectionParent,
-  updateCollectionWithEvent,
   type LockedCollection,
 } from '../db/collections.ts';
 import { collectionEvent, type CollectionRow } from '../domain/views/collections.ts';
-import { collectionGrantRows, findGroup, grantEvents } from '../db/permissions.ts';
+import { findGroup, grantEvents, grantRowsOf, revokedWithDelete } from '../db/permissions.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'collection';
@@ -111,7 +110,7 @@ export async function updateCollection(
   const next = { name: changes.name ?? before.name, description: changes.description ?? before.description };
   return skipWhenUnchanged(before, next.name === before.name && next.description === before.description, async () => {
     const after: CollectionRow = { ...before, ...next, updated_at: before.svc_now, revision: before.revision + 1 };
-    await updateCollectionWithEvent(m.tx, m.actor, after, collectionEvent(after, 'updated', before), m.final); // COMMIT goes with it
+    await updateNameWithEvent(m.tx, m.actor, 'collections', after, collectionEvent(after, 'updated', before), m.final); // COMMIT goes with it
     return after;
   });
 }
@@ -165,7 +164,7 @@ export async function deleteCollection(m: MutationContext, id: number, ifMatch?:
   const locked = lockForWrite(m, id, 'DeleteCollection', ifMatch);
   // sent behind the check and the lock, so they read the collection as locked; awaited after them
   const dependents = collectionDependents(m.tx, id);
-  const grants = collectionGrantRows(m.tx, id);
+  const grants = grantRowsOf(m.tx, { collectionId: id });
   for (const p of [dependents, grants]) p.catch(() => undefined);
   const before = await locked;
   const dep = await dependents;
@@ -178,13 +177,7 @@ export async function deleteCollection(m: MutationContext, id: number, ifMatch?:
     dep.event_subscriptions && `${dep.event_subscriptions} event subscription(s)`,
   ].filter(Boolean);
   if (blocking.length) throw conflict(`the collection still has ${blocking.join(', ')}; delete or move them first`, 'collection_not_empty');
-  const events = [];
-  const rows = await grants;
-  for (const groupId of new Set(rows.map((r) => r.group_id))) {
-    const removed = rows.filter((r) => r.group_id === groupId);
-    const group = { id: groupId, name: removed[0]!.group_name };
-    events.push(...grantEvents({ collectionId: id, collectionName: before.name, group }, { removed, added: [] }));
-  }
+  const events = revokedWithDelete(await grants);
   events.push(collectionEvent(before, 'deleted', before, [before.parent_collection_id]));
   await deleteRowWithEvents(m.tx, m.actor, 'collections', id, events, m.final);
 }

@@ -2,7 +2,7 @@
 // group an identity provider manages (and its membership) is read-only here; a group that owns
 // service accounts cannot be deleted.
 import { ApiError, forbidden, notFound } from '../domain/errors.ts';
-import { appendEvent, deleteRowWithEvents } from '../db/events.ts';
+import { appendEvent, deleteRowWithEvents, updateNameWithEvent } from '../db/events.ts';
 import {
   deleteMembership,
   findPrincipalForMembership,
@@ -13,10 +13,9 @@ import {
   ownedServiceAccounts,
   shareLockGroup,
   type LockedGroup,
-  updateGroupWithEvent,
 } from '../db/groups.ts';
 import { groupEvent, groupView, membershipEvent, type GroupRow, type MemberRow } from '../domain/views/groups.ts';
-import { grantEvents, groupGrantRows } from '../db/permissions.ts';
+import { grantRowsOf, revokedWithDelete } from '../db/permissions.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
 const KIND = 'group';
@@ -55,7 +54,7 @@ export async function updateGroup(m: MutationContext, id: number, changes: Group
   const description = changes.description === undefined ? before.description : (changes.description ?? '');
   return skipWhenUnchanged(before, name === before.name && description === before.description, async () => {
     const after: GroupRow = { ...before, name, description, updated_at: before.svc_now, revision: before.revision + 1 };
-    await updateGroupWithEvent(m.tx, m.actor, after, groupEvent('updated', after, before), m.final); // COMMIT goes with it
+    await updateNameWithEvent(m.tx, m.actor, 'groups', after, groupEvent('updated', after, before), m.final); // COMMIT goes with it
     return after;
   });
 }
@@ -69,7 +68,7 @@ export async function deleteGroup(m: MutationContext, id: number, ifMatch?: stri
   const locked = lockForWrite(m, id, ifMatch);
   const owning = ownedServiceAccounts(m.tx, id);
   const listing = groupMemberIds(m.tx, id);
-  const granted = groupGrantRows(m.tx, id);
+  const granted = grantRowsOf(m.tx, { groupId: id });
   for (const p of [owning, listing, granted]) p.catch(() => undefined); // awaited below, unless the group answers 404 or 403
   const before = await locked;
   const owned = await owning;
@@ -81,11 +80,7 @@ export async function deleteGroup(m: MutationContext, id: number, ifMatch?: stri
     });
   }
   const members = await listing;
-  const grants = await granted;
-  const revoked = [...new Set(grants.map((r) => r.collection_id))].flatMap((collectionId) => {
-    const removed = grants.filter((r) => r.collection_id === collectionId);
-    return grantEvents({ collectionId, collectionName: removed[0]!.collection_name, group: before }, { removed, added: [] });
-  });
+  const revoked = revokedWithDelete(await granted);
   await deleteRowWithEvents(
     m.tx,
     m.actor,
