@@ -100,6 +100,9 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
     await timeEach('listObjects (filter, sort, page of 5)', () =>
       call('GET', `${base}/objects?json_data__equals=env=prod&sort=-name&limit=5`),
     );
+    // Unfiltered first pages with their total (include_total defaults to true): the count goes beside
+    await timeEach('listObjects (unfiltered, page of 5 of more, total)', () => call('GET', `${base}/objects?limit=5`));
+    await timeEach('listEvents (administrator, page of 5 of more, total)', () => call('GET', '/api/v1/events?limit=5'));
     let etag = target.etag;
     await timeEach('updateObject (PATCH, If-Match)', async (i) => {
       etag = (await call('PATCH', `${base}/${target.id}`, { json_data: serverData(100 + i) }, { 'if-match': etag })).etag;

@@ -531,10 +531,10 @@ export function selectsOverPlain(parsed: ParsedList, spec: ListSpec): boolean {
 }
 
 /**
- * Runs a list query: one page (limit + 1 rows to know whether more follow) and the total. The total
- * costs a count(*) only when the page cannot tell it: a first page that holds every match is its own
- * count; past the first page the count runs beside the page query (another pooled connection, or
- * pipelined in a transaction).
+ * Runs a list query: one page (limit + 1 rows to know whether more follow) and the total. When a
+ * total is asked for, a count(*) runs beside the page query, in the same round trip (another pooled
+ * connection, or pipelined in a transaction); a first page that holds every match is its own count
+ * and leaves the count's answer unread.
  */
 export async function runList<T extends Record<string, unknown>>(db: Db, opts: ListOptions): Promise<ListPage<T>> {
   const { parsed, spec } = opts;
@@ -574,11 +574,12 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
   const list = planned ? listPoolOf(db) : undefined;
   if (!planned || list) {
     // One statement: on the pool, or on the list pool, whose sessions plan every statement for its
-    // values. The count goes beside the page, on another connection, when it may be needed: past the
-    // first page, or a planned first page (counting few matches is cheap, and planned for the values
-    // it uses the same indexes as the page).
+    // values. The count goes beside the page, on another connection, whenever a total is asked for:
+    // a first page that turns out to hold every match did not need it, but then it counted no more
+    // rows than the page read, and a first page that does not (the usual case) gets its total in the
+    // page's round trip instead of one after it.
     const q = list ?? db;
-    counted = parsed.includeTotal && (parsed.cursor || list) ? count(q) : null;
+    counted = parsed.includeTotal ? count(q) : null;
     counted?.catch(() => undefined); // awaited below; a failure of the page query comes first
     rows = await select(q);
   } else {
