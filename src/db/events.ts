@@ -87,6 +87,22 @@ export function insertEventsSql(tx: Db, actor: Actor, events: NewEvent[]): Fragm
   return tx`insert into events (${EVENT_COLUMNS(tx)}) values ${values.slice(1).reduce((all, v) => tx`${all}, ${v}` as Fragment, values[0]!)}` as Fragment;
 }
 
+/**
+ * `, e as (insert into events … select … from <rows>)`: `event` appended once for each row that the
+ * statement's CTE named `rows` returns, for a write that may turn out to change nothing (an insert …
+ * on conflict do nothing, a delete of what is not there): no row, no event. It leaves marking the
+ * transaction for the token cache to the caller, who knows after the statement whether it wrote
+ * (markWritten).
+ */
+export function eventPerRowCte(tx: Db, actor: Actor, rows: string, event: NewEvent): Fragment {
+  return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, event, false)} from ${tx(rows)})` as Fragment;
+}
+
+/** For an event that eventPerRowCte appended: marks the transaction when the event bears on the token cache. */
+export function markWritten(tx: Db, event: NewEvent): void {
+  if (bearsOnAuth(event)) markAuthChange(tx);
+}
+
 /** `, e as (insert into events …)`: the events as one more CTE of a write's statement; nothing when there are none. */
 export function eventsCte(tx: Db, actor: Actor, events: NewEvent[]): Fragment {
   return (events.length ? tx`, e as (${insertEventsSql(tx, actor, events)})` : tx``) as Fragment;
@@ -105,9 +121,9 @@ function eventValues(tx: Db, actor: Actor, e: NewEvent): Fragment {
   return tx`(${eventValueList(tx, actor, e)})` as Fragment;
 }
 
-/** The values of one event (columns as EVENT_COLUMNS). */
-function eventValueList(tx: Db, actor: Actor, e: NewEvent): Fragment {
-  if (bearsOnAuth(e)) markAuthChange(tx);
+/** The values of one event (columns as EVENT_COLUMNS); `mark`: marks the transaction (markWritten) now. */
+function eventValueList(tx: Db, actor: Actor, e: NewEvent, mark = true): Fragment {
+  if (mark) markWritten(tx, e);
   const v = eventFields(actor, e);
   return tx`${e.entityType}, ${e.entityId}, ${e.entityName ?? null}, ${e.collectionId ?? null}, ${v.related}::int[],
       ${e.action}, ${actor.kind}, ${v.actorUserId}, ${v.initiatorId},

@@ -2,6 +2,10 @@ import type { Db, TransactionSql } from './sql.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { runList, type ListPage } from './list.ts';
 import { type GroupRow, type MemberRow } from '../domain/views/groups.ts';
+import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
+import { eventPerRowCte, markWritten } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
 
 const GROUP_FIELDS = {
   id: { type: 'integer', column: 'g.id', notNull: true },
@@ -123,16 +127,29 @@ export async function findPrincipalForMembership(db: Db, id: number): Promise<Me
   return row;
 }
 
-/** Adds a membership; false when it already existed (a no-op). */
-export async function insertMembership(tx: TransactionSql, groupId: number, principalId: number): Promise<boolean> {
-  const rows = await tx`
-    insert into group_members (group_id, principal_id) values (${groupId}, ${principalId})
-    on conflict do nothing returning group_id`;
-  return rows.length > 0;
-}
-
-/** Removes a membership; false when there was none (a no-op). */
-export async function deleteMembership(tx: TransactionSql, groupId: number, principalId: number): Promise<boolean> {
-  const rows = await tx`delete from group_members where group_id = ${groupId} and principal_id = ${principalId} returning group_id`;
-  return rows.length > 0;
+/**
+ * Adds (`added`) or removes (`removed`) a membership and appends `event`, its audit event, in one
+ * statement; the event only when the membership changed. False when it did not (the principal
+ * already was, or was not, a member): a no-op.
+ */
+export async function writeMembership(
+  tx: TransactionSql,
+  actor: Actor,
+  action: 'added' | 'removed',
+  groupId: number,
+  principalId: number,
+  event: NewEvent,
+  final: Final = notFinal,
+): Promise<boolean> {
+  const write =
+    action === 'added'
+      ? tx`insert into group_members (group_id, principal_id) values (${groupId}::int, ${principalId}::int)
+        on conflict do nothing returning group_id`
+      : tx`delete from group_members where group_id = ${groupId}::int and principal_id = ${principalId}::int returning group_id`;
+  const [row] = await final(tx<{ n: number }[]>`
+    with w as (${write})${eventPerRowCte(tx, actor, 'w', event)}
+    select count(*)::int as n from w`);
+  const changed = row!.n > 0;
+  if (changed) markWritten(tx, event);
+  return changed;
 }

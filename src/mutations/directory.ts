@@ -5,7 +5,7 @@
 import { ApiError } from '../domain/errors.ts';
 import { appendEvent } from '../db/events.ts';
 import type { TransactionSql } from '../db/sql.ts';
-import { deleteMembership, insertMembership, lockGroup } from '../db/groups.ts';
+import { lockGroup, writeMembership } from '../db/groups.ts';
 import { groupEvent, membershipEvent, type GroupRow } from '../domain/views/groups.ts';
 import { userCreatedEvent, userUpdatedEvent, type UserRow } from '../domain/views/users.ts';
 import { lockUnrevokedTokens } from '../db/tokens.ts';
@@ -108,14 +108,12 @@ export async function signInDirectoryUser(tx: TransactionSql, actor: Actor, p: L
   for (const g of user.groups) {
     const group = await ensureProviderGroup(tx, self, p, g);
     wanted.add(group.id);
-    if (await insertMembership(tx, group.id, row.id))
-      await appendEvent(tx, self, membershipEvent('added', group, { ...row, kind: 'human' }));
+    await writeMembership(tx, self, 'added', group.id, row.id, membershipEvent('added', group, { ...row, kind: 'human' }));
   }
   for (const id of await managedGroupIdsOf(tx, row.id, managedBy(p))) {
     if (wanted.has(id)) continue;
     const group = await lockGroup(tx, id);
-    if (group && (await deleteMembership(tx, id, row.id)))
-      await appendEvent(tx, self, membershipEvent('removed', group, { ...row, kind: 'human' }));
+    if (group) await writeMembership(tx, self, 'removed', id, row.id, membershipEvent('removed', group, { ...row, kind: 'human' }));
   }
   return row;
 }
@@ -142,19 +140,13 @@ export async function applyGroupSync(
   const current = await groupMembersWithSubjects(tx, groupId);
   for (const m of current) {
     if (listed(m)) continue;
-    if (await deleteMembership(tx, groupId, m.id)) {
-      await appendEvent(tx, actor, membershipEvent('removed', group, m));
-      removed++;
-    }
+    if (await writeMembership(tx, actor, 'removed', groupId, m.id, membershipEvent('removed', group, m))) removed++;
   }
   let added = 0;
   const have = new Set(current.map((m) => m.id));
   for (const u of await providerUsersMatching(tx, p.scope, [...members.dns], [...members.names])) {
     if (have.has(u.id) || !listed(u)) continue;
-    if (await insertMembership(tx, groupId, u.id)) {
-      await appendEvent(tx, actor, membershipEvent('added', group, u));
-      added++;
-    }
+    if (await writeMembership(tx, actor, 'added', groupId, u.id, membershipEvent('added', group, u))) added++;
   }
   await markGroupSynced(tx, groupId);
   return { added, removed };
@@ -177,10 +169,7 @@ export async function retireDirectoryUser(
   let removed = 0;
   for (const id of await managedGroupIdsOf(tx, user.id, managedBy(p))) {
     const group = await lockGroup(tx, id);
-    if (group && (await deleteMembership(tx, id, user.id))) {
-      await appendEvent(tx, actor, membershipEvent('removed', group, user));
-      removed++;
-    }
+    if (group && (await writeMembership(tx, actor, 'removed', id, user.id, membershipEvent('removed', group, user)))) removed++;
   }
   let revoked = 0;
   for (const row of await lockUnrevokedTokens(tx, user.id)) if (await revokeTokenAs(tx, actor, row, 'directory_sync')) revoked++;

@@ -4,14 +4,13 @@
 import { ApiError, forbidden, notFound } from '../domain/errors.ts';
 import { appendEvent, deleteRowWithEvents, updateNameWithEvent } from '../db/events.ts';
 import {
-  deleteMembership,
   findPrincipalForMembership,
   groupMemberIds,
   insertGroup,
-  insertMembership,
   lockGroup,
   ownedServiceAccounts,
   shareLockGroup,
+  writeMembership,
   type LockedGroup,
 } from '../db/groups.ts';
 import { groupEvent, groupView, membershipEvent, type GroupRow, type MemberRow } from '../domain/views/groups.ts';
@@ -124,15 +123,14 @@ async function lockMembership(
 /** Adds a principal to a group; unchanged when it already was a member. */
 export async function addGroupMember(m: MutationContext, groupId: number, principalId: number): Promise<Written<MemberRow>> {
   const { group, principal } = await lockMembership(m, groupId, principalId);
-  const changed = await insertMembership(m.tx, groupId, principalId);
-  if (changed) await appendEvent(m.tx, m.actor, membershipEvent('added', group, principal), m.final); // COMMIT goes with it
+  const event = membershipEvent('added', group, principal);
+  const changed = await writeMembership(m.tx, m.actor, 'added', groupId, principalId, event, m.final); // COMMIT goes with it
   return { row: principal, changed };
 }
 
 /** Removes a principal from a group; nothing happens when it was not a member. */
 export async function removeGroupMember(m: MutationContext, groupId: number, principalId: number): Promise<boolean> {
   const { group, principal } = await lockMembership(m, groupId, principalId);
-  const changed = await deleteMembership(m.tx, groupId, principalId);
-  if (changed) await appendEvent(m.tx, m.actor, membershipEvent('removed', group, principal), m.final); // COMMIT goes with it
-  return changed;
+  const event = membershipEvent('removed', group, principal);
+  return writeMembership(m.tx, m.actor, 'removed', groupId, principalId, event, m.final); // COMMIT goes with it
 }
