@@ -7,7 +7,8 @@
 //
 // Safety (a revoked token must not get through beyond the notification delay):
 // - every change that bears on validation is announced at commit on LISTEN channel svc_token_cache
-//   by database triggers (migrations/0180_token_cache_notify.sql): 't:<id>' drops one token,
+//   by database triggers (migrations/0180_token_cache_notify.sql; since 0250 principals, groups,
+//   memberships and permissions only when a row changed in what the cache holds): 't:<id>' drops one token,
 //   'g' (principals, users, groups, memberships, service accounts, permissions) drops them all,
 //   'c' (a collection created, deleted or moved: migrations/0200) drops the collection sets below;
 // - a change made through this process drops the cache before its response is sent

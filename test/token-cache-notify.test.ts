@@ -1,0 +1,104 @@
+// What empties the api processes' token caches (migrations/0180 and 0250): the notifications the
+// database sends on channel svc_token_cache, for writes through the API and for the directory
+// code's own statements. A database of this file's own, so that no other test file's writes are
+// heard. Each case sends a marker notification of its own after its writes and waits for it:
+// PostgreSQL delivers notifications in commit order, so whatever the writes sent has arrived by then
+// (nothing is timed).
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
+import { addMember, createGroup, createHuman, grant } from './iam-fixtures.ts';
+import { TOKEN_CACHE_CHANNEL } from '../src/db/auth-changes.ts';
+import { markGroupSynced, updateProviderUser } from '../src/db/directory.ts';
+import { withTx } from '../src/db/tx.ts';
+
+let db: OwnDatabase;
+let t: TestApp;
+beforeAll(async () => {
+  db = await createDatabase('svc_token_notify', { migrate: true });
+  t = await startTestApp({ SVC_DATABASE_URL: db.url });
+});
+afterAll(async () => {
+  await t?.close();
+  await db?.drop();
+});
+
+/** The notifications (but the heartbeats) that what `run` committed sent on the token caches' channel. */
+async function noticesOf(run: () => Promise<unknown>): Promise<string[]> {
+  const sql = t.deps.sql;
+  const marker = `t:-${randomBytes(4).readUInt32BE()}`; // drops token -n: none
+  const got: string[] = [];
+  let arrived!: () => void;
+  const markerArrived = new Promise<void>((ok) => (arrived = ok));
+  const listening = await sql.listen(TOKEN_CACHE_CHANNEL, (payload) => {
+    if (payload === marker) arrived();
+    else if (payload !== 'p') got.push(payload);
+  });
+  try {
+    await run();
+    await sql`select pg_notify(${TOKEN_CACHE_CHANNEL}, ${marker})`;
+    await markerArrived;
+  } finally {
+    await listening.unlisten();
+  }
+  return got;
+}
+
+const status = async (method: string, path: string, body?: unknown) => (await t.request(method, path, { body })).status;
+
+describe('token cache invalidation: only a change of what the caches hold', () => {
+  it('a membership added or removed empties them; added again or removed when absent, nothing', async () => {
+    const g = await createGroup(t);
+    const h = await createHuman(t);
+    const path = `/api/v1/iam/groups/${g.id}/members/${h.id}`;
+    expect(await noticesOf(async () => expect(await status('POST', path)).toBe(201))).toContain('g');
+    expect(await noticesOf(async () => expect(await status('POST', path)).toBe(201))).toEqual([]);
+    expect(await noticesOf(async () => expect(await status('DELETE', path)).toBe(204))).toContain('g');
+    expect(await noticesOf(async () => expect(await status('DELETE', path)).toBe(204))).toEqual([]);
+  });
+
+  it('a permission granted or revoked empties them', async () => {
+    const c = await t.request('POST', '/api/v1/collections', { body: { name: uniq('c') } });
+    expect(c.status, c.text).toBe(201);
+    const cid = (c.body as { id: number }).id;
+    const g = await createGroup(t);
+    expect(await noticesOf(() => grant(t, cid, g.id, ['ReadCollection']))).toContain('g');
+    const revoke = `/api/v1/collections/${cid}/permissions/group/${g.id}/ReadCollection`;
+    expect(await noticesOf(async () => expect(await status('DELETE', revoke)).toBeLessThan(300))).toContain('g');
+  });
+
+  it("a user's settings saved: nothing; the user renamed: emptied", async () => {
+    const h = await createHuman(t);
+    const saved = await noticesOf(async () => {
+      const res = await t.request('PUT', '/api/v1/iam/me/settings', { token: h.token, body: { theme: 'dark' } });
+      expect(res.status, res.text).toBe(200);
+    });
+    expect(saved).toEqual([]);
+    const renamed = await noticesOf(() => t.deps.sql`update principals set name = ${uniq('renamed')} where id = ${h.id}`);
+    expect(renamed).toContain('g');
+  });
+
+  it('a directory sign-in of a known, unchanged user and a group sync that changes nothing: nothing', async () => {
+    const h = await createHuman(t);
+    const g = await createGroup(t);
+    await addMember(t, g.id, h.id);
+    const stamped = await noticesOf(() =>
+      withTx(t.deps.sql, async (tx) => {
+        // what signInDirectoryUser and applyGroupSync write when the directory changed nothing
+        await updateProviderUser(tx, h.id, {
+          subject: `uid=${h.name},ou=people,dc=example,dc=org`,
+          email: null,
+          properName: null,
+          changed: false,
+        });
+        await tx`insert into group_members (group_id, principal_id) values (${g.id}, ${h.id}) on conflict do nothing`;
+        await markGroupSynced(tx, g.id);
+      }),
+    );
+    expect(stamped).toEqual([]);
+    // a change the caches hold still empties them
+    const changed = await noticesOf(() => t.deps.sql`update groups set name = ${uniq('g')} where id = ${g.id}`);
+    expect(changed).toContain('g');
+  });
+});
