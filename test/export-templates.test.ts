@@ -45,6 +45,24 @@ afterAll(async () => {
   await t.close();
 });
 
+describe('export template audit snapshots', () => {
+  it('each event holds the template as the write answered it (created, updated, deleted)', async () => {
+    const created = await post('/api/v1/export-templates', body({ default_query: 'sort=name' }));
+    expect(created.status, created.text).toBe(201);
+    const tpl = created.body as Tpl;
+    const updated = await t.request('PATCH', `/api/v1/export-templates/${tpl.id}`, { body: { template: 'changed {{ items.size }}' } });
+    expect(updated.status, updated.text).toBe(200);
+    expect((await t.request('GET', `/api/v1/export-templates/${tpl.id}`)).body).toEqual(updated.body);
+    expect((await t.request('DELETE', `/api/v1/export-templates/${tpl.id}`)).status).toBe(204);
+    const ev = await eventsOf(t, 'export_template', tpl.id);
+    expect(ev.map((e) => [e.action, e.before, e.after])).toEqual([
+      ['created', null, created.body],
+      ['updated', created.body, updated.body],
+      ['deleted', updated.body, null],
+    ]);
+  });
+});
+
 describe('createExportTemplate', () => {
   it('201 with Location, ETag, defaults and a created event', async () => {
     const b = body();

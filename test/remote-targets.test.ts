@@ -270,6 +270,34 @@ describe('updateRemoteTarget', () => {
   });
 });
 
+describe('remote target audit snapshots', () => {
+  it('each event holds the target as the write answered it and a read shows it (created, updated, moved, deleted)', async () => {
+    const created = await createTarget({ headers_template: { 'X-B': 'b', 'Content-Type': 'application/json', A: 'a' } });
+    const updated = await t.request('PATCH', `/api/v1/remote-targets/${created.id}`, {
+      body: { description: 'changed', headers_template: { Zz: '1', 'Content-Type': 'text/plain', y: '2' }, timeout_ms: 2500 },
+    });
+    expect(updated.status, updated.text).toBe(200);
+    const moved = await t.request('PATCH', `/api/v1/remote-targets/${created.id}`, { body: { collection_id: colB } });
+    expect(moved.status, moved.text).toBe(200);
+    const read = await t.request('GET', `/api/v1/remote-targets/${created.id}`);
+    expect(read.body).toEqual(moved.body);
+    expect((await t.request('DELETE', `/api/v1/remote-targets/${created.id}`)).status).toBe(204);
+    const evs = await events('remote_target', created.id);
+    expect(evs.map((e) => [e.action, e.collection_id])).toEqual([
+      ['created', colA],
+      ['updated', colA],
+      ['updated', colB],
+      ['deleted', colB],
+    ]);
+    expect(evs.map((e) => [e.before, e.after])).toEqual([
+      [null, created],
+      [created, updated.body],
+      [updated.body, moved.body],
+      [moved.body, null],
+    ]);
+  });
+});
+
 describe('deleteRemoteTarget', () => {
   it('204 then 404, with a deleted event; 403 without DeleteRemoteTarget', async () => {
     const rt = await createTarget();

@@ -1,7 +1,7 @@
 // The SQL half of authorization (the rules and the API documentation are in src/domain/authz.ts).
 // Point checks load the resource and its grant in one statement; visibility helpers return
 // postgres.js fragments so that lists, totals and searches filter in SQL.
-import { nameOf, partOf, type Db } from './sql.ts';
+import { nameOf, partOf, type Db, type TransactionSql } from './sql.ts';
 import type { Fragment } from './list.ts';
 import { notFound } from '../domain/errors.ts';
 import {
@@ -274,17 +274,59 @@ export function readCollectionAs<R extends object>(
  * `collection` (e.g. 'rt.collection_id'). 404 (`what`) when no row matches; 403 when the caller
  * lacks `perm` on the collection or is scoped out, as a check of the collection alone decides.
  */
-export async function readInCollectionAs<R extends object>(
+export function readInCollectionAs<R extends object>(
   db: Db,
   auth: Authority,
   perm: Permission,
   what: string,
-  read: { columns: Fragment; from: Fragment; where: Fragment; collection: string },
+  read: InCollection,
+): Promise<R> {
+  return inCollectionAs<R>(db, auth, perm, what, read, partOf(db)`` as Fragment);
+}
+
+/**
+ * readInCollectionAs for a write: the row is locked for update (of `lock`, the alias of its table)
+ * and comes with the transaction's now() as `svc_now` (the updated_at of the write), and the check
+ * is of the row as locked (a row moved to another collection meanwhile is judged there).
+ */
+export function lockInCollectionAs<R extends object>(
+  tx: TransactionSql,
+  auth: Authority,
+  perm: Permission,
+  what: string,
+  read: InCollection & { lock: string },
+): Promise<R & { svc_now: Date }> {
+  return inCollectionAs<R & { svc_now: Date }>(
+    tx,
+    auth,
+    perm,
+    what,
+    read,
+    partOf(tx)`, now() as svc_now` as Fragment,
+    partOf(tx)`for update of ${nameOf(tx, read.lock)}` as Fragment,
+  );
+}
+
+interface InCollection {
+  columns: Fragment;
+  from: Fragment;
+  where: Fragment;
+  collection: string;
+}
+
+async function inCollectionAs<R extends object>(
+  db: Db,
+  auth: Authority,
+  perm: Permission,
+  what: string,
+  read: InCollection,
+  extra: Fragment,
+  lock: Fragment = partOf(db)`` as Fragment,
 ): Promise<R> {
   const column = nameOf(db, read.collection) as unknown as Fragment;
   const [row] = await db<(R & { svc_collection_id: number; svc_granted: boolean })[]>`
-    select ${read.columns}, ${column} as svc_collection_id, ${grantColumn(db, auth, perm, column)} as svc_granted
-    from ${read.from} where ${read.where}`;
+    select ${read.columns}, ${column} as svc_collection_id, ${grantColumn(db, auth, perm, column)} as svc_granted${extra}
+    from ${read.from} where ${read.where} ${lock}`;
   if (!row) throw notFound(what);
   enforceGranted(auth, perm, { kind: 'collection', id: row.svc_collection_id }, row.svc_granted);
   return row;

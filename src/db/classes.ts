@@ -108,15 +108,8 @@ function schemaParam(v: unknown): string | null {
   return v === null || v === undefined ? null : JSON.stringify(v);
 }
 
-/** A new class's id (reserved from its identity) and the transaction's now(), its created_at. */
-export async function reserveClass(tx: TransactionSql): Promise<{ id: number; now: Date }> {
-  const [row] = await tx<{ id: number; now: Date }[]>`
-    select nextval(pg_get_serial_sequence('classes', 'id'))::int as id, now() as now`;
-  return row!;
-}
-
 /**
- * Inserts the class (with the id reserveClass reserved; its times are now()) and appends `events`,
+ * Inserts the class (with the id reserveId reserved; its times are now()) and appends `events`,
  * in one statement; returns the class with its collection's columns. `final` marks it as the
  * transaction's last (COMMIT goes with it).
  */

@@ -84,15 +84,8 @@ export async function lockCollectionTree(tx: TransactionSql): Promise<void> {
   await tx`select pg_advisory_xact_lock(${TREE_LOCK})`;
 }
 
-/** A new collection's id (reserved from its identity) and the transaction's now(), its created_at. */
-export async function reserveCollection(tx: TransactionSql): Promise<{ id: number; now: Date }> {
-  const [row] = await tx<{ id: number; now: Date }[]>`
-    select nextval(pg_get_serial_sequence('collections', 'id'))::int as id, now() as now`;
-  return row!;
-}
-
 /**
- * Inserts the collection (with the id reserveCollection reserved; its times are now()), the grants
+ * Inserts the collection (with the id reserveId reserved; its times are now()), the grants
  * of `grant` on it, and `events`, in one statement; `final` marks it as the transaction's last.
  */
 export async function insertCollectionWithEvents(

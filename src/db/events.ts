@@ -30,6 +30,19 @@ export async function appendMany(tx: Db, actor: Actor, events: NewEvent[]): Prom
   }
 }
 
+/** The tables whose rows reserveId and deleteRowWithEvents write. */
+export type RowTable = 'objects' | 'object_relations' | 'collections' | 'classes' | 'groups' | 'export_templates' | 'remote_targets';
+
+/**
+ * A new row's id, reserved from the identity of `table`, and the transaction's now() (its created_at
+ * and updated_at): sent with the statements before the insert, so that the insert and its audit
+ * events, which need both, are one statement. An id reserved and not used leaves a gap.
+ */
+export async function reserveId(tx: Db, table: RowTable): Promise<{ id: number; now: Date }> {
+  const [row] = await tx<{ id: number; now: Date }[]>`select nextval(pg_get_serial_sequence(${table}, 'id'))::int as id, now() as now`;
+  return row!;
+}
+
 /**
  * Deletes the row `id` of `table` (locked by the caller; what references it goes with it by its
  * foreign keys' on delete cascade) and appends `events` in one statement; with `bindsActor` the
@@ -39,7 +52,7 @@ export async function appendMany(tx: Db, actor: Actor, events: NewEvent[]): Prom
 export async function deleteRowWithEvents(
   tx: Db,
   actor: Actor,
-  table: 'objects' | 'object_relations' | 'collections' | 'classes' | 'groups',
+  table: RowTable,
   id: number,
   events: NewEvent[],
   final: Final = notFinal,

@@ -8,7 +8,11 @@ import { CONTENT_TYPES, TEMPLATE_KINDS, validateTemplateFields, type TemplateFie
 import type { TemplateLimits } from '../domain/templates.ts';
 import { type ExportTemplateRow } from '../domain/views/export-templates.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
-import { readInCollectionAs } from './authz.ts';
+import { lockInCollectionAs, readInCollectionAs } from './authz.ts';
+import { eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 
 export const EXPORT_TEMPLATE_LIST_SPEC: ListSpec = {
   fields: {
@@ -58,9 +62,20 @@ export async function findExportTemplate(db: Db, id: number): Promise<ExportTemp
   return row;
 }
 
-export async function lockExportTemplate(tx: TransactionSql, id: number): Promise<ExportTemplateRow | undefined> {
-  const [row] = await tx<ExportTemplateRow[]>`select ${cols(tx)} from export_templates et where et.id = ${id}::int for update`;
-  return row;
+/** The template locked for a write, with now() and the check of `perm` on its collection: 404 or 403 otherwise. */
+export function lockExportTemplateAs(
+  tx: TransactionSql,
+  auth: Authority,
+  id: number,
+  perm: Permission,
+): Promise<ExportTemplateRow & { svc_now: Date }> {
+  return lockInCollectionAs<ExportTemplateRow>(tx, auth, perm, 'export template', {
+    columns: cols(tx),
+    from: tx`export_templates et` as Fragment,
+    where: tx`et.id = ${id}::int` as Fragment,
+    collection: 'et.collection_id',
+    lock: 'et',
+  });
 }
 
 /** Name and kind of the named templates of a collection (to check includes when saving). */
@@ -101,25 +116,41 @@ export async function fragmentSources(db: Db, collectionId: number, names: strin
   return new Map(rows.map((r) => [r.name, r.template]));
 }
 
-export async function insertExportTemplate(tx: TransactionSql, f: TemplateFields): Promise<ExportTemplateRow> {
-  const [row] = await tx<ExportTemplateRow[]>`
-    insert into export_templates as et (collection_id, name, description, kind, content_type, template, default_query)
-    values (${f.collection_id}::int, ${f.name}, ${f.description}, ${f.kind}, ${f.content_type}, ${f.template},
-      ${f.default_query}::text)
-    returning ${cols(tx)}`;
+/** Inserts the template `t` (its id and times reserved: reserveId) with its audit events, in one statement. */
+export async function insertExportTemplate(
+  tx: TransactionSql,
+  actor: Actor,
+  t: ExportTemplateRow,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<ExportTemplateRow> {
+  const [row] = await final(tx<ExportTemplateRow[]>`
+    with et as (
+      insert into export_templates as et (id, collection_id, name, description, kind, content_type, template, default_query)
+      values (${t.id}::int, ${t.collection_id}::int, ${t.name}, ${t.description}, ${t.kind}, ${t.content_type}, ${t.template},
+        ${t.default_query}::text)
+      returning ${cols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select * from et`);
   return row!;
 }
 
-export async function updateExportTemplateRow(tx: TransactionSql, id: number, f: TemplateFields): Promise<ExportTemplateRow> {
-  const [row] = await tx<ExportTemplateRow[]>`
-    update export_templates et set collection_id = ${f.collection_id}::int, name = ${f.name}, description = ${f.description},
-      kind = ${f.kind}, content_type = ${f.content_type}, template = ${f.template}, default_query = ${f.default_query}::text,
-      updated_at = now(), revision = et.revision + 1
-    where et.id = ${id}::int
-    returning ${cols(tx)}`;
+/** Writes `t` over the locked template of its id (updated_at now(), the revision one up) with its audit events, in one statement. */
+export async function updateExportTemplate(
+  tx: TransactionSql,
+  actor: Actor,
+  t: ExportTemplateRow,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<ExportTemplateRow> {
+  const [row] = await final(tx<ExportTemplateRow[]>`
+    with et as (
+      update export_templates et set collection_id = ${t.collection_id}::int, name = ${t.name}, description = ${t.description},
+        kind = ${t.kind}, content_type = ${t.content_type}, template = ${t.template}, default_query = ${t.default_query}::text,
+        updated_at = now(), revision = et.revision + 1
+      where et.id = ${t.id}::int
+      returning ${cols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select * from et`);
   return row!;
-}
-
-export async function deleteExportTemplateRow(tx: TransactionSql, id: number): Promise<void> {
-  await tx`delete from export_templates where id = ${id}::int`;
 }

@@ -273,18 +273,7 @@ export async function objectRelationExists(tx: TransactionSql, classRelationId: 
 }
 
 /**
- * An id for an object relation about to be inserted (insertObjectRelationWithEvents), with now(): its
- * created_at and updated_at. Sent with the statements before the insert, so that the insert and its
- * audit event, which needs both, are one statement. An id reserved and not used leaves a gap.
- */
-export async function reserveObjectRelation(tx: TransactionSql): Promise<{ id: number; now: Date }> {
-  const [row] = await tx<{ id: number; now: Date }[]>`
-    select nextval(pg_get_serial_sequence('object_relations', 'id'))::int as id, now() as now`;
-  return row!;
-}
-
-/**
- * Inserts the object relation (with the id reserveObjectRelation gave) and its audit events in one
+ * Inserts the object relation (with the id reserveId gave) and its audit events in one
  * statement. With `bindsActor` the statement also binds the actor (actorBinding).
  */
 export async function insertObjectRelationWithEvents(

@@ -2,11 +2,21 @@
 import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import type { Method, Subject, SubjectContext, SubjectType, TargetFields } from '../domain/remote-targets.ts';
+import type { Method, Subject, SubjectContext, SubjectType } from '../domain/remote-targets.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import { badRequest, notFound } from '../domain/errors.ts';
-import { readInCollectionAs, requireClassPermission, requireCollectionPermission, requireObjectPermission } from './authz.ts';
+import {
+  lockInCollectionAs,
+  readInCollectionAs,
+  requireClassPermission,
+  requireCollectionPermission,
+  requireObjectPermission,
+} from './authz.ts';
 import { type RemoteTargetRow } from '../domain/views/remote-targets.ts';
+import { eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 
 export const REMOTE_TARGET_LIST_SPEC: ListSpec = {
   fields: {
@@ -55,9 +65,20 @@ export async function findRemoteTarget(db: Db, id: number): Promise<RemoteTarget
   return row;
 }
 
-export async function lockRemoteTarget(tx: TransactionSql, id: number): Promise<RemoteTargetRow | undefined> {
-  const [row] = await tx<RemoteTargetRow[]>`select ${cols(tx)} from remote_targets rt where rt.id = ${id}::int for update`;
-  return row;
+/** The target locked for a write, with now() and the check of `perm` on its collection: 404 or 403 otherwise. */
+export function lockRemoteTargetAs(
+  tx: TransactionSql,
+  auth: Authority,
+  id: number,
+  perm: Permission,
+): Promise<RemoteTargetRow & { svc_now: Date }> {
+  return lockInCollectionAs<RemoteTargetRow>(tx, auth, perm, 'remote target', {
+    columns: cols(tx),
+    from: tx`remote_targets rt` as Fragment,
+    where: tx`rt.id = ${id}::int` as Fragment,
+    collection: 'rt.collection_id',
+    lock: 'rt',
+  });
 }
 
 /** The collection of a class (undefined when the class does not exist). */
@@ -66,31 +87,47 @@ export async function classCollectionId(db: Db, classId: number): Promise<number
   return row?.collection_id;
 }
 
-export async function insertRemoteTarget(tx: TransactionSql, f: TargetFields): Promise<RemoteTargetRow> {
-  const [row] = await tx<RemoteTargetRow[]>`
-    insert into remote_targets as rt (collection_id, class_id, name, description, method, url_template, headers_template,
-      body_template, auth_config, allowed_subject_types, timeout_ms, enabled)
-    values (${f.collection_id}::int, ${f.class_id}::int, ${f.name}, ${f.description}, ${f.method}, ${f.url_template},
-      ${tx.json(f.headers_template as never)}, ${f.body_template}::text, ${tx.json(f.auth_config as never)},
-      ${f.allowed_subject_types}::text[], ${f.timeout_ms}::int, ${f.enabled}::boolean)
-    returning ${cols(tx)}`;
+/** Inserts the target `t` (its id and times reserved: reserveId) with its audit events, in one statement. */
+export async function insertRemoteTarget(
+  tx: TransactionSql,
+  actor: Actor,
+  t: RemoteTargetRow,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<RemoteTargetRow> {
+  const [row] = await final(tx<RemoteTargetRow[]>`
+    with rt as (
+      insert into remote_targets as rt (id, collection_id, class_id, name, description, method, url_template, headers_template,
+        body_template, auth_config, allowed_subject_types, timeout_ms, enabled)
+      values (${t.id}::int, ${t.collection_id}::int, ${t.class_id}::int, ${t.name}, ${t.description}, ${t.method}, ${t.url_template},
+        ${tx.json(t.headers_template as never)}, ${t.body_template}::text, ${tx.json(t.auth_config as never)},
+        ${t.allowed_subject_types}::text[], ${t.timeout_ms}::int, ${t.enabled}::boolean)
+      returning ${cols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select * from rt`);
   return row!;
 }
 
-export async function updateRemoteTargetRow(tx: TransactionSql, id: number, f: TargetFields): Promise<RemoteTargetRow> {
-  const [row] = await tx<RemoteTargetRow[]>`
-    update remote_targets rt set collection_id = ${f.collection_id}::int, class_id = ${f.class_id}::int, name = ${f.name},
-      description = ${f.description}, method = ${f.method}, url_template = ${f.url_template},
-      headers_template = ${tx.json(f.headers_template as never)}, body_template = ${f.body_template}::text,
-      auth_config = ${tx.json(f.auth_config as never)}, allowed_subject_types = ${f.allowed_subject_types}::text[],
-      timeout_ms = ${f.timeout_ms}::int, enabled = ${f.enabled}::boolean, updated_at = now(), revision = rt.revision + 1
-    where rt.id = ${id}::int
-    returning ${cols(tx)}`;
+/** Writes `t` over the locked target of its id (updated_at now(), the revision one up) with its audit events, in one statement. */
+export async function updateRemoteTarget(
+  tx: TransactionSql,
+  actor: Actor,
+  t: RemoteTargetRow,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<RemoteTargetRow> {
+  const [row] = await final(tx<RemoteTargetRow[]>`
+    with rt as (
+      update remote_targets rt set collection_id = ${t.collection_id}::int, class_id = ${t.class_id}::int, name = ${t.name},
+        description = ${t.description}, method = ${t.method}, url_template = ${t.url_template},
+        headers_template = ${tx.json(t.headers_template as never)}, body_template = ${t.body_template}::text,
+        auth_config = ${tx.json(t.auth_config as never)}, allowed_subject_types = ${t.allowed_subject_types}::text[],
+        timeout_ms = ${t.timeout_ms}::int, enabled = ${t.enabled}::boolean, updated_at = now(), revision = rt.revision + 1
+      where rt.id = ${t.id}::int
+      returning ${cols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select * from rt`);
   return row!;
-}
-
-export async function deleteRemoteTargetRow(tx: TransactionSql, id: number): Promise<void> {
-  await tx`delete from remote_targets where id = ${id}::int`;
 }
 
 // ---- invocation -----------------------------------------------------------------------------

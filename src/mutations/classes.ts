@@ -8,7 +8,7 @@ import { badRequest, notFound } from '../domain/errors.ts';
 import { NO_IMPACT, compileClassSchema } from '../domain/class-schema.ts';
 import { jsonEqual } from '../domain/json-patch.ts';
 import type { Sql } from '../db/sql.ts';
-import { EVENTS_IN_STATEMENT, appendEvent, appendMany, deleteRowWithEvents } from '../db/events.ts';
+import { EVENTS_IN_STATEMENT, appendEvent, appendMany, deleteRowWithEvents, reserveId } from '../db/events.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import { classPermissionOf, requireClassPermission, requireCollectionPermission } from '../db/authz.ts';
@@ -20,7 +20,6 @@ import {
   lockClass,
   moveClassObjects,
   readClassCascade,
-  reserveClass,
   updateClassWithEvents,
   type ClassValues,
   findClassExpanded,
@@ -108,7 +107,7 @@ export async function createClass(m: MutationContext, v: NewClass): Promise<Clas
   }
   if (values.json_schema !== null) compileClassSchema(values.json_schema);
   const checked = requireCollectionPermission(m.tx, m.auth, values.collection_id, 'CreateClass');
-  const reserved = reserveClass(m.tx);
+  const reserved = reserveId(m.tx, 'classes');
   reserved.catch(() => undefined); // awaited below, after the check
   await checked;
   const { id, now } = await reserved;

@@ -4,7 +4,7 @@
 import { badRequest, conflict, notFound } from '../domain/errors.ts';
 import { PERMISSIONS, requireRootAuthority, type Authority } from '../domain/authz.ts';
 import type { Db } from '../db/sql.ts';
-import { appendEvent, deleteRowWithEvents, updateNameWithEvent } from '../db/events.ts';
+import { appendEvent, deleteRowWithEvents, updateNameWithEvent, reserveId } from '../db/events.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import {
   collectionDependents,
@@ -12,7 +12,6 @@ import {
   isSelfOrDescendant,
   lockCollection,
   lockCollectionTree,
-  reserveCollection,
   setCollectionParent,
   type LockedCollection,
 } from '../db/collections.ts';
@@ -75,7 +74,7 @@ export async function createCollection(m: MutationContext, v: NewCollection): Pr
   if (parentId === null) requireRootAuthority(m.auth);
   const delegated = parentId === null ? undefined : requireCollectionPermission(m.tx, m.auth, parentId, 'DelegateCollection');
   const group = groupId === null ? undefined : findGroup(m.tx, groupId);
-  const reserved = reserveCollection(m.tx);
+  const reserved = reserveId(m.tx, 'collections');
   for (const p of [group, reserved]) p?.catch(() => undefined); // awaited after the check
   await delegated;
   const g = await group;

@@ -4,11 +4,9 @@
 import { applyTemplatePatch, sameTemplateFields, type PatchBody, type TemplateFields } from '../domain/exports.ts';
 import type { TemplateLimits } from '../domain/templates.ts';
 import {
-  deleteExportTemplateRow,
-  findExportTemplate,
   insertExportTemplate,
-  lockExportTemplate,
-  updateExportTemplateRow,
+  lockExportTemplateAs,
+  updateExportTemplate as updateExportTemplateRow,
   validateTemplateWithIncludes,
 } from '../db/export-templates.ts';
 import { exportTemplateEvent, exportTemplateFields, type ExportTemplateRow } from '../domain/views/export-templates.ts';
@@ -33,16 +31,14 @@ export interface TemplateRules {
 
 const EXPORT_TEMPLATE: CollectionResource<ExportTemplateRow, TemplateFields> = {
   kind: 'export_template',
-  label: 'export template',
+  table: 'export_templates',
   perms: { create: 'CreateTemplate', update: 'UpdateTemplate', delete: 'DeleteTemplate' },
-  find: findExportTemplate,
-  lock: lockExportTemplate,
+  lockAs: lockExportTemplateAs,
   fields: exportTemplateFields,
   applyPatch: (f, body) => applyTemplatePatch(f, body as PatchBody),
   same: sameTemplateFields,
   insert: insertExportTemplate,
   update: updateExportTemplateRow,
-  remove: deleteExportTemplateRow,
   event: exportTemplateEvent,
 };
 

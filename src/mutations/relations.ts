@@ -5,7 +5,7 @@ import { badRequest, conflict, notFound } from '../domain/errors.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import { classRelationView, type ClassRelationRow, type ObjectRelationRow } from '../domain/relations.ts';
 import type { Db } from '../db/sql.ts';
-import { appendEvent, deleteRowWithEvents } from '../db/events.ts';
+import { appendEvent, deleteRowWithEvents, reserveId } from '../db/events.ts';
 import { requireClassPermission, requireObjectPermission } from '../db/authz.ts';
 import {
   assertRoomForRelation,
@@ -16,7 +16,6 @@ import {
   findObjectRelation,
   insertClassRelation,
   insertObjectRelationWithEvents,
-  reserveObjectRelation,
   lockRelationEnds,
   objectRelationExists,
   updateClassRelationRow,
@@ -223,7 +222,7 @@ async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists:
   existing.catch(() => undefined); // awaited below
   const room = assertRoomForRelation(m.tx, cr, from.id, to.id);
   room.catch(() => undefined); // awaited below, unless the relation exists
-  let reserving = ifExists === 'conflict' ? reserveObjectRelation(m.tx) : undefined;
+  let reserving = ifExists === 'conflict' ? reserveId(m.tx, 'object_relations') : undefined;
   reserving?.catch(() => undefined); // awaited below, unless the relation exists or has no room
   const locked = await locking;
   // an end deleted after it was read (its delete waited for nothing of ours): 404, as if read then
@@ -234,7 +233,7 @@ async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists:
     throw conflict('this object relation already exists', 'duplicate_relation');
   }
   await room;
-  reserving ??= reserveObjectRelation(m.tx);
+  reserving ??= reserveId(m.tx, 'object_relations');
   const { id, now } = await reserving;
   const row: ObjectRelationRow = {
     id,

@@ -7,11 +7,9 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/sql.ts';
 import {
   classCollectionId,
-  deleteRemoteTargetRow,
-  findRemoteTarget,
   insertRemoteTarget,
-  lockRemoteTarget,
-  updateRemoteTargetRow,
+  lockRemoteTargetAs,
+  updateRemoteTarget as updateRemoteTargetRow,
 } from '../db/remote-targets.ts';
 import { remoteTargetEvent, remoteTargetFields, type RemoteTargetRow } from '../domain/views/remote-targets.ts';
 import { approvedRemoteTargetOrigins } from '../sinks/secrets.ts';
@@ -58,16 +56,14 @@ async function validate(db: Db, f: TargetFields, config: RemoteTargetConfig): Pr
 
 const REMOTE_TARGET: CollectionResource<RemoteTargetRow, TargetFields> = {
   kind: 'remote_target',
-  label: 'remote target',
+  table: 'remote_targets',
   perms: { create: 'CreateRemoteTarget', update: 'UpdateRemoteTarget', delete: 'DeleteRemoteTarget' },
-  find: findRemoteTarget,
-  lock: lockRemoteTarget,
+  lockAs: lockRemoteTargetAs,
   fields: remoteTargetFields,
   applyPatch: (f, body) => applyPatch(f, body as Parameters<typeof applyPatch>[1]),
   same: sameFields,
   insert: insertRemoteTarget,
   update: updateRemoteTargetRow,
-  remove: deleteRemoteTargetRow,
   event: remoteTargetEvent,
 };
 
