@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { collection, createClass, createObject, eventsOf, principalWith, type Obj } from './class-fixtures.ts';
+import { tokenFor } from './iam-fixtures.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -173,6 +174,50 @@ describe('shared computed fields', () => {
 });
 
 describe('personal computed fields', () => {
+  it('each audit snapshot is the field as the write answered it (created, updated, deleted), shared and personal', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    const me = await principalWith(t, [[cid, ['ReadClass', 'UpdateCollection']]]);
+    for (const base of [`/api/v1/classes/${cls.id}/computed-fields`, '/api/v1/iam/me/computed-fields']) {
+      const created = await t.request('POST', base, {
+        token: me.token,
+        body: { class_id: cls.id, key: 'snap', operation: { type: 'sum', paths: ['/a', '/b'] }, result_type: 'number' },
+      });
+      expect(created.status, created.text).toBe(201);
+      const id = (created.body as Field).id;
+      const updated = await t.request('PATCH', `${base}/${id}`, {
+        token: me.token,
+        body: { label: 'L', operation: { type: 'max', paths: ['/c'] } },
+      });
+      expect(updated.status, updated.text).toBe(200);
+      expect((await t.request('GET', `${base}/${id}`, { token: me.token })).body).toEqual(updated.body);
+      expect((await t.request('DELETE', `${base}/${id}`, { token: me.token })).status).toBe(204);
+      const evs = await eventsOf(t, 'computed_field', id);
+      expect(evs.map((e) => [e.action, e.collection_id, e.before ?? null, e.after ?? null])).toEqual([
+        ['created', cid, null, created.body],
+        ['updated', cid, created.body, updated.body],
+        ['deleted', cid, updated.body, null],
+      ]);
+    }
+  });
+
+  it('a shared field change needs the collection in a scoped token: the class alone is not enough (403)', async () => {
+    const cid = await collection(t);
+    const cls = await createClass(t, cid);
+    const me = await principalWith(t, [[cid, ['ReadClass', 'UpdateCollection']]]);
+    const base = `/api/v1/classes/${cls.id}/computed-fields`;
+    const body = { key: 'scoped', operation: { type: 'sum', paths: ['/a'] }, result_type: 'number' };
+    const classOnly = await tokenFor(t, me.id, { resources: [{ kind: 'class', id: cls.id }] });
+    expect((await t.request('POST', base, { token: classOnly, body })).status).toBe(403);
+    const collectionToo = await tokenFor(t, me.id, { resources: [{ kind: 'collection', id: cid }] });
+    const made = await t.request('POST', base, { token: collectionToo, body });
+    expect(made.status, made.text).toBe(201);
+    const path = `${base}/${(made.body as Field).id}`;
+    expect((await t.request('PATCH', path, { token: classOnly, body: { label: 'x' } })).status).toBe(403);
+    expect((await t.request('DELETE', path, { token: classOnly })).status).toBe(403);
+    expect((await t.request('DELETE', path, { token: collectionToo })).status).toBe(204);
+  });
+
   it('createMyComputedField 201 for a human with ReadClass; list, get, update, delete are owner-only', async () => {
     const cid = await collection(t);
     const cls = await createClass(t, cid);

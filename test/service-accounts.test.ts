@@ -157,6 +157,26 @@ describe('getServiceAccount and updateServiceAccount', () => {
     expect(cleared.body).toMatchObject({ description: '', revision: 3 });
   });
 
+  it('each audit snapshot is the account as the write answered it and a read shows it (created, updated, deleted)', async () => {
+    const created = await t.request('POST', SA, {
+      token: owner.token,
+      body: { name: uniq('robot'), owner_group_id: team.id, description: 'a' },
+    });
+    expect(created.status, created.text).toBe(201);
+    const id = (created.body as { id: number }).id;
+    const updated = await t.request('PATCH', `${SA}/${id}`, { token: owner.token, body: { description: 'b' } });
+    expect(updated.status, updated.text).toBe(200);
+    expect((await t.request('GET', `${SA}/${id}`, { token: owner.token })).body).toEqual(updated.body);
+    expect((await t.request('DELETE', `${SA}/${id}`, { token: owner.token })).status).toBe(204);
+    const evs = await eventsOf(t, 'service_account', id);
+    expect(evs.map((e) => [e.action, e.before ?? null, e.after ?? null])).toEqual([
+      ['created', null, created.body],
+      ['updated', created.body, updated.body],
+      ['deleted', updated.body, null],
+    ]);
+    expect(evs[2]).toMatchObject({ metadata: { owner_group_id: team.id, removed_from_group_ids: [] } });
+  });
+
   it('updateServiceAccount by an owner member: 200 within their groups, 403 moving it to a group they are not in', async () => {
     const sa = await createServiceAccount(t, team.id);
     expect((await t.request('PATCH', `${SA}/${sa.id}`, { token: owner.token, body: { description: 'x' } })).status).toBe(200);

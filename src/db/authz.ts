@@ -332,6 +332,21 @@ async function inCollectionAs<R extends object>(
   return row;
 }
 
+/**
+ * `perm` on the collection of class `classId`, decided as for the collection itself (a token scoped
+ * to the class alone does not cover it), in one statement: 404 when the class does not exist.
+ * Returns the collection's id.
+ */
+export async function requireClassCollectionPermission(db: Db, auth: Authority, classId: number, perm: Permission): Promise<number> {
+  const row = await readInCollectionAs<{ collection_id: number }>(db, auth, perm, 'class', {
+    columns: partOf(db)`k.collection_id` as Fragment,
+    from: partOf(db)`classes k` as Fragment,
+    where: partOf(db)`k.id = ${classId}::int` as Fragment,
+    collection: 'k.collection_id',
+  });
+  return row.collection_id;
+}
+
 /** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
 export async function requireClassPermission(db: Db, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
   const row = await readClassAs<ClassRef>(db, auth, classId, perm, partOf(db)`k.id, k.collection_id` as Fragment);

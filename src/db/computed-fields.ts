@@ -7,6 +7,10 @@ import { classWhere } from './authz.ts';
 import type { Authority } from '../domain/authz.ts';
 import { sqlDefs, sqlPaths, type ComputedDef, type ComputedOperation, type ResultType } from '../domain/computed.ts';
 import { type ComputedFieldRow } from '../domain/views/computed-fields.ts';
+import { eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 
 const COMPUTED_FIELD_COLUMN_LIST =
   'f.id, f.class_id, f.key, f.label, f.description, f.enabled, f.operation, f.result_type, f.visibility, f.owner_user_id, f.created_at, f.updated_at, f.revision';
@@ -67,8 +71,14 @@ export async function findField(db: Db, id: number): Promise<ComputedFieldRow | 
   return row;
 }
 
-export async function lockField(tx: TransactionSql, id: number): Promise<ComputedFieldRow | undefined> {
-  const [row] = await tx<ComputedFieldRow[]>`select ${cols(tx)} from computed_fields f where f.id = ${id}::int for update`;
+/** The field locked for a write, with its class's collection (svc_collection_id) and the transaction's now() (svc_now). */
+export async function lockField(
+  tx: TransactionSql,
+  id: number,
+): Promise<(ComputedFieldRow & { svc_collection_id: number; svc_now: Date }) | undefined> {
+  const [row] = await tx<(ComputedFieldRow & { svc_collection_id: number; svc_now: Date })[]>`
+    select ${cols(tx)}, (select k.collection_id from classes k where k.id = f.class_id) as svc_collection_id, now() as svc_now
+    from computed_fields f where f.id = ${id}::int for update of f`;
   return row;
 }
 
@@ -93,31 +103,51 @@ export interface FieldValues {
   result_type: ResultType;
 }
 
+/** Inserts the field `f` (its id and times reserved: reserveId) with `events`, in one statement. */
 export async function insertField(
   tx: TransactionSql,
-  f: FieldValues & { classId: number; key: string; visibility: 'shared' | 'personal'; ownerUserId: number | null },
+  actor: Actor,
+  f: ComputedFieldRow,
+  events: NewEvent[],
+  final: Final = notFinal,
 ): Promise<ComputedFieldRow> {
-  const [row] = await tx<ComputedFieldRow[]>`
-    insert into computed_fields as f (class_id, key, label, description, enabled, operation, result_type, visibility, owner_user_id)
-    values (${f.classId}::int, ${f.key}, ${f.label}, ${f.description}, ${f.enabled}::boolean,
-      ${JSON.stringify({ type: f.operation.type, paths: f.operation.paths })}::text::jsonb, ${f.result_type}, ${f.visibility},
-      ${f.ownerUserId}::int)
-    returning ${cols(tx)}`;
+  const [row] = await final(tx<ComputedFieldRow[]>`
+    with f as (
+      insert into computed_fields as f (id, class_id, key, label, description, enabled, operation, result_type, visibility, owner_user_id)
+      values (${f.id}::int, ${f.class_id}::int, ${f.key}, ${f.label}, ${f.description}, ${f.enabled}::boolean,
+        ${operationJson(f.operation)}::text::jsonb, ${f.result_type}, ${f.visibility}, ${f.owner_user_id}::int)
+      returning ${cols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select * from f`);
   return row!;
 }
 
-export async function updateField(tx: TransactionSql, id: number, f: FieldValues): Promise<ComputedFieldRow> {
-  const [row] = await tx<ComputedFieldRow[]>`
-    update computed_fields as f set label = ${f.label}, description = ${f.description}, enabled = ${f.enabled}::boolean,
-      operation = ${JSON.stringify({ type: f.operation.type, paths: f.operation.paths })}::text::jsonb, result_type = ${f.result_type},
-      updated_at = now(), revision = f.revision + 1
-    where f.id = ${id}::int
-    returning ${cols(tx)}`;
+/** Writes `f` over its locked field (updated_at now(), the revision one up) with `events`, in one statement. */
+export async function updateField(
+  tx: TransactionSql,
+  actor: Actor,
+  f: ComputedFieldRow,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<ComputedFieldRow> {
+  const [row] = await final(tx<ComputedFieldRow[]>`
+    with f as (
+      update computed_fields as f set label = ${f.label}, description = ${f.description}, enabled = ${f.enabled}::boolean,
+        operation = ${operationJson(f.operation)}::text::jsonb, result_type = ${f.result_type}, updated_at = now(), revision = f.revision + 1
+      where f.id = ${f.id}::int
+      returning ${cols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select * from f`);
   return row!;
 }
 
-export async function deleteField(tx: TransactionSql, id: number): Promise<void> {
-  await tx`delete from computed_fields where id = ${id}::int`;
+/** The stored form of an operation: its type and paths, nothing else. */
+export function storedOperation(o: ComputedOperation): ComputedOperation {
+  return { type: o.type, paths: o.paths };
+}
+
+function operationJson(o: ComputedOperation): string {
+  return JSON.stringify(storedOperation(o));
 }
 
 /** Every definition of a class (for the cascade of a class delete), locked. */

@@ -31,7 +31,16 @@ export async function appendMany(tx: Db, actor: Actor, events: NewEvent[]): Prom
 }
 
 /** The tables whose rows reserveId and deleteRowWithEvents write. */
-export type RowTable = 'objects' | 'object_relations' | 'collections' | 'classes' | 'groups' | 'export_templates' | 'remote_targets';
+export type RowTable =
+  | 'objects'
+  | 'object_relations'
+  | 'collections'
+  | 'classes'
+  | 'groups'
+  | 'principals'
+  | 'computed_fields'
+  | 'export_templates'
+  | 'remote_targets';
 
 /**
  * A new row's id, reserved from the identity of `table`, and the transaction's now() (its created_at

@@ -2,7 +2,9 @@ import type { Db, TransactionSql } from './sql.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { tokenSnapshot, type TokenRow } from '../domain/views/tokens.ts';
-import { appendEvent } from './events.ts';
+import { appendEvent, eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
 import { type ServiceAccountRow, serviceAccountView } from '../domain/views/service-accounts.ts';
 
@@ -47,33 +49,56 @@ export async function findServiceAccount(db: Db, id: number): Promise<ServiceAcc
   return row;
 }
 
-export async function lockServiceAccount(tx: TransactionSql, id: number): Promise<ServiceAccountRow | undefined> {
-  const [row] = await tx<ServiceAccountRow[]>`
-    select ${SELECT(tx)} from principals p join service_accounts sa on sa.principal_id = p.id where p.id = ${id}
+/** The account locked for a write, with the transaction's now() (the updated_at of the write). */
+export async function lockServiceAccount(tx: TransactionSql, id: number): Promise<(ServiceAccountRow & { svc_now: Date }) | undefined> {
+  const [row] = await tx<(ServiceAccountRow & { svc_now: Date })[]>`
+    select ${SELECT(tx)}, now() as svc_now from principals p join service_accounts sa on sa.principal_id = p.id where p.id = ${id}
     for update of p, sa`;
   return row;
 }
 
-export async function insertServiceAccount(
-  tx: TransactionSql,
-  s: { name: string; identityScope: string; description: string; ownerGroupId: number; createdBy: number | null },
-): Promise<ServiceAccountRow> {
-  const [p] = await tx<{ id: number }[]>`
-    insert into principals (kind, name, identity_scope) values ('service_account', ${s.name}, ${s.identityScope}) returning id`;
-  await tx`
-    insert into service_accounts (principal_id, description, owner_group_id, created_by)
-    values (${p!.id}, ${s.description}, ${s.ownerGroupId}, ${s.createdBy})`;
-  return (await findServiceAccount(tx, p!.id))!;
+/** Whether `principalId` belongs to the owner group of the account `id` (false when there is no such account). */
+export async function managesAccount(db: Db, id: number, principalId: number): Promise<boolean> {
+  const rows = await db`
+    select 1 from service_accounts sa join group_members gm on gm.group_id = sa.owner_group_id
+    where sa.principal_id = ${id} and gm.principal_id = ${principalId}`;
+  return rows.length > 0;
 }
 
-export async function updateServiceAccountRow(
+/** Inserts the account `a` (its id and times reserved: reserveId) with `events`, in one statement. */
+export async function insertServiceAccount(
   tx: TransactionSql,
-  id: number,
-  s: { description: string; ownerGroupId: number },
-): Promise<ServiceAccountRow> {
-  await tx`update service_accounts set description = ${s.description}, owner_group_id = ${s.ownerGroupId} where principal_id = ${id}`;
-  await tx`update principals set updated_at = now(), revision = revision + 1 where id = ${id}`;
-  return (await findServiceAccount(tx, id))!;
+  actor: Actor,
+  a: ServiceAccountRow,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<void> {
+  await final(tx`
+    with p as (
+      insert into principals (id, kind, name, identity_scope) values (${a.id}::int, 'service_account', ${a.name}, ${a.identity_scope})
+      returning id
+    ), sa as (
+      insert into service_accounts (principal_id, description, owner_group_id, created_by)
+      select p.id, ${a.description}, ${a.owner_group_id}::int, ${a.created_by}::int from p
+    )${eventsCte(tx, actor, events)}
+    select 1 from p`);
+}
+
+/** Writes the description and owner of `a` over its locked account (updated_at now(), the revision one up) with `events`, in one statement. */
+export async function updateServiceAccount(
+  tx: TransactionSql,
+  actor: Actor,
+  a: ServiceAccountRow,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<void> {
+  await final(tx`
+    with sa as (
+      update service_accounts set description = ${a.description}, owner_group_id = ${a.owner_group_id}::int where principal_id = ${a.id}::int
+    ), p as (
+      update principals set updated_at = now(), revision = revision + 1 where id = ${a.id}::int returning id
+    )${eventsCte(tx, actor, events)}
+    select 1 from p`);
 }
 
 export interface DisableOutcome {

@@ -84,9 +84,3 @@ export async function principalGroupIds(db: Db, id: number): Promise<number[]> {
   const rows = await db<{ group_id: number }[]>`select group_id from group_members where principal_id = ${id} order by group_id`;
   return rows.map((r) => r.group_id);
 }
-
-/** Deletes a principal; its profile, memberships, tokens and settings go with it (FK cascades). */
-export async function deletePrincipal(tx: TransactionSql, id: number): Promise<boolean> {
-  const rows = await tx`delete from principals where id = ${id} returning id`;
-  return rows.length > 0;
-}

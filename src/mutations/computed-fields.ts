@@ -10,12 +10,10 @@ import {
   type ResultType,
 } from '../domain/computed.ts';
 import { jsonEqual } from '../domain/json-patch.ts';
-import type { Db } from '../db/sql.ts';
-import { appendEvent } from '../db/events.ts';
+import { deleteRowWithEvents, reserveId } from '../db/events.ts';
 import { type NewEvent } from '../domain/new-event.ts';
-import { requireClassPermission, requireCollectionPermission } from '../db/authz.ts';
-import { findClassExpanded } from '../db/classes.ts';
-import { countFields, deleteField, insertField, lockClassFields, lockField, updateField, type FieldValues } from '../db/computed-fields.ts';
+import { requireClassCollectionPermission, requireClassPermission } from '../db/authz.ts';
+import { countFields, insertField, lockClassFields, lockField, storedOperation, updateField } from '../db/computed-fields.ts';
 import { computedFieldView, type ComputedFieldRow } from '../domain/views/computed-fields.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
@@ -42,38 +40,39 @@ export interface ComputedFieldChanges {
   result_type?: ResultType;
 }
 
-/** The class's collection (404 when the class does not exist). */
-async function classCollection(db: Db, classId: number): Promise<number> {
-  const cls = await findClassExpanded(db, classId);
-  if (!cls) throw notFound('class');
-  return cls.collection_id;
+/**
+ * The check of a write of the caller's fields under a class, in one statement (404 when the class
+ * does not exist): UpdateCollection on the class's collection for shared fields (decided as for the
+ * collection itself), ReadClass for personal ones. Returns the class's collection.
+ */
+async function requireFieldChange(m: MutationContext, classId: number, visibility: FieldOwner['visibility']): Promise<number> {
+  if (visibility === 'personal') return (await requireClassPermission(m.tx, m.auth, classId, 'ReadClass')).collection_id;
+  return requireClassCollectionPermission(m.tx, m.auth, classId, 'UpdateCollection');
 }
 
-/** Changing shared fields needs UpdateCollection on the class's collection. */
-async function requireSharedChange(m: MutationContext, classId: number): Promise<number> {
-  const collectionId = await classCollection(m.tx, classId);
-  await requireCollectionPermission(m.tx, m.auth, collectionId, 'UpdateCollection');
-  return collectionId;
-}
-
-/** Locks a field for a write: it must be the owner's (else 404) and the caller may change it; then If-Match. */
+/**
+ * Locks a field for a write: it must be the owner's (else 404) and the caller may change it; then
+ * If-Match. One round trip: the lock, and for a shared field the check on its class behind it.
+ */
 async function lockForWrite(
   m: MutationContext,
   fieldId: number,
   owner: FieldOwner,
   ifMatch: string | undefined,
-): Promise<{ row: ComputedFieldRow; collectionId: number }> {
-  const row = await lockField(m.tx, fieldId);
-  let collectionId: number | undefined;
-  if (owner.visibility === 'shared') collectionId = await requireSharedChange(m, owner.classId);
+): Promise<{ row: ComputedFieldRow; collectionId: number; now: Date }> {
+  const locking = lockField(m.tx, fieldId);
+  const checked = owner.visibility === 'shared' ? requireFieldChange(m, owner.classId, 'shared') : undefined;
+  checked?.catch(() => undefined); // awaited below, in the order they run
+  const locked = await locking;
+  await checked;
   const mine =
     owner.visibility === 'shared'
-      ? row?.class_id === owner.classId && row.visibility === 'shared'
-      : row?.visibility === 'personal' && row.owner_user_id === m.auth.principal.id;
-  if (!row || !mine) throw notFound('computed field');
-  collectionId ??= await classCollection(m.tx, row.class_id);
+      ? locked?.class_id === owner.classId && locked.visibility === 'shared'
+      : locked?.visibility === 'personal' && locked.owner_user_id === m.auth.principal.id;
+  if (!locked || !mine) throw notFound('computed field');
+  const { svc_collection_id: collectionId, svc_now: now, ...row } = locked;
   requireMatch(ifMatch, KIND, row.id, row.revision);
-  return { row, collectionId };
+  return { row: row as ComputedFieldRow, collectionId, now };
 }
 
 function fieldEvent(row: ComputedFieldRow, collectionId: number, action: string, before: ComputedFieldRow | null): NewEvent {
@@ -90,6 +89,10 @@ function fieldEvent(row: ComputedFieldRow, collectionId: number, action: string,
   };
 }
 
+/**
+ * Two round trips: the check on the class, the class's definition lock, the count against the limit
+ * and the new id with now(); then the field with its event (and COMMIT).
+ */
 export async function createComputedField(
   m: MutationContext,
   classId: number,
@@ -98,12 +101,14 @@ export async function createComputedField(
 ): Promise<ComputedFieldRow> {
   validateOperation(v.operation, v.result_type);
   const ownerUserId = owner === 'shared' ? null : m.auth.principal.id;
-  const collectionId =
-    owner === 'shared'
-      ? await requireSharedChange(m, classId)
-      : (await requireClassPermission(m.tx, m.auth, classId, 'ReadClass')).collection_id;
-  await lockClassFields(m.tx, classId);
-  if ((await countFields(m.tx, classId, ownerUserId)) >= (owner === 'shared' ? MAX_SHARED_PER_CLASS : MAX_PERSONAL_PER_CLASS)) {
+  const checked = requireFieldChange(m, classId, owner);
+  const locked = lockClassFields(m.tx, classId); // the count behind it sees every definition committed before it
+  const counted = countFields(m.tx, classId, ownerUserId);
+  const reserved = reserveId(m.tx, 'computed_fields');
+  for (const p of [locked, counted, reserved]) p.catch(() => undefined); // awaited below, after the check
+  const collectionId = await checked;
+  await locked;
+  if ((await counted) >= (owner === 'shared' ? MAX_SHARED_PER_CLASS : MAX_PERSONAL_PER_CLASS)) {
     throw conflict(
       owner === 'shared'
         ? `a class has at most ${MAX_SHARED_PER_CLASS} shared computed fields`
@@ -111,21 +116,26 @@ export async function createComputedField(
       'computed_field_limit',
     );
   }
-  const row = await insertField(m.tx, {
-    classId,
+  const { id, now } = await reserved;
+  const created: ComputedFieldRow = {
+    id,
+    class_id: classId,
     key: v.key,
     label: v.label ?? v.key,
     description: v.description ?? '',
     enabled: v.enabled ?? true,
-    operation: { type: v.operation.type, paths: v.operation.paths },
+    operation: storedOperation(v.operation),
     result_type: v.result_type,
     visibility: owner,
-    ownerUserId,
-  });
-  await appendEvent(m.tx, m.actor, fieldEvent(row, collectionId, 'created', null), m.final);
-  return row;
+    owner_user_id: ownerUserId,
+    created_at: now,
+    updated_at: now,
+    revision: 1,
+  };
+  return insertField(m.tx, m.actor, created, [fieldEvent(created, collectionId, 'created', null)], m.final);
 }
 
+/** Two round trips: the lock with the check; then the change with its event (and COMMIT). */
 export async function updateComputedField(
   m: MutationContext,
   fieldId: number,
@@ -133,12 +143,12 @@ export async function updateComputedField(
   changes: ComputedFieldChanges,
   ifMatch?: string,
 ): Promise<Written<ComputedFieldRow>> {
-  const { row: before, collectionId } = await lockForWrite(m, fieldId, owner, ifMatch);
-  const next: FieldValues = {
+  const { row: before, collectionId, now } = await lockForWrite(m, fieldId, owner, ifMatch);
+  const next = {
     label: changes.label ?? before.label,
     description: changes.description ?? before.description,
     enabled: changes.enabled ?? before.enabled,
-    operation: changes.operation ? { type: changes.operation.type, paths: changes.operation.paths } : before.operation,
+    operation: changes.operation ? storedOperation(changes.operation) : before.operation,
     result_type: changes.result_type ?? before.result_type,
   };
   const same =
@@ -146,17 +156,16 @@ export async function updateComputedField(
     next.description === before.description &&
     next.enabled === before.enabled &&
     next.result_type === before.result_type &&
-    jsonEqual(next.operation, { type: before.operation.type, paths: before.operation.paths });
+    jsonEqual(next.operation, storedOperation(before.operation));
   return skipWhenUnchanged(before, same, async () => {
     validateOperation(next.operation, next.result_type);
-    const after = await updateField(m.tx, before.id, next);
-    await appendEvent(m.tx, m.actor, fieldEvent(after, collectionId, 'updated', before), m.final);
-    return after;
+    const after: ComputedFieldRow = { ...before, ...next, updated_at: now, revision: before.revision + 1 };
+    return updateField(m.tx, m.actor, after, [fieldEvent(after, collectionId, 'updated', before)], m.final);
   });
 }
 
+/** Two round trips: the lock with the check; then the delete with its event (and COMMIT). */
 export async function deleteComputedField(m: MutationContext, fieldId: number, owner: FieldOwner, ifMatch?: string): Promise<void> {
   const { row, collectionId } = await lockForWrite(m, fieldId, owner, ifMatch);
-  await deleteField(m.tx, row.id);
-  await appendEvent(m.tx, m.actor, fieldEvent(row, collectionId, 'deleted', row), m.final);
+  await deleteRowWithEvents(m.tx, m.actor, 'computed_fields', row.id, [fieldEvent(row, collectionId, 'deleted', row)], m.final);
 }

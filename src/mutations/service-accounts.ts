@@ -4,13 +4,14 @@
 import { badRequest, forbidden, notFound } from '../domain/errors.ts';
 import type { Authority } from '../domain/authz.ts';
 import type { Db } from '../db/sql.ts';
-import { appendEvent } from '../db/events.ts';
+import { reserveId } from '../db/events.ts';
 import { isMember, shareLockGroup } from '../db/groups.ts';
 import {
   disableServiceAccount as disableAccountRow,
   insertServiceAccount,
   lockServiceAccount,
-  updateServiceAccountRow,
+  managesAccount,
+  updateServiceAccount as updateAccountRow,
 } from '../db/service-accounts.ts';
 import { serviceAccountEvent, serviceAccountView, type ServiceAccountRow } from '../domain/views/service-accounts.ts';
 import { deletePrincipalRecorded } from './principals.ts';
@@ -35,51 +36,81 @@ export interface ServiceAccountChanges {
   disabled?: boolean;
 }
 
+const NOT_MANAGER = "only an administrator or a member of the service account's owner group may manage it";
+
 /** 403 unless the caller is an administrator or a member of the account's owner group (reads use it too). */
 export async function requireAccountManager(db: Db, auth: Authority, account: ServiceAccountRow): Promise<void> {
-  if (!auth.isAdmin && !(await isMember(db, account.owner_group_id, auth.principal.id))) {
-    throw forbidden("only an administrator or a member of the service account's owner group may manage it");
-  }
+  if (!auth.isAdmin && !(await isMember(db, account.owner_group_id, auth.principal.id))) throw forbidden(NOT_MANAGER);
 }
 
-/** The owner group exists (404) and a non-admin caller belongs to it (403); locked against deletion. */
+/**
+ * The owner group exists (404) and a non-admin caller belongs to it (403); locked against deletion.
+ * The membership test goes out behind the lock, in the same round trip.
+ */
 async function requireOwnerGroup(m: MutationContext, groupId: number): Promise<void> {
-  const group = await shareLockGroup(m.tx, groupId);
-  if (!group) throw notFound('owner group');
-  if (!m.auth.isAdmin && !(await isMember(m.tx, groupId, m.auth.principal.id))) {
-    throw forbidden('a service account can be owned only by a group you belong to');
-  }
+  const locking = shareLockGroup(m.tx, groupId);
+  const member = m.auth.isAdmin ? undefined : isMember(m.tx, groupId, m.auth.principal.id);
+  member?.catch(() => undefined); // awaited below, once the group is known to exist
+  if (!(await locking)) throw notFound('owner group');
+  if (member && !(await member)) throw forbidden('a service account can be owned only by a group you belong to');
 }
 
-async function lockForWrite(m: MutationContext, id: number, ifMatch: string | undefined): Promise<ServiceAccountRow> {
-  const before = await lockServiceAccount(m.tx, id);
-  if (!before) throw notFound('service account');
-  await requireAccountManager(m.tx, m.auth, before);
-  requireMatch(ifMatch, KIND, id, before.revision);
-  return before;
+/**
+ * Locks the account, with the test that a non-admin caller belongs to its owner group behind the
+ * lock (one round trip: the test reads the locked row's owner); then If-Match.
+ */
+async function lockForWrite(
+  m: MutationContext,
+  id: number,
+  ifMatch: string | undefined,
+): Promise<{ before: ServiceAccountRow; now: Date }> {
+  const locking = lockServiceAccount(m.tx, id);
+  const managing = m.auth.isAdmin ? undefined : managesAccount(m.tx, id, m.auth.principal.id);
+  managing?.catch(() => undefined); // awaited below, once the account is known to exist
+  const locked = await locking;
+  if (!locked) throw notFound('service account');
+  if (managing && !(await managing)) throw forbidden(NOT_MANAGER);
+  requireMatch(ifMatch, KIND, id, locked.revision);
+  const { svc_now: now, ...before } = locked;
+  return { before, now };
 }
 
+/** Two round trips: the owner group's lock and test with the new id and now(); then the account with its event (and COMMIT). */
 export async function createServiceAccount(m: MutationContext, v: NewServiceAccount): Promise<ServiceAccountRow> {
-  await requireOwnerGroup(m, v.owner_group_id);
-  const created = await insertServiceAccount(m.tx, {
+  const owner = requireOwnerGroup(m, v.owner_group_id);
+  const reserved = reserveId(m.tx, 'principals');
+  reserved.catch(() => undefined); // awaited below, after the owner group's checks
+  await owner;
+  const { id, now } = await reserved;
+  const created: ServiceAccountRow = {
+    id,
     name: v.name,
-    identityScope: v.identity_scope,
     description: v.description ?? '',
-    ownerGroupId: v.owner_group_id,
-    createdBy: m.auth.principal.id,
-  });
-  // COMMIT goes with the event, unless the account is disabled after it
-  await appendEvent(m.tx, m.actor, serviceAccountEvent('created', created, null), v.disabled === true ? undefined : m.final);
-  return v.disabled === true ? disableAccountRow(m.tx, m.actor, created) : created;
+    identity_scope: v.identity_scope,
+    owner_group_id: v.owner_group_id,
+    created_by: m.auth.principal.id,
+    disabled_at: null,
+    created_at: now,
+    updated_at: now,
+    revision: 1,
+  };
+  const events = [serviceAccountEvent('created', created, null)];
+  if (v.disabled !== true) {
+    await insertServiceAccount(m.tx, m.actor, created, events, m.final); // COMMIT goes with it
+    return created;
+  }
+  await insertServiceAccount(m.tx, m.actor, created, events);
+  return disableAccountRow(m.tx, m.actor, created);
 }
 
+/** Two round trips when the owner stays: the lock with the test; then the change with its event (and COMMIT). */
 export async function updateServiceAccount(
   m: MutationContext,
   id: number,
   changes: ServiceAccountChanges,
   ifMatch?: string,
 ): Promise<Written<ServiceAccountRow>> {
-  const before = await lockForWrite(m, id, ifMatch);
+  const { before, now } = await lockForWrite(m, id, ifMatch);
   if (changes.disabled === false && before.disabled_at !== null) throw badRequest('a disabled service account cannot be enabled again');
   const description = changes.description === undefined ? before.description : (changes.description ?? '');
   const ownerGroupId = changes.owner_group_id ?? before.owner_group_id;
@@ -89,8 +120,9 @@ export async function updateServiceAccount(
   return skipWhenUnchanged(before, !changed && !disabling, async () => {
     let current = before;
     if (changed) {
-      current = await updateServiceAccountRow(m.tx, id, { description, ownerGroupId });
-      await appendEvent(m.tx, m.actor, serviceAccountEvent('updated', current, before), disabling ? undefined : m.final);
+      current = { ...before, description, owner_group_id: ownerGroupId, updated_at: now, revision: before.revision + 1 };
+      const events = [serviceAccountEvent('updated', current, before)];
+      await updateAccountRow(m.tx, m.actor, current, events, disabling ? undefined : m.final); // COMMIT goes with it, unless disabling follows
     }
     return disabling ? disableAccountRow(m.tx, m.actor, current) : current;
   });
@@ -98,13 +130,18 @@ export async function updateServiceAccount(
 
 /** Disables an account: its tokens are revoked and its queued tasks cancelled; unchanged when it already is. */
 export async function disableServiceAccount(m: MutationContext, id: number, ifMatch?: string): Promise<Written<ServiceAccountRow>> {
-  const before = await lockForWrite(m, id, ifMatch);
+  const { before } = await lockForWrite(m, id, ifMatch);
   return skipWhenUnchanged(before, before.disabled_at !== null, () => disableAccountRow(m.tx, m.actor, before));
 }
 
+/** Two round trips: the lock with the test and the account's groups; then the delete with its event (and COMMIT). */
 export async function deleteServiceAccount(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
-  const before = await lockForWrite(m, id, ifMatch);
-  await deletePrincipalRecorded(m, { entityType: KIND, label: 'service account' }, before, serviceAccountView(before), {
-    owner_group_id: before.owner_group_id,
-  });
+  await deletePrincipalRecorded(
+    m,
+    { entityType: KIND, label: 'service account' },
+    id,
+    async () => (await lockForWrite(m, id, ifMatch)).before,
+    serviceAccountView,
+    (before) => ({ owner_group_id: before.owner_group_id }),
+  );
 }

@@ -91,6 +91,5 @@ export async function updateUser(
 
 /** Deletes a user; its profile, memberships, tokens and settings go with it. */
 export async function deleteUser(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
-  const before = await lockForWrite(m, id, ifMatch);
-  await deletePrincipalRecorded(m, { entityType: KIND, label: 'user' }, before, userView(before));
+  await deletePrincipalRecorded(m, { entityType: KIND, label: 'user' }, id, () => lockForWrite(m, id, ifMatch), userView);
 }
