@@ -523,6 +523,24 @@ describe('revokePrincipalToken', () => {
     expect(events[1]!.before.revoked_at).toBeNull();
     expect(events[1]!.after.revoked_at).not.toBeNull();
     expect((await t.request('GET', `${tokensPath(h.id)}/${m.id}`, { token: h.token })).body).toMatchObject({ revision: 2 });
+    // the snapshot is the token as revoked, to the millisecond of its revoked_at
+    const { last_used_at: _used, active: _active, expired: _expired, ...wire } = row;
+    expect(events[1]!.after).toEqual({ ...wire, renewed_from_token_id: null });
+  });
+
+  it('a logout records the revoked token as stored; logging out with a revoked token is 401', async () => {
+    const h = await createHuman(t);
+    const me = await t.request('GET', '/api/v1/iam/me', { token: h.token });
+    const id = (me.body as { token: { id: number } }).token.id;
+    expect((await t.request('POST', '/api/v0/auth/logout', { token: h.token })).status).toBe(200);
+    expect((await t.request('POST', '/api/v0/auth/logout', { token: h.token })).status).toBe(401);
+    const row = (await t.request('GET', `${tokensPath(h.id)}/${id}`)).body as Record<string, unknown>;
+    expect(row).toMatchObject({ active: false, revision: 2 });
+    const [event] = await t.deps.sql<{ after: Record<string, unknown>; metadata: Record<string, unknown> }[]>`
+      select after, metadata from events where entity_type = 'token' and entity_id = ${id} and action = 'revoked'`;
+    const { last_used_at: _used, active: _active, expired: _expired, ...wire } = row;
+    expect(event!.after).toEqual({ ...wire, renewed_from_token_id: null });
+    expect(event!.metadata).toMatchObject({ via: 'logout', principal_id: h.id });
   });
 
   it('revokePrincipalToken 412 for a stale If-Match, with the current ETag; 204 for the current one', async () => {

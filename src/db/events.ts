@@ -112,12 +112,13 @@ export function insertEventsSql(tx: Db, actor: Actor, events: NewEvent[]): Fragm
 /**
  * `, e as (insert into events … select … from <rows>)`: `event` appended once for each row that the
  * statement's CTE named `rows` returns, for a write that may turn out to change nothing (an insert …
- * on conflict do nothing, a delete of what is not there): no row, no event. It leaves marking the
- * transaction for the token cache to the caller, who knows after the statement whether it wrote
- * (markWritten).
+ * on conflict do nothing, a delete of what is not there): no row, no event. `afterPatch`, a jsonb
+ * expression over the row, is merged into the `after` snapshot (a value only the write knows, as a
+ * revocation's time). It leaves marking the transaction for the token cache to the caller, who
+ * knows after the statement whether it wrote (markWritten).
  */
-export function eventPerRowCte(tx: Db, actor: Actor, rows: string, event: NewEvent): Fragment {
-  return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, event, false)} from ${tx(rows)})` as Fragment;
+export function eventPerRowCte(tx: Db, actor: Actor, rows: string, event: NewEvent, afterPatch?: Fragment): Fragment {
+  return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, event, false, afterPatch)} from ${tx(rows)})` as Fragment;
 }
 
 /** For an event that eventPerRowCte appended: marks the transaction when the event bears on the token cache. */
@@ -143,15 +144,19 @@ function eventValues(tx: Db, actor: Actor, e: NewEvent): Fragment {
   return tx`(${eventValueList(tx, actor, e)})` as Fragment;
 }
 
-/** The values of one event (columns as EVENT_COLUMNS); `mark`: marks the transaction (markWritten) now. */
-function eventValueList(tx: Db, actor: Actor, e: NewEvent, mark = true): Fragment {
+/**
+ * The values of one event (columns as EVENT_COLUMNS); `mark`: marks the transaction (markWritten)
+ * now; `afterPatch`: a jsonb expression merged into the `after` snapshot.
+ */
+function eventValueList(tx: Db, actor: Actor, e: NewEvent, mark = true, afterPatch?: Fragment): Fragment {
   if (mark) markWritten(tx, e);
   const v = eventFields(actor, e);
+  const after = e.after === undefined || e.after === null ? null : tx.json(e.after as never);
   return tx`${e.entityType}, ${e.entityId}, ${e.entityName ?? null}, ${e.collectionId ?? null}, ${v.related}::int[],
       ${e.action}, ${actor.kind}, ${v.actorUserId}, ${v.initiatorId},
       ${actor.taskId ?? null}, ${tx.json(v.provenance as never)}, ${actor.requestId ?? null}, ${actor.correlationId ?? null},
       ${e.summary ?? null}, ${e.before === undefined || e.before === null ? null : tx.json(e.before as never)},
-      ${e.after === undefined || e.after === null ? null : tx.json(e.after as never)},
+      ${afterPatch && after !== null ? tx`${after}::jsonb || ${afterPatch}` : after},
       ${e.beforeRevision ?? null}, ${e.afterRevision ?? null}, ${tx.json(v.metadata as never)}, 2` as Fragment;
 }
 

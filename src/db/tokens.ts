@@ -1,5 +1,9 @@
-import type { Db } from './sql.ts';
-import { runList, type ListPage } from './list.ts';
+import type { Db, TransactionSql } from './sql.ts';
+import { runList, type Fragment, type ListPage } from './list.ts';
+import { eventPerRowCte, markWritten } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { PrincipalKind } from '../domain/principals.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
@@ -151,14 +155,26 @@ export async function lockToken(db: Db, tokenId: number, legacyLifetimeHours: nu
   return row;
 }
 
-/** Soft-revokes one unrevoked token; undefined when it was revoked already. */
-export async function revokeToken(db: Db, tokenId: number): Promise<TokenRow | undefined> {
-  const [row] = await db<TokenRow[]>`
-    update tokens set revoked_at = now(), revision = revision + 1
-    where id = ${tokenId} and revoked_at is null
-    returning id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope,
-      renewed_from_token_id, revision`;
-  return row;
+/**
+ * Soft-revokes one token and appends `event`, its audit event, in one statement: the event's `after`
+ * snapshot gets the revocation's time as its revoked_at (ISO 8601 UTC, milliseconds, as isoTime
+ * writes it). False when it was revoked already: nothing is written.
+ */
+export async function revokeTokenWithEvent(
+  tx: TransactionSql,
+  actor: Actor,
+  tokenId: number,
+  event: NewEvent,
+  final: Final = notFinal,
+): Promise<boolean> {
+  const [row] = await final(tx<{ n: number }[]>`
+    with r as (
+      update tokens set revoked_at = now(), revision = revision + 1 where id = ${tokenId}::int and revoked_at is null returning revoked_at
+    )${eventPerRowCte(tx, actor, 'r', event, tx`jsonb_build_object('revoked_at', to_char(r.revoked_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))` as Fragment)}
+    select count(*)::int as n from r`);
+  const changed = row!.n > 0;
+  if (changed) markWritten(tx, event);
+  return changed;
 }
 
 /** Locks and returns every unrevoked token of a principal (oldest first). */

@@ -81,7 +81,7 @@ export const authHandlers = {
     const auth = authOf(ctx);
     await withTx(ctx.deps.sql, async (tx) => {
       const row = await lockToken(tx, auth.token.id, ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS);
-      if (row) await revokeWithEvent(tx, ctx, row, 'logout');
+      if (row) await revokeWithEvent(tx, ctx, row, 'logout', finalFor(ctx.deps.sql, tx)); // COMMIT goes with it
     });
     return { status: 200, body: { message: 'logged out: the token is revoked' } };
   },
@@ -94,7 +94,7 @@ export const authHandlers = {
       const row = await lockTokenByHash(tx, hashToken(ctx.deps.tokenKey, raw), ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS);
       // Another principal's token is "not found" for non-admins: the answer must not reveal it exists.
       if (!row || (row.principal_id !== auth.principal.id && !isUnscopedAdmin(auth))) throw notFound('token');
-      await revokeWithEvent(tx, ctx, row, 'logout_token');
+      await revokeWithEvent(tx, ctx, row, 'logout_token', finalFor(ctx.deps.sql, tx)); // COMMIT goes with it
     });
     return { status: 200, body: { message: 'the token is revoked' } };
   },

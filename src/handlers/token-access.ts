@@ -3,6 +3,7 @@
 import type { Ctx } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
 import type { TransactionSql } from '../db/sql.ts';
+import type { Final } from '../db/tx.ts';
 import type { TokenRow } from '../domain/views/tokens.ts';
 import { mintTokenAs, revokeTokenAs, type MintedToken, type TokenMint } from '../mutations/tokens.ts';
 
@@ -16,7 +17,10 @@ export async function mintToken(
   return mintTokenAs(tx, ctx.deps.tokenKey, actorOf(ctx), owner, t);
 }
 
-/** Soft-revokes a (locked) token and appends `token.revoked`; false when it was revoked already. */
-export async function revokeWithEvent(tx: TransactionSql, ctx: Ctx, before: TokenRow, via: string): Promise<boolean> {
-  return revokeTokenAs(tx, actorOf(ctx), before, via);
+/**
+ * Soft-revokes a (locked) token and appends `token.revoked`; false when it was revoked already.
+ * `final`: the transaction's last statement (COMMIT goes with it).
+ */
+export async function revokeWithEvent(tx: TransactionSql, ctx: Ctx, before: TokenRow, via: string, final?: Final): Promise<boolean> {
+  return revokeTokenAs(tx, actorOf(ctx), before, via, final);
 }

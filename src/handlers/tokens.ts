@@ -3,7 +3,7 @@ import { badRequest, conflict, notFound } from '../domain/errors.ts';
 import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
-import { withTx } from '../db/tx.ts';
+import { finalFor, withTx } from '../db/tx.ts';
 import { consumeApproval } from '../db/approvals.ts';
 import { TOKEN_LIST_SPEC, TOKEN_STATES, getTokenOfPrincipal, listTokensOfPrincipal, type TokenState } from '../db/tokens.ts';
 import { checkExpiry, resolveExpiry } from '../domain/token-lifetime.ts';
@@ -111,7 +111,7 @@ export const tokensHandlers = {
       const token = await getTokenOfPrincipal(tx, owner.id, input.params.token_id, ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS, true);
       if (!token) throw notFound('token');
       checkIfMatch(input.headers, 'token', token.id, token.revision);
-      await revokeWithEvent(tx, ctx, token, 'revoke');
+      await revokeWithEvent(tx, ctx, token, 'revoke', finalFor(ctx.deps.sql, tx)); // COMMIT goes with it
     });
     return { status: 204 };
   },

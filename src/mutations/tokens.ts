@@ -4,8 +4,9 @@
 import { conflict } from '../domain/errors.ts';
 import type { Db, TransactionSql } from '../db/sql.ts';
 import { appendEvent } from '../db/events.ts';
+import type { Final } from '../db/tx.ts';
 import type { Actor } from '../domain/actor.ts';
-import { insertToken, missingScopeResources, revokeToken, type TokenOwner, type TokenScopeValue } from '../db/tokens.ts';
+import { insertToken, missingScopeResources, revokeTokenWithEvent, type TokenOwner, type TokenScopeValue } from '../db/tokens.ts';
 import { tokenSnapshot, type TokenRow } from '../domain/views/tokens.ts';
 import { hashToken, newRawToken } from '../domain/token-secret.ts';
 import { missingResourcesError, validateScopeShape } from '../domain/scope.ts';
@@ -70,22 +71,30 @@ export async function mintTokenAs(
   return { raw, row: { ...row, expires_at: row.expires_at ?? t.expiresAt } };
 }
 
-/** Soft-revokes a (locked) token and appends `token.revoked`; false when it was revoked already. */
-export async function revokeTokenAs(tx: TransactionSql, actor: Actor, before: TokenRow, via: string): Promise<boolean> {
+/**
+ * Soft-revokes a (locked) token with its `token.revoked` event, in one statement; false when it was
+ * revoked already. `final`: COMMIT goes with it.
+ */
+export async function revokeTokenAs(tx: TransactionSql, actor: Actor, before: TokenRow, via: string, final?: Final): Promise<boolean> {
   if (before.revoked_at) return false;
-  const after = await revokeToken(tx, before.id);
-  if (!after) return false;
-  await appendEvent(tx, actor, {
-    entityType: 'token',
-    entityId: after.id,
-    entityName: after.name,
-    action: 'revoked',
-    summary: `token revoked (${via})`,
-    before: tokenSnapshot(before),
-    after: tokenSnapshot(after),
-    beforeRevision: before.revision,
-    afterRevision: after.revision,
-    metadata: { principal_id: after.principal_id, via },
-  });
-  return true;
+  // the revocation's time is the statement's: revokeTokenWithEvent puts it into `after`
+  const after: TokenRow = { ...before, revision: before.revision + 1 };
+  return revokeTokenWithEvent(
+    tx,
+    actor,
+    before.id,
+    {
+      entityType: 'token',
+      entityId: before.id,
+      entityName: before.name,
+      action: 'revoked',
+      summary: `token revoked (${via})`,
+      before: tokenSnapshot(before),
+      after: tokenSnapshot(after),
+      beforeRevision: before.revision,
+      afterRevision: after.revision,
+      metadata: { principal_id: before.principal_id, via },
+    },
+    final,
+  );
 }
