@@ -272,6 +272,63 @@ describe('list/get/update/deleteCollectionEventSubscription', () => {
   });
 });
 
+describe('subscription and sink audit snapshots', () => {
+  it('each event holds the subscription as the write answered it, routing_admin_approved as the statement decided it', async () => {
+    const col = await createCollection(t);
+    const open = (await createSink(t, { config: { allowed_routing: { urls: ['https://h.example/'] } } })).id;
+    const manager = await principalWith(t, [[col, ['ManageEventSubscription']]]);
+    const body = {
+      sink_id: open,
+      name: uniq('sub'),
+      entity_types: ['collection'],
+      actions: ['updated'],
+      routing: { url: 'https://h.example/a' },
+    };
+    const created = await t.request('POST', collPath(col), { token: manager.token, body });
+    expect(created.status, created.text).toBe(201);
+    const id = (created.body as { id: number }).id;
+    const patch = async (token: string, change: Record<string, unknown>, approved: boolean) => {
+      const res = await t.request('PATCH', collPath(col, id), { token, body: change });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body).toMatchObject({ routing_admin_approved: approved });
+      return res.body;
+    };
+    const answers = [
+      created.body,
+      await patch(t.adminToken, { routing: { url: 'https://h.example/a' } }, true), // the administrator approves it as it is
+      await patch(manager.token, { description: 'kept' }, true),
+      await patch(manager.token, { routing: { url: 'https://h.example/b' } }, false),
+    ];
+    expect((await t.request('DELETE', collPath(col, id), { token: manager.token })).status).toBe(204);
+    const evs = await eventsOf(t, 'event_subscription', id);
+    expect(evs.map((e) => [e.action, e.before ?? null, e.after ?? null])).toEqual([
+      ['created', null, answers[0]],
+      ['updated', answers[0], answers[1]],
+      ['updated', answers[1], answers[2]],
+      ['updated', answers[2], answers[3]],
+      ['deleted', answers[3], null],
+    ]);
+  });
+
+  it('each event holds the sink as the write answered it (created, updated, deleted)', async () => {
+    const created = await t.request('POST', '/api/v1/event-sinks', { body: { name: uniq('sink'), kind: 'webhook' } });
+    expect(created.status, created.text).toBe(201);
+    const id = (created.body as { id: number }).id;
+    const updated = await t.request('PATCH', `/api/v1/event-sinks/${id}`, {
+      body: { config: { timeout_ms: 1500, allowed_routing: { urls: ['https://h.example/'] } }, delivery_policy: { min_interval_ms: 20 } },
+    });
+    expect(updated.status, updated.text).toBe(200);
+    expect((await t.request('GET', `/api/v1/event-sinks/${id}`)).body).toEqual(updated.body);
+    expect((await t.request('DELETE', `/api/v1/event-sinks/${id}`)).status).toBe(204);
+    const evs = await eventsOf(t, 'event_sink', id);
+    expect(evs.map((e) => [e.action, e.before ?? null, e.after ?? null])).toEqual([
+      ['created', null, created.body],
+      ['updated', created.body, updated.body],
+      ['deleted', updated.body, null],
+    ]);
+  });
+});
+
 describe('system event subscriptions', () => {
   const path = (id?: number) => `/api/v1/system-event-subscriptions${id ? `/${id}` : ''}`;
 

@@ -4,6 +4,10 @@ import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { SinkFields } from '../domain/event-subscriptions.ts';
 import { type EventSinkRow } from '../domain/views/event-sinks.ts';
+import { eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 
 export const EVENT_SINK_LIST_SPEC: ListSpec = {
   fields: {
@@ -21,21 +25,24 @@ export const EVENT_SINK_LIST_SPEC: ListSpec = {
 const SINK_COLUMN_LIST =
   'k.id, k.name, k.kind, k.config, k.secret_ref, k.enabled, k.min_interval_ms, k.created_at, k.updated_at, k.revision';
 
-function cols(db: Db): Fragment {
+/** A sink's columns, over alias `k`. */
+export function sinkCols(db: Db): Fragment {
   return textPart(db, SINK_COLUMN_LIST) as Fragment;
 }
 
 export function listEventSinkRows(db: Db, parsed: ParsedList): Promise<ListPage<EventSinkRow>> {
-  return runList<EventSinkRow>(db, { from: db`event_sinks k` as Fragment, select: cols(db), parsed, spec: EVENT_SINK_LIST_SPEC });
+  return runList<EventSinkRow>(db, { from: db`event_sinks k` as Fragment, select: sinkCols(db), parsed, spec: EVENT_SINK_LIST_SPEC });
 }
 
 export async function findEventSink(db: Db, id: number): Promise<EventSinkRow | undefined> {
-  const [row] = await db<EventSinkRow[]>`select ${cols(db)} from event_sinks k where k.id = ${id}::int`;
+  const [row] = await db<EventSinkRow[]>`select ${sinkCols(db)} from event_sinks k where k.id = ${id}::int`;
   return row;
 }
 
-export async function lockEventSink(tx: TransactionSql, id: number): Promise<EventSinkRow | undefined> {
-  const [row] = await tx<EventSinkRow[]>`select ${cols(tx)} from event_sinks k where k.id = ${id}::int for update`;
+/** The sink locked for a write, with the transaction's now() (the updated_at of the write). */
+export async function lockEventSink(tx: TransactionSql, id: number): Promise<(EventSinkRow & { svc_now: Date }) | undefined> {
+  const [row] = await tx<(EventSinkRow & { svc_now: Date })[]>`
+    select ${sinkCols(tx)}, now() as svc_now from event_sinks k where k.id = ${id}::int for update`;
   return row;
 }
 
@@ -44,22 +51,28 @@ export async function insertEventSink(tx: TransactionSql, f: SinkFields): Promis
     insert into event_sinks as k (name, kind, config, secret_ref, enabled, min_interval_ms)
     values (${f.name}, ${f.kind}, ${tx.json(f.config as never)}, ${f.secret_ref}::text, ${f.enabled}::boolean,
       ${f.delivery_policy.min_interval_ms}::int)
-    returning ${cols(tx)}`;
+    returning ${sinkCols(tx)}`;
   return row!;
 }
 
-export async function updateEventSinkRow(tx: TransactionSql, id: number, f: SinkFields): Promise<EventSinkRow> {
-  const [row] = await tx<EventSinkRow[]>`
-    update event_sinks k set name = ${f.name}, kind = ${f.kind}, config = ${tx.json(f.config as never)},
-      secret_ref = ${f.secret_ref}::text, enabled = ${f.enabled}::boolean, min_interval_ms = ${f.delivery_policy.min_interval_ms}::int,
-      updated_at = now(), revision = k.revision + 1
-    where k.id = ${id}::int
-    returning ${cols(tx)}`;
+/** Writes `k` over its locked sink (updated_at now(), the revision one up) with `events`, in one statement. */
+export async function updateEventSink(
+  tx: TransactionSql,
+  actor: Actor,
+  k: EventSinkRow,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<EventSinkRow> {
+  const [row] = await final(tx<EventSinkRow[]>`
+    with k as (
+      update event_sinks k set name = ${k.name}, kind = ${k.kind}, config = ${tx.json(k.config as never)},
+        secret_ref = ${k.secret_ref}::text, enabled = ${k.enabled}::boolean, min_interval_ms = ${k.min_interval_ms}::int,
+        updated_at = now(), revision = k.revision + 1
+      where k.id = ${k.id}::int
+      returning ${sinkCols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select * from k`);
   return row!;
-}
-
-export async function deleteEventSinkRow(tx: TransactionSql, id: number): Promise<void> {
-  await tx`delete from event_sinks where id = ${id}::int`;
 }
 
 /** The routing objects of the subscriptions that use a sink (for re-validation on sink changes). */

@@ -2,8 +2,13 @@
 import { textPart, type Db, type TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
-import type { SubscriptionFields } from '../domain/event-subscriptions.ts';
 import { type EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
+import type { EventSinkRow } from '../domain/views/event-sinks.ts';
+import { sinkCols } from './event-sinks.ts';
+import { eventPerRowCte, eventsCte, markWritten } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 
 export const EVENT_SUBSCRIPTION_LIST_SPEC: ListSpec = {
   fields: {
@@ -49,13 +54,19 @@ export async function findEventSubscription(db: Db, id: number): Promise<EventSu
   return row;
 }
 
-/** The subscription when it belongs to the scope (a collection, or null for system), locked. */
-export function lockEventSubscription(
+/**
+ * The subscription when it belongs to the scope (a collection, or null for system), locked, with the
+ * transaction's now() (the updated_at of the write).
+ */
+export async function lockEventSubscription(
   tx: TransactionSql,
   id: number,
   collectionId: number | null,
-): Promise<EventSubscriptionRow | undefined> {
-  return findScopedEventSubscription(tx, id, collectionId, { lock: true });
+): Promise<(EventSubscriptionRow & { svc_now: Date }) | undefined> {
+  const [row] = await tx<(EventSubscriptionRow & { svc_now: Date })[]>`
+    select ${cols(tx)}, now() as svc_now from event_subscriptions s where s.id = ${id}::int and ${scopeWhere(tx, collectionId)}
+    for update`;
+  return row;
 }
 
 /** The subscription when it belongs to the scope (a collection, or null for system). */
@@ -63,55 +74,70 @@ export async function findScopedEventSubscription(
   db: Db,
   id: number,
   collectionId: number | null,
-  opts: { lock?: boolean } = {},
 ): Promise<EventSubscriptionRow | undefined> {
   const [row] = await db<EventSubscriptionRow[]>`
-    select ${cols(db)} from event_subscriptions s where s.id = ${id}::int and ${scopeWhere(db, collectionId)}
-    ${opts.lock ? db`for update` : db``}`;
+    select ${cols(db)} from event_subscriptions s where s.id = ${id}::int and ${scopeWhere(db, collectionId)}`;
   return row;
 }
 
-/** Inserts a subscription; `routingApproved` only when an unscoped administrator wrote it. */
+/** Inserts the subscription `s` (its id and times reserved: reserveId) with `events`, in one statement. */
 export async function insertEventSubscription(
   tx: TransactionSql,
-  f: SubscriptionFields,
-  routingApproved = false,
+  actor: Actor,
+  s: EventSubscriptionRow,
+  events: NewEvent[],
+  final: Final = notFinal,
 ): Promise<EventSubscriptionRow> {
-  const [row] = await tx<EventSubscriptionRow[]>`
-    insert into event_subscriptions as s (collection_id, sink_id, name, description, entity_types, actions, filter, routing, enabled,
-      routing_admin_approved)
-    values (${f.collection_id}::int, ${f.sink_id}::int, ${f.name}, ${f.description}, ${f.entity_types}::text[], ${f.actions}::text[],
-      ${tx.json(f.filter as never)}, ${tx.json(f.routing as never)}, ${f.enabled}::boolean, ${routingApproved}::boolean)
-    returning ${cols(tx)}`;
+  const [row] = await final(tx<EventSubscriptionRow[]>`
+    with s as (
+      insert into event_subscriptions as s (id, collection_id, sink_id, name, description, entity_types, actions, filter, routing,
+        enabled, routing_admin_approved)
+      values (${s.id}::int, ${s.collection_id}::int, ${s.sink_id}::int, ${s.name}, ${s.description}, ${s.entity_types}::text[],
+        ${s.actions}::text[], ${tx.json(s.filter as never)}, ${tx.json(s.routing as never)}, ${s.enabled}::boolean,
+        ${s.routing_admin_approved}::boolean)
+      returning ${cols(tx)}
+    )${eventsCte(tx, actor, events)}
+    select * from s`);
   return row!;
 }
 
 /**
- * Updates a subscription. `approveRouting` true records an unscoped administrator's approval of
- * the routing for the sink; otherwise an existing approval survives only while routing and sink
- * stay the same.
+ * Writes the fields of `s` over its locked subscription (updated_at now(), the revision one up) with
+ * `event`, in one statement. `approveRouting` true records an unscoped administrator's approval of
+ * the routing for the sink; otherwise an existing approval survives only while routing and sink stay
+ * the same: the statement decides, and writes its decision into the event's `after` snapshot.
  */
-export async function updateEventSubscriptionRow(
+export async function updateEventSubscription(
   tx: TransactionSql,
-  id: number,
-  f: SubscriptionFields,
-  approveRouting = false,
+  actor: Actor,
+  s: EventSubscriptionRow,
+  approveRouting: boolean,
+  event: NewEvent,
+  final: Final = notFinal,
 ): Promise<EventSubscriptionRow> {
-  const routing = tx.json(f.routing as never);
-  const [row] = await tx<EventSubscriptionRow[]>`
-    update event_subscriptions s set sink_id = ${f.sink_id}::int, name = ${f.name}, description = ${f.description},
-      entity_types = ${f.entity_types}::text[], actions = ${f.actions}::text[], filter = ${tx.json(f.filter as never)},
-      routing = ${routing}, enabled = ${f.enabled}::boolean,
-      routing_admin_approved = ${approveRouting}::boolean
-        or (s.routing_admin_approved and s.sink_id = ${f.sink_id}::int and s.routing = ${routing}::jsonb),
-      updated_at = now(), revision = s.revision + 1
-    where s.id = ${id}::int
-    returning ${cols(tx)}`;
+  const routing = tx.json(s.routing as never);
+  const [row] = await final(tx<EventSubscriptionRow[]>`
+    with u as (
+      update event_subscriptions s set sink_id = ${s.sink_id}::int, name = ${s.name}, description = ${s.description},
+        entity_types = ${s.entity_types}::text[], actions = ${s.actions}::text[], filter = ${tx.json(s.filter as never)},
+        routing = ${routing}, enabled = ${s.enabled}::boolean,
+        routing_admin_approved = ${approveRouting}::boolean
+          or (s.routing_admin_approved and s.sink_id = ${s.sink_id}::int and s.routing = ${routing}::jsonb),
+        updated_at = now(), revision = s.revision + 1
+      where s.id = ${s.id}::int
+      returning ${cols(tx)}
+    )${eventPerRowCte(tx, actor, 'u', event, tx`jsonb_build_object('routing_admin_approved', u.routing_admin_approved)` as Fragment)}
+    select * from u`);
+  markWritten(tx, event);
   return row!;
 }
 
-export async function deleteEventSubscriptionRow(tx: TransactionSql, id: number): Promise<void> {
-  await tx`delete from event_subscriptions where id = ${id}::int`;
+/** The sink `sinkId`, or when null the sink of the subscription `subscriptionId` (as locked, when sent behind its lock). */
+export async function findSinkOfSubscription(db: Db, subscriptionId: number, sinkId: number | null): Promise<EventSinkRow | undefined> {
+  const [row] = await db<EventSinkRow[]>`
+    select ${sinkCols(db)} from event_sinks k
+    where k.id = coalesce(${sinkId}::int, (select s.sink_id from event_subscriptions s where s.id = ${subscriptionId}::int))`;
+  return row;
 }
 
 export async function countSubscriptionsOfSink(db: Db, sinkId: number): Promise<number> {

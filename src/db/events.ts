@@ -39,6 +39,8 @@ export type RowTable =
   | 'groups'
   | 'principals'
   | 'computed_fields'
+  | 'event_sinks'
+  | 'event_subscriptions'
   | 'export_templates'
   | 'remote_targets';
 

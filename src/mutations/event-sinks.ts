@@ -3,8 +3,8 @@
 // sink in use cannot be deleted.
 import { conflict, notFound } from '../domain/errors.ts';
 import { applySinkPatch, sameJson, type SinkFields, type SinkPatch } from '../domain/event-subscriptions.ts';
-import { appendEvent } from '../db/events.ts';
-import { deleteEventSinkRow, insertEventSink, lockEventSink, subscriptionRoutingsOfSink, updateEventSinkRow } from '../db/event-sinks.ts';
+import { appendEvent, deleteRowWithEvents } from '../db/events.ts';
+import { insertEventSink, lockEventSink, subscriptionRoutingsOfSink, updateEventSink as updateEventSinkRow } from '../db/event-sinks.ts';
 import { eventSinkEvent, sinkFields, type EventSinkRow } from '../domain/views/event-sinks.ts';
 import { countSubscriptionsOfSink } from '../db/event-subscriptions.ts';
 import { validateSink, validateSinkChange } from '../sinks/index.ts';
@@ -15,11 +15,24 @@ const KIND = 'event_sink';
 /** Where the name sits in the caller's input (error details name it): the API's default, `name` for an import item. */
 const API_NAME_PATH = 'body.name';
 
-async function lockForWrite(m: MutationContext, id: number, ifMatch: string | undefined): Promise<EventSinkRow> {
-  const before = await lockEventSink(m.tx, id);
-  if (!before) throw notFound('event sink');
-  requireMatch(ifMatch, KIND, before.id, before.revision);
-  return before;
+/**
+ * Locks the sink, with `behind` (a read of what the write checks: the sink's subscriptions) sent
+ * right behind the lock, in the same round trip; then If-Match.
+ */
+async function lockForWrite<T>(
+  m: MutationContext,
+  id: number,
+  ifMatch: string | undefined,
+  behind: () => Promise<T>,
+): Promise<{ before: EventSinkRow; now: Date; read: Promise<T> }> {
+  const locking = lockEventSink(m.tx, id);
+  const read = behind();
+  read.catch(() => undefined); // awaited by the caller, once the sink is known
+  const locked = await locking;
+  if (!locked) throw notFound('event sink');
+  requireMatch(ifMatch, KIND, locked.id, locked.revision);
+  const { svc_now: now, ...before } = locked;
+  return { before, now, read };
 }
 
 export async function createEventSink(m: MutationContext, fields: SinkFields, namePath = API_NAME_PATH): Promise<EventSinkRow> {
@@ -29,6 +42,7 @@ export async function createEventSink(m: MutationContext, fields: SinkFields, na
   return created;
 }
 
+/** Two round trips: the lock with the routings of the sink's subscriptions; then the change with its event (and COMMIT). */
 export async function updateEventSink(
   m: MutationContext,
   id: number,
@@ -36,23 +50,32 @@ export async function updateEventSink(
   ifMatch?: string,
   namePath = API_NAME_PATH,
 ): Promise<Written<EventSinkRow>> {
-  const before = await lockForWrite(m, id, ifMatch);
+  const { before, now, read: routings } = await lockForWrite(m, id, ifMatch, () => subscriptionRoutingsOfSink(m.tx, id));
   const prev = sinkFields(before);
   const next = applySinkPatch(prev, patch);
   return skipWhenUnchanged(before, sameJson(next, prev), async () => {
-    validateSinkChange(prev, next, await subscriptionRoutingsOfSink(m.tx, id), namePath);
-    const after = await updateEventSinkRow(m.tx, id, next);
-    await appendEvent(m.tx, m.actor, eventSinkEvent(after, 'updated', before), m.final);
-    return after;
+    validateSinkChange(prev, next, await routings, namePath);
+    const after: EventSinkRow = {
+      ...before,
+      name: next.name,
+      kind: next.kind,
+      config: next.config,
+      secret_ref: next.secret_ref,
+      enabled: next.enabled,
+      min_interval_ms: next.delivery_policy.min_interval_ms,
+      updated_at: now,
+      revision: before.revision + 1,
+    };
+    return updateEventSinkRow(m.tx, m.actor, after, [eventSinkEvent(after, 'updated', before)], m.final);
   });
 }
 
+/** Two round trips: the lock with the count of the sink's subscriptions; then the delete with its event (and COMMIT). */
 export async function deleteEventSink(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
-  const before = await lockForWrite(m, id, ifMatch);
-  const used = await countSubscriptionsOfSink(m.tx, id);
+  const { before, read: counted } = await lockForWrite(m, id, ifMatch, () => countSubscriptionsOfSink(m.tx, id));
+  const used = await counted;
   if (used > 0) {
     throw conflict(`the sink is used by ${used} subscription(s); delete or re-point them first (or disable the sink)`, 'sink_in_use');
   }
-  await deleteEventSinkRow(m.tx, id);
-  await appendEvent(m.tx, m.actor, eventSinkEvent(before, 'deleted', before), m.final);
+  await deleteRowWithEvents(m.tx, m.actor, 'event_sinks', id, [eventSinkEvent(before, 'deleted', before)], m.final);
 }

@@ -8,15 +8,16 @@ import { forbidden, notFound } from '../domain/errors.ts';
 import { isUnscoped, type Authority } from '../domain/authz.ts';
 import { applySubscriptionPatch, sameJson, type SubscriptionFields, type SubscriptionPatch } from '../domain/event-subscriptions.ts';
 import type { Db } from '../db/sql.ts';
-import { appendEvent } from '../db/events.ts';
+import { deleteRowWithEvents, reserveId } from '../db/events.ts';
 import { requireCollectionPermission } from '../db/authz.ts';
 import { findEventSink } from '../db/event-sinks.ts';
 import {
-  deleteEventSubscriptionRow,
+  findSinkOfSubscription,
   insertEventSubscription,
   lockEventSubscription,
-  updateEventSubscriptionRow,
+  updateEventSubscription as updateEventSubscriptionRow,
 } from '../db/event-subscriptions.ts';
+import type { EventSinkRow } from '../domain/views/event-sinks.ts';
 import { eventSubscriptionEvent, subscriptionFields, type EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
 import { repointSubscriptionDeliveries } from '../db/event-deliveries.ts';
 import { requireListedRouting, validateSubscriptionForSink } from '../sinks/index.ts';
@@ -36,30 +37,58 @@ export async function requireSubscriptionScope(db: Db, auth: Authority, scope: S
 }
 
 /** The sink of a subscription write (404) and the subscription's fit to it (400). */
-async function sinkFor(m: MutationContext, f: SubscriptionFields) {
-  const sink = await findEventSink(m.tx, f.sink_id);
+async function sinkFor(f: SubscriptionFields, found: Promise<EventSinkRow | undefined>): Promise<EventSinkRow> {
+  const sink = await found;
   validateSubscriptionForSink(f, sink);
   return sink!;
 }
 
+/** Two round trips: the scope's check, the sink and the new id with now(); then the subscription with its event (and COMMIT). */
 export async function createEventSubscription(m: MutationContext, fields: SubscriptionFields): Promise<EventSubscriptionRow> {
-  await requireSubscriptionScope(m.tx, m.auth, fields.collection_id);
-  const sink = await sinkFor(m, fields);
+  const checked = requireSubscriptionScope(m.tx, m.auth, fields.collection_id);
+  const found = findEventSink(m.tx, fields.sink_id);
+  const reserved = reserveId(m.tx, 'event_subscriptions');
+  for (const p of [found, reserved]) p.catch(() => undefined); // awaited below, after the check
+  await checked;
+  const sink = await sinkFor(fields, found);
   const approved = isUnscopedAdmin(m.auth);
   if (!approved) requireListedRouting(sink.id, sink.kind, fields.routing, sink.config);
-  const created = await insertEventSubscription(m.tx, fields, approved);
-  await appendEvent(m.tx, m.actor, eventSubscriptionEvent(created, 'created', null), m.final);
-  return created;
+  const { id, now } = await reserved;
+  const created: EventSubscriptionRow = {
+    ...fields,
+    id,
+    routing_admin_approved: approved,
+    created_at: now,
+    updated_at: now,
+    revision: 1,
+  };
+  return insertEventSubscription(m.tx, m.actor, created, [eventSubscriptionEvent(created, 'created', null)], m.final);
 }
 
-async function lockForWrite(m: MutationContext, scope: SubscriptionScope, id: number, ifMatch: string | undefined) {
-  await requireSubscriptionScope(m.tx, m.auth, scope);
-  const before = await lockEventSubscription(m.tx, id, scope);
-  if (!before) throw notFound('event subscription');
-  requireMatch(ifMatch, KIND, before.id, before.revision);
-  return before;
+/**
+ * The scope's check, then the subscription locked and `behind` (a read the write needs) in the same
+ * round trip; then If-Match.
+ */
+async function lockForWrite<T>(
+  m: MutationContext,
+  scope: SubscriptionScope,
+  id: number,
+  ifMatch: string | undefined,
+  behind?: () => Promise<T>,
+): Promise<{ before: EventSubscriptionRow; now: Date; read: Promise<T> | undefined }> {
+  const checked = requireSubscriptionScope(m.tx, m.auth, scope);
+  const locking = lockEventSubscription(m.tx, id, scope);
+  const read = behind?.();
+  for (const p of [locking, read]) p?.catch(() => undefined); // awaited below (read: by the caller), after the check
+  await checked;
+  const locked = await locking;
+  if (!locked) throw notFound('event subscription');
+  requireMatch(ifMatch, KIND, locked.id, locked.revision);
+  const { svc_now: now, ...before } = locked;
+  return { before, now, read };
 }
 
+/** Two round trips unless it moves to another sink: the check, the lock and the sink; then the change with its event (and COMMIT). */
 export async function updateEventSubscription(
   m: MutationContext,
   scope: SubscriptionScope,
@@ -67,7 +96,7 @@ export async function updateEventSubscription(
   patch: SubscriptionPatch,
   ifMatch?: string,
 ): Promise<Written<EventSubscriptionRow>> {
-  const before = await lockForWrite(m, scope, id, ifMatch);
+  const { before, now, read } = await lockForWrite(m, scope, id, ifMatch, () => findSinkOfSubscription(m.tx, id, patch.sink_id ?? null));
   const prev = subscriptionFields(before);
   const next = applySubscriptionPatch(prev, patch);
   const admin = isUnscopedAdmin(m.auth);
@@ -75,18 +104,19 @@ export async function updateEventSubscription(
   // an administrator who names the routing or the sink approves it, even when it is unchanged
   const approving = admin && namesDestination && !before.routing_admin_approved;
   return skipWhenUnchanged(before, sameJson(next, prev) && !approving, async () => {
-    const sink = await sinkFor(m, next);
+    const sink = await sinkFor(next, read!);
     const destinationChanged = next.sink_id !== prev.sink_id || !sameJson(next.routing, prev.routing);
     if (!admin && destinationChanged) requireListedRouting(sink.id, sink.kind, next.routing, sink.config);
-    const after = await updateEventSubscriptionRow(m.tx, id, next, admin && namesDestination);
-    if (after.sink_id !== before.sink_id) await repointSubscriptionDeliveries(m.tx, id, after.sink_id);
-    await appendEvent(m.tx, m.actor, eventSubscriptionEvent(after, 'updated', before), m.final);
-    return after;
+    if (next.sink_id !== before.sink_id) await repointSubscriptionDeliveries(m.tx, id, next.sink_id);
+    // routing_admin_approved is the statement's to decide (updateEventSubscriptionRow)
+    const after: EventSubscriptionRow = { ...before, ...next, updated_at: now, revision: before.revision + 1 };
+    const event = eventSubscriptionEvent(after, 'updated', before);
+    return updateEventSubscriptionRow(m.tx, m.actor, after, admin && namesDestination, event, m.final);
   });
 }
 
+/** Two round trips: the check and the lock; then the delete with its event (and COMMIT). */
 export async function deleteEventSubscription(m: MutationContext, scope: SubscriptionScope, id: number, ifMatch?: string): Promise<void> {
-  const before = await lockForWrite(m, scope, id, ifMatch);
-  await deleteEventSubscriptionRow(m.tx, id);
-  await appendEvent(m.tx, m.actor, eventSubscriptionEvent(before, 'deleted', before), m.final);
+  const { before } = await lockForWrite(m, scope, id, ifMatch);
+  await deleteRowWithEvents(m.tx, m.actor, 'event_subscriptions', id, [eventSubscriptionEvent(before, 'deleted', before)], m.final);
 }
