@@ -95,6 +95,25 @@ describe('a write waiting for its lock reads what the holder committed', () => {
     expect((res.body as { message: string }).message).toContain('to_object_id');
   });
 
+  it('createObjectRelation: a relation added by the holder of an end counts against the maximum (409)', async () => {
+    const { cr, x, y } = await relatable();
+    await t.deps.sql`update class_relations set from_max_relations = 1 where id = ${cr}`;
+    const c = await collection();
+    const [b] = await t.deps.sql<{ to_class_id: number }[]>`select to_class_id from class_relations where id = ${cr}`;
+    const other = await object(b!.to_class_id, c);
+    const res = await whileHeld(
+      // x held as the create's end lock takes it, and a relation of x added under the same class relation
+      async (tx) => {
+        await tx`select id from objects where id = ${x} for no key update`;
+        await tx`insert into object_relations (class_relation_id, from_object_id, to_object_id) values (${cr}, ${x}, ${other})`;
+      },
+      () => t.request('POST', '/api/v1/relations/objects', { body: { class_relation_id: cr, from_object_id: x, to_object_id: y } }),
+    );
+    expect(res.status, res.text).toBe(409);
+    expect((res.body as { reason: string }).reason).toBe('max_relations_exceeded');
+    expect(await t.deps.sql`select 1 from object_relations where from_object_id = ${x}`).toHaveLength(1);
+  });
+
   it('deleteCollection: a grant added meanwhile is recorded as revoked', async () => {
     const c = await collection();
     const [g] = await t.deps.sql<{ id: number }[]>`insert into groups (name) values (${uniq('g')}) returning id`;

@@ -164,10 +164,16 @@ function objectRelationEndCols(db: Db): Fragment {
 
 /**
  * The object relation with its ends' classes and collections and the check of `perm` on both of its
- * objects, in one statement: 404 when there is no such relation, 403 as
- * requireObjectRelationPermission decides.
+ * objects, in one statement: 404 when there is no such relation, 403 unless the caller holds `perm`
+ * on both ends (grants and token scope; the from end's verdict first). `lock`: the relation locked for update (a delete's).
  */
-export async function readObjectRelationAs(db: Db, auth: Authority, id: number, perm: Permission): Promise<ObjectRelationWithEnds> {
+export async function readObjectRelationAs(
+  db: Db,
+  auth: Authority,
+  id: number,
+  perm: Permission,
+  lock = false,
+): Promise<ObjectRelationWithEnds> {
   const [row] = await db<(ObjectRelationWithEnds & { svc_from_granted: boolean; svc_to_granted: boolean })[]>`
     select ${objectRelationCols(db)}, ${objectRelationEndCols(db)},
       ${grantColumn(db, auth, perm, db`fo.collection_id` as Fragment)} as svc_from_granted,
@@ -175,7 +181,8 @@ export async function readObjectRelationAs(db: Db, auth: Authority, id: number, 
     from object_relations r
     join objects fo on fo.id = r.from_object_id
     join objects tob on tob.id = r.to_object_id
-    where r.id = ${id}::int`;
+    where r.id = ${id}::int
+    ${lock ? db`for update of r` : db``}`;
   if (!row) throw notFound('object relation');
   const end = (which: 'from' | 'to') =>
     ({
@@ -186,17 +193,6 @@ export async function readObjectRelationAs(db: Db, auth: Authority, id: number, 
     }) as const;
   enforceGranted(auth, perm, end('from'), row.svc_from_granted);
   enforceGranted(auth, perm, end('to'), row.svc_to_granted);
-  return row;
-}
-
-export async function findObjectRelation(db: Db, id: number, lock = false): Promise<ObjectRelationWithEnds | undefined> {
-  const [row] = await db<ObjectRelationWithEnds[]>`
-    select ${objectRelationCols(db)}, ${objectRelationEndCols(db)}
-    from object_relations r
-    join objects fo on fo.id = r.from_object_id
-    join objects tob on tob.id = r.to_object_id
-    where r.id = ${id}::int
-    ${lock ? db`for update of r` : db``}`;
   return row;
 }
 
@@ -224,52 +220,48 @@ export async function lockRelationEnds(tx: TransactionSql, ids: number[]): Promi
   return new Set(rows.map((r) => r.id));
 }
 
-/** How many relations under `classRelationId` the object has on the given side. */
-async function countObjectRelations(tx: TransactionSql, classRelationId: number, side: 'from' | 'to', objectId: number): Promise<number> {
-  const [row] =
-    side === 'from'
-      ? await tx<{ n: number }[]>`
-          select count(*)::int as n from object_relations
-          where class_relation_id = ${classRelationId}::int and from_object_id = ${objectId}::int`
-      : await tx<{ n: number }[]>`
-          select count(*)::int as n from object_relations
-          where class_relation_id = ${classRelationId}::int and to_object_id = ${objectId}::int`;
-  return row?.n ?? 0;
-}
-
 /**
- * 409 when either object already holds the class relation's maximum number of relations on its
- * side (the caller has locked both ends, so the counts hold until it inserts).
+ * What decides whether a new object relation fits under its class relation: whether the same
+ * relation exists (found), and how many the from end and the to end have under the class relation, each
+ * counted only when the class relation bounds it (else null). One statement, the class relation's
+ * bounds read in it, so it can go out before the class relation's row has been seen.
  */
-export async function assertRoomForRelation(
+export async function relationRoom(
   tx: TransactionSql,
-  cr: { id: number; from_max_relations: number | null; to_max_relations: number | null },
+  classRelationId: number,
   fromId: number,
   toId: number,
-): Promise<void> {
-  // Both counts go out together (one round trip); the first over its maximum decides the error.
-  const fromCount = cr.from_max_relations !== null ? countObjectRelations(tx, cr.id, 'from', fromId) : null;
-  const toCount = cr.to_max_relations !== null ? countObjectRelations(tx, cr.id, 'to', toId) : null;
-  toCount?.catch(() => undefined); // awaited below, unless the first count already refuses
-  if (fromCount && (await fromCount) >= cr.from_max_relations!) {
+): Promise<{ found: boolean; from_count: number | null; to_count: number | null }> {
+  const [row] = await tx<{ found: boolean; from_count: number | null; to_count: number | null }[]>`
+    select exists (select 1 from object_relations
+        where class_relation_id = ${classRelationId}::int and from_object_id = ${fromId}::int and to_object_id = ${toId}::int) as found,
+      case when cr.from_max_relations is null then null else (select count(*)::int from object_relations
+        where class_relation_id = cr.id and from_object_id = ${fromId}::int) end as from_count,
+      case when cr.to_max_relations is null then null else (select count(*)::int from object_relations
+        where class_relation_id = cr.id and to_object_id = ${toId}::int) end as to_count
+    from (select ${classRelationId}::int as id) k left join class_relations cr on cr.id = k.id`;
+  return row!;
+}
+
+/** 409 when an end already has its class relation's maximum of relations (relationRoom's counts). */
+export function requireRoomForRelation(
+  cr: { id: number; from_max_relations: number | null; to_max_relations: number | null },
+  room: { from_count: number | null; to_count: number | null },
+  fromId: number,
+  toId: number,
+): void {
+  if (cr.from_max_relations !== null && (room.from_count ?? 0) >= cr.from_max_relations) {
     throw conflict(
       `object ${fromId} already has ${cr.from_max_relations} relation(s) under class relation ${cr.id} (from_max_relations)`,
       'max_relations_exceeded',
     );
   }
-  if (toCount && (await toCount) >= cr.to_max_relations!) {
+  if (cr.to_max_relations !== null && (room.to_count ?? 0) >= cr.to_max_relations) {
     throw conflict(
       `object ${toId} already has ${cr.to_max_relations} relation(s) under class relation ${cr.id} (to_max_relations)`,
       'max_relations_exceeded',
     );
   }
-}
-
-export async function objectRelationExists(tx: TransactionSql, classRelationId: number, fromId: number, toId: number): Promise<boolean> {
-  const [row] = await tx<{ hit: boolean }[]>`
-    select exists (select 1 from object_relations
-      where class_relation_id = ${classRelationId}::int and from_object_id = ${fromId}::int and to_object_id = ${toId}::int) as hit`;
-  return row?.hit ?? false;
 }
 
 /**

@@ -8,18 +8,17 @@ import type { Db } from '../db/sql.ts';
 import { appendEvent, deleteRowWithEvents, reserveId } from '../db/events.ts';
 import { requireClassPermission, requireObjectPermission } from '../db/authz.ts';
 import {
-  assertRoomForRelation,
   deleteClassRelationCascade,
   existingClassIds,
   findClassRelation,
   findObjectEnds,
-  findObjectRelation,
   insertClassRelation,
   insertObjectRelationWithEvents,
   lockRelationEnds,
-  objectRelationExists,
+  readObjectRelationAs,
+  relationRoom,
+  requireRoomForRelation,
   updateClassRelationRow,
-  type ObjectRelationWithEnds,
 } from '../db/relations.ts';
 import {
   CLASS_RELATION_KIND,
@@ -35,16 +34,6 @@ import { inTx, requireMatch, skipWhenUnchanged, type Caller, type MutationContex
 export async function requireClassRelationPermission(db: Db, auth: Authority, r: ClassRelationWithEnds, perm: Permission): Promise<void> {
   await requireClassPermission(db, auth, r.from_class_id, perm);
   if (r.to_class_id !== r.from_class_id) await requireClassPermission(db, auth, r.to_class_id, perm);
-}
-
-/** `perm` on both objects of an object relation (grants and token scope): 403 otherwise. */
-export async function requireObjectRelationPermission(db: Db, auth: Authority, r: ObjectRelationWithEnds, perm: Permission): Promise<void> {
-  // Both checks go out together (one round trip); the from end's verdict comes first.
-  const from = requireObjectPermission(db, auth, r.from_object_id, perm);
-  const to = requireObjectPermission(db, auth, r.to_object_id, perm);
-  to.catch(() => undefined); // awaited below, unless the from end already refuses
-  await from;
-  await to;
 }
 
 // ---- class relations ----------------------------------------------------------------------------
@@ -178,20 +167,29 @@ export function ensureObjectRelation(m: MutationContext, v: NewObjectRelation): 
 }
 
 async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists: 'conflict' | 'keep'): Promise<ObjectRelationRow | null> {
-  // The share lock keeps the class relation (and so its max counts) while we count and insert;
-  // deleting it waits for us and then also deletes what we created. It, both ends and both
-  // permission checks go out together (one round trip) and are read in the order that decides
-  // which error a request gets.
+  // Everything the create decides on goes out together (one round trip), run in this order and read
+  // in the order that decides which error a request gets: the class relation, share-locked (it
+  // keeps its max counts while we count and insert; deleting it waits for us and then also deletes
+  // what we created), both ends and both permission checks, the ends locked, the duplicate check
+  // and the counts, and the new relation's id and times. Then the insert with its event (and
+  // COMMIT, when final): one more. The importer's create ('keep') reserves the id only once the
+  // relation is known to be new: a re-run import of relations that exist would otherwise use up an
+  // id for each.
+  const fromId = v.from_object_id;
+  const toId = v.to_object_id;
   const finding = findClassRelation(m.tx, v.class_relation_id, 'share');
-  const reading = findObjectEnds(m.tx, [v.from_object_id, v.to_object_id]);
-  const fromAllowed = requireObjectPermission(m.tx, m.auth, v.from_object_id, 'CreateObjectRelation');
-  const toAllowed = requireObjectPermission(m.tx, m.auth, v.to_object_id, 'CreateObjectRelation');
-  for (const q of [finding, reading, fromAllowed, toAllowed]) q.catch(() => undefined); // awaited below
+  const reading = findObjectEnds(m.tx, [fromId, toId]);
+  const fromAllowed = requireObjectPermission(m.tx, m.auth, fromId, 'CreateObjectRelation');
+  const toAllowed = requireObjectPermission(m.tx, m.auth, toId, 'CreateObjectRelation');
+  const locking = lockRelationEnds(m.tx, [fromId, toId]);
+  const measuring = relationRoom(m.tx, v.class_relation_id, fromId, toId);
+  let reserving = ifExists === 'conflict' ? reserveId(m.tx, 'object_relations') : undefined;
+  for (const q of [finding, reading, fromAllowed, toAllowed, locking, measuring, reserving]) q?.catch(() => undefined); // awaited below
   const cr = await finding;
   if (!cr) throw notFound('class relation');
   const ends = await reading;
-  if (!ends.has(v.from_object_id)) throw notFound('object (from_object_id)');
-  if (!ends.has(v.to_object_id)) throw notFound('object (to_object_id)');
+  if (!ends.has(fromId)) throw notFound('object (from_object_id)');
+  if (!ends.has(toId)) throw notFound('object (to_object_id)');
   const from = await fromAllowed;
   const to = await toAllowed;
   if (from.id === to.id) {
@@ -213,26 +211,16 @@ async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists:
       details,
     );
   }
-  // The ends locked, then the duplicate check, the counts and the new relation's id and times: one
-  // round trip, run in that order. Then the insert with its event (and COMMIT, when final): one more.
-  // The importer's create ('keep') reserves the id only once the relation is known to be new: a
-  // re-run import of relations that exist would otherwise use up an id for each.
-  const locking = lockRelationEnds(m.tx, [from.id, to.id]);
-  const existing = objectRelationExists(m.tx, cr.id, from.id, to.id);
-  existing.catch(() => undefined); // awaited below
-  const room = assertRoomForRelation(m.tx, cr, from.id, to.id);
-  room.catch(() => undefined); // awaited below, unless the relation exists
-  let reserving = ifExists === 'conflict' ? reserveId(m.tx, 'object_relations') : undefined;
-  reserving?.catch(() => undefined); // awaited below, unless the relation exists or has no room
   const locked = await locking;
   // an end deleted after it was read (its delete waited for nothing of ours): 404, as if read then
   if (!locked.has(from.id)) throw notFound('object (from_object_id)');
   if (!locked.has(to.id)) throw notFound('object (to_object_id)');
-  if (await existing) {
+  const room = await measuring;
+  if (room.found) {
     if (ifExists === 'keep') return null;
     throw conflict('this object relation already exists', 'duplicate_relation');
   }
-  await room;
+  requireRoomForRelation(cr, room, from.id, to.id);
   reserving ??= reserveId(m.tx, 'object_relations');
   const { id, now } = await reserving;
   const row: ObjectRelationRow = {
@@ -248,10 +236,9 @@ async function relateObjects(m: MutationContext, v: NewObjectRelation, ifExists:
   return insertObjectRelationWithEvents(m.tx, m.actor, row, [event], m.final, m.actorUnbound);
 }
 
+/** Two round trips: the relation locked with both checks, in one statement; then the delete with its event (and COMMIT). */
 export async function deleteObjectRelation(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
-  const row = await findObjectRelation(m.tx, id, true);
-  if (!row) throw notFound('object relation');
-  await requireObjectRelationPermission(m.tx, m.auth, row, 'DeleteObjectRelation');
+  const row = await readObjectRelationAs(m.tx, m.auth, id, 'DeleteObjectRelation', true);
   requireMatch(ifMatch, OBJECT_RELATION_KIND, row.id, row.revision);
   await deleteRowWithEvents(m.tx, m.actor, 'object_relations', row.id, [objectRelationEvent(row, row, 'deleted')], m.final, m.actorUnbound);
 }
