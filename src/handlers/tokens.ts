@@ -107,8 +107,13 @@ export const tokensHandlers = {
 
   revokePrincipalToken: async (input, ctx) => {
     await withTx(ctx.deps.sql, async (tx) => {
-      const { owner } = await authorizeTokenOwner(ctx, tx, input.params.principal_id, true);
-      const token = await getTokenOfPrincipal(tx, owner.id, input.params.token_id, ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS, true);
+      // the owner's check and the token's lock go out together (one round trip); the check decides first
+      const { principal_id: principalId, token_id: tokenId } = input.params;
+      const authorized = authorizeTokenOwner(ctx, tx, principalId, true);
+      const locking = getTokenOfPrincipal(tx, principalId, tokenId, ctx.deps.config.SVC_TOKEN_LIFETIME_HOURS, true);
+      locking.catch(() => undefined); // awaited below, after the check
+      await authorized;
+      const token = await locking;
       if (!token) throw notFound('token');
       checkIfMatch(input.headers, 'token', token.id, token.revision);
       await revokeWithEvent(tx, ctx, token, 'revoke', finalFor(ctx.deps.sql, tx)); // COMMIT goes with it
