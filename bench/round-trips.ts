@@ -184,10 +184,61 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
     for (let i = 0; i <= CALLS; i++) members.push((await b.principalWith([])).id);
     let member = 0;
     await timeEach('addGroupMember', () => call('POST', `/api/v1/iam/groups/${groups[0]!}/members/${members[member++]!}`));
+    member = 0;
+    await timeEach('removeGroupMember', () => call('DELETE', `/api/v1/iam/groups/${groups[0]!}/members/${members[member++]!}`));
     for (const id of groups.slice(1)) await b.sql`insert into group_members (group_id, principal_id) values (${id}, ${members[0]!})`;
     let group = 1;
     await timeEach('deleteGroup (with a member)', () => call('DELETE', `/api/v1/iam/groups/${groups[group++]!}`));
     await timeEach('login (password)', () => call('POST', '/api/v0/auth/login', { name: 'admin', password: ADMIN_PASSWORD }));
+    const sessions: string[] = [];
+    for (let i = 0; i <= CALLS; i++) {
+      const { token } = await b.json<{ token: string }>(200, 'POST', '/api/v0/auth/login', {
+        body: { name: 'admin', password: ADMIN_PASSWORD },
+      });
+      await call('GET', '/api/v1/iam/me', undefined, { authorization: `Bearer ${token}` }); // validated once, then cached
+      sessions.push(token);
+    }
+    let session = 0;
+    await timeEach('logout (a cached token)', () =>
+      call('POST', '/api/v0/auth/logout', undefined, { authorization: `Bearer ${sessions[session++]!}` }),
+    );
+    // Service accounts (owned by the group above), a collection's export templates (remote targets
+    // take the same way) and a class's computed fields.
+    const accounts: number[] = [];
+    await timeEach('createServiceAccount', async (i) => {
+      accounts.push(
+        (await call('POST', '/api/v1/iam/service-accounts', { name: `rt-sa${i + 1}-${Date.now()}`, owner_group_id: groups[0]! })).id,
+      );
+    });
+    await timeEach('updateServiceAccount (PATCH)', (i) =>
+      call('PATCH', `/api/v1/iam/service-accounts/${accounts[0]!}`, { description: `rt ${i}` }),
+    );
+    let account = 0;
+    await timeEach('deleteServiceAccount', () => call('DELETE', `/api/v1/iam/service-accounts/${accounts[account++]!}`));
+    const templates: number[] = [];
+    await timeEach('createExportTemplate', async (i) => {
+      const t = {
+        collection_id: collectionId,
+        name: `rt-t${i + 1}-${Date.now()}`,
+        kind: 'export',
+        content_type: 'text/csv',
+        template: 'x',
+      };
+      templates.push((await call('POST', '/api/v1/export-templates', t)).id);
+    });
+    await timeEach('updateExportTemplate (PATCH)', (i) =>
+      call('PATCH', `/api/v1/export-templates/${templates[0]!}`, { description: `rt ${i}` }),
+    );
+    let template = 0;
+    await timeEach('deleteExportTemplate', () => call('DELETE', `/api/v1/export-templates/${templates[template++]!}`));
+    const fields: number[] = [];
+    await timeEach('createClassComputedField', async (i) => {
+      const f = { key: `rt_${i + 1}_${Date.now()}`, operation: { type: 'first_non_null', paths: ['/a'] }, result_type: 'string' };
+      fields.push((await call('POST', `/api/v1/classes/${otherClass}/computed-fields`, f)).id);
+    });
+    await timeEach('updateClassComputedField (PATCH)', (i) => {
+      return call('PATCH', `/api/v1/classes/${otherClass}/computed-fields/${fields[0]!}`, { label: `rt ${i}` });
+    });
   } finally {
     await sql.end();
     await proxy.close();
