@@ -8,6 +8,7 @@
 // (readSnapshot) so they see the same data. A relation graph is the same search followed by one
 // statement for the nodes (the root at depth 0) and one for the relations among them.
 import type { Db, TransactionSql } from './sql.ts';
+import { notFinal, type Final } from './tx.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { classWhere, objectWhere } from './authz.ts';
 import { classRelationWhere, objectRelationWhere } from './relations.ts';
@@ -39,6 +40,11 @@ export function readSnapshot(tx: TransactionSql): void {
  */
 export interface TraversalOptions {
   ignoreClassIds?: readonly number[];
+  /**
+   * The start's check, sent before the traversal: the first level goes out right behind it (one
+   * round trip for both), and the walk goes on only once the check has passed.
+   */
+  startChecked?: Promise<unknown>;
 }
 
 /** Neither end of the relation is of an ignored class, unless it is the start (true when nothing is ignored). */
@@ -109,7 +115,17 @@ async function walk(
 ): Promise<ShortestPaths> {
   const bfs = new ShortestPaths(start);
   const ignore = opts.ignoreClassIds ?? [];
-  while (bfs.depth < depth && bfs.frontier.length > 0) bfs.step(await edges(db, auth, bfs.frontier, start, ignore));
+  let gate = opts.startChecked;
+  while (bfs.depth < depth && bfs.frontier.length > 0) {
+    const level = edges(db, auth, bfs.frontier, start, ignore);
+    if (gate) {
+      level.catch(() => undefined); // awaited below, once the check has passed
+      await gate;
+      gate = undefined;
+    }
+    bfs.step(await level);
+  }
+  await gate; // no level was read: the check still decides
   return bfs;
 }
 
@@ -267,46 +283,56 @@ export interface ClassGraphRows {
 /**
  * The graph of a finished object traversal: every reached object with the root, and every object
  * relation between two of them the caller may read (ReadObjectRelation; the ends were all found
- * readable), once each, by id. More than LIMITS.relations relations is 400 (narrow).
+ * readable), once each, by id. More than LIMITS.relations relations is 400 (narrow). Both
+ * statements go out together (one round trip); `final`: COMMIT goes with the second.
  */
-export async function objectGraphRows(db: Db, auth: Authority, bfs: ShortestPaths): Promise<ObjectGraphRows> {
+export async function objectGraphRows(db: Db, auth: Authority, bfs: ShortestPaths, final: Final = notFinal): Promise<ObjectGraphRows> {
   const ids = nodeIds(bfs);
-  const nodes = await db<RelatedObjectRow[]>`
+  const nodes = db<RelatedObjectRow[]>`
     select o.id, o.name, o.description, o.collection_id, o.class_id as svc_class_id, o.json_data, o.created_at,
       o.updated_at, o.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path
     from ${graphFrom(db, bfs)} join objects o on o.id = rel.id
     order by rel.depth, o.id`;
-  const relations = await db<ObjectRelationRow[]>`
-    select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision
-    from object_relations r
-    join objects fo on fo.id = r.from_object_id
-    join objects tob on tob.id = r.to_object_id
-    where r.from_object_id = any(${ids}::int[]) and r.to_object_id = any(${ids}::int[])
-      and ${objectRelationWhere(db, auth, 'ReadObjectRelation')}
-    order by r.id
-    limit ${LIMITS.relations + 1}`;
-  if (relations.length > LIMITS.relations) throw workLimitError(`${LIMITS.relations} relations`);
-  return { nodes: [...nodes], relations: [...relations] };
+  nodes.catch(() => undefined); // sent now, before the relations (final sends them and COMMIT at once); awaited in graphOf
+  const relations = final(db<ObjectRelationRow[]>`
+      select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision
+      from object_relations r
+      join objects fo on fo.id = r.from_object_id
+      join objects tob on tob.id = r.to_object_id
+      where r.from_object_id = any(${ids}::int[]) and r.to_object_id = any(${ids}::int[])
+        and ${objectRelationWhere(db, auth, 'ReadObjectRelation')}
+      order by r.id
+      limit ${LIMITS.relations + 1}`);
+  return graphOf(nodes, relations);
 }
 
 /** The graph of a finished class traversal, as objectGraphRows (ReadClassRelation on the relations). */
-export async function classGraphRows(db: Db, auth: Authority, bfs: ShortestPaths): Promise<ClassGraphRows> {
+export async function classGraphRows(db: Db, auth: Authority, bfs: ShortestPaths, final: Final = notFinal): Promise<ClassGraphRows> {
   const ids = nodeIds(bfs);
-  const nodes = await db<RelatedClassRow[]>`
+  const nodes = db<RelatedClassRow[]>`
     select c.id, c.name, c.description, c.collection_id, c.validate_schema, c.json_schema, c.created_at, c.updated_at,
       c.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path
     from ${graphFrom(db, bfs)} join classes c on c.id = rel.id
     order by rel.depth, c.id`;
-  const relations = await db<ClassRelationRow[]>`
-    select r.id, r.from_class_id, r.to_class_id, r.forward_alias, r.reverse_alias, r.from_max_relations,
-      r.to_max_relations, r.created_at, r.updated_at, r.revision
-    from class_relations r
-    join classes fc on fc.id = r.from_class_id
-    join classes tc on tc.id = r.to_class_id
-    where r.from_class_id = any(${ids}::int[]) and r.to_class_id = any(${ids}::int[])
-      and ${classRelationWhere(db, auth, 'ReadClassRelation')}
-    order by r.id
-    limit ${LIMITS.relations + 1}`;
-  if (relations.length > LIMITS.relations) throw workLimitError(`${LIMITS.relations} relations`);
-  return { nodes: [...nodes], relations: [...relations] };
+  nodes.catch(() => undefined); // sent now, before the relations (final sends them and COMMIT at once); awaited in graphOf
+  const relations = final(db<ClassRelationRow[]>`
+      select r.id, r.from_class_id, r.to_class_id, r.forward_alias, r.reverse_alias, r.from_max_relations,
+        r.to_max_relations, r.created_at, r.updated_at, r.revision
+      from class_relations r
+      join classes fc on fc.id = r.from_class_id
+      join classes tc on tc.id = r.to_class_id
+      where r.from_class_id = any(${ids}::int[]) and r.to_class_id = any(${ids}::int[])
+        and ${classRelationWhere(db, auth, 'ReadClassRelation')}
+      order by r.id
+      limit ${LIMITS.relations + 1}`);
+  return graphOf(nodes, relations);
+}
+
+/** The nodes and the relations of a graph, sent together; more than LIMITS.relations relations is 400. */
+async function graphOf<N, R>(nodes: Promise<readonly N[]>, relations: Promise<readonly R[]>): Promise<{ nodes: N[]; relations: R[] }> {
+  relations.catch(() => undefined); // awaited below, after the nodes
+  const n = await nodes;
+  const r = await relations;
+  if (r.length > LIMITS.relations) throw workLimitError(`${LIMITS.relations} relations`);
+  return { nodes: [...n], relations: [...r] };
 }

@@ -5,7 +5,7 @@ import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import type { Fragment } from '../db/list.ts';
 import { listReply } from '../http/paging.ts';
-import { withTx } from '../db/tx.ts';
+import { finalFor, withTx } from '../db/tx.ts';
 import { permissionsFilter, requireClassPermission, requireObjectPermission } from '../db/authz.ts';
 import {
   CLASS_RELATION_LIST_SPEC,
@@ -77,9 +77,9 @@ async function classGraph(ctx: Ctx, start: ClassStart, query: Record<string, unk
     const classId = 'id' in start ? start.id : await classIdByName(tx, start.name);
     if (classId === undefined) throw notFound('class');
     const q = parseGraphQuery(query, 'classes', classId);
-    await requireClassPermission(tx, auth, classId, 'ReadClass');
-    const bfs = await traverseClasses(tx, auth, classId, q.depth, { ignoreClassIds: q.ignoreClassIds });
-    return classGraphRows(tx, auth, bfs);
+    const startChecked = requireClassPermission(tx, auth, classId, 'ReadClass');
+    const bfs = await traverseClasses(tx, auth, classId, q.depth, { ignoreClassIds: q.ignoreClassIds, startChecked });
+    return classGraphRows(tx, auth, bfs, finalFor(ctx.deps.sql, tx)); // COMMIT goes with it
   });
   return { classes: graph.nodes, relations: graph.relations.map(classRelationView) };
 }
@@ -100,9 +100,9 @@ async function objectGraph(ctx: Ctx, start: ObjectStart, query: Record<string, u
       if (objectId === undefined) throw notFound('object');
     }
     const q = parseGraphQuery(query, 'objects', classId);
-    await requireObjectPermission(tx, auth, objectId, 'ReadObject', { classId });
-    const bfs = await traverseObjects(tx, auth, objectId, q.depth, { ignoreClassIds: q.ignoreClassIds });
-    return objectGraphRows(tx, auth, bfs);
+    const startChecked = requireObjectPermission(tx, auth, objectId, 'ReadObject', { classId });
+    const bfs = await traverseObjects(tx, auth, objectId, q.depth, { ignoreClassIds: q.ignoreClassIds, startChecked });
+    return objectGraphRows(tx, auth, bfs, finalFor(ctx.deps.sql, tx)); // COMMIT goes with it
   });
   return { objects: graph.nodes, relations: graph.relations.map(objectRelationView) };
 }
@@ -143,8 +143,8 @@ export const relationsHandlers = {
     const parsed = parseListQuery(query, RELATED_CLASS_LIST_SPEC);
     const page = await withTx(ctx.deps.sql, async (tx) => {
       readSnapshot(tx);
-      await requireClassPermission(tx, auth, input.params.class_id, 'ReadClass');
-      const bfs = await traverseClasses(tx, auth, input.params.class_id, depth);
+      const startChecked = requireClassPermission(tx, auth, input.params.class_id, 'ReadClass');
+      const bfs = await traverseClasses(tx, auth, input.params.class_id, depth, { startChecked });
       return listRelatedClassRows(tx, bfs, parsed);
     });
     return listReply(page, page.rows);
@@ -159,8 +159,10 @@ export const relationsHandlers = {
     const ignoreClassIds = ignoredObjectClasses(parsed.extras, input.params.object_class_id);
     const page = await withTx(ctx.deps.sql, async (tx) => {
       readSnapshot(tx);
-      await requireObjectPermission(tx, auth, input.params.object_id, 'ReadObject', { classId: input.params.object_class_id });
-      const bfs = await traverseObjects(tx, auth, input.params.object_id, depth, { ignoreClassIds });
+      const startChecked = requireObjectPermission(tx, auth, input.params.object_id, 'ReadObject', {
+        classId: input.params.object_class_id,
+      });
+      const bfs = await traverseObjects(tx, auth, input.params.object_id, depth, { ignoreClassIds, startChecked });
       return listRelatedObjectRows(tx, bfs, parsed, classFilter);
     });
     return listReply(page, page.rows);
