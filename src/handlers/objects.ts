@@ -31,6 +31,8 @@ import {
   type ObjectTarget,
 } from '../mutations/objects.ts';
 import type { ResponseBody } from '../domain/wire.ts';
+import type { Db } from '../db/sql.ts';
+import type { Authority } from '../domain/authz.ts';
 import { JsonTexts } from '../domain/json-text.ts';
 import { requireClassAccess } from '../services/class-access.ts';
 
@@ -40,9 +42,29 @@ const AGGREGATE_PARAMS = new Set(['group_by', 'aggregate', 'sort', 'cursor', 'in
 async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string, unknown>) {
   const auth = authOf(ctx);
   const db = ctx.deps.sql;
-  await requireClassAccess(ctx.deps, auth, classId, 'ReadClass');
+  // (without a statement when the class's collection is kept: services/class-access.ts)
+  const allowed = requireClassAccess(ctx.deps, auth, classId, 'ReadClass');
+  const names = (v: unknown) => String(v ?? '').includes('computed.');
+  let aggregated: ReturnType<typeof aggregate>;
+  if (!namesComputedField(query) && !names(query.group_by) && !names(query.aggregate)) {
+    // No computed field named: the aggregate goes out beside the permission check (one round trip;
+    // groups are only answered once the check passes, and a query error only after it, as below).
+    aggregated = Promise.resolve().then(() => aggregate(db, auth, classId, query, noActiveFields(auth.principal)));
+    aggregated.catch(() => undefined); // awaited below, unless the permission check refuses
+    await allowed;
+  } else {
+    // The permission and the class's computed fields side by side, the aggregate after (two round trips).
+    const fields = activeFields(db, classId, auth.principal);
+    fields.catch(() => undefined); // awaited below, unless the permission check refuses
+    await allowed;
+    aggregated = aggregate(db, auth, classId, query, await fields);
+  }
+  return aggregated;
+}
+
+/** The aggregate of a class's objects (the permission on the class already checked or being checked). */
+async function aggregate(db: Db, auth: Authority, classId: number, query: Record<string, unknown>, active: ActiveFields) {
   const req = parseAggregateRequest(query);
-  const active = await activeFields(db, classId, auth.principal);
   const computed = new Map<string, ComputedDef>();
   for (const ref of [...req.dimensions.map((d) => d.ref), ...req.measures.map((m) => m.ref)]) {
     if (ref.kind === 'computed') computed.set(ref.name, computedDef(active, ref.name));
