@@ -26,6 +26,11 @@ interface TaskWire {
   details: { reason?: string; message?: string } | null;
   progress: Record<string, number>;
   links: Record<string, string | null>;
+  submitted_by: number;
+  cancel_requested: boolean;
+  created_at: string;
+  started_at: string | null;
+  finished_at: string | null;
 }
 
 async function post(path: string, body: unknown, token = t.adminToken, headers: Record<string, string> = {}) {
@@ -112,9 +117,16 @@ describe('createExport', () => {
     const task = await submit({ scope: { kind: 'objects_in_class', class_id: klass } });
     expect(task).toMatchObject({ kind: 'export', status: 'queued' });
     expect(task.links).toMatchObject({ export: `/api/v1/exports/${task.id}`, export_output: `/api/v1/exports/${task.id}/output` });
-    const [ev] = await t.deps.sql<{ collection_id: number; metadata: Record<string, unknown> }[]>`
-      select collection_id, metadata from events where entity_type = 'task' and entity_id = ${task.id} and action = 'queued'`;
+    const [ev] = await t.deps.sql<{ collection_id: number; metadata: Record<string, unknown>; after: Record<string, unknown> }[]>`
+      select collection_id, metadata, after from events where entity_type = 'task' and entity_id = ${task.id} and action = 'queued'`;
     expect(ev).toMatchObject({ collection_id: col, metadata: { scope_kind: 'objects_in_class', task_kind: 'export' } });
+    // the snapshot is the task as answered and stored (its id and created_at reserved before the insert)
+    const read = await t.request('GET', `/api/v1/tasks/${task.id}`);
+    expect(read.body).toEqual(task);
+    const { id, kind, status, submitted_by, cancel_requested, created_at, started_at, finished_at, progress } = task;
+    expect(ev!.after).toEqual({ id, kind, status, submitted_by, cancel_requested, created_at, started_at, finished_at, progress });
+    const history = await t.deps.sql`select event_type, message from task_events where task_id = ${task.id} order by id`;
+    expect([...history]).toEqual([{ event_type: 'queued', message: 'export task queued' }]);
   });
 
   it('Idempotency-Key: the same submission returns the same task, another submission is 409, a bad key 400', async () => {

@@ -41,6 +41,7 @@ export type RowTable =
   | 'computed_fields'
   | 'event_sinks'
   | 'event_subscriptions'
+  | 'tasks'
   | 'export_templates'
   | 'remote_targets';
 

@@ -104,8 +104,12 @@ export async function openExportSource(db: Db, who: Exporter, scope: ExportScope
     }
     case 'objects_in_class': {
       const classId = scope.class_id;
-      const cls = await requireClassPermission(db, who, classId, 'ReadClass');
-      const active = await activeFields(db, classId, who.principal);
+      // the check and the class's computed fields go out together (one round trip); the check decides first
+      const checking = requireClassPermission(db, who, classId, 'ReadClass');
+      const reading = activeFields(db, classId, who.principal);
+      reading.catch(() => undefined); // awaited below, once the check has passed
+      const cls = await checking;
+      const active = await reading;
       const q = parseObjectQuery(db, query, active, who, classId);
       const where: Fragment[] = [
         db`o.class_id = ${classId}::int` as Fragment,

@@ -11,7 +11,9 @@
 // row, no event); the same key with a different submission is 409; an empty or over-long key 400.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import { appendEvent } from './events.ts';
+import { eventsCte, reserveId } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { conflict } from '../domain/errors.ts';
@@ -150,21 +152,29 @@ export interface NewTask {
 
 /**
  * Creates a task row inside the caller's transaction, with its first task event and the
- * `task.queued` audit event. With an Idempotency-Key: the same key and the same submission (kind +
- * canonical request) returns the earlier task with created = false; the same key with another
- * submission is 409; an empty key or one over 255 bytes is 400. Keys are per submitter and
- * serialized with an advisory lock, so concurrent retries yield one task.
+ * `task.queued` audit event, in one statement (`opts.final`: COMMIT goes with it). Its id and
+ * created_at are reserved first (`opts.reserved`: a reservation the caller sent beside its own
+ * checks, so that it costs no round trip of its own). With an Idempotency-Key: the same key and the
+ * same submission (kind + canonical request) returns the earlier task with created = false; the same
+ * key with another submission is 409; an empty key or one over 255 bytes is 400. Keys are per
+ * submitter and serialized with an advisory lock, so concurrent retries yield one task (the lock
+ * and the look-up of the key go out together).
  */
-export async function insertTask(tx: TransactionSql, actor: Actor, t: NewTask): Promise<{ task: TaskRow; created: boolean }> {
+export async function insertTask(
+  tx: TransactionSql,
+  actor: Actor,
+  t: NewTask,
+  opts: { reserved?: Promise<{ id: number; now: Date }>; final?: Final } = {},
+): Promise<{ task: TaskRow; created: boolean }> {
   const key = parseIdempotencyKey(t.idempotencyKey);
   const hash = submissionHash(t.kind, t.request);
   const submittedBy = t.auth.principal.id;
   if (key !== null) {
-    await tx`select pg_advisory_xact_lock(727050, hashtext(${`${submittedBy}:${key}`}::text))`;
-    const [existing] = await tx<(TaskRow & { request_hash: string | null })[]>`
-      select ${taskColumns(tx)}, t.request_hash from tasks t
-      where t.submitted_by = ${submittedBy}::int and t.idempotency_key = ${key}::text
-      order by t.id limit 1`;
+    const locking = lockIdempotencyKey(tx, submittedBy, key);
+    const finding = taskOfIdempotencyKey(tx, submittedBy, key); // behind the lock: what an earlier holder committed
+    finding.catch(() => undefined); // awaited below
+    await locking;
+    const existing = await finding;
     if (existing) {
       if (existing.kind !== t.kind || existing.request_hash !== hash) {
         throw conflict('this Idempotency-Key was already used for a different submission', 'idempotency_key_reused');
@@ -179,27 +189,60 @@ export async function insertTask(tx: TransactionSql, actor: Actor, t: NewTask): 
     success_items: progressCount(t.progress?.success_items),
     failed_items: progressCount(t.progress?.failed_items),
   };
-  const scope = t.auth.token.scope ?? null;
-  const [task] = await tx<TaskRow[]>`
-    insert into tasks as t (kind, status, submitted_by, submitted_token_id, token_scope, token_scoped, idempotency_key,
-      request_hash, request, progress, summary, details)
-    values (${t.kind}, ${t.status ?? 'queued'}, ${submittedBy}::int, ${t.auth.token.id}::int,
-      ${scope === null ? null : tx.json(scope as never)}, ${scope !== null}::boolean, ${key}::text, ${hash},
-      ${tx.json(t.request as never)}, ${tx.json(progress as never)},
-      ${t.summary === undefined || t.summary === null ? null : tx.json(t.summary as never)},
-      ${t.details === undefined || t.details === null ? null : tx.json(t.details as never)})
-    returning ${taskColumns(tx)}`;
-  await insertTaskEvent(tx, task!.id, task!.status, `${task!.kind} task ${task!.status}`);
-  await appendEvent(tx, actor, {
+  const { id, now } = await (opts.reserved ?? reserveId(tx, 'tasks'));
+  const task: TaskRow = {
+    id,
+    kind: t.kind,
+    status: t.status ?? 'queued',
+    submitted_by: submittedBy,
+    cancel_requested: false,
+    progress,
+    summary: t.summary ?? null,
+    details: t.details ?? null,
+    created_at: now,
+    started_at: null,
+    finished_at: null,
+  };
+  const event: NewEvent = {
     entityType: 'task',
-    entityId: task!.id,
+    entityId: task.id,
     entityName: null,
     collectionId: t.collectionId ?? null,
     relatedCollectionIds: t.relatedCollectionIds,
-    action: task!.status,
-    summary: `${task!.kind} task ${task!.id} ${task!.status}`,
-    after: taskSnapshot(task!),
-    metadata: { ...(t.metadata ?? {}), task_kind: task!.kind },
-  });
-  return { task: task!, created: true };
+    action: task.status,
+    summary: `${task.kind} task ${task.id} ${task.status}`,
+    after: taskSnapshot(task),
+    metadata: { ...(t.metadata ?? {}), task_kind: task.kind },
+  };
+  const scope = t.auth.token.scope ?? null;
+  const json = (v: unknown) => (v === undefined || v === null ? null : tx.json(v as never));
+  await (opts.final ?? notFinal)(tx`
+    with t as (
+      insert into tasks (id, kind, status, submitted_by, submitted_token_id, token_scope, token_scoped, idempotency_key,
+        request_hash, request, progress, summary, details)
+      values (${task.id}::int, ${task.kind}, ${task.status}, ${submittedBy}::int, ${t.auth.token.id}::int, ${json(scope)},
+        ${scope !== null}::boolean, ${key}::text, ${hash}, ${tx.json(t.request as never)}, ${tx.json(progress as never)},
+        ${json(task.summary)}, ${json(task.details)})
+      returning id
+    ), te as (
+      insert into task_events (task_id, event_type, message) select t.id, ${task.status}, ${`${task.kind} task ${task.status}`} from t
+    )${eventsCte(tx, actor, [event])}
+    select 1 from t`);
+  return { task, created: true };
+}
+
+async function lockIdempotencyKey(tx: TransactionSql, submittedBy: number, key: string): Promise<void> {
+  await tx`select pg_advisory_xact_lock(727050, hashtext(${`${submittedBy}:${key}`}::text))`;
+}
+
+async function taskOfIdempotencyKey(
+  tx: TransactionSql,
+  submittedBy: number,
+  key: string,
+): Promise<(TaskRow & { request_hash: string | null }) | undefined> {
+  const [row] = await tx<(TaskRow & { request_hash: string | null })[]>`
+    select ${taskColumns(tx)}, t.request_hash from tasks t
+    where t.submitted_by = ${submittedBy}::int and t.idempotency_key = ${key}::text
+    order by t.id limit 1`;
+  return row;
 }

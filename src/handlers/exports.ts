@@ -1,7 +1,8 @@
 import type { Ctx, HandlerMap } from '../http/contract.ts';
 import { actorOf, authOf, storedOutput } from '../http/contract.ts';
 import { ApiError, badRequest, notFound } from '../domain/errors.ts';
-import { withTx } from '../db/tx.ts';
+import { finalFor, withTx } from '../db/tx.ts';
+import { reserveId } from '../db/events.ts';
 import { findTask, insertTask } from '../db/tasks.ts';
 import { toTaskWire } from '../domain/views/tasks.ts';
 import { readExportTemplateAs } from '../db/export-templates.ts';
@@ -29,6 +30,9 @@ export async function submitExport(ctx: Ctx, raw: Record<string, unknown>, heade
   const scope = parseScope(body.scope);
   resolveLimits(body.limits);
   const { task } = await withTx(ctx.deps.sql, async (tx) => {
+    // the task's id and created_at, reserved beside the checks (insertTask)
+    const reserved = reserveId(tx, 'tasks');
+    reserved.catch(() => undefined); // awaited by insertTask, after the checks
     let query = body.query ?? null;
     let templateCollection: number | null = null;
     if (body.template_id !== undefined) {
@@ -47,18 +51,23 @@ export async function submitExport(ctx: Ctx, raw: Record<string, unknown>, heade
     if (body.limits !== undefined) request.limits = body.limits;
     if (body.template_id !== undefined) request.template_id = body.template_id;
     const collectionId = templateCollection ?? source.collectionId;
-    return insertTask(tx, actorOf(ctx), {
-      kind: 'export',
-      auth: { principal: auth.principal, token: { id: auth.token.id, scope: auth.token.scope } },
-      request,
-      idempotencyKey,
-      collectionId,
-      relatedCollectionIds:
-        templateCollection !== null && source.collectionId !== null && source.collectionId !== templateCollection
-          ? [source.collectionId]
-          : [],
-      metadata: { scope_kind: scope.kind, ...(body.template_id !== undefined ? { export_template_id: body.template_id } : {}) },
-    });
+    return insertTask(
+      tx,
+      actorOf(ctx),
+      {
+        kind: 'export',
+        auth: { principal: auth.principal, token: { id: auth.token.id, scope: auth.token.scope } },
+        request,
+        idempotencyKey,
+        collectionId,
+        relatedCollectionIds:
+          templateCollection !== null && source.collectionId !== null && source.collectionId !== templateCollection
+            ? [source.collectionId]
+            : [],
+        metadata: { scope_kind: scope.kind, ...(body.template_id !== undefined ? { export_template_id: body.template_id } : {}) },
+      },
+      { reserved, final: finalFor(ctx.deps.sql, tx) }, // COMMIT goes with it
+    );
   });
   return { status: 202 as const, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
 }

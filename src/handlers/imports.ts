@@ -4,7 +4,7 @@ import { forbidden, notFound } from '../domain/errors.ts';
 import { isUnscopedAdmin } from '../domain/authz.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
-import { withTx } from '../db/tx.ts';
+import { finalFor, withTx } from '../db/tx.ts';
 import { consumeApproval } from '../db/approvals.ts';
 import { findTask, insertTask } from '../db/tasks.ts';
 import { toTaskWire, type TaskRow } from '../domain/views/tasks.ts';
@@ -41,6 +41,7 @@ export const importsHandlers = {
           prepared,
           input.headers['idempotency-key'],
         ),
+        { final: finalFor(ctx.deps.sql, tx) }, // COMMIT goes with it
       );
     });
     return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };

@@ -1,7 +1,7 @@
 // Backups: queueing a backup task (refused while a restore is applied, capped by
 // SVC_BACKUP_MAX_ACTIVE_TASKS). Used by createBackup and the admin command line.
 import { ApiError, conflict } from '../domain/errors.ts';
-import { withTx } from '../db/tx.ts';
+import { finalFor, withTx } from '../db/tx.ts';
 import { insertTask, type NewTask } from '../db/tasks.ts';
 import { type TaskRow } from '../domain/views/tasks.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -34,13 +34,12 @@ export async function submitBackup(
         reason: 'too_many_active_tasks',
       });
     }
-    return insertTask(tx, actor, {
-      kind: 'backup',
-      auth: submitter,
-      request: options,
-      idempotencyKey,
-      metadata: options,
-    });
+    return insertTask(
+      tx,
+      actor,
+      { kind: 'backup', auth: submitter, request: options, idempotencyKey, metadata: options },
+      { final: finalFor(deps.sql, tx) }, // COMMIT goes with it
+    );
   });
   return task;
 }
