@@ -401,6 +401,10 @@ describe('invokeRemoteTarget (queueing)', () => {
     const inv = (await events('remote_target', rt.id)).filter((e) => e.action === 'invoked');
     expect(inv).toHaveLength(1);
     expect(inv[0]!.task_id).toBe(task.id);
+    // written in one statement with the task, after the task's own event
+    const order = await t.deps.sql<{ action: string }[]>`
+      select action from events where (entity_type = 'task' and entity_id = ${task.id}) or (entity_type = 'remote_target' and entity_id = ${rt.id} and action = 'invoked') order by id`;
+    expect(order.map((e) => e.action)).toEqual(['queued', 'invoked']);
     const got = await t.request('GET', `/api/v1/tasks/${task.id}`);
     expect(got.status).toBe(200);
   });

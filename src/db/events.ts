@@ -107,8 +107,8 @@ export async function updateNameWithEvent(
  * The `insert into events` of `events` as a statement fragment, for a write that appends its events
  * in the same statement as its row (a data-modifying CTE): one round trip instead of two.
  */
-export function insertEventsSql(tx: Db, actor: Actor, events: NewEvent[]): Fragment {
-  const values = events.map((e) => eventValues(tx, actor, e));
+export function insertEventsSql(tx: Db, actor: Actor, events: NewEvent[], more?: MoreEvents): Fragment {
+  const values = [...events.map((e) => eventValues(tx, actor, e)), ...(more?.events.map((e) => eventValues(tx, more.actor, e)) ?? [])];
   return tx`insert into events (${EVENT_COLUMNS(tx)}) values ${values.slice(1).reduce((all, v) => tx`${all}, ${v}` as Fragment, values[0]!)}` as Fragment;
 }
 
@@ -130,8 +130,14 @@ export function markWritten(tx: Db, event: NewEvent): void {
 }
 
 /** `, e as (insert into events …)`: the events as one more CTE of a write's statement; nothing when there are none. */
-export function eventsCte(tx: Db, actor: Actor, events: NewEvent[]): Fragment {
-  return (events.length ? tx`, e as (${insertEventsSql(tx, actor, events)})` : tx``) as Fragment;
+export function eventsCte(tx: Db, actor: Actor, events: NewEvent[], more?: MoreEvents): Fragment {
+  return (events.length || more?.events.length ? tx`, e as (${insertEventsSql(tx, actor, events, more)})` : tx``) as Fragment;
+}
+
+/** Events of another actor appended after a write's own, in the same insert (so in that order). */
+export interface MoreEvents {
+  actor: Actor;
+  events: NewEvent[];
 }
 
 const EVENT_COLUMN_LIST = `entity_type, entity_id, entity_name, collection_id, related_collection_ids, action,

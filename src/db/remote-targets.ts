@@ -137,10 +137,16 @@ export async function updateRemoteTarget(
  * then counts its queued, validating and running remote-call tasks.
  */
 export async function lockAndCountActiveRemoteCalls(tx: TransactionSql, principalId: number): Promise<number> {
-  await tx`select pg_advisory_xact_lock(727070, ${principalId}::int)`;
-  const [row] = await tx<{ n: number }[]>`
-    select count(*)::int as n from tasks
-    where submitted_by = ${principalId}::int and kind = 'remote_call' and status in ('queued', 'validating', 'running')`;
+  // the count goes out right behind the lock (one round trip; both sent as tx.ts's Pipelines say)
+  // and runs once the lock is held
+  const locking = (async () => void (await tx`select pg_advisory_xact_lock(727070, ${principalId}::int)`))();
+  const counting = (async () =>
+    await tx<{ n: number }[]>`
+      select count(*)::int as n from tasks
+      where submitted_by = ${principalId}::int and kind = 'remote_call' and status in ('queued', 'validating', 'running')`)();
+  counting.catch(() => undefined); // awaited below, after the lock
+  await locking;
+  const [row] = await counting;
   return row?.n ?? 0;
 }
 

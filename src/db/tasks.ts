@@ -11,7 +11,7 @@
 // row, no event); the same key with a different submission is 409; an empty or over-long key 400.
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import { eventsCte, reserveId } from './events.ts';
+import { eventsCte, reserveId, type MoreEvents } from './events.ts';
 import { notFinal, type Final } from './tx.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -152,7 +152,8 @@ export interface NewTask {
 
 /**
  * Creates a task row inside the caller's transaction, with its first task event and the
- * `task.queued` audit event, in one statement (`opts.final`: COMMIT goes with it). Its id and
+ * `task.queued` audit event (and `opts.more`, the events of the submission itself, after it), in one
+ * statement (`opts.final`: COMMIT goes with it). Its id and
  * created_at are reserved first (`opts.reserved`: a reservation the caller sent beside its own
  * checks, so that it costs no round trip of its own). With an Idempotency-Key: the same key and the
  * same submission (kind + canonical request) returns the earlier task with created = false; the same
@@ -164,7 +165,7 @@ export async function insertTask(
   tx: TransactionSql,
   actor: Actor,
   t: NewTask,
-  opts: { reserved?: Promise<{ id: number; now: Date }>; final?: Final } = {},
+  opts: { reserved?: Promise<{ id: number; now: Date }>; final?: Final; more?: (task: TaskRow) => MoreEvents } = {},
 ): Promise<{ task: TaskRow; created: boolean }> {
   const key = parseIdempotencyKey(t.idempotencyKey);
   const hash = submissionHash(t.kind, t.request);
@@ -226,7 +227,7 @@ export async function insertTask(
       returning id
     ), te as (
       insert into task_events (task_id, event_type, message) select t.id, ${task.status}, ${`${task.kind} task ${task.status}`} from t
-    )${eventsCte(tx, actor, [event])}
+    )${eventsCte(tx, actor, [event], opts.more?.(task))}
     select 1 from t`);
   return { task, created: true };
 }

@@ -4,8 +4,8 @@ import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
-import { withTx } from '../db/tx.ts';
-import { appendEvent } from '../db/events.ts';
+import { finalFor, withTx } from '../db/tx.ts';
+import { reserveId } from '../db/events.ts';
 import { collectionWhere } from '../db/authz.ts';
 import { insertTask } from '../db/tasks.ts';
 import { toTaskWire } from '../domain/views/tasks.ts';
@@ -71,7 +71,17 @@ export const remoteTargetsHandlers = {
     const bodyOverride = body.body_override ?? {};
     const idempotencyKey = parseIdempotencyKey(input.headers['idempotency-key']);
     const { task } = await withTx(ctx.deps.sql, async (tx) => {
-      const target = await readRemoteTargetAs(tx, auth, id, 'ExecuteRemoteTarget');
+      // What the submission checks goes out together (one round trip; a subject's context may take
+      // more), read in the order that decides which error a request gets: the target with its check,
+      // the subject's check and context, the caller's active calls (behind the caller's lock), the
+      // task's id. The task with its events follows, with COMMIT.
+      const reading = readRemoteTargetAs(tx, auth, id, 'ExecuteRemoteTarget');
+      const subjectChecked = requireSubjectRead(tx, auth, subject);
+      const loading = loadSubjectContext(tx, subject);
+      const counting = lockAndCountActiveRemoteCalls(tx, auth.principal.id);
+      const reserved = reserveId(tx, 'tasks');
+      for (const p of [subjectChecked, loading, counting, reserved]) p.catch(() => undefined); // awaited below, in order
+      const target = await reading;
       if (!target.enabled) throw badRequest('the remote target is disabled', [{ path: 'target', message: 'disabled' }]);
       if (!target.allowed_subject_types.includes(subject.type)) {
         throw badRequest(`the remote target does not accept ${subject.type} subjects`, [
@@ -83,43 +93,50 @@ export const remoteTargetsHandlers = {
           { path: 'body.subject.class_id', message: 'unsupported subject combination: must be the class_id of the remote target' },
         ]);
       }
-      await requireSubjectRead(tx, auth, subject);
-      const sc = await loadSubjectContext(tx, subject);
+      await subjectChecked;
+      const sc = await loading;
       if (!sc) throw notFound('subject');
       if (!sc.collectionIds.includes(target.collection_id)) throw notFound('subject in the target collection');
 
-      const active = await lockAndCountActiveRemoteCalls(tx, auth.principal.id);
+      const active = await counting;
       const cap = ctx.deps.config.SVC_REMOTE_CALL_MAX_ACTIVE_TASKS_PER_USER;
       if (active >= cap && !(idempotencyKey !== null && (await hasIdempotentRemoteCall(tx, auth.principal.id, idempotencyKey)))) {
         throw new ApiError('too_many_requests', `too many active remote-call tasks (at most ${cap} queued or running per user)`, {
           reason: 'too_many_active_tasks',
         });
       }
-      const result = await insertTask(tx, actorOf(ctx), {
-        kind: 'remote_call',
-        auth: { principal: auth.principal, token: { id: auth.token.id, scope: auth.token.scope } },
-        request: { target_id: target.id, subject, parameters, body_override: bodyOverride },
-        idempotencyKey,
-        collectionId: target.collection_id,
-        metadata: { remote_target_id: target.id, subject_type: subject.type, subject_id: subjectId(subject) },
-      });
-      if (result.created) {
-        await appendEvent(
-          tx,
-          { ...actorOf(ctx), taskId: result.task.id },
-          {
-            entityType: KIND,
-            entityId: target.id,
-            entityName: target.name,
-            collectionId: target.collection_id,
-            relatedCollectionIds: sc.collectionIds,
-            action: 'invoked',
-            summary: `remote target ${target.name} invoked for ${subject.type} ${subjectId(subject)}`,
-            metadata: { task_id: result.task.id, subject_type: subject.type, subject_id: subjectId(subject) },
-          },
-        );
-      }
-      return result;
+      return insertTask(
+        tx,
+        actorOf(ctx),
+        {
+          kind: 'remote_call',
+          auth: { principal: auth.principal, token: { id: auth.token.id, scope: auth.token.scope } },
+          request: { target_id: target.id, subject, parameters, body_override: bodyOverride },
+          idempotencyKey,
+          collectionId: target.collection_id,
+          metadata: { remote_target_id: target.id, subject_type: subject.type, subject_id: subjectId(subject) },
+        },
+        {
+          reserved,
+          final: finalFor(ctx.deps.sql, tx), // COMMIT goes with it
+          // a new task: the target's `invoked` event, as the task's actor, after the task's own
+          more: (t) => ({
+            actor: { ...actorOf(ctx), taskId: t.id },
+            events: [
+              {
+                entityType: KIND,
+                entityId: target.id,
+                entityName: target.name,
+                collectionId: target.collection_id,
+                relatedCollectionIds: sc.collectionIds,
+                action: 'invoked',
+                summary: `remote target ${target.name} invoked for ${subject.type} ${subjectId(subject)}`,
+                metadata: { task_id: t.id, subject_type: subject.type, subject_id: subjectId(subject) },
+              },
+            ],
+          }),
+        },
+      );
     });
     return { status: 202, body: toTaskWire(task), headers: { location: `/api/v1/tasks/${task.id}` } };
   },
