@@ -528,6 +528,20 @@ describe('revokePrincipalToken', () => {
     expect(events[1]!.after).toEqual({ ...wire, renewed_from_token_id: null });
   });
 
+  it("a login's and a mint's created events hold the token as stored (its id and issued time from the insert)", async () => {
+    const h = await createHuman(t);
+    const me = await t.request('GET', '/api/v1/iam/me', { token: h.token });
+    const loginId = (me.body as { token: { id: number } }).token.id;
+    const minted = await mintOk(h.id, { name: 'snap' }, self(h));
+    for (const id of [loginId, minted.id]) {
+      const row = (await t.request('GET', `${tokensPath(h.id)}/${id}`)).body as Record<string, unknown>;
+      const [event] = await t.deps.sql<{ entity_id: number; after: Record<string, unknown> }[]>`
+        select entity_id, after from events where entity_type = 'token' and entity_id = ${id} and action = 'created'`;
+      const { last_used_at: _used, active: _active, expired: _expired, ...wire } = row;
+      expect(event!.after).toEqual({ ...wire, renewed_from_token_id: null });
+    }
+  });
+
   it('a logout records the revoked token as stored; logging out with a revoked token is 401', async () => {
     const h = await createHuman(t);
     const me = await t.request('GET', '/api/v1/iam/me', { token: h.token });

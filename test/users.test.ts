@@ -37,6 +37,9 @@ describe('createUser', () => {
     expect(JSON.stringify(user)).not.toContain('correct horse');
     const [ev] = await eventsOf(t, 'user', user.id as number);
     expect(ev).toMatchObject({ action: 'created', after_revision: 1 });
+    // the snapshot is the user as answered and read (its id and times reserved before the insert)
+    expect(ev!.after).toEqual(user);
+    expect((await t.request('GET', `/api/v1/iam/users/${String(user.id)}`)).body).toEqual(user);
     expect(JSON.stringify(ev)).not.toMatch(/correct horse|argon2|password_hash/);
     // The stored hash is Argon2id, and the new user can log in.
     const [row] = await t.deps.sql<{ password_hash: string }[]>`select password_hash from users where principal_id = ${user.id as number}`;
@@ -180,8 +183,11 @@ describe('updateUser', () => {
       before: { email: 'old@example.org' },
       after: { email: 'new@example.org' },
     });
+    expect(evs.at(-1)!.after).toEqual(res.body);
     const cleared = await t.request('PATCH', `/api/v1/iam/users/${u.id}`, { body: { email: null } });
     expect(cleared.body).toMatchObject({ email: null, revision: 3 });
+    expect((await eventsOf(t, 'user', u.id)).at(-1)!.after).toEqual(cleared.body);
+    expect((await t.request('GET', `/api/v1/iam/users/${u.id}`)).body).toEqual(cleared.body);
   });
 
   it('updateUser 200 for the user itself', async () => {

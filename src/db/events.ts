@@ -117,11 +117,12 @@ export function insertEventsSql(tx: Db, actor: Actor, events: NewEvent[], more?:
  * statement's CTE named `rows` returns, for a write that may turn out to change nothing (an insert …
  * on conflict do nothing, a delete of what is not there): no row, no event. `afterPatch`, a jsonb
  * expression over the row, is merged into the `after` snapshot (a value only the write knows, as a
- * revocation's time). It leaves marking the transaction for the token cache to the caller, who
- * knows after the statement whether it wrote (markWritten).
+ * revocation's time); `entityId`, an expression over the row, is the event's entity_id (a row
+ * whose id the insert gives). It leaves marking the transaction for the token cache to the caller,
+ * who knows after the statement whether it wrote (markWritten).
  */
-export function eventPerRowCte(tx: Db, actor: Actor, rows: string, event: NewEvent, afterPatch?: Fragment): Fragment {
-  return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, event, false, afterPatch)} from ${tx(rows)})` as Fragment;
+export function eventPerRowCte(tx: Db, actor: Actor, rows: string, event: NewEvent, afterPatch?: Fragment, entityId?: Fragment): Fragment {
+  return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, event, false, afterPatch, entityId)} from ${tx(rows)})` as Fragment;
 }
 
 /** For an event that eventPerRowCte appended: marks the transaction when the event bears on the token cache. */
@@ -155,13 +156,14 @@ function eventValues(tx: Db, actor: Actor, e: NewEvent): Fragment {
 
 /**
  * The values of one event (columns as EVENT_COLUMNS); `mark`: marks the transaction (markWritten)
- * now; `afterPatch`: a jsonb expression merged into the `after` snapshot.
+ * now; `afterPatch`: a jsonb expression merged into the `after` snapshot; `entityId`: an expression
+ * for entity_id.
  */
-function eventValueList(tx: Db, actor: Actor, e: NewEvent, mark = true, afterPatch?: Fragment): Fragment {
+function eventValueList(tx: Db, actor: Actor, e: NewEvent, mark = true, afterPatch?: Fragment, entityId?: Fragment): Fragment {
   if (mark) markWritten(tx, e);
   const v = eventFields(actor, e);
   const after = e.after === undefined || e.after === null ? null : tx.json(e.after as never);
-  return tx`${e.entityType}, ${e.entityId}, ${e.entityName ?? null}, ${e.collectionId ?? null}, ${v.related}::int[],
+  return tx`${e.entityType}, ${entityId ?? e.entityId}, ${e.entityName ?? null}, ${e.collectionId ?? null}, ${v.related}::int[],
       ${e.action}, ${actor.kind}, ${v.actorUserId}, ${v.initiatorId},
       ${actor.taskId ?? null}, ${tx.json(v.provenance as never)}, ${actor.requestId ?? null}, ${actor.correlationId ?? null},
       ${e.summary ?? null}, ${e.before === undefined || e.before === null ? null : tx.json(e.before as never)},

@@ -42,6 +42,45 @@ export async function validateTokenHash(
   return row;
 }
 
+/**
+ * Inserts a token and appends its `created` audit event in one statement: the event's entity_id is
+ * the new token's id, and its `after` snapshot (`event.after`, a snapshot of the token before the
+ * insert, as tokenSnapshot builds it) gets the token's id and issued time from the insert (ISO 8601
+ * UTC, milliseconds). Returns the stored row.
+ */
+export async function insertTokenWithEvent(
+  tx: TransactionSql,
+  actor: Actor,
+  t: {
+    principalId: number;
+    hash: Buffer;
+    name?: string | null;
+    description?: string | null;
+    expiresAt: Date;
+    scope?: TokenScopeValue | null;
+  },
+  event: NewEvent,
+  final: Final = notFinal,
+): Promise<TokenRow> {
+  const [row] = await final(tx<TokenRow[]>`
+    with r as (
+      insert into tokens (principal_id, token_hash, name, description, expires_at, scope)
+      values (${t.principalId}::int, ${t.hash}, ${t.name ?? null}, ${t.description ?? null}, ${t.expiresAt},
+        ${t.scope ? tx.json(t.scope as never) : null})
+      returning id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope, renewed_from_token_id, revision
+    )${eventPerRowCte(
+      tx,
+      actor,
+      'r',
+      event,
+      tx`jsonb_build_object('id', r.id, 'issued', to_char(r.issued at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))` as Fragment,
+      tx`r.id` as Fragment,
+    )}
+    select * from r`);
+  markWritten(tx, event);
+  return row!;
+}
+
 export async function insertToken(
   db: Db,
   t: {

@@ -3,6 +3,10 @@ import type { ListSpec } from '../domain/list-query.ts';
 import { runList, type ListPage } from './list.ts';
 import type { ParsedList } from '../domain/list-query.ts';
 import { type UserRow } from '../domain/views/users.ts';
+import { eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 
 export const USER_LIST: ListSpec = {
   fields: {
@@ -36,47 +40,59 @@ export async function findUser(db: Db, id: number): Promise<UserRow | undefined>
   return row;
 }
 
-/** The user with its principal row locked for the rest of the transaction. */
-export async function lockUser(tx: TransactionSql, id: number): Promise<UserRow | undefined> {
-  const [row] = await tx<UserRow[]>`
-    select p.id, p.name, p.identity_scope, u.proper_name, u.email, p.created_at, p.updated_at, p.revision, p.provider_managed
+/** The user with its principal row locked for the rest of the transaction, and the transaction's now() (svc_now). */
+export async function lockUser(tx: TransactionSql, id: number): Promise<(UserRow & { svc_now: Date }) | undefined> {
+  const [row] = await tx<(UserRow & { svc_now: Date })[]>`
+    select p.id, p.name, p.identity_scope, u.proper_name, u.email, p.created_at, p.updated_at, p.revision, p.provider_managed,
+      now() as svc_now
     from principals p join users u on u.principal_id = p.id
     where p.id = ${id} and p.kind = 'human'
     for update of p, u`;
   return row;
 }
 
+/** Inserts the user `u` (its id and times reserved: reserveId) with `events`, in one statement. */
 export async function insertUser(
   tx: TransactionSql,
-  u: { name: string; identityScope: string; passwordHash: string | null; email: string | null; properName: string | null },
-): Promise<UserRow> {
-  const [p] = await tx<{ id: number; name: string; identity_scope: string; created_at: Date; updated_at: Date; revision: number }[]>`
-    insert into principals (kind, name, identity_scope)
-    values ('human', ${u.name}, ${u.identityScope})
-    returning id, name, identity_scope, created_at, updated_at, revision`;
-  const [profile] = await tx<{ email: string | null; proper_name: string | null }[]>`
-    insert into users (principal_id, password_hash, email, proper_name)
-    values (${p!.id}, ${u.passwordHash}, ${u.email}, ${u.properName})
-    returning email, proper_name`;
-  return { ...p!, ...profile!, provider_managed: false };
+  actor: Actor,
+  u: UserRow,
+  passwordHash: string | null,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<void> {
+  await final(tx`
+    with p as (
+      insert into principals (id, kind, name, identity_scope) values (${u.id}::int, 'human', ${u.name}, ${u.identity_scope})
+      returning id
+    ), u as (
+      insert into users (principal_id, password_hash, email, proper_name)
+      select p.id, ${passwordHash}::text, ${u.email}::text, ${u.proper_name}::text from p
+    )${eventsCte(tx, actor, events)}
+    select 1 from p`);
 }
 
-/** Writes a change (the caller decided something changes); advances revision and updated_at. */
-export async function updateUserRow(
+/**
+ * Writes a change of the locked user `after` (the caller decided something changes; updated_at
+ * now(), the revision one up, as the caller built `after`) with `events`, in one statement; a null
+ * `passwordHash` keeps the password.
+ */
+export async function updateUser(
   tx: TransactionSql,
-  id: number,
-  change: { email: string | null; properName: string | null; passwordHash: string | null },
-): Promise<UserRow> {
-  const [p] = await tx<{ updated_at: Date; revision: number }[]>`
-    update principals set updated_at = now(), revision = revision + 1
-    where id = ${id}
-    returning updated_at, revision`;
-  await tx`
-    update users set email = ${change.email}, proper_name = ${change.properName},
-      password_hash = coalesce(${change.passwordHash}::text, password_hash)
-    where principal_id = ${id}`;
-  const row = await lockUser(tx, id);
-  return { ...row!, updated_at: p!.updated_at, revision: p!.revision };
+  actor: Actor,
+  after: UserRow,
+  passwordHash: string | null,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<void> {
+  await final(tx`
+    with p as (
+      update principals set updated_at = now(), revision = revision + 1 where id = ${after.id}::int returning id
+    ), u as (
+      update users set email = ${after.email}::text, proper_name = ${after.proper_name}::text,
+        password_hash = coalesce(${passwordHash}::text, password_hash)
+      where principal_id = ${after.id}::int
+    )${eventsCte(tx, actor, events)}
+    select 1 from p`);
 }
 
 /** Ids of the groups a principal belongs to directly (recorded when it is deleted). */

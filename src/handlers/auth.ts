@@ -4,10 +4,9 @@ import { ApiError, badRequest, notFound } from '../domain/errors.ts';
 import { isUnscopedAdmin } from '../domain/authz.ts';
 import { requireHumanUnscoped, authorizeTokenOwner } from './gates.ts';
 import { finalFor, withTx } from '../db/tx.ts';
-import { appendEvent } from '../db/events.ts';
 import { findLoginCandidate } from '../db/principals.ts';
-import { insertToken, lockToken, lockTokenByHash, lockUnrevokedTokens } from '../db/tokens.ts';
-import { tokenSnapshot } from '../domain/views/tokens.ts';
+import { insertTokenWithEvent, lockToken, lockTokenByHash, lockUnrevokedTokens } from '../db/tokens.ts';
+import { newTokenEvent } from '../mutations/tokens.ts';
 import { verifyPassword } from '../domain/passwords.ts';
 import { hashToken, newRawToken } from '../domain/token-secret.ts';
 import { loginLimiter, underLoginLimit } from '../services/login-limiter.ts';
@@ -54,21 +53,14 @@ export const authHandlers = {
       const principal: { id: number; name: string } | undefined =
         provider && directoryUser ? await signInDirectoryUser(tx, actorOf(ctx), provider, directoryUser) : candidate;
       if (!principal) throw loginFailed();
-      const t = await insertToken(tx, { principalId: principal.id, hash: hashToken(ctx.deps.tokenKey, raw), name: 'login', expiresAt });
-      await appendEvent(
+      // the token and its event in one statement, with COMMIT
+      const values = { principalId: principal.id, hash: hashToken(ctx.deps.tokenKey, raw), name: 'login', expiresAt };
+      const t = await insertTokenWithEvent(
         tx,
         { ...actorOf(ctx), principalId: principal.id, principalName: principal.name },
-        {
-          entityType: 'token',
-          entityId: t.id,
-          entityName: t.name,
-          action: 'created',
-          summary: 'token issued by password login',
-          after: tokenSnapshot(t),
-          afterRevision: t.revision,
-          metadata: { principal_id: principal.id, via: 'login' },
-        },
-        finalFor(ctx.deps.sql, tx), // COMMIT goes with it
+        values,
+        newTokenEvent(values, 'token issued by password login', { principal_id: principal.id, via: 'login' }),
+        finalFor(ctx.deps.sql, tx),
       );
       return t;
     });

@@ -3,18 +3,21 @@
 import type { Ctx } from '../http/contract.ts';
 import { actorOf } from '../http/contract.ts';
 import type { TransactionSql } from '../db/sql.ts';
-import type { Final } from '../db/tx.ts';
+import { finalFor, type Final } from '../db/tx.ts';
 import type { TokenRow } from '../domain/views/tokens.ts';
 import { mintTokenAs, revokeTokenAs, type MintedToken, type TokenMint } from '../mutations/tokens.ts';
 
-/** Stores a new token and its `token.created` (or `token.renewed`) event; returns the raw value once. */
+/**
+ * Stores a new token and its `token.created` (or `token.renewed`) event; returns the raw value once.
+ * As the transaction's last statement: COMMIT goes with it.
+ */
 export async function mintToken(
   tx: TransactionSql,
   ctx: Ctx,
   owner: { id: number; name: string },
   t: TokenMint,
 ): Promise<{ raw: string; row: MintedToken }> {
-  return mintTokenAs(tx, ctx.deps.tokenKey, actorOf(ctx), owner, t);
+  return mintTokenAs(tx, ctx.deps.tokenKey, actorOf(ctx), owner, t, finalFor(ctx.deps.sql, tx));
 }
 
 /**

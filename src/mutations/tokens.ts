@@ -6,7 +6,15 @@ import type { Db, TransactionSql } from '../db/sql.ts';
 import { appendEvent } from '../db/events.ts';
 import type { Final } from '../db/tx.ts';
 import type { Actor } from '../domain/actor.ts';
-import { insertToken, missingScopeResources, revokeTokenWithEvent, type TokenOwner, type TokenScopeValue } from '../db/tokens.ts';
+import {
+  insertToken,
+  insertTokenWithEvent,
+  missingScopeResources,
+  revokeTokenWithEvent,
+  type TokenOwner,
+  type TokenScopeValue,
+} from '../db/tokens.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 import { tokenSnapshot, type TokenRow } from '../domain/views/tokens.ts';
 import { hashToken, newRawToken } from '../domain/token-secret.ts';
 import { missingResourcesError, validateScopeShape } from '../domain/scope.ts';
@@ -38,37 +46,91 @@ export interface TokenMint {
   renewedFrom?: number;
 }
 
-/** Stores a new token and its `token.created` (or `token.renewed`) event; returns the raw value once. */
+/**
+ * Stores a new token and its `token.created` (or `token.renewed`) event; returns the raw value once.
+ * A new token and its event are one statement (`final`: COMMIT goes with it); a renewal, whose
+ * event names the new token's id in its summary, takes two.
+ */
 export async function mintTokenAs(
   tx: TransactionSql,
   tokenKey: Buffer,
   actor: Actor,
   owner: { id: number; name: string },
   t: TokenMint,
+  final?: Final,
 ): Promise<{ raw: string; row: MintedToken }> {
   const raw = newRawToken();
-  const row = await insertToken(tx, {
+  const values = {
     principalId: owner.id,
     hash: hashToken(tokenKey, raw),
     name: t.name,
     description: t.description,
     expiresAt: t.expiresAt,
     scope: t.scope,
-    renewedFrom: t.renewedFrom ?? null,
-  });
-  const renewed = t.renewedFrom !== undefined;
-  await appendEvent(tx, actor, {
-    entityType: 'token',
-    entityId: row.id,
-    entityName: row.name,
-    action: renewed ? 'renewed' : 'created',
-    summary: renewed ? `token ${t.renewedFrom} renewed as token ${row.id} for ${owner.name}` : `token minted for ${owner.name}`,
-    after: tokenSnapshot(row),
-    afterRevision: row.revision,
-    metadata: { principal_id: owner.id, ...(renewed ? { renewed_from_token_id: t.renewedFrom } : {}) },
-  });
+  };
+  let row: TokenRow;
+  if (t.renewedFrom === undefined) {
+    row = await insertTokenWithEvent(
+      tx,
+      actor,
+      values,
+      newTokenEvent(values, 'token minted for ' + owner.name, { principal_id: owner.id }),
+      final,
+    );
+  } else {
+    row = await insertToken(tx, { ...values, renewedFrom: t.renewedFrom });
+    await appendEvent(
+      tx,
+      actor,
+      {
+        entityType: 'token',
+        entityId: row.id,
+        entityName: row.name,
+        action: 'renewed',
+        summary: `token ${t.renewedFrom} renewed as token ${row.id} for ${owner.name}`,
+        after: tokenSnapshot(row),
+        afterRevision: row.revision,
+        metadata: { principal_id: owner.id, renewed_from_token_id: t.renewedFrom },
+      },
+      final,
+    );
+  }
   // insertToken stored t.expiresAt: a minted token always expires (only legacy rows have no expiry)
   return { raw, row: { ...row, expires_at: row.expires_at ?? t.expiresAt } };
+}
+
+/**
+ * The `created` event of a token about to be inserted by insertTokenWithEvent, which fills in its
+ * id (entity_id and the snapshot's) and issued time.
+ */
+export function newTokenEvent(
+  t: { principalId: number; name?: string | null; description?: string | null; expiresAt: Date; scope?: TokenScopeValue | null },
+  summary: string,
+  metadata: Record<string, unknown>,
+): NewEvent {
+  const row: TokenRow = {
+    id: 0,
+    principal_id: t.principalId,
+    name: t.name ?? null,
+    description: t.description ?? null,
+    issued: new Date(0),
+    expires_at: t.expiresAt,
+    last_used_at: null,
+    revoked_at: null,
+    scope: t.scope ?? null,
+    renewed_from_token_id: null,
+    revision: 1,
+  };
+  return {
+    entityType: 'token',
+    entityId: 0,
+    entityName: row.name,
+    action: 'created',
+    summary,
+    after: tokenSnapshot(row),
+    afterRevision: 1,
+    metadata,
+  };
 }
 
 /**

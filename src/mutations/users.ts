@@ -4,10 +4,10 @@
 // import was submitted; the same hash again is no change).
 import { forbidden, notFound } from '../domain/errors.ts';
 import { hashPassword } from '../domain/passwords.ts';
-import { appendEvent } from '../db/events.ts';
+import { reserveId } from '../db/events.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { findUserPasswordHash } from '../db/approvals.ts';
-import { insertUser, lockUser, updateUserRow } from '../db/users.ts';
+import { insertUser, lockUser, updateUser as updateUserRow } from '../db/users.ts';
 import { userCreatedEvent, userUpdatedEvent, userView, type UserRow } from '../domain/views/users.ts';
 import { deletePrincipalRecorded } from './principals.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
@@ -48,28 +48,41 @@ async function passwordHashOf(m: MutationContext, userId: number | null, p: Pass
   return p.hash;
 }
 
-async function lockForWrite(m: MutationContext, id: number, ifMatch: string | undefined): Promise<UserRow> {
-  const before = await lockUser(m.tx, id);
-  if (!before) throw notFound('user');
-  if (before.provider_managed) throw providerManaged();
-  requireMatch(ifMatch, KIND, id, before.revision);
-  return before;
+async function lockForWrite(m: MutationContext, id: number, ifMatch: string | undefined): Promise<{ before: UserRow; now: Date }> {
+  const locked = await lockUser(m.tx, id);
+  if (!locked) throw notFound('user');
+  if (locked.provider_managed) throw providerManaged();
+  requireMatch(ifMatch, KIND, id, locked.revision);
+  const { svc_now: now, ...before } = locked;
+  return { before, now };
 }
 
-/** `password_set` in the event says whether the user can log in with a password. */
+/**
+ * `password_set` in the event says whether the user can log in with a password. The user's id and
+ * created_at are reserved beside the credential approval's consumption; the two rows and the event
+ * are one statement (with COMMIT).
+ */
 export async function createUser(m: MutationContext, v: NewUser, approve?: ApprovePassword): Promise<UserRow> {
+  const reserved = reserveId(m.tx, 'principals');
+  reserved.catch(() => undefined); // awaited below, after the approval and the password
   const passwordHash = await passwordHashOf(m, null, v.password, approve);
-  const created = await insertUser(m.tx, {
+  const { id, now } = await reserved;
+  const created: UserRow = {
+    id,
     name: v.name,
-    identityScope: v.identity_scope,
-    passwordHash,
+    identity_scope: v.identity_scope,
+    proper_name: v.proper_name ?? null,
     email: v.email ?? null,
-    properName: v.proper_name ?? null,
-  });
-  await appendEvent(m.tx, m.actor, userCreatedEvent(created, { password_set: passwordHash !== null }), m.final);
+    created_at: now,
+    updated_at: now,
+    revision: 1,
+    provider_managed: false,
+  };
+  await insertUser(m.tx, m.actor, created, passwordHash, [userCreatedEvent(created, { password_set: passwordHash !== null })], m.final);
   return created;
 }
 
+/** Two round trips when the password stays (the lock; the change with its event and COMMIT). */
 export async function updateUser(
   m: MutationContext,
   id: number,
@@ -77,19 +90,25 @@ export async function updateUser(
   ifMatch?: string,
   approve?: ApprovePassword,
 ): Promise<Written<UserRow>> {
-  const before = await lockForWrite(m, id, ifMatch);
+  const { before, now } = await lockForWrite(m, id, ifMatch);
   const passwordHash = await passwordHashOf(m, id, changes.password, approve);
   const email = changes.email === undefined ? before.email : changes.email;
   const properName = changes.proper_name === undefined ? before.proper_name : changes.proper_name;
   const same = passwordHash === null && email === before.email && properName === before.proper_name;
   return skipWhenUnchanged(before, same, async () => {
-    const after = await updateUserRow(m.tx, id, { email, properName, passwordHash });
-    await appendEvent(m.tx, m.actor, userUpdatedEvent(before, after, passwordHash !== null), m.final);
+    const after: UserRow = { ...before, email, proper_name: properName, updated_at: now, revision: before.revision + 1 };
+    await updateUserRow(m.tx, m.actor, after, passwordHash, [userUpdatedEvent(before, after, passwordHash !== null)], m.final);
     return after;
   });
 }
 
 /** Deletes a user; its profile, memberships, tokens and settings go with it. */
 export async function deleteUser(m: MutationContext, id: number, ifMatch?: string): Promise<void> {
-  await deletePrincipalRecorded(m, { entityType: KIND, label: 'user' }, id, () => lockForWrite(m, id, ifMatch), userView);
+  await deletePrincipalRecorded(
+    m,
+    { entityType: KIND, label: 'user' },
+    id,
+    async () => (await lockForWrite(m, id, ifMatch)).before,
+    userView,
+  );
 }

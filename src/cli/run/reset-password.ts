@@ -1,9 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { withTx } from '../../db/tx.ts';
-import { appendEvent } from '../../db/events.ts';
 import { principalByKey } from '../../db/imports.ts';
-import { lockUser, updateUserRow } from '../../db/users.ts';
-import { userUpdatedEvent } from '../../domain/views/users.ts';
+import { lockUser, updateUser } from '../../db/users.ts';
+import { userUpdatedEvent, type UserRow } from '../../domain/views/users.ts';
 import { lockUnrevokedTokens } from '../../db/tokens.ts';
 import { hashPassword } from '../../domain/passwords.ts';
 import { revokeTokenAs } from '../../mutations/tokens.ts';
@@ -50,12 +49,13 @@ export async function run(session: Session, args: ResetPasswordArgs): Promise<nu
   const hash = await hashPassword(password);
   const actor = session.actor();
   const { user, revoked } = await withTx(deps.sql, async (tx) => {
-    const before = await lockUser(tx, p.id);
-    if (!before) throw new Failure(`user ${JSON.stringify(args.user)} was deleted meanwhile; nothing changed`);
-    if (before.provider_managed)
+    const locked = await lockUser(tx, p.id);
+    if (!locked) throw new Failure(`user ${JSON.stringify(args.user)} was deleted meanwhile; nothing changed`);
+    if (locked.provider_managed)
       throw new Failure(`user ${JSON.stringify(args.user)} is managed by an identity provider; its password is not set here`);
-    const after = await updateUserRow(tx, before.id, { email: before.email, properName: before.proper_name, passwordHash: hash });
-    await appendEvent(tx, actor, userUpdatedEvent(before, after, true));
+    const { svc_now: now, ...before } = locked;
+    const after: UserRow = { ...before, updated_at: now, revision: before.revision + 1 };
+    await updateUser(tx, actor, after, hash, [userUpdatedEvent(before, after, true)]);
     let n = 0;
     for (const row of await lockUnrevokedTokens(tx, before.id)) if (await revokeTokenAs(tx, actor, row, 'password_reset')) n++;
     return { user: after, revoked: n };
