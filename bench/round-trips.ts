@@ -130,6 +130,11 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
       });
       relations.push(made.id);
     });
+    await timeEach('getRelatedObjectGraph (depth 1)', () => call('GET', `${base}/${target.id}/related/graph`));
+    await timeEach('aggregateObjects (group_by name)', () => call('GET', `${base}/object-aggregates?group_by=name&limit=5`));
+    await timeEach('createExport (the objects of a class)', () =>
+      call('POST', '/api/v1/exports', { scope: { kind: 'objects_in_class', class_id: classId } }),
+    );
     let nextRelation = 0;
     await timeEach('deleteObjectRelation (audit event)', () => call('DELETE', `/api/v1/relations/objects/${relations[nextRelation++]!}`));
     for (let i = made.length; i <= CALLS + 1; i++)
