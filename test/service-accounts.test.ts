@@ -208,6 +208,23 @@ describe('getServiceAccount and updateServiceAccount', () => {
 });
 
 describe('disableServiceAccount', () => {
+  it('disableServiceAccount 200 with more tokens than one statement records events for (250): each revoked and recorded', async () => {
+    const sa = await createServiceAccount(t, team.id);
+    await t.deps.sql`
+      insert into tokens (principal_id, token_hash, name, expires_at)
+      select ${sa.id}::int, decode(md5(${uniq('h')} || g::text), 'hex'), 'bulk', now() + interval '1 hour' from generate_series(1, 250) g`;
+    const res = await t.request('POST', `${SA}/${sa.id}/disable`);
+    expect(res.status, res.text).toBe(200);
+    const [left] = await t.deps.sql<
+      { n: number }[]
+    >`select count(*)::int as n from tokens where principal_id = ${sa.id} and revoked_at is null`;
+    expect(left!.n).toBe(0);
+    const [recorded] = await t.deps.sql<{ n: number }[]>`
+      select count(*)::int as n from events where entity_type = 'token' and action = 'revoked' and (metadata->>'principal_id')::int = ${sa.id}`;
+    expect(recorded!.n).toBe(250);
+    expect((await eventsOf(t, 'service_account', sa.id)).at(-1)).toMatchObject({ action: 'disabled' });
+  });
+
   it('disableServiceAccount 200 revokes all tokens, cancels queued tasks only, and records events; repeating is a no-op', async () => {
     const sa = await createServiceAccount(t, team.id);
     const token = await tokenFor(t, sa.id);
@@ -240,6 +257,12 @@ describe('disableServiceAccount', () => {
       select after from events where entity_type = 'token' and action = 'revoked' and (metadata->>'principal_id')::int = ${sa.id}`;
     expect(revokedEvents.length).toBe(1);
     expect(JSON.stringify(revokedEvents)).not.toContain(token);
+    // the snapshots are the rows as stored: the account as answered and read, the token's revocation time
+    expect(ev.after).toEqual(res.body);
+    expect((await t.request('GET', `${SA}/${sa.id}`, { token: owner.token })).body).toEqual(res.body);
+    const [stored] = await t.deps.sql<{ revoked_at: Date }[]>`select revoked_at from tokens where principal_id = ${sa.id}`;
+    expect(revokedEvents[0]!.after.revoked_at).toBe(stored!.revoked_at.toISOString());
+    expect(body.disabled_at).toBe(stored!.revoked_at.toISOString());
     const n = (await eventsOf(t, 'service_account', sa.id)).length;
     const again = await t.request('POST', `${SA}/${sa.id}/disable`);
     expect(again.status).toBe(200);

@@ -2,7 +2,7 @@ import type { Db, TransactionSql } from './sql.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { tokenSnapshot, type TokenRow } from '../domain/views/tokens.ts';
-import { appendEvent, eventsCte } from './events.ts';
+import { EVENTS_IN_STATEMENT, appendMany, eventsCte } from './events.ts';
 import { notFinal, type Final } from './tx.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -101,82 +101,78 @@ export async function updateServiceAccount(
     select 1 from p`);
 }
 
-export interface DisableOutcome {
-  account: ServiceAccountRow;
-  /** Each token revoked now, before and after. */
-  revokedTokens: { before: TokenRow; after: TokenRow }[];
-  cancelledTaskIds: number[];
+/**
+ * What a disable changes besides the account (the caller holds its lock): its unrevoked tokens and
+ * its queued tasks, locked (a worker claims no queued task locked here). Read in one round trip,
+ * behind the account's lock when sent with it.
+ */
+export interface DisableTargets {
+  tokens: TokenRow[];
+  taskIds: number[];
 }
 
-/**
- * Disables an account: sets disabled_at, soft-revokes every unrevoked token and cancels its
- * queued tasks (running tasks are left to finish). The caller holds the account's row lock.
- */
-async function disableServiceAccountRow(tx: TransactionSql, id: number): Promise<DisableOutcome> {
-  await tx`update service_accounts set disabled_at = now() where principal_id = ${id}`;
-  await tx`update principals set updated_at = now(), revision = revision + 1 where id = ${id}`;
-  const before = await tx<TokenRow[]>`
+export async function lockDisableTargets(tx: TransactionSql, id: number): Promise<DisableTargets> {
+  const tokens = lockTokensOf(tx, id);
+  const tasks = lockQueuedTasksOf(tx, id);
+  tasks.catch(() => undefined); // awaited below
+  return { tokens: await tokens, taskIds: (await tasks).map((r) => r.id) };
+}
+
+async function lockTokensOf(tx: TransactionSql, id: number): Promise<TokenRow[]> {
+  return await tx<TokenRow[]>`
     select id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope, renewed_from_token_id, revision
-    from tokens where principal_id = ${id} and revoked_at is null order by id for update`;
-  const after = await tx<TokenRow[]>`
-    update tokens set revoked_at = now(), revision = revision + 1
-    where id = any(${before.map((t) => t.id)}::int[])
-    returning id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope, renewed_from_token_id, revision`;
-  const afterById = new Map(after.map((t) => [t.id, t]));
-  const tasks = await tx<{ id: number }[]>`
-    update tasks set status = 'cancelled', finished_at = now(), updated_at = now()
-    where submitted_by = ${id} and status = 'queued'
-    returning id`;
-  if (tasks.length > 0) {
-    await tx`
-      insert into task_events (task_id, event_type, message)
-      select unnest(${tasks.map((r) => r.id)}::int[]), 'cancelled', 'cancelled because the submitting service account was disabled'`;
-  }
-  return {
-    account: (await findServiceAccount(tx, id))!,
-    revokedTokens: before.map((b) => ({ before: b, after: afterById.get(b.id)! })),
-    cancelledTaskIds: tasks.map((r) => r.id).sort((a, b) => a - b),
-  };
+    from tokens where principal_id = ${id}::int and revoked_at is null order by id for update`;
+}
+
+async function lockQueuedTasksOf(tx: TransactionSql, id: number): Promise<{ id: number }[]> {
+  return await tx<{ id: number }[]>`
+    select id from tasks where submitted_by = ${id}::int and status = 'queued' order by id for update`;
 }
 
 /**
- * Disables an account (the caller holds its row lock) with the events of the disable API: the
- * account's, one per revoked token and one per cancelled queued task. Returns the disabled account.
+ * Disables an account (the caller holds its row lock; `now` is the transaction's now(), as the lock
+ * read it): sets disabled_at, soft-revokes `targets.tokens` and cancels `targets.taskIds` (running
+ * tasks are left to finish), with the events of the disable API: the account's, one per revoked
+ * token and one per cancelled task, in one statement (`final`: COMMIT goes with it; more events than
+ * a statement takes go in statements of their own after it). Returns the disabled account.
  */
-export async function disableServiceAccount(tx: TransactionSql, actor: Actor, before: ServiceAccountRow): Promise<ServiceAccountRow> {
-  const { account: after, revokedTokens, cancelledTaskIds } = await disableServiceAccountRow(tx, before.id);
-  await appendEvent(tx, actor, {
-    entityType: 'service_account',
-    entityId: after.id,
-    entityName: after.name,
-    action: 'disabled',
-    summary: `service account ${after.name} disabled`,
-    before: serviceAccountView(before),
-    after: serviceAccountView(after),
-    beforeRevision: before.revision,
-    afterRevision: after.revision,
-    metadata: {
-      owner_group_id: after.owner_group_id,
-      revoked_token_ids: revokedTokens.map((r) => r.after.id),
-      cancelled_task_ids: cancelledTaskIds,
+export async function disableServiceAccount(
+  tx: TransactionSql,
+  actor: Actor,
+  before: ServiceAccountRow,
+  now: Date,
+  targets: DisableTargets,
+  final: Final = notFinal,
+): Promise<ServiceAccountRow> {
+  const after: ServiceAccountRow = { ...before, disabled_at: now, updated_at: now, revision: before.revision + 1 };
+  const tokenIds = targets.tokens.map((t) => t.id);
+  const taskIds = [...targets.taskIds].sort((a, b) => a - b);
+  const events: NewEvent[] = [
+    {
+      entityType: 'service_account',
+      entityId: after.id,
+      entityName: after.name,
+      action: 'disabled',
+      summary: `service account ${after.name} disabled`,
+      before: serviceAccountView(before),
+      after: serviceAccountView(after),
+      beforeRevision: before.revision,
+      afterRevision: after.revision,
+      metadata: { owner_group_id: after.owner_group_id, revoked_token_ids: tokenIds, cancelled_task_ids: taskIds },
     },
-  });
-  for (const t of revokedTokens) {
-    await appendEvent(tx, actor, {
+    ...targets.tokens.map((t): NewEvent => ({
       entityType: 'token',
-      entityId: t.after.id,
-      entityName: t.after.name,
+      entityId: t.id,
+      entityName: t.name,
       action: 'revoked',
       summary: 'token revoked (service account disabled)',
-      before: tokenSnapshot(t.before),
-      after: tokenSnapshot(t.after),
-      beforeRevision: t.before.revision,
-      afterRevision: t.after.revision,
+      before: tokenSnapshot(t),
+      after: tokenSnapshot({ ...t, revoked_at: now, revision: t.revision + 1 }),
+      beforeRevision: t.revision,
+      afterRevision: t.revision + 1,
       metadata: { principal_id: after.id, via: 'service_account_disabled' },
-    });
-  }
-  for (const taskId of cancelledTaskIds) {
-    await appendEvent(tx, actor, {
+    })),
+    ...taskIds.map((taskId): NewEvent => ({
       entityType: 'task',
       entityId: taskId,
       action: 'cancelled',
@@ -184,7 +180,23 @@ export async function disableServiceAccount(tx: TransactionSql, actor: Actor, be
       before: { id: taskId, status: 'queued' },
       after: { id: taskId, status: 'cancelled' },
       metadata: { submitted_by: after.id, reason: 'service_account_disabled' },
-    });
-  }
+    })),
+  ];
+  const fits = events.length <= EVENTS_IN_STATEMENT;
+  await (fits ? final : notFinal)(tx`
+    with sa as (
+      update service_accounts set disabled_at = now() where principal_id = ${after.id}::int
+    ), p as (
+      update principals set updated_at = now(), revision = revision + 1 where id = ${after.id}::int returning id
+    ), t as (
+      update tokens set revoked_at = now(), revision = revision + 1 where id = any(${tokenIds}::int[])
+    ), k as (
+      update tasks set status = 'cancelled', finished_at = now(), updated_at = now() where id = any(${taskIds}::int[])
+    ), te as (
+      insert into task_events (task_id, event_type, message)
+      select unnest(${taskIds}::int[]), 'cancelled', 'cancelled because the submitting service account was disabled'
+    )${eventsCte(tx, actor, fits ? events : [])}
+    select 1 from p`);
+  if (!fits) await appendMany(tx, actor, events);
   return after;
 }

@@ -9,9 +9,11 @@ import { isMember, shareLockGroup } from '../db/groups.ts';
 import {
   disableServiceAccount as disableAccountRow,
   insertServiceAccount,
+  lockDisableTargets,
   lockServiceAccount,
   managesAccount,
   updateServiceAccount as updateAccountRow,
+  type DisableTargets,
 } from '../db/service-accounts.ts';
 import { serviceAccountEvent, serviceAccountView, type ServiceAccountRow } from '../domain/views/service-accounts.ts';
 import { deletePrincipalRecorded } from './principals.ts';
@@ -63,17 +65,22 @@ async function lockForWrite(
   m: MutationContext,
   id: number,
   ifMatch: string | undefined,
-): Promise<{ before: ServiceAccountRow; now: Date }> {
+  disabling = false,
+): Promise<{ before: ServiceAccountRow; now: Date; targets: Promise<DisableTargets> }> {
   const locking = lockServiceAccount(m.tx, id);
   const managing = m.auth.isAdmin ? undefined : managesAccount(m.tx, id, m.auth.principal.id);
-  managing?.catch(() => undefined); // awaited below, once the account is known to exist
+  // a disable's tokens and queued tasks, locked behind the account (one round trip for all)
+  const targets = disabling ? lockDisableTargets(m.tx, id) : Promise.resolve(NO_TARGETS);
+  for (const p of [managing, targets]) p?.catch(() => undefined); // awaited below (targets: by the caller), once the account is known
   const locked = await locking;
   if (!locked) throw notFound('service account');
   if (managing && !(await managing)) throw forbidden(NOT_MANAGER);
   requireMatch(ifMatch, KIND, id, locked.revision);
   const { svc_now: now, ...before } = locked;
-  return { before, now };
+  return { before, now, targets };
 }
+
+const NO_TARGETS: DisableTargets = { tokens: [], taskIds: [] };
 
 /** Two round trips: the owner group's lock and test with the new id and now(); then the account with its event (and COMMIT). */
 export async function createServiceAccount(m: MutationContext, v: NewServiceAccount): Promise<ServiceAccountRow> {
@@ -100,7 +107,7 @@ export async function createServiceAccount(m: MutationContext, v: NewServiceAcco
     return created;
   }
   await insertServiceAccount(m.tx, m.actor, created, events);
-  return disableAccountRow(m.tx, m.actor, created);
+  return disableAccountRow(m.tx, m.actor, created, now, NO_TARGETS, m.final); // a new account has no tokens or tasks
 }
 
 /** Two round trips when the owner stays: the lock with the test; then the change with its event (and COMMIT). */
@@ -110,7 +117,7 @@ export async function updateServiceAccount(
   changes: ServiceAccountChanges,
   ifMatch?: string,
 ): Promise<Written<ServiceAccountRow>> {
-  const { before, now } = await lockForWrite(m, id, ifMatch);
+  const { before, now, targets } = await lockForWrite(m, id, ifMatch, changes.disabled === true);
   if (changes.disabled === false && before.disabled_at !== null) throw badRequest('a disabled service account cannot be enabled again');
   const description = changes.description === undefined ? before.description : (changes.description ?? '');
   const ownerGroupId = changes.owner_group_id ?? before.owner_group_id;
@@ -124,14 +131,20 @@ export async function updateServiceAccount(
       const events = [serviceAccountEvent('updated', current, before)];
       await updateAccountRow(m.tx, m.actor, current, events, disabling ? undefined : m.final); // COMMIT goes with it, unless disabling follows
     }
-    return disabling ? disableAccountRow(m.tx, m.actor, current) : current;
+    return disabling ? disableAccountRow(m.tx, m.actor, current, now, await targets, m.final) : current;
   });
 }
 
-/** Disables an account: its tokens are revoked and its queued tasks cancelled; unchanged when it already is. */
+/**
+ * Disables an account: its tokens are revoked and its queued tasks cancelled; unchanged when it
+ * already is. Two round trips: the lock with the test, the tokens and the tasks; then the changes
+ * with their events (and COMMIT).
+ */
 export async function disableServiceAccount(m: MutationContext, id: number, ifMatch?: string): Promise<Written<ServiceAccountRow>> {
-  const { before } = await lockForWrite(m, id, ifMatch);
-  return skipWhenUnchanged(before, before.disabled_at !== null, () => disableAccountRow(m.tx, m.actor, before));
+  const { before, now, targets } = await lockForWrite(m, id, ifMatch, true);
+  return skipWhenUnchanged(before, before.disabled_at !== null, async () =>
+    disableAccountRow(m.tx, m.actor, before, now, await targets, m.final),
+  );
 }
 
 /** Two round trips: the lock with the test and the account's groups; then the delete with its event (and COMMIT). */
