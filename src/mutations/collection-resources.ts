@@ -2,8 +2,7 @@
 // targets, export templates): the lock with the permission on the collection, If-Match, the
 // resource's rules, the write with its event in one statement. A move also needs the create
 // permission on the new collection, and its event names both collections.
-import type { Permission } from '../domain/authz.ts';
-import type { Authority } from '../domain/authz.ts';
+import type { Authority, Permission } from '../domain/authz.ts';
 import { deleteRowWithEvents, reserveId, type RowTable } from '../db/events.ts';
 import { type NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
