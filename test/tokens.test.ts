@@ -444,11 +444,16 @@ describe('renewPrincipalToken', () => {
     const renewed = (await t.request('GET', `${tokensPath(h.id)}/${newId}`, { token: h.token })).body;
     expect(renewed).toMatchObject({ name: 'r', description: 'renew me', scope, active: true });
     expect((await t.request('GET', `${tokensPath(h.id)}/${orig.id}`, { token: h.token })).body).toEqual(before);
-    const [ev] = await t.deps.sql<{ action: string; after: Record<string, unknown>; metadata: Record<string, unknown> }[]>`
-      select action, after, metadata from events where entity_type = 'token' and entity_id = ${newId}`;
+    const [ev] = await t.deps.sql<
+      { action: string; summary: string; after: Record<string, unknown>; metadata: Record<string, unknown> }[]
+    >`select action, summary, after, metadata from events where entity_type = 'token' and entity_id = ${newId}`;
     expect(ev!.action).toBe('renewed');
     expect(ev!.after.renewed_from_token_id).toBe(orig.id);
     expect(ev!.metadata.renewed_from_token_id).toBe(orig.id);
+    expect(ev!.summary).toBe(`token ${orig.id} renewed as token ${newId} for ${h.name}`);
+    // the snapshot is the new token as stored (its id reserved beside the checks, its issued time the insert's)
+    const { last_used_at: _used, active: _active, expired: _expired, ...wire } = renewed as Record<string, unknown>;
+    expect(ev!.after).toEqual({ ...wire, renewed_from_token_id: orig.id });
     expect(JSON.stringify(ev)).not.toContain((res.body as { token: string }).token);
     expect((await t.request('GET', '/api/v0/auth/validate', { token: (res.body as { token: string }).token })).status).toBe(200);
   });

@@ -42,6 +42,7 @@ export type RowTable =
   | 'event_sinks'
   | 'event_subscriptions'
   | 'tasks'
+  | 'tokens'
   | 'export_templates'
   | 'remote_targets';
 

@@ -43,7 +43,7 @@ export async function validateTokenHash(
 }
 
 /**
- * Inserts a token and appends its `created` audit event in one statement: the event's entity_id is
+ * Inserts a token and appends its `created` (or `renewed`) audit event in one statement: the event's entity_id is
  * the new token's id, and its `after` snapshot (`event.after`, a snapshot of the token before the
  * insert, as tokenSnapshot builds it) gets the token's id and issued time from the insert (ISO 8601
  * UTC, milliseconds). Returns the stored row.
@@ -52,21 +52,25 @@ export async function insertTokenWithEvent(
   tx: TransactionSql,
   actor: Actor,
   t: {
+    /** The id when reserved (reserveId); else the insert gives it. */
+    id?: number;
     principalId: number;
     hash: Buffer;
     name?: string | null;
     description?: string | null;
     expiresAt: Date;
     scope?: TokenScopeValue | null;
+    renewedFrom?: number | null;
   },
   event: NewEvent,
   final: Final = notFinal,
 ): Promise<TokenRow> {
   const [row] = await final(tx<TokenRow[]>`
     with r as (
-      insert into tokens (principal_id, token_hash, name, description, expires_at, scope)
-      values (${t.principalId}::int, ${t.hash}, ${t.name ?? null}, ${t.description ?? null}, ${t.expiresAt},
-        ${t.scope ? tx.json(t.scope as never) : null})
+      insert into tokens (${t.id === undefined ? tx`` : tx`id, `}principal_id, token_hash, name, description, expires_at, scope,
+        renewed_from_token_id)
+      values (${t.id === undefined ? tx`` : tx`${t.id}::int, `}${t.principalId}::int, ${t.hash}, ${t.name ?? null},
+        ${t.description ?? null}, ${t.expiresAt}, ${t.scope ? tx.json(t.scope as never) : null}, ${t.renewedFrom ?? null}::int)
       returning id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope, renewed_from_token_id, revision
     )${eventPerRowCte(
       tx,

@@ -4,6 +4,7 @@ import { checkIfMatch, etagHeader } from '../http/preconditions.ts';
 import { parseListQuery } from '../domain/list-query.ts';
 import { listReply } from '../http/paging.ts';
 import { finalFor, withTx } from '../db/tx.ts';
+import { reserveId } from '../db/events.ts';
 import { consumeApproval } from '../db/approvals.ts';
 import { TOKEN_LIST_SPEC, TOKEN_STATES, getTokenOfPrincipal, listTokensOfPrincipal, type TokenState } from '../db/tokens.ts';
 import { checkExpiry, resolveExpiry } from '../domain/token-lifetime.ts';
@@ -82,8 +83,14 @@ export const tokensHandlers = {
     const cfg = ctx.deps.config;
     const body = (input.body ?? {}) as { expires_at?: string };
     const { raw, row } = await withTx(ctx.deps.sql, async (tx) => {
-      const { owner } = await authorizeTokenOwner(ctx, tx, input.params.principal_id, true);
-      const original = await getTokenOfPrincipal(tx, owner.id, input.params.token_id, cfg.SVC_TOKEN_LIFETIME_HOURS, true);
+      // the owner's check, the token's lock and the new token's id go out together (one round trip)
+      const { principal_id: principalId, token_id: tokenId } = input.params;
+      const authorized = authorizeTokenOwner(ctx, tx, principalId, true);
+      const locking = getTokenOfPrincipal(tx, principalId, tokenId, cfg.SVC_TOKEN_LIFETIME_HOURS, true);
+      const reserved = reserveId(tx, 'tokens');
+      for (const p of [locking, reserved]) p.catch(() => undefined); // awaited below, after the check
+      const { owner } = await authorized;
+      const original = await locking;
       if (!original) throw notFound('token');
       const approval = await consumeApproval(tx, presentedApproval(ctx, input.headers), {
         kind: 'renew_token',
@@ -100,6 +107,7 @@ export const tokensHandlers = {
         expiresAt,
         scope: original.scope,
         renewedFrom: original.id,
+        reserved,
       });
     });
     return minted(raw, row);

@@ -3,17 +3,10 @@
 // tokens: src/handlers/gates.ts).
 import { conflict } from '../domain/errors.ts';
 import type { Db, TransactionSql } from '../db/sql.ts';
-import { appendEvent } from '../db/events.ts';
+import { reserveId } from '../db/events.ts';
 import type { Final } from '../db/tx.ts';
 import type { Actor } from '../domain/actor.ts';
-import {
-  insertToken,
-  insertTokenWithEvent,
-  missingScopeResources,
-  revokeTokenWithEvent,
-  type TokenOwner,
-  type TokenScopeValue,
-} from '../db/tokens.ts';
+import { insertTokenWithEvent, missingScopeResources, revokeTokenWithEvent, type TokenOwner, type TokenScopeValue } from '../db/tokens.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import { tokenSnapshot, type TokenRow } from '../domain/views/tokens.ts';
 import { hashToken, newRawToken } from '../domain/token-secret.ts';
@@ -44,12 +37,15 @@ export interface TokenMint {
   expiresAt: Date;
   scope: TokenScopeValue | null;
   renewedFrom?: number;
+  /** A renewal's new id, reserved beside the caller's checks (reserveId). */
+  reserved?: Promise<{ id: number; now: Date }>;
 }
 
 /**
- * Stores a new token and its `token.created` (or `token.renewed`) event; returns the raw value once.
- * A new token and its event are one statement (`final`: COMMIT goes with it); a renewal, whose
- * event names the new token's id in its summary, takes two.
+ * Stores a new token and its `token.created` (or `token.renewed`) event, in one statement (`final`:
+ * COMMIT goes with it); returns the raw value once. A renewal's event names the new token's id in
+ * its summary: its id is reserved first (`t.reserved`: a reservation the caller sent beside its
+ * checks).
  */
 export async function mintTokenAs(
   tx: TransactionSql,
@@ -60,51 +56,43 @@ export async function mintTokenAs(
   final?: Final,
 ): Promise<{ raw: string; row: MintedToken }> {
   const raw = newRawToken();
+  const renewedFrom = t.renewedFrom ?? null;
+  const id = renewedFrom === null ? undefined : (await (t.reserved ?? reserveId(tx, 'tokens'))).id;
   const values = {
+    id,
     principalId: owner.id,
     hash: hashToken(tokenKey, raw),
     name: t.name,
     description: t.description,
     expiresAt: t.expiresAt,
     scope: t.scope,
+    renewedFrom,
   };
-  let row: TokenRow;
-  if (t.renewedFrom === undefined) {
-    row = await insertTokenWithEvent(
-      tx,
-      actor,
-      values,
-      newTokenEvent(values, 'token minted for ' + owner.name, { principal_id: owner.id }),
-      final,
-    );
-  } else {
-    row = await insertToken(tx, { ...values, renewedFrom: t.renewedFrom });
-    await appendEvent(
-      tx,
-      actor,
-      {
-        entityType: 'token',
-        entityId: row.id,
-        entityName: row.name,
-        action: 'renewed',
-        summary: `token ${t.renewedFrom} renewed as token ${row.id} for ${owner.name}`,
-        after: tokenSnapshot(row),
-        afterRevision: row.revision,
-        metadata: { principal_id: owner.id, renewed_from_token_id: t.renewedFrom },
-      },
-      final,
-    );
-  }
-  // insertToken stored t.expiresAt: a minted token always expires (only legacy rows have no expiry)
+  const event =
+    renewedFrom === null
+      ? newTokenEvent(values, 'token minted for ' + owner.name, { principal_id: owner.id })
+      : newTokenEvent(values, `token ${renewedFrom} renewed as token ${id} for ${owner.name}`, {
+          principal_id: owner.id,
+          renewed_from_token_id: renewedFrom,
+        });
+  const row = await insertTokenWithEvent(tx, actor, values, event, final);
+  // the insert stored t.expiresAt: a minted token always expires (only legacy rows have no expiry)
   return { raw, row: { ...row, expires_at: row.expires_at ?? t.expiresAt } };
 }
 
 /**
- * The `created` event of a token about to be inserted by insertTokenWithEvent, which fills in its
- * id (entity_id and the snapshot's) and issued time.
+ * The `created` event of a token about to be inserted by insertTokenWithEvent (`renewed` for a
+ * renewal), which fills in its id (entity_id and the snapshot's) and issued time.
  */
 export function newTokenEvent(
-  t: { principalId: number; name?: string | null; description?: string | null; expiresAt: Date; scope?: TokenScopeValue | null },
+  t: {
+    principalId: number;
+    name?: string | null;
+    description?: string | null;
+    expiresAt: Date;
+    scope?: TokenScopeValue | null;
+    renewedFrom?: number | null;
+  },
   summary: string,
   metadata: Record<string, unknown>,
 ): NewEvent {
@@ -118,14 +106,14 @@ export function newTokenEvent(
     last_used_at: null,
     revoked_at: null,
     scope: t.scope ?? null,
-    renewed_from_token_id: null,
+    renewed_from_token_id: t.renewedFrom ?? null,
     revision: 1,
   };
   return {
     entityType: 'token',
     entityId: 0,
     entityName: row.name,
-    action: 'created',
+    action: t.renewedFrom == null ? 'created' : 'renewed',
     summary,
     after: tokenSnapshot(row),
     afterRevision: 1,
