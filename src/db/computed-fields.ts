@@ -7,8 +7,8 @@ import { classWhere } from './authz.ts';
 import type { Authority } from '../domain/authz.ts';
 import { sqlDefs, sqlPaths, type ComputedDef, type ComputedOperation, type ResultType } from '../domain/computed.ts';
 import { type ComputedFieldRow } from '../domain/views/computed-fields.ts';
-import { eventsCte } from './events.ts';
-import { notFinal, type Final } from './tx.ts';
+import { writeWithEvents } from './events.ts';
+import type { Final } from './tx.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 
@@ -104,41 +104,35 @@ export interface FieldValues {
 }
 
 /** Inserts the field `f` (its id and times reserved: reserveId) with `events`, in one statement. */
-export async function insertField(
+export function insertField(
   tx: TransactionSql,
   actor: Actor,
   f: ComputedFieldRow,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<ComputedFieldRow> {
-  const [row] = await final(tx<ComputedFieldRow[]>`
-    with f as (
-      insert into computed_fields as f (id, class_id, key, label, description, enabled, operation, result_type, visibility, owner_user_id)
-      values (${f.id}::int, ${f.class_id}::int, ${f.key}, ${f.label}, ${f.description}, ${f.enabled}::boolean,
-        ${operationJson(f.operation)}::text::jsonb, ${f.result_type}, ${f.visibility}, ${f.owner_user_id}::int)
-      returning ${cols(tx)}
-    )${eventsCte(tx, actor, events)}
-    select * from f`);
-  return row!;
+  const write = tx`
+    insert into computed_fields as f (id, class_id, key, label, description, enabled, operation, result_type, visibility, owner_user_id)
+    values (${f.id}::int, ${f.class_id}::int, ${f.key}, ${f.label}, ${f.description}, ${f.enabled}::boolean,
+      ${operationJson(f.operation)}::text::jsonb, ${f.result_type}, ${f.visibility}, ${f.owner_user_id}::int)
+    returning ${cols(tx)}` as Fragment;
+  return writeWithEvents(tx, actor, write, events, final);
 }
 
 /** Writes `f` over its locked field (updated_at now(), the revision one up) with `events`, in one statement. */
-export async function updateField(
+export function updateField(
   tx: TransactionSql,
   actor: Actor,
   f: ComputedFieldRow,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<ComputedFieldRow> {
-  const [row] = await final(tx<ComputedFieldRow[]>`
-    with f as (
-      update computed_fields as f set label = ${f.label}, description = ${f.description}, enabled = ${f.enabled}::boolean,
-        operation = ${operationJson(f.operation)}::text::jsonb, result_type = ${f.result_type}, updated_at = now(), revision = f.revision + 1
-      where f.id = ${f.id}::int
-      returning ${cols(tx)}
-    )${eventsCte(tx, actor, events)}
-    select * from f`);
-  return row!;
+  const write = tx`
+    update computed_fields as f set label = ${f.label}, description = ${f.description}, enabled = ${f.enabled}::boolean,
+      operation = ${operationJson(f.operation)}::text::jsonb, result_type = ${f.result_type}, updated_at = now(), revision = f.revision + 1
+    where f.id = ${f.id}::int
+    returning ${cols(tx)}` as Fragment;
+  return writeWithEvents(tx, actor, write, events, final);
 }
 
 /** The stored form of an operation: its type and paths, nothing else. */

@@ -4,8 +4,8 @@ import { runList, type Fragment, type ListPage } from './list.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { SinkFields } from '../domain/event-subscriptions.ts';
 import { type EventSinkRow } from '../domain/views/event-sinks.ts';
-import { eventsCte } from './events.ts';
-import { notFinal, type Final } from './tx.ts';
+import { writeWithEvents } from './events.ts';
+import type { Final } from './tx.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 
@@ -56,23 +56,20 @@ export async function insertEventSink(tx: TransactionSql, f: SinkFields): Promis
 }
 
 /** Writes `k` over its locked sink (updated_at now(), the revision one up) with `events`, in one statement. */
-export async function updateEventSink(
+export function updateEventSink(
   tx: TransactionSql,
   actor: Actor,
   k: EventSinkRow,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<EventSinkRow> {
-  const [row] = await final(tx<EventSinkRow[]>`
-    with k as (
-      update event_sinks k set name = ${k.name}, kind = ${k.kind}, config = ${tx.json(k.config as never)},
-        secret_ref = ${k.secret_ref}::text, enabled = ${k.enabled}::boolean, min_interval_ms = ${k.min_interval_ms}::int,
-        updated_at = now(), revision = k.revision + 1
-      where k.id = ${k.id}::int
-      returning ${sinkCols(tx)}
-    )${eventsCte(tx, actor, events)}
-    select * from k`);
-  return row!;
+  const write = tx`
+    update event_sinks k set name = ${k.name}, kind = ${k.kind}, config = ${tx.json(k.config as never)},
+      secret_ref = ${k.secret_ref}::text, enabled = ${k.enabled}::boolean, min_interval_ms = ${k.min_interval_ms}::int,
+      updated_at = now(), revision = k.revision + 1
+    where k.id = ${k.id}::int
+    returning ${sinkCols(tx)}` as Fragment;
+  return writeWithEvents(tx, actor, write, events, final);
 }
 
 /** The routing objects of the subscriptions that use a sink (for re-validation on sink changes). */

@@ -5,7 +5,7 @@ import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { type EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
 import type { EventSinkRow } from '../domain/views/event-sinks.ts';
 import { sinkCols } from './event-sinks.ts';
-import { eventPerRowCte, eventsCte, markWritten } from './events.ts';
+import { eventPerRowCte, markWritten, writeWithEvents } from './events.ts';
 import { notFinal, type Final } from './tx.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { NewEvent } from '../domain/new-event.ts';
@@ -81,24 +81,21 @@ export async function findScopedEventSubscription(
 }
 
 /** Inserts the subscription `s` (its id and times reserved: reserveId) with `events`, in one statement. */
-export async function insertEventSubscription(
+export function insertEventSubscription(
   tx: TransactionSql,
   actor: Actor,
   s: EventSubscriptionRow,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<EventSubscriptionRow> {
-  const [row] = await final(tx<EventSubscriptionRow[]>`
-    with s as (
-      insert into event_subscriptions as s (id, collection_id, sink_id, name, description, entity_types, actions, filter, routing,
-        enabled, routing_admin_approved)
-      values (${s.id}::int, ${s.collection_id}::int, ${s.sink_id}::int, ${s.name}, ${s.description}, ${s.entity_types}::text[],
-        ${s.actions}::text[], ${tx.json(s.filter as never)}, ${tx.json(s.routing as never)}, ${s.enabled}::boolean,
-        ${s.routing_admin_approved}::boolean)
-      returning ${cols(tx)}
-    )${eventsCte(tx, actor, events)}
-    select * from s`);
-  return row!;
+  const write = tx`
+    insert into event_subscriptions as s (id, collection_id, sink_id, name, description, entity_types, actions, filter, routing,
+      enabled, routing_admin_approved)
+    values (${s.id}::int, ${s.collection_id}::int, ${s.sink_id}::int, ${s.name}, ${s.description}, ${s.entity_types}::text[],
+      ${s.actions}::text[], ${tx.json(s.filter as never)}, ${tx.json(s.routing as never)}, ${s.enabled}::boolean,
+      ${s.routing_admin_approved}::boolean)
+    returning ${cols(tx)}` as Fragment;
+  return writeWithEvents(tx, actor, write, events, final);
 }
 
 /**
@@ -126,7 +123,9 @@ export async function updateEventSubscription(
         updated_at = now(), revision = s.revision + 1
       where s.id = ${s.id}::int
       returning ${cols(tx)}
-    )${eventPerRowCte(tx, actor, 'u', event, tx`jsonb_build_object('routing_admin_approved', u.routing_admin_approved)` as Fragment)}
+    )${eventPerRowCte(tx, actor, 'u', event, {
+      afterPatch: tx`jsonb_build_object('routing_admin_approved', u.routing_admin_approved)` as Fragment,
+    })}
     select * from u`);
   markWritten(tx, event);
   return row!;

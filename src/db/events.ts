@@ -116,19 +116,48 @@ export function insertEventsSql(tx: Db, actor: Actor, events: NewEvent[], more?:
 /**
  * `, e as (insert into events … select … from <rows>)`: `event` appended once for each row that the
  * statement's CTE named `rows` returns, for a write that may turn out to change nothing (an insert …
- * on conflict do nothing, a delete of what is not there): no row, no event. `afterPatch`, a jsonb
- * expression over the row, is merged into the `after` snapshot (a value only the write knows, as a
- * revocation's time); `entityId`, an expression over the row, is the event's entity_id (a row
- * whose id the insert gives). It leaves marking the transaction for the token cache to the caller,
+ * on conflict do nothing, a delete of what is not there): no row, no event. `fromRow.afterPatch`, a
+ * jsonb expression over the row, is merged into the `after` snapshot (a value only the write knows,
+ * as a revocation's time); `fromRow.entityId`, an expression over the row, is the event's entity_id
+ * (a row whose id the insert gives). It leaves marking the transaction for the token cache to the caller,
  * who knows after the statement whether it wrote (markWritten).
  */
-export function eventPerRowCte(tx: Db, actor: Actor, rows: string, event: NewEvent, afterPatch?: Fragment, entityId?: Fragment): Fragment {
-  return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, event, false, afterPatch, entityId)} from ${tx(rows)})` as Fragment;
+export function eventPerRowCte(
+  tx: Db,
+  actor: Actor,
+  rows: string,
+  event: NewEvent,
+  fromRow: { afterPatch?: Fragment; entityId?: Fragment } = {},
+): Fragment {
+  return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, event, false, fromRow)} from ${tx(rows)})` as Fragment;
 }
 
 /** For an event that eventPerRowCte appended: marks the transaction when the event bears on the token cache. */
 export function markWritten(tx: Db, event: NewEvent): void {
   if (bearsOnAuth(event)) markAuthChange(tx);
+}
+
+/**
+ * A timestamp column (SQL text, e.g. `r.issued`) as the ISO 8601 UTC text cut to milliseconds that
+ * isoTime writes, for a snapshot the database completes (afterPatch, rowEventInsertText).
+ */
+export function isoTimeText(column: string): string {
+  return `to_char(${column} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+}
+
+/**
+ * `write` (an insert or update of one table returning the written row's columns) and its `events`
+ * in one statement; returns the row as written. `final`: COMMIT goes with it.
+ */
+export async function writeWithEvents<R extends object>(
+  tx: Db,
+  actor: Actor,
+  write: Fragment,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<R> {
+  const [row] = await final(tx<R[]>`with w as (${write})${eventsCte(tx, actor, events)} select * from w`);
+  return row!;
 }
 
 /** `, e as (insert into events …)`: the events as one more CTE of a write's statement; nothing when there are none. */
@@ -160,7 +189,13 @@ function eventValues(tx: Db, actor: Actor, e: NewEvent): Fragment {
  * now; `afterPatch`: a jsonb expression merged into the `after` snapshot; `entityId`: an expression
  * for entity_id.
  */
-function eventValueList(tx: Db, actor: Actor, e: NewEvent, mark = true, afterPatch?: Fragment, entityId?: Fragment): Fragment {
+function eventValueList(
+  tx: Db,
+  actor: Actor,
+  e: NewEvent,
+  mark = true,
+  { afterPatch, entityId }: { afterPatch?: Fragment; entityId?: Fragment } = {},
+): Fragment {
   if (mark) markWritten(tx, e);
   const v = eventFields(actor, e);
   const after = e.after === undefined || e.after === null ? null : tx.json(e.after as never);
@@ -200,11 +235,10 @@ function eventFields(actor: Actor, e: NewEvent) {
  */
 export function rowEventInsertText(first: number): string {
   const p = (i: number) => `$${first + i}`;
-  const iso = (col: string) => `to_char(${col} at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
   return `insert into events (${EVENT_COLUMN_LIST})
     select ${p(0)}::text, o.id, ${p(1)}::text, ${p(2)}::int, ${p(3)}::int[], ${p(4)}::text, ${p(5)}::text, ${p(6)}::int,
       ${p(7)}::int, ${p(8)}::int, ${p(9)}::text::jsonb, ${p(10)}::text, ${p(11)}::text, ${p(12)}::text, ${p(13)}::text::jsonb,
-      ${p(14)}::text::jsonb || jsonb_build_object('id', o.id, 'created_at', ${iso('o.created_at')}, 'updated_at', ${iso('o.updated_at')}),
+      ${p(14)}::text::jsonb || jsonb_build_object('id', o.id, 'created_at', ${isoTimeText('o.created_at')}, 'updated_at', ${isoTimeText('o.updated_at')}),
       ${p(15)}::int, ${p(16)}::int, ${p(17)}::text::jsonb, 2
     from o`;
 }

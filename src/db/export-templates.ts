@@ -9,8 +9,8 @@ import type { TemplateLimits } from '../domain/templates.ts';
 import { type ExportTemplateRow } from '../domain/views/export-templates.ts';
 import type { Authority, Permission } from '../domain/authz.ts';
 import { lockInCollectionAs, readInCollectionAs } from './authz.ts';
-import { eventsCte } from './events.ts';
-import { notFinal, type Final } from './tx.ts';
+import { writeWithEvents } from './events.ts';
+import type { Final } from './tx.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 
@@ -47,14 +47,19 @@ export function listExportTemplateRows(db: Db, parsed: ParsedList, where: Fragme
   });
 }
 
-/** The template and the check of `perm` on its collection, in one statement: 404 or 403 otherwise. */
-export function readExportTemplateAs(db: Db, auth: Authority, id: number, perm: Permission): Promise<ExportTemplateRow> {
-  return readInCollectionAs<ExportTemplateRow>(db, auth, perm, 'export template', {
+/** The template `id` as readInCollectionAs and lockInCollectionAs read it. */
+function templateById(db: Db, id: number) {
+  return {
     columns: cols(db),
     from: db`export_templates et` as Fragment,
     where: db`et.id = ${id}::int` as Fragment,
     collection: 'et.collection_id',
-  });
+  };
+}
+
+/** The template and the check of `perm` on its collection, in one statement: 404 or 403 otherwise. */
+export function readExportTemplateAs(db: Db, auth: Authority, id: number, perm: Permission): Promise<ExportTemplateRow> {
+  return readInCollectionAs<ExportTemplateRow>(db, auth, perm, 'export template', templateById(db, id));
 }
 
 export async function findExportTemplate(db: Db, id: number): Promise<ExportTemplateRow | undefined> {
@@ -63,19 +68,8 @@ export async function findExportTemplate(db: Db, id: number): Promise<ExportTemp
 }
 
 /** The template locked for a write, with now() and the check of `perm` on its collection: 404 or 403 otherwise. */
-export function lockExportTemplateAs(
-  tx: TransactionSql,
-  auth: Authority,
-  id: number,
-  perm: Permission,
-): Promise<ExportTemplateRow & { svc_now: Date }> {
-  return lockInCollectionAs<ExportTemplateRow>(tx, auth, perm, 'export template', {
-    columns: cols(tx),
-    from: tx`export_templates et` as Fragment,
-    where: tx`et.id = ${id}::int` as Fragment,
-    collection: 'et.collection_id',
-    lock: 'et',
-  });
+export function lockExportTemplateAs(tx: TransactionSql, auth: Authority, id: number, perm: Permission) {
+  return lockInCollectionAs<ExportTemplateRow>(tx, auth, perm, 'export template', { ...templateById(tx, id), lock: 'et' });
 }
 
 /** Name and kind of the named templates of a collection (to check includes when saving). */
@@ -117,40 +111,34 @@ export async function fragmentSources(db: Db, collectionId: number, names: strin
 }
 
 /** Inserts the template `t` (its id and times reserved: reserveId) with its audit events, in one statement. */
-export async function insertExportTemplate(
+export function insertExportTemplate(
   tx: TransactionSql,
   actor: Actor,
   t: ExportTemplateRow,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<ExportTemplateRow> {
-  const [row] = await final(tx<ExportTemplateRow[]>`
-    with et as (
-      insert into export_templates as et (id, collection_id, name, description, kind, content_type, template, default_query)
-      values (${t.id}::int, ${t.collection_id}::int, ${t.name}, ${t.description}, ${t.kind}, ${t.content_type}, ${t.template},
-        ${t.default_query}::text)
-      returning ${cols(tx)}
-    )${eventsCte(tx, actor, events)}
-    select * from et`);
-  return row!;
+  const write = tx`
+    insert into export_templates as et (id, collection_id, name, description, kind, content_type, template, default_query)
+    values (${t.id}::int, ${t.collection_id}::int, ${t.name}, ${t.description}, ${t.kind}, ${t.content_type}, ${t.template},
+      ${t.default_query}::text)
+    returning ${cols(tx)}` as Fragment;
+  return writeWithEvents(tx, actor, write, events, final);
 }
 
 /** Writes `t` over the locked template of its id (updated_at now(), the revision one up) with its audit events, in one statement. */
-export async function updateExportTemplate(
+export function updateExportTemplate(
   tx: TransactionSql,
   actor: Actor,
   t: ExportTemplateRow,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<ExportTemplateRow> {
-  const [row] = await final(tx<ExportTemplateRow[]>`
-    with et as (
-      update export_templates et set collection_id = ${t.collection_id}::int, name = ${t.name}, description = ${t.description},
-        kind = ${t.kind}, content_type = ${t.content_type}, template = ${t.template}, default_query = ${t.default_query}::text,
-        updated_at = now(), revision = et.revision + 1
-      where et.id = ${t.id}::int
-      returning ${cols(tx)}
-    )${eventsCte(tx, actor, events)}
-    select * from et`);
-  return row!;
+  const write = tx`
+    update export_templates et set collection_id = ${t.collection_id}::int, name = ${t.name}, description = ${t.description},
+      kind = ${t.kind}, content_type = ${t.content_type}, template = ${t.template}, default_query = ${t.default_query}::text,
+      updated_at = now(), revision = et.revision + 1
+    where et.id = ${t.id}::int
+    returning ${cols(tx)}` as Fragment;
+  return writeWithEvents(tx, actor, write, events, final);
 }

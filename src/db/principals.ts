@@ -1,6 +1,33 @@
-import type { Db } from './sql.ts';
+import type { Db, TransactionSql } from './sql.ts';
+import type { Fragment } from './list.ts';
 import type { PrincipalKind } from '../domain/principals.ts';
 import type { Permission } from '../domain/authz.ts';
+import type { Actor } from '../domain/actor.ts';
+import type { NewEvent } from '../domain/new-event.ts';
+import { eventsCte } from './events.ts';
+import { notFinal, type Final } from './tx.ts';
+
+/**
+ * A principal's row and its profile (its users or service_accounts row) written with `events` in
+ * one statement (`final`: COMMIT goes with it). `principal`: the row to insert (its id reserved:
+ * reserveId), or the id of an existing (locked) one, stamped (updated_at now(), the revision one
+ * up). `profile`: the profile's insert or update, which reads the principal's id as `p.id` from `p`.
+ */
+export async function writePrincipalWithEvents(
+  tx: TransactionSql,
+  actor: Actor,
+  principal: { id: number; kind: PrincipalKind; name: string; identity_scope: string } | number,
+  profile: Fragment,
+  events: NewEvent[],
+  final: Final = notFinal,
+): Promise<void> {
+  const p =
+    typeof principal === 'number'
+      ? tx`update principals set updated_at = now(), revision = revision + 1 where id = ${principal}::int returning id`
+      : tx`insert into principals (id, kind, name, identity_scope)
+          values (${principal.id}::int, ${principal.kind}, ${principal.name}, ${principal.identity_scope}) returning id`;
+  await final(tx`with p as (${p}), profile as (${profile})${eventsCte(tx, actor, events)} select 1 from p`);
+}
 
 export interface LoginCandidate {
   id: number;

@@ -13,8 +13,8 @@ import {
   requireObjectPermission,
 } from './authz.ts';
 import { type RemoteTargetRow } from '../domain/views/remote-targets.ts';
-import { eventsCte } from './events.ts';
-import { notFinal, type Final } from './tx.ts';
+import { writeWithEvents } from './events.ts';
+import type { Final } from './tx.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 
@@ -50,14 +50,19 @@ export function listRemoteTargetRows(db: Db, parsed: ParsedList, where: Fragment
   });
 }
 
-/** The target and the check of `perm` on its collection, in one statement: 404 or 403 otherwise. */
-export function readRemoteTargetAs(db: Db, auth: Authority, id: number, perm: Permission): Promise<RemoteTargetRow> {
-  return readInCollectionAs<RemoteTargetRow>(db, auth, perm, 'remote target', {
+/** The target `id` as readInCollectionAs and lockInCollectionAs read it. */
+function targetById(db: Db, id: number) {
+  return {
     columns: cols(db),
     from: db`remote_targets rt` as Fragment,
     where: db`rt.id = ${id}::int` as Fragment,
     collection: 'rt.collection_id',
-  });
+  };
+}
+
+/** The target and the check of `perm` on its collection, in one statement: 404 or 403 otherwise. */
+export function readRemoteTargetAs(db: Db, auth: Authority, id: number, perm: Permission): Promise<RemoteTargetRow> {
+  return readInCollectionAs<RemoteTargetRow>(db, auth, perm, 'remote target', targetById(db, id));
 }
 
 export async function findRemoteTarget(db: Db, id: number): Promise<RemoteTargetRow | undefined> {
@@ -66,19 +71,8 @@ export async function findRemoteTarget(db: Db, id: number): Promise<RemoteTarget
 }
 
 /** The target locked for a write, with now() and the check of `perm` on its collection: 404 or 403 otherwise. */
-export function lockRemoteTargetAs(
-  tx: TransactionSql,
-  auth: Authority,
-  id: number,
-  perm: Permission,
-): Promise<RemoteTargetRow & { svc_now: Date }> {
-  return lockInCollectionAs<RemoteTargetRow>(tx, auth, perm, 'remote target', {
-    columns: cols(tx),
-    from: tx`remote_targets rt` as Fragment,
-    where: tx`rt.id = ${id}::int` as Fragment,
-    collection: 'rt.collection_id',
-    lock: 'rt',
-  });
+export function lockRemoteTargetAs(tx: TransactionSql, auth: Authority, id: number, perm: Permission) {
+  return lockInCollectionAs<RemoteTargetRow>(tx, auth, perm, 'remote target', { ...targetById(tx, id), lock: 'rt' });
 }
 
 /** The collection of a class (undefined when the class does not exist). */
@@ -88,46 +82,40 @@ export async function classCollectionId(db: Db, classId: number): Promise<number
 }
 
 /** Inserts the target `t` (its id and times reserved: reserveId) with its audit events, in one statement. */
-export async function insertRemoteTarget(
+export function insertRemoteTarget(
   tx: TransactionSql,
   actor: Actor,
   t: RemoteTargetRow,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<RemoteTargetRow> {
-  const [row] = await final(tx<RemoteTargetRow[]>`
-    with rt as (
-      insert into remote_targets as rt (id, collection_id, class_id, name, description, method, url_template, headers_template,
-        body_template, auth_config, allowed_subject_types, timeout_ms, enabled)
-      values (${t.id}::int, ${t.collection_id}::int, ${t.class_id}::int, ${t.name}, ${t.description}, ${t.method}, ${t.url_template},
-        ${tx.json(t.headers_template as never)}, ${t.body_template}::text, ${tx.json(t.auth_config as never)},
-        ${t.allowed_subject_types}::text[], ${t.timeout_ms}::int, ${t.enabled}::boolean)
-      returning ${cols(tx)}
-    )${eventsCte(tx, actor, events)}
-    select * from rt`);
-  return row!;
+  const write = tx`
+    insert into remote_targets as rt (id, collection_id, class_id, name, description, method, url_template, headers_template,
+      body_template, auth_config, allowed_subject_types, timeout_ms, enabled)
+    values (${t.id}::int, ${t.collection_id}::int, ${t.class_id}::int, ${t.name}, ${t.description}, ${t.method}, ${t.url_template},
+      ${tx.json(t.headers_template as never)}, ${t.body_template}::text, ${tx.json(t.auth_config as never)},
+      ${t.allowed_subject_types}::text[], ${t.timeout_ms}::int, ${t.enabled}::boolean)
+    returning ${cols(tx)}` as Fragment;
+  return writeWithEvents(tx, actor, write, events, final);
 }
 
 /** Writes `t` over the locked target of its id (updated_at now(), the revision one up) with its audit events, in one statement. */
-export async function updateRemoteTarget(
+export function updateRemoteTarget(
   tx: TransactionSql,
   actor: Actor,
   t: RemoteTargetRow,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<RemoteTargetRow> {
-  const [row] = await final(tx<RemoteTargetRow[]>`
-    with rt as (
-      update remote_targets rt set collection_id = ${t.collection_id}::int, class_id = ${t.class_id}::int, name = ${t.name},
-        description = ${t.description}, method = ${t.method}, url_template = ${t.url_template},
-        headers_template = ${tx.json(t.headers_template as never)}, body_template = ${t.body_template}::text,
-        auth_config = ${tx.json(t.auth_config as never)}, allowed_subject_types = ${t.allowed_subject_types}::text[],
-        timeout_ms = ${t.timeout_ms}::int, enabled = ${t.enabled}::boolean, updated_at = now(), revision = rt.revision + 1
-      where rt.id = ${t.id}::int
-      returning ${cols(tx)}
-    )${eventsCte(tx, actor, events)}
-    select * from rt`);
-  return row!;
+  const write = tx`
+    update remote_targets rt set collection_id = ${t.collection_id}::int, class_id = ${t.class_id}::int, name = ${t.name},
+      description = ${t.description}, method = ${t.method}, url_template = ${t.url_template},
+      headers_template = ${tx.json(t.headers_template as never)}, body_template = ${t.body_template}::text,
+      auth_config = ${tx.json(t.auth_config as never)}, allowed_subject_types = ${t.allowed_subject_types}::text[],
+      timeout_ms = ${t.timeout_ms}::int, enabled = ${t.enabled}::boolean, updated_at = now(), revision = rt.revision + 1
+    where rt.id = ${t.id}::int
+    returning ${cols(tx)}` as Fragment;
+  return writeWithEvents(tx, actor, write, events, final);
 }
 
 // ---- invocation -----------------------------------------------------------------------------

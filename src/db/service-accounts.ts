@@ -3,6 +3,7 @@ import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { tokenSnapshot, type TokenRow } from '../domain/views/tokens.ts';
 import { EVENTS_IN_STATEMENT, appendMany, eventsCte } from './events.ts';
+import { writePrincipalWithEvents } from './principals.ts';
 import { notFinal, type Final } from './tx.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -66,39 +67,29 @@ export async function managesAccount(db: Db, id: number, principalId: number): P
 }
 
 /** Inserts the account `a` (its id and times reserved: reserveId) with `events`, in one statement. */
-export async function insertServiceAccount(
+export function insertServiceAccount(
   tx: TransactionSql,
   actor: Actor,
   a: ServiceAccountRow,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<void> {
-  await final(tx`
-    with p as (
-      insert into principals (id, kind, name, identity_scope) values (${a.id}::int, 'service_account', ${a.name}, ${a.identity_scope})
-      returning id
-    ), sa as (
-      insert into service_accounts (principal_id, description, owner_group_id, created_by)
-      select p.id, ${a.description}, ${a.owner_group_id}::int, ${a.created_by}::int from p
-    )${eventsCte(tx, actor, events)}
-    select 1 from p`);
+  const profile = tx`insert into service_accounts (principal_id, description, owner_group_id, created_by)
+    select p.id, ${a.description}, ${a.owner_group_id}::int, ${a.created_by}::int from p` as Fragment;
+  return writePrincipalWithEvents(tx, actor, { ...a, kind: 'service_account' }, profile, events, final);
 }
 
 /** Writes the description and owner of `a` over its locked account (updated_at now(), the revision one up) with `events`, in one statement. */
-export async function updateServiceAccount(
+export function updateServiceAccount(
   tx: TransactionSql,
   actor: Actor,
   a: ServiceAccountRow,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<void> {
-  await final(tx`
-    with sa as (
-      update service_accounts set description = ${a.description}, owner_group_id = ${a.owner_group_id}::int where principal_id = ${a.id}::int
-    ), p as (
-      update principals set updated_at = now(), revision = revision + 1 where id = ${a.id}::int returning id
-    )${eventsCte(tx, actor, events)}
-    select 1 from p`);
+  const profile = tx`update service_accounts set description = ${a.description}, owner_group_id = ${a.owner_group_id}::int
+    where principal_id = ${a.id}::int` as Fragment;
+  return writePrincipalWithEvents(tx, actor, a.id, profile, events, final);
 }
 
 /**

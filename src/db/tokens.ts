@@ -1,6 +1,6 @@
 import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
-import { eventPerRowCte, markWritten } from './events.ts';
+import { eventPerRowCte, isoTimeText, markWritten } from './events.ts';
 import { notFinal, type Final } from './tx.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { NewEvent } from '../domain/new-event.ts';
@@ -42,67 +42,56 @@ export async function validateTokenHash(
   return row;
 }
 
+/** A token to insert (its hash; the raw value is never stored). */
+export interface NewToken {
+  /** The id when reserved (reserveId); else the insert gives it. */
+  id?: number;
+  principalId: number;
+  hash: Buffer;
+  name?: string | null;
+  description?: string | null;
+  expiresAt: Date;
+  scope?: TokenScopeValue | null;
+  renewedFrom?: number | null;
+}
+
+/** The insert of a token, returning its row. */
+function tokenInsert(db: Db, t: NewToken): Fragment {
+  return db`
+    insert into tokens (${t.id === undefined ? db`` : db`id, `}principal_id, token_hash, name, description, expires_at, scope,
+      renewed_from_token_id)
+    values (${t.id === undefined ? db`` : db`${t.id}::int, `}${t.principalId}::int, ${t.hash}, ${t.name ?? null},
+      ${t.description ?? null}, ${t.expiresAt}, ${t.scope ? db.json(t.scope as never) : null}, ${t.renewedFrom ?? null}::int)
+    returning id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope, renewed_from_token_id,
+      revision` as Fragment;
+}
+
 /**
- * Inserts a token and appends its `created` (or `renewed`) audit event in one statement: the event's entity_id is
- * the new token's id, and its `after` snapshot (`event.after`, a snapshot of the token before the
- * insert, as tokenSnapshot builds it) gets the token's id and issued time from the insert (ISO 8601
- * UTC, milliseconds). Returns the stored row.
+ * Inserts a token and appends its `created` (or `renewed`) audit event in one statement: the event's
+ * entity_id is the new token's id, and its `after` snapshot (`event.after`, a snapshot of the token
+ * before the insert, as tokenSnapshot builds it) gets the token's id and issued time from the insert
+ * (ISO 8601 UTC, milliseconds). Returns the stored row.
  */
 export async function insertTokenWithEvent(
   tx: TransactionSql,
   actor: Actor,
-  t: {
-    /** The id when reserved (reserveId); else the insert gives it. */
-    id?: number;
-    principalId: number;
-    hash: Buffer;
-    name?: string | null;
-    description?: string | null;
-    expiresAt: Date;
-    scope?: TokenScopeValue | null;
-    renewedFrom?: number | null;
-  },
+  t: NewToken,
   event: NewEvent,
   final: Final = notFinal,
 ): Promise<TokenRow> {
   const [row] = await final(tx<TokenRow[]>`
-    with r as (
-      insert into tokens (${t.id === undefined ? tx`` : tx`id, `}principal_id, token_hash, name, description, expires_at, scope,
-        renewed_from_token_id)
-      values (${t.id === undefined ? tx`` : tx`${t.id}::int, `}${t.principalId}::int, ${t.hash}, ${t.name ?? null},
-        ${t.description ?? null}, ${t.expiresAt}, ${t.scope ? tx.json(t.scope as never) : null}, ${t.renewedFrom ?? null}::int)
-      returning id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope, renewed_from_token_id, revision
-    )${eventPerRowCte(
-      tx,
-      actor,
-      'r',
-      event,
-      tx`jsonb_build_object('id', r.id, 'issued', to_char(r.issued at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))` as Fragment,
-      tx`r.id` as Fragment,
-    )}
+    with r as (${tokenInsert(tx, t)})${eventPerRowCte(tx, actor, 'r', event, {
+      afterPatch: tx`jsonb_build_object('id', r.id, 'issued', ${tx.unsafe(isoTimeText('r.issued'))})` as Fragment,
+      entityId: tx`r.id` as Fragment,
+    })}
     select * from r`);
   markWritten(tx, event);
   return row!;
 }
 
-export async function insertToken(
-  db: Db,
-  t: {
-    principalId: number;
-    hash: Buffer;
-    name?: string | null;
-    description?: string | null;
-    expiresAt: Date;
-    scope?: TokenScopeValue | null;
-    renewedFrom?: number | null;
-  },
-): Promise<TokenRow> {
-  const [row] = await db<TokenRow[]>`
-    insert into tokens (principal_id, token_hash, name, description, expires_at, scope, renewed_from_token_id)
-    values (${t.principalId}, ${t.hash}, ${t.name ?? null}, ${t.description ?? null}, ${t.expiresAt},
-      ${t.scope ? db.json(t.scope as never) : null}, ${t.renewedFrom ?? null})
-    returning id, principal_id, name, description, issued, expires_at, last_used_at, revoked_at, scope,
-      renewed_from_token_id, revision`;
+/** Inserts a token without an event (test fixtures; every write of the service records one: insertTokenWithEvent). */
+export async function insertToken(db: Db, t: NewToken): Promise<TokenRow> {
+  const [row] = await db<TokenRow[]>`${tokenInsert(db, t)}`;
   return row!;
 }
 
@@ -213,7 +202,9 @@ export async function revokeTokenWithEvent(
   const [row] = await final(tx<{ n: number }[]>`
     with r as (
       update tokens set revoked_at = now(), revision = revision + 1 where id = ${tokenId}::int and revoked_at is null returning revoked_at
-    )${eventPerRowCte(tx, actor, 'r', event, tx`jsonb_build_object('revoked_at', to_char(r.revoked_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))` as Fragment)}
+    )${eventPerRowCte(tx, actor, 'r', event, {
+      afterPatch: tx`jsonb_build_object('revoked_at', ${tx.unsafe(isoTimeText('r.revoked_at'))})` as Fragment,
+    })}
     select count(*)::int as n from r`);
   const changed = row!.n > 0;
   if (changed) markWritten(tx, event);

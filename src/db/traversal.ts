@@ -286,37 +286,36 @@ export interface ClassGraphRows {
  * readable), once each, by id. More than LIMITS.relations relations is 400 (narrow). Both
  * statements go out together (one round trip); `final`: COMMIT goes with the second.
  */
-export async function objectGraphRows(db: Db, auth: Authority, bfs: ShortestPaths, final: Final = notFinal): Promise<ObjectGraphRows> {
+export function objectGraphRows(db: Db, auth: Authority, bfs: ShortestPaths, final: Final = notFinal): Promise<ObjectGraphRows> {
   const ids = nodeIds(bfs);
-  const nodes = db<RelatedObjectRow[]>`
-    select o.id, o.name, o.description, o.collection_id, o.class_id as svc_class_id, o.json_data, o.created_at,
-      o.updated_at, o.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path
-    from ${graphFrom(db, bfs)} join objects o on o.id = rel.id
-    order by rel.depth, o.id`;
-  nodes.catch(() => undefined); // sent now, before the relations (final sends them and COMMIT at once); awaited in graphOf
-  const relations = final(db<ObjectRelationRow[]>`
-      select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision
+  return graphOf<RelatedObjectRow, ObjectRelationRow>(
+    db,
+    db`select o.id, o.name, o.description, o.collection_id, o.class_id as svc_class_id, o.json_data, o.created_at,
+        o.updated_at, o.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path
+      from ${graphFrom(db, bfs)} join objects o on o.id = rel.id
+      order by rel.depth, o.id` as Fragment,
+    db`select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision
       from object_relations r
       join objects fo on fo.id = r.from_object_id
       join objects tob on tob.id = r.to_object_id
       where r.from_object_id = any(${ids}::int[]) and r.to_object_id = any(${ids}::int[])
         and ${objectRelationWhere(db, auth, 'ReadObjectRelation')}
       order by r.id
-      limit ${LIMITS.relations + 1}`);
-  return graphOf(nodes, relations);
+      limit ${LIMITS.relations + 1}` as Fragment,
+    final,
+  );
 }
 
 /** The graph of a finished class traversal, as objectGraphRows (ReadClassRelation on the relations). */
-export async function classGraphRows(db: Db, auth: Authority, bfs: ShortestPaths, final: Final = notFinal): Promise<ClassGraphRows> {
+export function classGraphRows(db: Db, auth: Authority, bfs: ShortestPaths, final: Final = notFinal): Promise<ClassGraphRows> {
   const ids = nodeIds(bfs);
-  const nodes = db<RelatedClassRow[]>`
-    select c.id, c.name, c.description, c.collection_id, c.validate_schema, c.json_schema, c.created_at, c.updated_at,
-      c.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path
-    from ${graphFrom(db, bfs)} join classes c on c.id = rel.id
-    order by rel.depth, c.id`;
-  nodes.catch(() => undefined); // sent now, before the relations (final sends them and COMMIT at once); awaited in graphOf
-  const relations = final(db<ClassRelationRow[]>`
-      select r.id, r.from_class_id, r.to_class_id, r.forward_alias, r.reverse_alias, r.from_max_relations,
+  return graphOf<RelatedClassRow, ClassRelationRow>(
+    db,
+    db`select c.id, c.name, c.description, c.collection_id, c.validate_schema, c.json_schema, c.created_at, c.updated_at,
+        c.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path
+      from ${graphFrom(db, bfs)} join classes c on c.id = rel.id
+      order by rel.depth, c.id` as Fragment,
+    db`select r.id, r.from_class_id, r.to_class_id, r.forward_alias, r.reverse_alias, r.from_max_relations,
         r.to_max_relations, r.created_at, r.updated_at, r.revision
       from class_relations r
       join classes fc on fc.id = r.from_class_id
@@ -324,12 +323,24 @@ export async function classGraphRows(db: Db, auth: Authority, bfs: ShortestPaths
       where r.from_class_id = any(${ids}::int[]) and r.to_class_id = any(${ids}::int[])
         and ${classRelationWhere(db, auth, 'ReadClassRelation')}
       order by r.id
-      limit ${LIMITS.relations + 1}`);
-  return graphOf(nodes, relations);
+      limit ${LIMITS.relations + 1}` as Fragment,
+    final,
+  );
 }
 
-/** The nodes and the relations of a graph, sent together; more than LIMITS.relations relations is 400. */
-async function graphOf<N, R>(nodes: Promise<readonly N[]>, relations: Promise<readonly R[]>): Promise<{ nodes: N[]; relations: R[] }> {
+/**
+ * A graph's nodes and relations (at most LIMITS.relations + 1 rows: more is 400), sent together:
+ * the nodes first, then the relations, which `final` sends with COMMIT.
+ */
+async function graphOf<N extends object, R extends object>(
+  db: Db,
+  nodesSql: Fragment,
+  relationsSql: Fragment,
+  final: Final,
+): Promise<{ nodes: N[]; relations: R[] }> {
+  const nodes = db<N[]>`${nodesSql}`;
+  nodes.catch(() => undefined); // sent now, before the relations (final sends them and COMMIT at once); awaited below
+  const relations = final(db<R[]>`${relationsSql}`);
   relations.catch(() => undefined); // awaited below, after the nodes
   const n = await nodes;
   const r = await relations;

@@ -3,8 +3,9 @@ import type { ListSpec } from '../domain/list-query.ts';
 import { runList, type ListPage } from './list.ts';
 import type { ParsedList } from '../domain/list-query.ts';
 import { type UserRow } from '../domain/views/users.ts';
-import { eventsCte } from './events.ts';
-import { notFinal, type Final } from './tx.ts';
+import { writePrincipalWithEvents } from './principals.ts';
+import type { Final } from './tx.ts';
+import type { Fragment } from './list.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 
@@ -52,23 +53,17 @@ export async function lockUser(tx: TransactionSql, id: number): Promise<(UserRow
 }
 
 /** Inserts the user `u` (its id and times reserved: reserveId) with `events`, in one statement. */
-export async function insertUser(
+export function insertUser(
   tx: TransactionSql,
   actor: Actor,
   u: UserRow,
   passwordHash: string | null,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<void> {
-  await final(tx`
-    with p as (
-      insert into principals (id, kind, name, identity_scope) values (${u.id}::int, 'human', ${u.name}, ${u.identity_scope})
-      returning id
-    ), u as (
-      insert into users (principal_id, password_hash, email, proper_name)
-      select p.id, ${passwordHash}::text, ${u.email}::text, ${u.proper_name}::text from p
-    )${eventsCte(tx, actor, events)}
-    select 1 from p`);
+  const profile = tx`insert into users (principal_id, password_hash, email, proper_name)
+    select p.id, ${passwordHash}::text, ${u.email}::text, ${u.proper_name}::text from p` as Fragment;
+  return writePrincipalWithEvents(tx, actor, { ...u, kind: 'human' }, profile, events, final);
 }
 
 /**
@@ -76,23 +71,18 @@ export async function insertUser(
  * now(), the revision one up, as the caller built `after`) with `events`, in one statement; a null
  * `passwordHash` keeps the password.
  */
-export async function updateUser(
+export function updateUser(
   tx: TransactionSql,
   actor: Actor,
   after: UserRow,
   passwordHash: string | null,
   events: NewEvent[],
-  final: Final = notFinal,
+  final?: Final,
 ): Promise<void> {
-  await final(tx`
-    with p as (
-      update principals set updated_at = now(), revision = revision + 1 where id = ${after.id}::int returning id
-    ), u as (
-      update users set email = ${after.email}::text, proper_name = ${after.proper_name}::text,
-        password_hash = coalesce(${passwordHash}::text, password_hash)
-      where principal_id = ${after.id}::int
-    )${eventsCte(tx, actor, events)}
-    select 1 from p`);
+  const profile = tx`update users set email = ${after.email}::text, proper_name = ${after.proper_name}::text,
+      password_hash = coalesce(${passwordHash}::text, password_hash)
+    where principal_id = ${after.id}::int` as Fragment;
+  return writePrincipalWithEvents(tx, actor, after.id, profile, events, final);
 }
 
 /** Ids of the groups a principal belongs to directly (recorded when it is deleted). */

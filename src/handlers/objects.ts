@@ -45,21 +45,36 @@ async function aggregateHandler(ctx: Ctx, classId: number, query: Record<string,
   // (without a statement when the class's collection is kept: services/class-access.ts)
   const allowed = requireClassAccess(ctx.deps, auth, classId, 'ReadClass');
   const names = (v: unknown) => String(v ?? '').includes('computed.');
-  let aggregated: ReturnType<typeof aggregate>;
-  if (!namesComputedField(query) && !names(query.group_by) && !names(query.aggregate)) {
-    // No computed field named: the aggregate goes out beside the permission check (one round trip;
-    // groups are only answered once the check passes, and a query error only after it, as below).
-    aggregated = Promise.resolve().then(() => aggregate(db, auth, classId, query, noActiveFields(auth.principal)));
-    aggregated.catch(() => undefined); // awaited below, unless the permission check refuses
+  const needsFields = namesComputedField(query) || names(query.group_by) || names(query.aggregate);
+  return (await afterClassCheck(ctx, classId, allowed, needsFields, (active) => aggregate(db, auth, classId, query, active))).result;
+}
+
+/**
+ * `read` of a class's objects once `allowed` (the permission check on the class) has passed. A read
+ * that names no computed field goes out beside the check (one round trip; its rows are answered only
+ * once the check passes, and a query error only after it); otherwise the class's computed fields
+ * are read beside the check, and `read` after (two round trips).
+ */
+async function afterClassCheck<T>(
+  ctx: Ctx,
+  classId: number,
+  allowed: Promise<unknown>,
+  needsFields: boolean,
+  read: (active: ActiveFields) => Promise<T>,
+): Promise<{ result: T; active: ActiveFields }> {
+  const auth = authOf(ctx);
+  if (!needsFields) {
+    const active = noActiveFields(auth.principal);
+    const reading = Promise.resolve().then(() => read(active));
+    reading.catch(() => undefined); // awaited below, unless the permission check refuses
     await allowed;
-  } else {
-    // The permission and the class's computed fields side by side, the aggregate after (two round trips).
-    const fields = activeFields(db, classId, auth.principal);
-    fields.catch(() => undefined); // awaited below, unless the permission check refuses
-    await allowed;
-    aggregated = aggregate(db, auth, classId, query, await fields);
+    return { result: await reading, active };
   }
-  return aggregated;
+  const fields = activeFields(ctx.deps.sql, classId, auth.principal);
+  fields.catch(() => undefined); // awaited below, unless the permission check refuses
+  await allowed;
+  const active = await fields;
+  return { result: await read(active), active };
 }
 
 /** The aggregate of a class's objects (the permission on the class already checked or being checked). */
@@ -171,24 +186,7 @@ async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>)
     ];
     return listObjects(db, q, where, include ? active : null, { jsonText: true });
   };
-  let active: ActiveFields;
-  let paging: ReturnType<typeof pageOf>;
-  if (!include && !namesComputedField(query)) {
-    // No computed field named: the page goes out beside the permission check (one round trip; rows
-    // are only returned once the check passes, and a query error only after it, as below).
-    active = noActiveFields(auth.principal);
-    paging = Promise.resolve().then(() => pageOf(active));
-    paging.catch(() => undefined); // awaited below, unless the permission check refuses
-    await allowed;
-  } else {
-    // The permission and the class's computed fields side by side, the page after (two round trips).
-    const fields = activeFields(db, classId, auth.principal);
-    fields.catch(() => undefined); // awaited below, unless the permission check refuses
-    await allowed;
-    active = await fields;
-    paging = pageOf(active);
-  }
-  const page = await paging;
+  const { result: page, active } = await afterClassCheck(ctx, classId, allowed, include || namesComputedField(query), pageOf);
   const texts = new JsonTexts();
   if (!include) {
     // The page's JSON written directly (objectJsonText), one text for the whole array.
