@@ -1,6 +1,6 @@
-// What empties the api processes' token caches (migrations/0180 and 0250): the notifications the
+// What the api processes' token caches drop (migrations/0180, 0250 and 0260): the notifications the
 // database sends on channel svc_token_cache, for writes through the API and for the directory
-// code's own statements. A database of this file's own, so that no other test file's writes are
+// code's own statements: only for a change of what the caches hold, naming whom it concerns. A database of this file's own, so that no other test file's writes are
 // heard. Each case sends a marker notification of its own after its writes and waits for it:
 // PostgreSQL delivers notifications in commit order, so whatever the writes sent has arrived by then
 // (nothing is timed).
@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
-import { addMember, createGroup, createHuman, grant } from './iam-fixtures.ts';
+import { addMember, createGroup, createHuman, createServiceAccount, grant } from './iam-fixtures.ts';
 import { TOKEN_CACHE_CHANNEL } from '../src/db/auth-changes.ts';
 import { markGroupSynced, updateProviderUser } from '../src/db/directory.ts';
 import { withTx } from '../src/db/tx.ts';
@@ -47,28 +47,28 @@ async function noticesOf(run: () => Promise<unknown>): Promise<string[]> {
 
 const status = async (method: string, path: string, body?: unknown) => (await t.request(method, path, { body })).status;
 
-describe('token cache invalidation: only a change of what the caches hold', () => {
-  it('a membership added or removed empties them; added again or removed when absent, nothing', async () => {
+describe('token cache invalidation: only a change of what the caches hold, naming whom it concerns', () => {
+  it("a membership added or removed: the member's; added again or removed when absent, nothing", async () => {
     const g = await createGroup(t);
     const h = await createHuman(t);
     const path = `/api/v1/iam/groups/${g.id}/members/${h.id}`;
-    expect(await noticesOf(async () => expect(await status('POST', path)).toBe(201))).toContain('g');
+    expect(await noticesOf(async () => expect(await status('POST', path)).toBe(201))).toEqual([`u:${h.id}`]);
     expect(await noticesOf(async () => expect(await status('POST', path)).toBe(201))).toEqual([]);
-    expect(await noticesOf(async () => expect(await status('DELETE', path)).toBe(204))).toContain('g');
+    expect(await noticesOf(async () => expect(await status('DELETE', path)).toBe(204))).toEqual([`u:${h.id}`]);
     expect(await noticesOf(async () => expect(await status('DELETE', path)).toBe(204))).toEqual([]);
   });
 
-  it('a permission granted or revoked empties them', async () => {
+  it("a permission granted or revoked: the group's grants", async () => {
     const c = await t.request('POST', '/api/v1/collections', { body: { name: uniq('c') } });
     expect(c.status, c.text).toBe(201);
     const cid = (c.body as { id: number }).id;
     const g = await createGroup(t);
-    expect(await noticesOf(() => grant(t, cid, g.id, ['ReadCollection']))).toContain('g');
+    expect(await noticesOf(() => grant(t, cid, g.id, ['ReadCollection', 'ReadObject']))).toEqual([`G:${g.id}`]);
     const revoke = `/api/v1/collections/${cid}/permissions/group/${g.id}/ReadCollection`;
-    expect(await noticesOf(async () => expect(await status('DELETE', revoke)).toBeLessThan(300))).toContain('g');
+    expect(await noticesOf(async () => expect(await status('DELETE', revoke)).toBeLessThan(300))).toEqual([`G:${g.id}`]);
   });
 
-  it("a user's settings saved: nothing; the user renamed: emptied", async () => {
+  it("a user's settings saved: nothing; the user renamed or updated, or a service account disabled: theirs", async () => {
     const h = await createHuman(t);
     const saved = await noticesOf(async () => {
       const res = await t.request('PUT', '/api/v1/iam/me/settings', { token: h.token, body: { theme: 'dark' } });
@@ -76,7 +76,47 @@ describe('token cache invalidation: only a change of what the caches hold', () =
     });
     expect(saved).toEqual([]);
     const renamed = await noticesOf(() => t.deps.sql`update principals set name = ${uniq('renamed')} where id = ${h.id}`);
-    expect(renamed).toContain('g');
+    expect(renamed).toEqual([`u:${h.id}`]);
+    const updated = await noticesOf(async () => {
+      const res = await t.request('PATCH', `/api/v1/iam/users/${h.id}`, { body: { email: `${uniq('m')}@example.org` } });
+      expect(res.status, res.text).toBe(200);
+    });
+    expect(updated).toEqual([`u:${h.id}`]);
+    const sa = await createServiceAccount(t, (await createGroup(t)).id);
+    const disabled = await noticesOf(async () => {
+      const res = await t.request('POST', `/api/v1/iam/service-accounts/${sa.id}/disable`);
+      expect(res.status, res.text).toBeLessThan(300);
+    });
+    expect(disabled).toContain(`u:${sa.id}`);
+    expect(disabled).not.toContain('g');
+  });
+
+  it("a group renamed: everything (its name decides who is an administrator); its description: nothing; deleted: its members' and its grants'", async () => {
+    const g = await createGroup(t);
+    const h = await createHuman(t);
+    await addMember(t, g.id, h.id);
+    const c = await t.request('POST', '/api/v1/collections', { body: { name: uniq('c') } });
+    const cid = (c.body as { id: number }).id;
+    await grant(t, cid, g.id, ['ReadCollection']);
+    const described = await noticesOf(async () => {
+      const res = await t.request('PATCH', `/api/v1/iam/groups/${g.id}`, { body: { description: uniq('d') } });
+      expect(res.status, res.text).toBe(200);
+    });
+    expect(described).toEqual([]);
+    const renamed = await noticesOf(async () => {
+      const res = await t.request('PATCH', `/api/v1/iam/groups/${g.id}`, { body: { name: uniq('g') } });
+      expect(res.status, res.text).toBe(200);
+    });
+    expect(renamed).toEqual(['g']);
+    const deleted = await noticesOf(async () => expect(await status('DELETE', `/api/v1/iam/groups/${g.id}`)).toBe(204));
+    expect(deleted.sort()).toEqual([`G:${g.id}`, `u:${h.id}`]);
+  });
+
+  it("a user deleted: theirs and their tokens'", async () => {
+    const h = await createHuman(t);
+    const deleted = await noticesOf(async () => expect(await status('DELETE', `/api/v1/iam/users/${h.id}`)).toBe(204));
+    expect(deleted).toContain(`u:${h.id}`);
+    expect(deleted.every((n) => n === `u:${h.id}` || n.startsWith('t:'))).toBe(true);
   });
 
   it('a directory sign-in of a known, unchanged user and a group sync that changes nothing: nothing', async () => {
@@ -99,6 +139,6 @@ describe('token cache invalidation: only a change of what the caches hold', () =
     expect(stamped).toEqual([]);
     // a change the caches hold still empties them
     const changed = await noticesOf(() => t.deps.sql`update groups set name = ${uniq('g')} where id = ${g.id}`);
-    expect(changed).toContain('g');
+    expect(changed).toEqual(['g']);
   });
 });

@@ -346,6 +346,41 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
     await getsOn(b, h.token, inChild, 403);
   });
 
+  it("one principal's membership changed: its token and grants are read again, here at once and there after the NOTIFY; another's stay kept", async () => {
+    const c = await newCollection();
+    const path = await objectIn(c);
+    const p = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
+    const q = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
+    for (const t of [a, b]) for (const u of [p, q]) for (let i = 0; i < 2; i++) expect(await status(t, u.token, path)).toBe(200);
+    /** How many statements of `t` read a token (by its hash) and a principal's grants while `u` reads the object. */
+    const readsFor = async (t: TestApp, u: { token: string }) => {
+      const texts = await statements(t, async () => expect(await status(t, u.token, path)).toBe(200));
+      return [texts.filter((x) => x.includes('where token_hash =')).length, grantReads(texts)];
+    };
+    for (const t of [a, b]) for (const u of [p, q]) expect(await readsFor(t, u)).toEqual([0, 0]);
+    await addMember(a, (await createGroup(a)).id, p.id);
+    expect(await readsFor(a, q)).toEqual([0, 0]);
+    expect(await readsFor(a, p)).toEqual([1, 1]);
+    // there: p's token is read again once the NOTIFY arrived (until then it is answered from memory)
+    await pollUntil('p read again on b', async () => (await readsFor(b, p)).join(), '1,1');
+    expect(await readsFor(b, q)).toEqual([0, 0]);
+    expect(await readsFor(b, p)).toEqual([0, 0]);
+  });
+
+  it("a group's grant changed: every principal's grants are read again, no token is", async () => {
+    const c = await newCollection();
+    const path = await objectIn(c);
+    const p = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
+    for (const t of [a, b]) for (let i = 0; i < 2; i++) expect(await status(t, p.token, path)).toBe(200);
+    const tokenReads = (texts: string[]) => texts.filter((x) => x.includes('where token_hash =')).length;
+    await grant(a, c, p.groupId, ['ReadAudit']);
+    const here = await statements(a, async () => expect(await status(a, p.token, path)).toBe(200));
+    expect([tokenReads(here), grantReads(here)]).toEqual([0, 1]);
+    await pollUntil('grants read again on b', async () => grantReads(await statements(b, () => status(b, p.token, path))), 1);
+    const there = await statements(b, async () => expect(await status(b, p.token, path)).toBe(200));
+    expect([tokenReads(there), grantReads(there)]).toEqual([0, 0]);
+  });
+
   it(`grants of more than ${GRANT_SETS_MAX_IDS} collections are not kept: the statements read them`, async () => {
     const top = await newCollection();
     const path = await objectIn(top);

@@ -1,53 +1,107 @@
 // In-process signal of changes that bear on bearer-token validation, so this process's token cache
 // (services/token-cache.ts) drops what it holds as soon as such a change commits, before the
 // response that reports the change is sent. Other processes learn of the same change from the
-// NOTIFY the database triggers send at commit (migrations/0180_token_cache_notify.sql).
+// NOTIFY the database triggers send at commit (migrations/0180_token_cache_notify.sql and those
+// after it), named alike (CacheDrop), so both drop the same entries.
 //
-// appendEvent marks the transaction when it records an event of one of AUTH_ENTITY_TYPES; withTx
-// signals the marked transaction's pool after COMMIT. Listeners are per pool, so two app instances
+// appendEvent notes in the transaction what the change of each event it records makes stale
+// (cacheDropsOf); withTx signals the transaction's pool with it after COMMIT. Listeners are per pool, so two app instances
 // in one process (as tests run them) behave like two processes.
 import type { Db, Sql } from './sql.ts';
 
 /**
- * Audit entity types whose changes may revoke, disable or re-scope a token or change who is admin,
- * or (collections: grants reach down the tree) which collections a grant covers, as the token cache
- * also keeps per token (services/token-cache.ts collectionsWith).
+ * What the token caches drop (services/token-cache.ts), named as the payloads on channel
+ * svc_token_cache that the database triggers send for the same change (migrations/0180, 0200, 0220,
+ * 0250, 0260):
+ *   't:<id>'  token <id> changed or was deleted;
+ *   'u:<id>'  principal <id> changed in what the caches hold, its user or service-account row changed
+ *             (a service account disabled), or it joined or left a group: its tokens, its grants
+ *             and its tokens' collection sets;
+ *   'G:<id>'  group <id>'s grants changed: the grants and collection sets of its members;
+ *   'c'       the collection tree changed (a collection created, deleted or moved): every
+ *             collection set and grant;
+ *   'k'       a class was deleted or moved: every kept class;
+ *   'g'       anything else that may bear on validation (a group renamed, a restore, a truncate):
+ *             everything.
+ * The heartbeat 'p' drops nothing.
  */
-export const AUTH_ENTITY_TYPES: ReadonlySet<string> = new Set([
-  'token',
-  'collection',
-  'user',
-  'principal',
-  'service_account',
-  'group',
-  'group_membership',
-  'permission',
-  'credential_approval',
-  'restore',
-]);
+export type CacheDrop = `t:${number}` | `u:${number}` | `G:${number}` | 'c' | 'k' | 'g';
+
+const NONE: readonly CacheDrop[] = [];
+const ALL: readonly CacheDrop[] = ['g'];
+
+const idIn = (v: unknown, key: string): number | undefined => {
+  const id = v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined;
+  return typeof id === 'number' && Number.isInteger(id) ? id : undefined;
+};
+
+/** Whether the snapshots `before` and `after` both exist and agree on every one of `keys`. */
+const sameIn = (before: unknown, after: unknown, keys: string[]): boolean =>
+  !!before &&
+  !!after &&
+  typeof before === 'object' &&
+  typeof after === 'object' &&
+  keys.every((k) => (before as Record<string, unknown>)[k] === (after as Record<string, unknown>)[k]);
 
 /**
- * Whether an audit event records a change that bears on the token cache: one of AUTH_ENTITY_TYPES
- * (but a token created), or a class deleted or moved to another collection (the cache keeps each
- * class's collection: services/token-cache.ts classCollection).
+ * What the change an audit event records makes stale in this process's token cache, as the payloads
+ * the database sends other processes for it (CacheDrop): nothing for a change the caches hold
+ * nothing of, and everything ('g') whenever the event does not say exactly what changed.
  */
-export function bearsOnAuth(e: { entityType: string; action: string; before?: unknown; after?: unknown }): boolean {
-  // A token just created (a login, a minted token) is in no cache yet, and changes nothing the
-  // cache holds: it need not empty the cache of the process, as every login did.
-  if (e.entityType === 'token' && e.action === 'created') return false;
-  if (AUTH_ENTITY_TYPES.has(e.entityType)) return true;
-  if (e.entityType !== 'class') return false;
-  if (e.action === 'deleted') return true;
-  const collectionOf = (v: unknown) => (v && typeof v === 'object' ? (v as { collection_id?: unknown }).collection_id : undefined);
-  return e.action === 'updated' && collectionOf(e.before) !== collectionOf(e.after);
+export function cacheDropsOf(e: {
+  entityType: string;
+  entityId?: number | null;
+  action: string;
+  before?: unknown;
+  after?: unknown;
+  metadata?: Record<string, unknown>;
+}): readonly CacheDrop[] {
+  const id = typeof e.entityId === 'number' && e.entityId > 0 ? e.entityId : undefined;
+  switch (e.entityType) {
+    case 'token':
+      // a token created (a login, a mint, a renewal's new token) is in no cache yet
+      if (e.action === 'created' || e.action === 'renewed') return NONE;
+      return id === undefined ? ALL : [`t:${id}`];
+    case 'user':
+    case 'service_account':
+    case 'principal':
+      if (e.action === 'created') return NONE;
+      return id === undefined ? ALL : [`u:${id}`];
+    case 'group_membership': {
+      const principal = idIn(e.metadata, 'principal_id') ?? idIn(e.after, 'principal_id') ?? idIn(e.before, 'principal_id');
+      return principal === undefined ? ALL : [`u:${principal}`];
+    }
+    case 'permission': {
+      const group = idIn(e.metadata, 'group_id') ?? id;
+      return group === undefined ? ALL : [`G:${group}`];
+    }
+    case 'group':
+      // a group's name and scope decide who is an administrator; nothing else of it is kept
+      if (e.action === 'created') return NONE;
+      if (e.action === 'updated' && sameIn(e.before, e.after, ['name', 'identity_scope'])) return NONE;
+      return ALL;
+    case 'collection':
+      if (e.action === 'updated' && sameIn(e.before, e.after, ['parent_collection_id'])) return NONE;
+      return ['c'];
+    case 'class':
+      if (e.action === 'deleted') return ['k'];
+      return e.action === 'updated' && idIn(e.before, 'collection_id') !== idIn(e.after, 'collection_id') ? ['k'] : NONE;
+    case 'credential_approval':
+      // an approval is consumed by the mint or the user it approves; the caches keep none
+      return NONE;
+    case 'restore':
+      return ALL;
+    default:
+      return NONE;
+  }
 }
 
 const open = new WeakSet<object>();
-const marked = new WeakSet<object>();
-const listeners = new Map<object, Set<() => void>>();
+const pending = new WeakMap<object, Set<CacheDrop>>();
+const listeners = new Map<object, Set<(drops: readonly CacheDrop[]) => void>>();
 
-/** Calls `fn` after each committed change of this pool that bore on token validation; returns the unsubscribe. */
-export function onAuthChange(sql: Sql, fn: () => void): () => void {
+/** Calls `fn` with what each committed change of this pool made stale; returns the unsubscribe. */
+export function onAuthChange(sql: Sql, fn: (drops: readonly CacheDrop[]) => void): () => void {
   let set = listeners.get(sql);
   if (!set) listeners.set(sql, (set = new Set()));
   set.add(fn);
@@ -63,31 +117,33 @@ export function trackTransaction(tx: object): void {
 }
 
 /**
- * Marks `db` as having changed auth. A transaction of withTx is signalled after its COMMIT; anything
- * else (a savepoint, a bare pool) signals every pool at once, and its NOTIFY follows at commit.
+ * Notes what a change in `db` makes stale (cacheDropsOf). A transaction of withTx is signalled after
+ * its COMMIT; anything else (a savepoint, a bare pool) signals every pool at once, and its NOTIFY
+ * follows at commit.
  */
-export function markAuthChange(db: Db): void {
-  if (open.has(db)) marked.add(db);
-  else for (const set of listeners.values()) for (const fn of set) fn();
+export function markAuthChange(db: Db, drops: readonly CacheDrop[]): void {
+  if (drops.length === 0) return;
+  if (open.has(db)) {
+    let set = pending.get(db);
+    if (!set) pending.set(db, (set = new Set()));
+    for (const d of drops) set.add(d);
+  } else for (const set of listeners.values()) for (const fn of set) fn(drops);
 }
 
-/** After COMMIT of `tx` on `sql`: signals the pool's listeners when the transaction was marked. */
+/** After COMMIT of `tx` on `sql`: signals the pool's listeners with what the transaction made stale. */
 export function afterCommit(sql: Sql, tx: object): void {
-  if (marked.has(tx)) signalAuthChange(sql);
-}
-
-function signalAuthChange(sql: Sql): void {
-  for (const fn of listeners.get(sql) ?? []) fn();
+  const drops = pending.get(tx);
+  if (!drops) return;
+  const list = [...drops];
+  for (const fn of listeners.get(sql) ?? []) fn(list);
 }
 
 /** The LISTEN channel the token triggers of migrations/0180_token_cache_notify.sql announce on. */
 export const TOKEN_CACHE_CHANNEL = 'svc_token_cache';
 
 /**
- * Listens on the token-cache channel: `onMessage` gets each payload ('t:<id>', 'g', 'c' from
- * migrations/0200_collection_tree_notify.sql, 'k' from migrations/0220_class_collection_notify.sql,
- * or the heartbeat 'p'), `onListen` runs on every
- * (re)connection of the listening connection.
+ * Listens on the token-cache channel: `onMessage` gets each payload (a CacheDrop, or the heartbeat
+ * 'p'), `onListen` runs on every (re)connection of the listening connection.
  */
 export async function listenForTokenChanges(
   sql: Sql,

@@ -3,7 +3,7 @@ import { actorBinding, bindActor } from './history.ts';
 import { notFinal, type Final } from './tx.ts';
 import type { Fragment } from './list.ts';
 import type { Actor } from '../domain/actor.ts';
-import { bearsOnAuth, markAuthChange } from './auth-changes.ts';
+import { cacheDropsOf, markAuthChange } from './auth-changes.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 
 /**
@@ -132,9 +132,9 @@ export function eventPerRowCte(
   return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, event, false, fromRow)} from ${tx(rows)})` as Fragment;
 }
 
-/** For an event that eventPerRowCte appended: marks the transaction when the event bears on the token cache. */
+/** For an event that eventPerRowCte appended: notes in the transaction what its change makes stale in the token cache. */
 export function markWritten(tx: Db, event: NewEvent): void {
-  if (bearsOnAuth(event)) markAuthChange(tx);
+  markAuthChange(tx, cacheDropsOf(event));
 }
 
 /**
@@ -248,7 +248,7 @@ export const ROW_EVENT_PARAMS = new Set(rowEventInsertText(1).match(/\$\d+/g)).s
 
 /** The parameters of rowEventInsertText, in its order. */
 export function rowEventParams(tx: Db, actor: Actor, e: NewEvent): unknown[] {
-  if (bearsOnAuth(e)) markAuthChange(tx);
+  markAuthChange(tx, cacheDropsOf(e));
   const v = eventFields(actor, e);
   const json = (x: unknown) => (x === undefined || x === null ? null : JSON.stringify(x));
   return [

@@ -44,7 +44,8 @@ async function eventPage(query: Record<string, unknown>, ctx: Ctx, within?: With
     const parsed = applyTimeWindow(parseListQuery(query, EVENT_LIST_SPEC));
     return listEventRows(db, auth, parsed, within?.where(db) ?? [], {
       jsonText: true,
-      auditCollections: (read) => tokenCache(ctx.deps).collectionsWith(auth.token.id, 'ReadAudit', read),
+      auditCollections: (read) =>
+        tokenCache(ctx.deps).collectionsWith({ tokenId: auth.token.id, principalId: auth.principal.id }, 'ReadAudit', read),
       oneEntity: within?.oneEntity,
     });
   })();

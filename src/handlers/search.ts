@@ -112,7 +112,8 @@ async function executeStructured(ctx: Ctx, p: PreparedStructured, texts: JsonTex
     relatedClassIds: p.relatedClassIds,
     after: p.after,
     texts,
-    auditCollections: (read) => tokenCache(ctx.deps).collectionsWith(p.auth.token.id, 'ReadAudit', read),
+    auditCollections: (read) =>
+      tokenCache(ctx.deps).collectionsWith({ tokenId: p.auth.token.id, principalId: p.auth.principal.id }, 'ReadAudit', read),
   });
   return {
     results: page.results,

@@ -4,7 +4,7 @@
 // non-administrator whose grants are known (Authority.grants: a GET).
 // Otherwise the class is read with the check (db/authz.ts requireClassPermission), and its
 // collection kept for the next request. The cache drops a class when it is deleted or moved
-// (migrations/0220, db/auth-changes.ts bearsOnAuth), so a decision from it is at most as stale as a
+// (migrations/0220, db/auth-changes.ts cacheDropsOf), so a decision from it is at most as stale as a
 // cached token: at once in this process, within the NOTIFY delay in the others.
 import type { Deps } from '../deps.ts';
 import type { Authority, Permission } from '../domain/authz.ts';

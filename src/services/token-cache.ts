@@ -7,11 +7,14 @@
 //
 // Safety (a revoked token must not get through beyond the notification delay):
 // - every change that bears on validation is announced at commit on LISTEN channel svc_token_cache
-//   by database triggers (migrations/0180_token_cache_notify.sql; since 0250 principals, groups,
-//   memberships and permissions only when a row changed in what the cache holds): 't:<id>' drops one token,
-//   'g' (principals, users, groups, memberships, service accounts, permissions) drops them all,
-//   'c' (a collection created, deleted or moved: migrations/0200) drops the collection sets below;
-// - a change made through this process drops the cache before its response is sent
+//   by database triggers (migrations/0180_token_cache_notify.sql; since 0250 only when a row changed
+//   in what the cache holds; since 0260 naming whom it concerns), as the payloads db/auth-changes.ts
+//   CacheDrop lists: 't:<id>' drops one token; 'u:<id>' (a principal, its user or service-account
+//   row, its memberships) drops that principal's tokens, grants and collection sets; 'G:<id>' (a
+//   group's grants) drops every grant and collection set, tokens stay; 'c' (a collection created,
+//   deleted or moved: migrations/0200) drops the collection sets and grants; 'k' the classes; 'g'
+//   (a group renamed or re-scoped, a truncate, a restore) everything;
+// - a change made through this process drops the same before its response is sent
 //   (db/auth-changes.ts), so it takes effect at once here and within the NOTIFY delay elsewhere;
 // - a lookup that started before a drop does not put its (possibly older) row into the cache;
 // - expiry is checked against the cached row on every use; an entry is read again after
@@ -26,17 +29,15 @@
 // (collectionsWith), which a non-administrator's audit list reads before its page, and with each
 // principal its grants (grantSets: every permission's collections, which a non-administrator's read
 // request tests collections against instead of reading the grants in its statements): dropped with
-// the token (collection sets), on 'g' and on 'c', and in this process on any collection change it
-// commits. And it keeps which collection each class is in (classCollection), so a list of a class's
-// objects decides the permission on the class without a statement: dropped on 'k' (a class deleted
-// or moved: migrations/0220) and with everything else, and in this process when it commits such a
-// change (db/auth-changes.ts bearsOnAuth).
+// the token or principal, on 'G', 'c' and 'g'. And it keeps which collection each class is in
+// (classCollection), so a list of a class's objects decides the permission on the class without a
+// statement: dropped on 'k' (a class deleted or moved: migrations/0220) and 'g'.
 //
 // last_used_at of a cached token is advanced in memory and written in batches at most
 // LAST_USED_FLUSH_MS after the use (the later of stored and batched time wins); token reads of this
 // process flush first (flushTokenUses), so they show the latest use of this process.
 import type { Deps } from '../deps.ts';
-import { listenForTokenChanges, onAuthChange, sendTokenCacheHeartbeat } from '../db/auth-changes.ts';
+import { listenForTokenChanges, onAuthChange, sendTokenCacheHeartbeat, type CacheDrop } from '../db/auth-changes.ts';
 import { recordTokenUses, validateTokenHash } from '../db/tokens.ts';
 import { readGrantSets } from '../db/authz.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
@@ -49,7 +50,13 @@ export const LIVE_WINDOW_MS = 3000;
 /** Longest delay between a cached use of a token and its write to last_used_at. */
 export const LAST_USED_FLUSH_MS = 1000;
 
-interface Entry {
+/** What the cache keeps of one token: each can be dropped with the token or with its principal. */
+interface OfToken {
+  tokenId: number;
+  principalId: number;
+}
+
+interface Entry extends OfToken {
   row: ValidatedTokenRow;
   cachedAt: number;
   /** Effective expiry (ms since epoch): expires_at, or issued + the legacy lifetime. */
@@ -57,8 +64,7 @@ interface Entry {
 }
 
 /** A cached set of collection ids (collectionsWith). */
-interface CollectionSet {
-  tokenId: number;
+interface CollectionSet extends OfToken {
   ids: number[];
   cachedAt: number;
 }
@@ -78,9 +84,71 @@ interface CachedGrants {
  */
 export const GRANT_SETS_MAX_IDS = 2000;
 
+/**
+ * A map of what the cache keeps of tokens (at most `max()` entries: a new one first drops the
+ * oldest) that drops a token's or a principal's entries without looking at the others: one change
+ * (a large group deleted) may name thousands of principals.
+ */
+class TokenKeyed<V extends OfToken> {
+  private readonly map = new Map<string, V>();
+  private readonly byToken = new Map<number, Set<string>>();
+  private readonly byPrincipal = new Map<number, Set<string>>();
+
+  constructor(private readonly max: () => number) {}
+
+  get(key: string): V | undefined {
+    return this.map.get(key);
+  }
+
+  set(key: string, value: V): void {
+    this.delete(key);
+    if (this.map.size >= this.max()) {
+      const oldest = this.map.keys().next();
+      if (!oldest.done) this.delete(oldest.value);
+    }
+    this.map.set(key, value);
+    TokenKeyed.index(this.byToken, value.tokenId).add(key);
+    TokenKeyed.index(this.byPrincipal, value.principalId).add(key);
+  }
+
+  delete(key: string): void {
+    const value = this.map.get(key);
+    if (!value) return;
+    this.map.delete(key);
+    TokenKeyed.unindex(this.byToken, value.tokenId, key);
+    TokenKeyed.unindex(this.byPrincipal, value.principalId, key);
+  }
+
+  dropToken(id: number): void {
+    for (const key of [...(this.byToken.get(id) ?? [])]) this.delete(key);
+  }
+
+  dropPrincipal(id: number): void {
+    for (const key of [...(this.byPrincipal.get(id) ?? [])]) this.delete(key);
+  }
+
+  clear(): void {
+    this.map.clear();
+    this.byToken.clear();
+    this.byPrincipal.clear();
+  }
+
+  private static index(index: Map<number, Set<string>>, id: number): Set<string> {
+    let keys = index.get(id);
+    if (!keys) index.set(id, (keys = new Set()));
+    return keys;
+  }
+
+  private static unindex(index: Map<number, Set<string>>, id: number, key: string): void {
+    const keys = index.get(id);
+    keys?.delete(key);
+    if (keys?.size === 0) index.delete(id);
+  }
+}
+
 export class TokenCache {
-  private readonly entries = new Map<string, Entry>();
-  private readonly collectionSets = new Map<string, CollectionSet>();
+  private readonly entries: TokenKeyed<Entry>;
+  private readonly collectionSets: TokenKeyed<CollectionSet>;
   private readonly grants = new Map<string, CachedGrants>();
   /** The pairs the kept grants hold, all together (at most SVC_TOKEN_CACHE_GRANT_IDS). */
   private grantIds = 0;
@@ -99,12 +167,15 @@ export class TokenCache {
 
   constructor(private readonly deps: Deps) {
     this.enabled = deps.config.SVC_TOKEN_CACHE_SIZE > 0 && deps.config.SVC_TOKEN_CACHE_MAX_AGE_MS > 0;
+    const max = () => deps.config.SVC_TOKEN_CACHE_SIZE;
+    this.entries = new TokenKeyed(max);
+    this.collectionSets = new TokenKeyed(max);
   }
 
   /** Subscribes to invalidations; the cache stays unused until LISTEN succeeds. */
   async start(): Promise<void> {
     if (!this.enabled) return;
-    this.unsubscribe = onAuthChange(this.deps.sql, () => this.clear());
+    this.unsubscribe = onAuthChange(this.deps.sql, (drops) => drops.forEach((d) => this.drop(d)));
     try {
       this.unlisten = await listenForTokenChanges(
         this.deps.sql,
@@ -129,9 +200,16 @@ export class TokenCache {
     const now = Date.now();
     if (now - this.lastHeard >= LIVE_WINDOW_MS) this.clear();
     this.lastHeard = now;
-    if (payload === 'p') return;
-    if (payload.startsWith('t:')) this.dropToken(Number(payload.slice(2)));
-    else if (payload === 'c') this.dropCollectionSets();
+    if (payload !== 'p') this.drop(payload);
+  }
+
+  /** Drops what a change made stale (a CacheDrop; anything else drops everything). */
+  private drop(payload: CacheDrop | string): void {
+    const id = Number(payload.slice(2));
+    const named = payload[1] === ':' && Number.isInteger(id);
+    if (named && payload[0] === 't') this.dropToken(id);
+    else if (named && payload[0] === 'u') this.dropPrincipal(id);
+    else if ((named && payload[0] === 'G') || payload === 'c') this.dropCollectionSets();
     else if (payload === 'k') this.dropClasses();
     else this.clear();
   }
@@ -152,11 +230,26 @@ export class TokenCache {
 
   private dropToken(id: number): void {
     this.generation++;
-    for (const [key, e] of this.entries) if (e.row.token_id === id) this.entries.delete(key);
-    for (const [key, c] of this.collectionSets) if (c.tokenId === id) this.collectionSets.delete(key);
+    this.entries.dropToken(id);
+    this.collectionSets.dropToken(id);
   }
 
-  /** The collection tree changed: the collection sets go, the tokens stay. */
+  /** A principal changed, or joined or left a group: its tokens, grants and collection sets go. */
+  private dropPrincipal(id: number): void {
+    this.generation++;
+    this.entries.dropPrincipal(id);
+    this.collectionSets.dropPrincipal(id);
+    const grants = this.grants.get(String(id));
+    if (grants) {
+      this.grants.delete(String(id));
+      this.grantIds -= grants.size;
+    }
+  }
+
+  /**
+   * The collection tree or a group's grants changed: the collection sets and grants go, the tokens
+   * stay (the cache does not keep who is in which group, so a group's grants drop everyone's).
+   */
   private dropCollectionSets(): void {
     this.generation++;
     this.collectionSets.clear();
@@ -199,28 +292,30 @@ export class TokenCache {
   }
 
   /**
-   * The collections where the holder of token `tokenId` holds `perm` (`read` reads them from the
-   * database), kept with the token while the cache may be used: dropped with it, with every token
-   * on a grant, membership or principal change ('g'), and on any change of the collection tree
-   * ('c', migrations/0200), as grants reach down the tree. A read that started before a drop does
-   * not fill it, and an entry is read again after SVC_TOKEN_CACHE_MAX_AGE_MS, as a token is.
+   * The collections where the holder of a token holds `perm` (`read` reads them from the database),
+   * kept with the token while the cache may be used: dropped with the token or its principal ('t',
+   * 'u'), on any change of grants ('G') or of the collection tree ('c', migrations/0200: grants reach
+   * down the tree) and with everything ('g'). A read that started before a drop does not fill it,
+   * and an entry is read again after SVC_TOKEN_CACHE_MAX_AGE_MS, as a token is.
    */
-  async collectionsWith(tokenId: number, perm: string, read: () => Promise<number[]>): Promise<number[]> {
+  async collectionsWith(holder: OfToken, perm: string, read: () => Promise<number[]>): Promise<number[]> {
     const now = Date.now();
     if (!this.enabled || !this.live(now)) return read();
-    const key = `${tokenId}:${perm}`;
+    const key = `${holder.tokenId}:${perm}`;
     const cached = this.collectionSets.get(key);
     if (cached && now - cached.cachedAt < this.deps.config.SVC_TOKEN_CACHE_MAX_AGE_MS) return cached.ids;
     const generation = this.generation;
     const ids = await read();
-    if (generation === this.generation && this.live(Date.now())) this.put(this.collectionSets, key, { tokenId, ids, cachedAt: now });
+    if (generation === this.generation && this.live(Date.now())) {
+      this.collectionSets.set(key, { tokenId: holder.tokenId, principalId: holder.principalId, ids, cachedAt: now });
+    }
     return ids;
   }
 
   /**
    * The grants of principal `principalId` (Authority.grants; read by db/authz.ts readGrantSets),
-   * kept while the cache may be used as collectionsWith keeps its sets: dropped on a grant,
-   * membership or principal change ('g') and on any change of the collection tree ('c'), not filled
+   * kept while the cache may be used as collectionsWith keeps its sets: dropped with the principal
+   * ('u'), on a change of grants ('G') or of the collection tree ('c') and with everything, not filled
    * by a read that started before a drop, read again after SVC_TOKEN_CACHE_MAX_AGE_MS. Undefined
    * when the cache may not be used, or the grants hold more than GRANT_SETS_MAX_IDS pairs: the
    * caller's statements then read the grants themselves. At once when kept, else a promise.
@@ -320,7 +415,7 @@ export class TokenCache {
       const expiresAt = (
         row.expires_at ?? new Date(row.issued.getTime() + this.deps.config.SVC_TOKEN_LIFETIME_HOURS * 3_600_000)
       ).getTime();
-      this.put(this.entries, raw, { row, cachedAt: now, expiresAt });
+      this.entries.set(raw, { tokenId: row.token_id, principalId: row.principal_id, row, cachedAt: now, expiresAt });
     }
     return row;
   }
