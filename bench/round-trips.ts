@@ -73,7 +73,8 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
     );
     const text = await res.text();
     if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
-    return { id: text ? (JSON.parse(text) as { id: number }).id : 0, etag: res.headers.get('etag') ?? '' };
+    const location = res.headers.get('location') ?? '';
+    return { id: text ? (JSON.parse(text) as { id: number }).id : 0, etag: res.headers.get('etag') ?? '', location };
   };
   const rows: string[][] = [];
   const timeEach = async (name: string, fn: (i: number) => Promise<unknown>) => {
@@ -206,6 +207,41 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
     let session = 0;
     await timeEach('logout (a cached token)', () =>
       call('POST', '/api/v0/auth/logout', undefined, { authorization: `Bearer ${sessions[session++]!}` }),
+    );
+    // Writes that a credential approval authorizes: each request names a fresh approval of its own
+    // (made beforehand through the other instance, not timed), which the write consumes.
+    const approvals = async (operation: (i: number) => Record<string, unknown>) => {
+      const ids: string[] = [];
+      for (let i = -1; i < CALLS; i++) {
+        const made = await b.json<{ approval: string }>(201, 'POST', '/api/v1/iam/credential-approvals', {
+          token: b.adminToken,
+          body: { password: ADMIN_PASSWORD, operation: operation(i) },
+        });
+        ids.push(made.approval);
+      }
+      return (i: number) => ({ 'x-svc-credential-approval': ids[i + 1]! });
+    };
+    const mint = (i: number) => ({ name: `rt-mint-${i + 1}` });
+    const minting = await approvals((i) => ({ kind: 'create_token', principal_id: b.adminId, token: mint(i) }));
+    const mintedTokens: number[] = [];
+    await timeEach('createPrincipalToken (approved)', async (i) => {
+      const { location } = await call('POST', `/api/v1/iam/principals/${b.adminId}/tokens`, mint(i), minting(i));
+      mintedTokens.push(Number(location.split('/').pop())); // the answer holds the token, its id is in Location
+    });
+    const renewing = await approvals((i) => ({
+      kind: 'renew_token',
+      principal_id: b.adminId,
+      token_id: mintedTokens[i + 1]!,
+      token: {},
+    }));
+    await timeEach('renewPrincipalToken (approved)', (i) =>
+      call('POST', `/api/v1/iam/principals/${b.adminId}/tokens/${mintedTokens[i + 1]!}/renew`, {}, renewing(i)),
+    );
+    const stamp = Date.now();
+    const user = (i: number) => ({ name: `rt-u${i + 1}-${stamp}`, password: `rt-password-${i + 1}-long-enough` });
+    const creatingUsers = await approvals((i) => ({ kind: 'create_user', user: user(i) }));
+    await timeEach('createUser (approved, its password hashing included)', (i) =>
+      call('POST', '/api/v1/iam/users', user(i), creatingUsers(i)),
     );
     // Service accounts (owned by the group above), a collection's export templates (remote targets
     // take the same way) and a class's computed fields.

@@ -163,9 +163,22 @@ describe('getCredentialApproval', () => {
     const after = (await get(created.approval, h.token)).body as Record<string, unknown>;
     expect(after).toMatchObject({ status: 'consumed' });
     expect(after.consumed_at).not.toBeNull();
-    const actions = await t.deps.sql<{ action: string }[]>`
-      select action from events where entity_type = 'credential_approval' and actor_user_id = ${h.id} order by id`;
-    expect(actions.map((a) => a.action)).toEqual(['created', 'consumed']);
+    const events = await t.deps.sql<
+      { action: string; entity_id: number; entity_name: string; summary: string; after: unknown; metadata: unknown }[]
+    >`
+      select action, entity_id, entity_name, summary, after, metadata
+      from events where entity_type = 'credential_approval' and actor_user_id = ${h.id} order by id`;
+    expect(events.map((a) => a.action)).toEqual(['created', 'consumed']);
+    // the consumed event (written by the consuming statement) shows the approval as stored, to the ms
+    const [made, used] = events;
+    expect(used).toEqual({
+      action: 'consumed',
+      entity_id: made!.entity_id,
+      entity_name: 'create_token',
+      summary: 'credential approval for create_token used',
+      after: { ...(made!.after as object), consumed_at: after.consumed_at },
+      metadata: made!.metadata,
+    });
   });
 
   it('getCredentialApproval 200 expired after 120 s, and an expired approval no longer authorizes', async () => {

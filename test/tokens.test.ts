@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, ADMIN_PASSWORD, type TestApp } from './helpers.ts';
 import {
   addMember,
+  adminGroupId,
   approve,
   createGroup,
   createHuman,
@@ -211,6 +212,54 @@ describe('createPrincipalToken', () => {
     expect((await t.request('POST', `/api/v1/iam/service-accounts/${sa.id}/disable`)).status).toBe(200);
     const res = await t.request('POST', tokensPath(sa.id), { body: {}, headers: { 'x-svc-credential-approval': approval } });
     expect(res.status).toBe(409);
+  });
+});
+
+describe('an approved mint or renewal refused after its approval went out', () => {
+  // The owner's check, the token's lock and the approval's consumption go out together; a refusal
+  // by any of them rolls the consumption back, and the check's refusal is the answer.
+  const statusOf = async (approval: string, token: string) =>
+    ((await t.request('GET', `/api/v1/iam/credential-approvals/${approval}`, { token })).body as { status: string }).status;
+
+  it('403 when the caller lost the right to manage the tokens after approving; the approval stays pending', async () => {
+    const a = await createHuman(t);
+    const h = await createHuman(t);
+    const admins = await adminGroupId(t);
+    await addMember(t, admins, a.id);
+    const approval = await approve(t, { kind: 'create_token', principal_id: h.id, token: {} }, a.token, a.password);
+    expect((await t.request('DELETE', `/api/v1/iam/groups/${admins}/members/${a.id}`)).status).toBe(204);
+    // refused by both the owner's check and the approval's (none presented): the check answers
+    const neither = await t.request('POST', tokensPath(h.id), { token: a.token, body: {} });
+    expect(neither.status, neither.text).toBe(403);
+    expect(neither.body).not.toMatchObject({ reason: 'reauthentication_required' });
+    const res = await t.request('POST', tokensPath(h.id), { token: a.token, body: {}, headers: { 'x-svc-credential-approval': approval } });
+    expect(res.status, res.text).toBe(403);
+    expect(res.body).not.toMatchObject({ reason: 'reauthentication_required' });
+    expect(await statusOf(approval, a.token)).toBe('pending');
+    // given back the right, the same approval mints
+    await addMember(t, admins, a.id);
+    const again = await t.request('POST', tokensPath(h.id), {
+      token: a.token,
+      body: {},
+      headers: { 'x-svc-credential-approval': approval },
+    });
+    expect(again.status, again.text).toBe(201);
+    expect(await statusOf(approval, a.token)).toBe('consumed');
+  });
+
+  it('renewal: 404 for a token of another principal and 409 for a revoked one; the approval stays pending', async () => {
+    const h = await createHuman(t);
+    const orig = await mintOk(h.id, {}, self(h));
+    const approval = await approve(t, { kind: 'renew_token', principal_id: h.id, token_id: orig.id, token: {} }, h.token, h.password);
+    const headers = { 'x-svc-credential-approval': approval };
+    const other = await createHuman(t);
+    // the token's check answers before the approval's (which names other ids, and cannot match)
+    const mismatch = await t.request('POST', `${tokensPath(other.id)}/${orig.id}/renew`, { body: {}, headers });
+    expect(mismatch.status, mismatch.text).toBe(404);
+    expect((await t.request('POST', `${tokensPath(h.id)}/${orig.id}/revoke`, { token: h.token })).status).toBe(204);
+    const revoked = await t.request('POST', `${tokensPath(h.id)}/${orig.id}/renew`, { token: h.token, body: {}, headers });
+    expect(revoked.status, revoked.text).toBe(409);
+    expect(await statusOf(approval, h.token)).toBe('pending');
   });
 });
 

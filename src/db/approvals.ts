@@ -1,5 +1,6 @@
 import type { Db, TransactionSql } from './sql.ts';
-import { appendEvent } from './events.ts';
+import { appendEvent, eventPerRowCte, isoTimeText, markWritten } from './events.ts';
+import type { Fragment } from './list.ts';
 import type { Actor } from '../domain/actor.ts';
 import { withTx } from './tx.ts';
 import { hashToken } from '../domain/token-secret.ts';
@@ -12,6 +13,7 @@ import {
   type ApprovalOperation,
 } from '../domain/credential-approval.ts';
 import { type ApprovalRow, approvalSnapshot } from '../domain/views/approvals.ts';
+import type { NewEvent } from '../domain/new-event.ts';
 
 /** Who asks for an approval or presents one: the caller's principal and bearer token, and its audit actor. */
 export interface Approver {
@@ -48,34 +50,43 @@ export interface PresentedApproval extends Approver {
  * The approval must exist, be unused and unexpired (at most 120 s old), have been created by the
  * calling principal with the same bearer token, and match `expected` (kind, ids and body, compared
  * as canonical JSON). On success it is marked consumed and a `credential_approval.consumed` event is
- * appended in the same transaction. The returned row carries `token_expires_at` for token kinds.
+ * appended, in one statement. The returned row carries `token_expires_at` for token kinds.
  */
 export async function consumeApproval(tx: TransactionSql, presented: PresentedApproval, expected: ApprovalOperation): Promise<ApprovalRow> {
   const raw = presented.approvalId?.trim();
   if (!raw) throw reauthenticationRequired('this request needs header X-Svc-Credential-Approval naming a fresh credential approval');
   if (!APPROVAL_ID.test(raw))
     throw reauthenticationRequired('the credential approval is missing, expired, used or does not match this request');
-  const [row] = await tx<ApprovalRow[]>`
-    update credential_approvals set consumed_at = now()
-    where approval_hash = ${hashToken(presented.tokenKey, raw)}
-      and consumed_at is null
-      and expires_at > now()
-      and approved_by = ${presented.principalId}
-      and token_id = ${presented.tokenId}
-      and kind = ${expected.kind}
-      and operation_hash = ${operationHash(expected)}
-    returning id, kind, approved_by, token_id, target_principal_id, target_token_id, target_restore_id,
-      token_expires_at, created_at, expires_at, consumed_at`;
-  if (!row) throw reauthenticationRequired('the credential approval is missing, expired, used or does not match this request');
-  await appendEvent(tx, presented.actor, {
+  const event: NewEvent = {
     entityType: 'credential_approval',
-    entityId: row.id,
-    entityName: row.kind,
+    entityId: null, // the consumed row's id (eventPerRowCte)
+    entityName: expected.kind,
     action: 'consumed',
-    summary: `credential approval for ${row.kind} used`,
-    after: approvalSnapshot(row),
-    metadata: { approval_kind: row.kind, principal_id: presented.principalId },
-  });
+    summary: `credential approval for ${expected.kind} used`,
+    after: {}, // approvalSnapshot of the consumed row, completed by the statement
+    metadata: { approval_kind: expected.kind, principal_id: presented.principalId },
+  };
+  // approvalSnapshot(row) is the row itself, its times as isoTime writes them
+  const times = ['token_expires_at', 'created_at', 'expires_at', 'consumed_at'].map((c) => `'${c}', ${isoTimeText(`a.${c}`)}`);
+  const [row] = await tx<ApprovalRow[]>`
+    with a as (
+      update credential_approvals set consumed_at = now()
+      where approval_hash = ${hashToken(presented.tokenKey, raw)}
+        and consumed_at is null
+        and expires_at > now()
+        and approved_by = ${presented.principalId}
+        and token_id = ${presented.tokenId}
+        and kind = ${expected.kind}
+        and operation_hash = ${operationHash(expected)}
+      returning id, kind, approved_by, token_id, target_principal_id, target_token_id, target_restore_id,
+        token_expires_at, created_at, expires_at, consumed_at
+    )${eventPerRowCte(tx, presented.actor, 'a', event, {
+      entityId: tx`a.id` as Fragment,
+      afterPatch: tx`to_jsonb(a) || jsonb_build_object(${tx.unsafe(times.join(', '))})` as Fragment,
+    })}
+    select * from a`;
+  if (!row) throw reauthenticationRequired('the credential approval is missing, expired, used or does not match this request');
+  markWritten(tx, event);
   return row;
 }
 

@@ -56,12 +56,17 @@ export const tokensHandlers = {
     const cfg = ctx.deps.config;
     const body = input.body;
     const { raw, row } = await withTx(ctx.deps.sql, async (tx) => {
-      const { owner } = await authorizeTokenOwner(ctx, tx, input.params.principal_id, true);
-      const approval = await consumeApproval(tx, presentedApproval(ctx, input.headers), {
+      // the owner's check and the approval's consumption go out together (one round trip); the
+      // check decides first, and a refused request rolls the consumption back
+      const authorized = authorizeTokenOwner(ctx, tx, input.params.principal_id, true);
+      const consumed = consumeApproval(tx, presentedApproval(ctx, input.headers), {
         kind: 'create_token',
         principal_id: input.params.principal_id,
         token: body,
       });
+      consumed.catch(() => undefined); // awaited below, after the check
+      const { owner } = await authorized;
+      const approval = await consumed;
       assertMintable(owner);
       const scope = await validateScope(tx, body.scope);
       const expiresAt = approvedExpiry(approval.token_expires_at, body.expires_at, cfg);
@@ -83,21 +88,24 @@ export const tokensHandlers = {
     const cfg = ctx.deps.config;
     const body = (input.body ?? {}) as { expires_at?: string };
     const { raw, row } = await withTx(ctx.deps.sql, async (tx) => {
-      // the owner's check, the token's lock and the new token's id go out together (one round trip)
+      // the owner's check, the token's lock, the approval's consumption and the new token's id go
+      // out together (one round trip); they decide in that order, and a refused request rolls the
+      // consumption back
       const { principal_id: principalId, token_id: tokenId } = input.params;
       const authorized = authorizeTokenOwner(ctx, tx, principalId, true);
       const locking = getTokenOfPrincipal(tx, principalId, tokenId, cfg.SVC_TOKEN_LIFETIME_HOURS, true);
+      const consumed = consumeApproval(tx, presentedApproval(ctx, input.headers), {
+        kind: 'renew_token',
+        principal_id: principalId,
+        token_id: tokenId,
+        token: body,
+      });
       const reserved = reserveId(tx, 'tokens');
-      for (const p of [locking, reserved]) p.catch(() => undefined); // awaited below, after the check
+      for (const p of [locking, consumed, reserved]) p.catch(() => undefined); // awaited below, after the check
       const { owner } = await authorized;
       const original = await locking;
       if (!original) throw notFound('token');
-      const approval = await consumeApproval(tx, presentedApproval(ctx, input.headers), {
-        kind: 'renew_token',
-        principal_id: input.params.principal_id,
-        token_id: input.params.token_id,
-        token: body,
-      });
+      const approval = await consumed;
       if (original.revoked_at) throw conflict('a revoked token cannot be renewed');
       assertMintable(owner);
       const expiresAt = approvedExpiry(approval.token_expires_at, body.expires_at, cfg);
