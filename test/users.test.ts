@@ -230,6 +230,28 @@ describe('updateUser', () => {
     expect(JSON.stringify(ev)).not.toMatch(/brand-new-password|argon2/);
   });
 
+  it('updateUser password change: the lock answers before the approval (404, 412, 403 provider-managed), and its refusal leaves the approval usable', async () => {
+    const u = await createHuman(t);
+    const body = { password: 'another-new-password' };
+    const path = `/api/v1/iam/users/${u.id}`;
+    // no approval presented: the lock's refusals answer, not reauthentication_required
+    expect((await t.request('PATCH', '/api/v1/iam/users/999999', { body })).status).toBe(404);
+    const etag = (await t.request('GET', path)).headers.get('etag')!;
+    expect((await t.request('PATCH', path, { body: { proper_name: 'moved on' } })).status).toBe(200);
+    const stale = await t.request('PATCH', path, { body, headers: { 'if-match': etag } });
+    expect(stale.status, stale.text).toBe(412);
+    // an approval presented with a stale If-Match: 412, and the approval is still there to use
+    const approval = await approve(t, { kind: 'update_user', user_id: u.id, user: body }, u.token, u.password);
+    const headers = { 'x-svc-credential-approval': approval };
+    expect((await t.request('PATCH', path, { token: u.token, body, headers: { ...headers, 'if-match': etag } })).status).toBe(412);
+    const res = await t.request('PATCH', path, { token: u.token, body, headers });
+    expect(res.status, res.text).toBe(200);
+    await t.deps.sql`update principals set provider_managed = true where id = ${u.id}`;
+    const managed = await t.request('PATCH', path, { body: { password: 'yet-another-password' } });
+    expect(managed.status).toBe(403);
+    expect(managed.body).not.toMatchObject({ reason: 'reauthentication_required' });
+  });
+
   it('updateUser 412 with a stale If-Match (current ETag returned), 200 with the current one, 400 with a weak one', async () => {
     const u = await createHuman(t);
     const cur = await t.request('GET', `/api/v1/iam/users/${u.id}`);

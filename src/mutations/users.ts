@@ -40,9 +40,8 @@ export interface UserChanges {
 }
 
 /** The hash to store for a given password; null when none is given or it is the stored one. */
-async function passwordHashOf(m: MutationContext, userId: number | null, p: PasswordInput | undefined, approve?: ApprovePassword) {
+async function passwordHashOf(m: MutationContext, userId: number | null, p: PasswordInput | undefined) {
   if (p === undefined) return null;
-  await approve?.(m.tx);
   if ('plain' in p) return hashPassword(p.plain);
   if (userId !== null && p.hash === (await findUserPasswordHash(m.tx, userId))) return null;
   return p.hash;
@@ -65,7 +64,8 @@ async function lockForWrite(m: MutationContext, id: number, ifMatch: string | un
 export async function createUser(m: MutationContext, v: NewUser, approve?: ApprovePassword): Promise<UserRow> {
   const reserved = reserveId(m.tx, 'principals');
   reserved.catch(() => undefined); // awaited below, after the approval and the password
-  const passwordHash = await passwordHashOf(m, null, v.password, approve);
+  if (v.password !== undefined) await approve?.(m.tx);
+  const passwordHash = await passwordHashOf(m, null, v.password);
   const { id, now } = await reserved;
   const created: UserRow = {
     id,
@@ -82,7 +82,10 @@ export async function createUser(m: MutationContext, v: NewUser, approve?: Appro
   return created;
 }
 
-/** Two round trips when the password stays (the lock; the change with its event and COMMIT). */
+/**
+ * Two round trips (the lock, with a new password's approval beside it; the change with its event
+ * and COMMIT), and a new password's hashing between them.
+ */
 export async function updateUser(
   m: MutationContext,
   id: number,
@@ -90,8 +93,13 @@ export async function updateUser(
   ifMatch?: string,
   approve?: ApprovePassword,
 ): Promise<Written<UserRow>> {
-  const { before, now } = await lockForWrite(m, id, ifMatch);
-  const passwordHash = await passwordHashOf(m, id, changes.password, approve);
+  // the lock and a password's approval go out together (one round trip); the lock decides first
+  const locking = lockForWrite(m, id, ifMatch);
+  const approved = changes.password === undefined ? undefined : approve?.(m.tx);
+  approved?.catch(() => undefined); // awaited below, after the lock
+  const { before, now } = await locking;
+  await approved;
+  const passwordHash = await passwordHashOf(m, id, changes.password);
   const email = changes.email === undefined ? before.email : changes.email;
   const properName = changes.proper_name === undefined ? before.proper_name : changes.proper_name;
   const same = passwordHash === null && email === before.email && properName === before.proper_name;
