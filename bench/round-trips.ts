@@ -132,6 +132,8 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
       relations.push(made.id);
     });
     await timeEach('getRelatedObjectGraph (depth 1)', () => call('GET', `${base}/${target.id}/related/graph`));
+    await timeEach('listRelatedObjects (depth 1, total)', () => call('GET', `${base}/${target.id}/related/objects?limit=5`));
+    await timeEach('listRelatedClasses (depth 1, total)', () => call('GET', `${base}/related/classes?limit=5`));
     await timeEach('aggregateObjects (group_by name)', () => call('GET', `${base}/object-aggregates?group_by=name&limit=5`));
     await timeEach('createExport (the objects of a class)', () =>
       call('POST', '/api/v1/exports', { scope: { kind: 'objects_in_class', class_id: classId } }),

@@ -15,7 +15,7 @@ import type postgres from 'postgres';
 import { listPoolOf, nameOf, partOf, type Db, type TransactionSql } from './sql.ts';
 import { patternKey, substringKey } from './substring-stats.ts';
 import { prefixUpperBound, sortsByCodePoint } from './text-order.ts';
-import { finalFor, withTx } from './tx.ts';
+import { finalFor, isTx, notFinal, withTx, type Final } from './tx.ts';
 import { encodeCursor, type FieldDef, type Filter, type ListSpec, type ParsedList, type SortKey } from '../domain/list-query.ts';
 
 export type Fragment = postgres.PendingQuery<postgres.Row[]>;
@@ -58,6 +58,11 @@ export interface ListOptions {
    * after.
    */
   viewed?: boolean;
+  /**
+   * When `db` is a transaction whose owner ends it with this list: the wrapper of its final
+   * statement (finalFor), so COMMIT goes out with the page (and its count) instead of after it.
+   */
+  final?: Final;
 }
 
 /** AND of fragments (true when empty). */
@@ -581,13 +586,13 @@ export async function runList<T extends Record<string, unknown>>(db: Db, opts: L
     const q = list ?? db;
     counted = parsed.includeTotal ? count(q) : null;
     counted?.catch(() => undefined); // awaited below; a failure of the page query comes first
-    rows = await select(q);
+    rows = await (list ? select(q) : (opts.final ?? notFinal)(select(q)));
   } else {
     // Without a list pool (or inside a transaction): in a transaction of its own that sets the mode,
     // whose statements all go out in one round trip (BEGIN, the setting, the page, the count when it
     // is needed, COMMIT).
     const run = async (tx: TransactionSql) => {
-      const final = finalFor(db, tx);
+      const final = isTx(db) ? (opts.final ?? notFinal) : finalFor(db, tx);
       void tx`select set_config('plan_cache_mode', 'force_custom_plan', true)`.catch(() => undefined);
       const selected = select(tx);
       selected.catch(() => undefined); // sends it now (postgres.js queries start when first awaited); awaited by the caller

@@ -231,6 +231,7 @@ export function listRelatedObjectRows(
   bfs: ShortestPaths,
   parsed: ParsedList,
   classId: number | null,
+  final?: Final,
 ): Promise<ListPage<RelatedObjectRow>> {
   return runList<RelatedObjectRow>(db, {
     from: db`${reachedFrom(db, bfs)} join objects o on o.id = rel.id` as Fragment,
@@ -239,17 +240,19 @@ export function listRelatedObjectRows(
     where: classId === null ? [] : [db`o.class_id = ${classId}::int` as Fragment],
     parsed,
     spec: RELATED_OBJECT_LIST_SPEC,
+    final,
   });
 }
 
 /** One page of the reached classes. */
-export function listRelatedClassRows(db: Db, bfs: ShortestPaths, parsed: ParsedList): Promise<ListPage<RelatedClassRow>> {
+export function listRelatedClassRows(db: Db, bfs: ShortestPaths, parsed: ParsedList, final?: Final): Promise<ListPage<RelatedClassRow>> {
   return runList<RelatedClassRow>(db, {
     from: db`${reachedFrom(db, bfs)} join classes c on c.id = rel.id` as Fragment,
     select: db`c.id, c.name, c.description, c.collection_id, c.validate_schema, c.json_schema, c.created_at, c.updated_at,
       c.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path` as Fragment,
     parsed,
     spec: RELATED_CLASS_LIST_SPEC,
+    final,
   });
 }
 

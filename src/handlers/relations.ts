@@ -145,7 +145,7 @@ export const relationsHandlers = {
       readSnapshot(tx);
       const startChecked = requireClassPermission(tx, auth, input.params.class_id, 'ReadClass');
       const bfs = await traverseClasses(tx, auth, input.params.class_id, depth, { startChecked });
-      return listRelatedClassRows(tx, bfs, parsed);
+      return listRelatedClassRows(tx, bfs, parsed, finalFor(ctx.deps.sql, tx)); // COMMIT goes with the page
     });
     return listReply(page, page.rows);
   },
@@ -163,7 +163,7 @@ export const relationsHandlers = {
         classId: input.params.object_class_id,
       });
       const bfs = await traverseObjects(tx, auth, input.params.object_id, depth, { ignoreClassIds, startChecked });
-      return listRelatedObjectRows(tx, bfs, parsed, classFilter);
+      return listRelatedObjectRows(tx, bfs, parsed, classFilter, finalFor(ctx.deps.sql, tx)); // COMMIT goes with the page
     });
     return listReply(page, page.rows);
   },
