@@ -514,6 +514,12 @@ describe('listCollectionChildren and listCollectionAncestors', () => {
     const u = await user([await group()]);
     expect((await t.request('GET', `/api/v1/collections/${p.id}/children`, { token: u.token })).status).toBe(403);
     expect((await t.request('GET', '/api/v1/collections/2000000000/children')).status).toBe(404);
+    // the check answers before a bad query's 400, though both go out together
+    const bad = { sort: 'no_such_field' };
+    expect((await t.request('GET', `/api/v1/collections/${p.id}/children`, { token: u.token, query: bad })).status).toBe(403);
+    expect((await t.request('GET', '/api/v1/collections/2000000000/children', { token: u.token, query: bad })).status).toBe(404);
+    expect((await t.request('GET', '/api/v1/collections/2000000000/children', { query: bad })).status).toBe(404);
+    expect((await t.request('GET', `/api/v1/collections/${p.id}/children`, { query: bad })).status).toBe(400);
   });
 
   it('listCollectionAncestors 200 nearest first, paged, omitting unreadable ancestors', async () => {

@@ -221,7 +221,8 @@ export async function requireCollectionPermission(db: Db, auth: Authority, colle
  * tell without a statement (an administrator, or grants known: Authority.grants) that it holds
  * `perm` there, `read` runs at once and rows under the collection show that it exists; only a read
  * without rows, or one that fails (a bad query: the checks' 404 or 403 still come first), then
- * asks. Otherwise the checks' statements come first.
+ * asks. Otherwise the checks and the read go out together (one round trip; the read is only reads,
+ * and is thrown away when a check refuses), and the checks decide first.
  */
 export async function readUnderCollection<T extends { rows: unknown[] }>(
   db: Db,
@@ -237,8 +238,11 @@ export async function readUnderCollection<T extends { rows: unknown[] }>(
   };
   const known = auth.isAdmin || knownGrant(auth, perm)?.includes(collectionId) === true;
   if (!known || decide(auth, perm, { kind: 'collection', id: collectionId }, true) !== 'allow') {
-    await check();
-    return read();
+    const checked = check();
+    const reading = (async () => read())(); // a bad query's 400, thrown at once, waits for the checks too
+    reading.catch(() => undefined); // awaited below, after the checks
+    await checked;
+    return reading;
   }
   let result: T;
   try {
