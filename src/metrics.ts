@@ -242,6 +242,17 @@ export const tokenCacheLookups = outcomeTable(
   'outcome',
   ['hit', 'miss', 'bypass'],
 );
+/**
+ * svc_token_cache_drops_total: observe(kind) per change notification (channel svc_token_cache) this
+ * process's token cache heard, by what it dropped (db/auth-changes.ts CacheDrop).
+ */
+export const tokenCacheDrops = outcomeTable(
+  'svc_token_cache_drops_total',
+  "Change notifications this process's token cache heard, by what each dropped: token (one token), principal (one principal's tokens and grants), grants (a group's grants changed: every principal's grants), collections (the collection tree changed: every principal's grants), classes (a class deleted or moved: the kept classes), everything.",
+  'counter',
+  'kind',
+  ['token', 'principal', 'grants', 'collections', 'classes', 'everything'],
+);
 
 const databaseUp = new Gauge({
   name: 'svc_database_up',

@@ -9,7 +9,7 @@ import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { addMember, adminGroupId, createGroup, createHuman, createServiceAccount, grant, tokenFor, userWith } from './iam-fixtures.ts';
 import { insertToken } from '../src/db/tokens.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
-import { tokenCacheLookups } from '../src/metrics.ts';
+import { tokenCacheDrops, tokenCacheLookups } from '../src/metrics.ts';
 import { TOKEN_CACHE_CHANNEL } from '../src/db/auth-changes.ts';
 import { GRANT_SETS_MAX_IDS, tokenCache } from '../src/services/token-cache.ts';
 
@@ -25,6 +25,12 @@ afterAll(async () => {
 });
 
 const validate = (t: TestApp, token: string) => t.request('GET', '/api/v0/auth/validate', { token });
+
+/** svc_token_cache_drops_total{kind} of this test process (both instances together). */
+async function drops(kind: string): Promise<number> {
+  const m = await tokenCacheDrops.get();
+  return m.values.filter((v) => v.labels.kind === kind).reduce((s, v) => s + v.value, 0);
+}
 
 async function hits(): Promise<number> {
   const m = await tokenCacheLookups.get();
@@ -384,7 +390,10 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
       return [texts.filter((x) => x.includes('where token_hash =')).length, grantReads(texts)];
     };
     for (const t of [a, b]) for (const u of [p, q]) expect(await readsFor(t, u)).toEqual([0, 0]);
-    await addMember(a, (await createGroup(a)).id, p.id);
+    const group = (await createGroup(a)).id;
+    for (const t of [a, b]) await heardAll(t);
+    const [principalDrops, everythingDrops] = [await drops('principal'), await drops('everything')];
+    await addMember(a, group, p.id);
     // here at once; the NOTIFY of the change, heard here too, may drop p's once more
     expect(await readsFor(a, q)).toEqual([0, 0]);
     expect((await readsFor(a, p))[0]).toBe(1);
@@ -397,6 +406,9 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
     expect(await readsFor(b, q)).toEqual([0, 0]);
     expect(await readsFor(b, p)).toEqual([1, 1]);
     expect(await readsFor(b, p)).toEqual([0, 0]);
+    // counted once per instance, as what it dropped
+    expect(await drops('principal')).toBe(principalDrops + 2);
+    expect(await drops('everything')).toBe(everythingDrops);
   });
 
   it("a group's grant changed: every principal's grants are read again, no token is", async () => {

@@ -42,13 +42,16 @@ import { recordTokenUses, validateTokenHash } from '../db/tokens.ts';
 import { readGrantSets } from '../db/authz.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
 import type { GrantSets } from '../domain/authz.ts';
-import { tokenCacheLookups } from '../metrics.ts';
+import { tokenCacheDrops, tokenCacheLookups } from '../metrics.ts';
 import { hashToken } from '../domain/token-secret.ts';
 
 export const HEARTBEAT_MS = 1000;
 export const LIVE_WINDOW_MS = 3000;
 /** Longest delay between a cached use of a token and its write to last_used_at. */
 export const LAST_USED_FLUSH_MS = 1000;
+
+/** What a change dropped (svc_token_cache_drops_total's `kind`). */
+type DropKind = 'token' | 'principal' | 'grants' | 'collections' | 'classes' | 'everything';
 
 /** What the cache keeps of one token: each can be dropped with the token or with its principal. */
 interface OfToken {
@@ -200,18 +203,35 @@ export class TokenCache {
     const now = Date.now();
     if (now - this.lastHeard >= LIVE_WINDOW_MS) this.clear();
     this.lastHeard = now;
-    if (payload !== 'p') this.drop(payload);
+    // counted here only: every process, the one that made the change too, hears each change once
+    if (payload !== 'p') tokenCacheDrops.observe(this.drop(payload));
   }
 
-  /** Drops what a change made stale (a CacheDrop; anything else drops everything). */
-  private drop(payload: CacheDrop | string): void {
+  /**
+   * Drops what a change made stale (a CacheDrop; anything else drops everything); returns what it
+   * dropped, as svc_token_cache_drops_total counts it.
+   */
+  private drop(payload: CacheDrop | string): DropKind {
     const id = Number(payload.slice(2));
     const named = payload[1] === ':' && Number.isInteger(id);
-    if (named && payload[0] === 't') this.dropToken(id);
-    else if (named && payload[0] === 'u') this.dropPrincipal(id);
-    else if ((named && payload[0] === 'G') || payload === 'c') this.dropCollectionSets();
-    else if (payload === 'k') this.dropClasses();
-    else this.clear();
+    if (named && payload[0] === 't') {
+      this.dropToken(id);
+      return 'token';
+    }
+    if (named && payload[0] === 'u') {
+      this.dropPrincipal(id);
+      return 'principal';
+    }
+    if ((named && payload[0] === 'G') || payload === 'c') {
+      this.dropCollectionSets();
+      return payload === 'c' ? 'collections' : 'grants';
+    }
+    if (payload === 'k') {
+      this.dropClasses();
+      return 'classes';
+    }
+    this.clear();
+    return 'everything';
   }
 
   private live(now: number): boolean {
