@@ -6,8 +6,9 @@
 --   'u:<principal id>'  a principal changed in what the caches hold (0250's condition) or was
 --                       deleted, its user or service-account row changed or was deleted, or it joined
 --                       or left a group: drop its tokens, grants and collection sets;
---   'G:<group id>'      a grant of the group inserted or deleted: drop the grants and collection
---                       sets (the caches do not keep who is in which group), tokens stay;
+--   'G:<group id>'      a grant of the group inserted or deleted: drop its members' grants (the
+--                       caches keep each principal's groups with its grants) and the collection
+--                       sets, tokens stay;
 --   'g'                 a group renamed or re-scoped (its name and scope decide who is an
 --                       administrator), an update or truncate of these tables: everything.
 -- A group's other columns are kept nowhere: changing them sends nothing. A group or principal deleted

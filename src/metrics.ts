@@ -248,7 +248,7 @@ export const tokenCacheLookups = outcomeTable(
  */
 export const tokenCacheDrops = outcomeTable(
   'svc_token_cache_drops_total',
-  "Change notifications this process's token cache heard, by what each dropped: token (one token), principal (one principal's tokens and grants), grants (a group's grants changed: every principal's grants), collections (the collection tree changed: every principal's grants), classes (a class deleted or moved: the kept classes), everything.",
+  "Change notifications this process's token cache heard, by what each dropped: token (one token), principal (one principal's tokens and grants), grants (a group's grants changed: its members' grants), collections (the collection tree changed: every principal's grants), classes (a class deleted or moved: the kept classes), everything.",
   'counter',
   'kind',
   ['token', 'principal', 'grants', 'collections', 'classes', 'everything'],

@@ -411,24 +411,38 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
     expect(await drops('everything')).toBe(everythingDrops);
   });
 
-  it("a group's grant changed: every principal's grants are read again, no token is", async () => {
+  it("a group's grant changed: its members' grants are read again, no token is, and others' grants stay kept", async () => {
     const c = await newCollection();
     const path = await objectIn(c);
     const p = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
-    for (const t of [a, b]) for (let i = 0; i < 2; i++) expect(await status(t, p.token, path)).toBe(200);
+    const q = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
+    for (const t of [a, b]) for (const u of [p, q]) for (let i = 0; i < 2; i++) expect(await status(t, u.token, path)).toBe(200);
     const tokenReads = (texts: string[]) => texts.filter((x) => x.includes('where token_hash =')).length;
+    /** [token reads, grant reads] of `t` while `u` reads the object. */
+    const readsFor = async (t: TestApp, u: { token: string }) => {
+      const texts = await statements(t, async () => expect(await status(t, u.token, path)).toBe(200));
+      return [tokenReads(texts), grantReads(texts)];
+    };
+    for (const t of [a, b]) for (const u of [p, q]) expect(await readsFor(t, u)).toEqual([0, 0]);
     await grant(a, c, p.groupId, ['ReadAudit']);
-    const here = await statements(a, async () => expect(await status(a, p.token, path)).toBe(200));
-    expect([tokenReads(here), grantReads(here)]).toEqual([0, 1]);
+    expect(await readsFor(a, q)).toEqual([0, 0]);
+    expect(await readsFor(a, p)).toEqual([0, 1]);
     await heardAll(b);
-    const there = await statements(b, async () => expect(await status(b, p.token, path)).toBe(200));
-    expect([tokenReads(there), grantReads(there)]).toEqual([0, 1]);
+    expect(await readsFor(b, q)).toEqual([0, 0]);
+    expect(await readsFor(b, p)).toEqual([0, 1]);
     for (const t of [a, b]) {
       await heardAll(t);
       await status(t, p.token, path); // grants read again when the NOTIFY dropped them since
-      const next = await statements(t, async () => expect(await status(t, p.token, path)).toBe(200));
-      expect([tokenReads(next), grantReads(next)]).toEqual([0, 0]);
+      expect(await readsFor(t, p)).toEqual([0, 0]);
+      expect(await readsFor(t, q)).toEqual([0, 0]);
     }
+    // a member added to p's group takes its grants at once (its own grants are read again)
+    const r = await createHuman(a);
+    for (const t of [a, b]) for (let i = 0; i < 2; i++) expect(await status(t, r.token, path)).toBe(403);
+    await addMember(a, p.groupId, r.id);
+    expect(await status(a, r.token, path)).toBe(200);
+    await heardAll(b);
+    expect(await status(b, r.token, path)).toBe(200);
   });
 
   it(`grants of more than ${GRANT_SETS_MAX_IDS} collections are not kept: the statements read them`, async () => {

@@ -17,7 +17,8 @@ import type { Db, Sql } from './sql.ts';
  *   'u:<id>'  principal <id> changed in what the caches hold, its user or service-account row changed
  *             (a service account disabled), or it joined or left a group: its tokens, its grants
  *             and its tokens' collection sets;
- *   'G:<id>'  group <id>'s grants changed: the grants and collection sets of its members;
+ *   'G:<id>'  group <id>'s grants changed: its members' grants (the cache keeps each principal's
+ *             groups with its grants) and every collection set;
  *   'c'       the collection tree changed (a collection created, deleted or moved): every
  *             collection set and grant;
  *   'k'       a class was deleted or moved: every kept class;

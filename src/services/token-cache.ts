@@ -11,7 +11,7 @@
 //   in what the cache holds; since 0260 naming whom it concerns), as the payloads db/auth-changes.ts
 //   CacheDrop lists: 't:<id>' drops one token; 'u:<id>' (a principal, its user or service-account
 //   row, its memberships) drops that principal's tokens, grants and collection sets; 'G:<id>' (a
-//   group's grants) drops every grant and collection set, tokens stay; 'c' (a collection created,
+//   group's grants) drops its members' grants and every collection set, tokens stay; 'c' (a collection created,
 //   deleted or moved: migrations/0200) drops the collection sets and grants; 'k' the classes; 'g'
 //   (a group renamed or re-scoped, a truncate, a restore) everything;
 // - a change made through this process drops the same before its response is sent
@@ -39,7 +39,7 @@
 import type { Deps } from '../deps.ts';
 import { listenForTokenChanges, onAuthChange, sendTokenCacheHeartbeat, type CacheDrop } from '../db/auth-changes.ts';
 import { recordTokenUses, validateTokenHash } from '../db/tokens.ts';
-import { readGrantSets } from '../db/authz.ts';
+import { readGrantSets, readPrincipalGroups } from '../db/authz.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
 import type { GrantSets } from '../domain/authz.ts';
 import { tokenCacheDrops, tokenCacheLookups } from '../metrics.ts';
@@ -75,6 +75,8 @@ interface CollectionSet extends OfToken {
 /** A principal's cached grants (grantSets); null: more than GRANT_SETS_MAX_IDS, not used. */
 interface CachedGrants {
   sets: GrantSets | null;
+  /** The groups the principal was in when they were read: a change of one's grants drops them. */
+  groups: number[];
   /** Its (permission, collection) pairs, counted against SVC_TOKEN_CACHE_GRANT_IDS. */
   size: number;
   cachedAt: number;
@@ -153,6 +155,8 @@ export class TokenCache {
   private readonly entries: TokenKeyed<Entry>;
   private readonly collectionSets: TokenKeyed<CollectionSet>;
   private readonly grants = new Map<string, CachedGrants>();
+  /** For each group, the principals (keys of `grants`) whose kept grants were read with it. */
+  private readonly grantsByGroup = new Map<number, Set<string>>();
   /** The pairs the kept grants hold, all together (at most SVC_TOKEN_CACHE_GRANT_IDS). */
   private grantIds = 0;
   private readonly classes = new Map<string, { collectionId: number; cachedAt: number }>();
@@ -222,9 +226,13 @@ export class TokenCache {
       this.dropPrincipal(id);
       return 'principal';
     }
-    if ((named && payload[0] === 'G') || payload === 'c') {
+    if (named && payload[0] === 'G') {
+      this.dropGroupGrants(id);
+      return 'grants';
+    }
+    if (payload === 'c') {
       this.dropCollectionSets();
-      return payload === 'c' ? 'collections' : 'grants';
+      return 'collections';
     }
     if (payload === 'k') {
       this.dropClasses();
@@ -243,8 +251,7 @@ export class TokenCache {
     this.generation++;
     this.entries.clear();
     this.collectionSets.clear();
-    this.grants.clear();
-    this.grantIds = 0;
+    this.forgetAllGrants();
     this.classes.clear();
   }
 
@@ -259,21 +266,42 @@ export class TokenCache {
     this.generation++;
     this.entries.dropPrincipal(id);
     this.collectionSets.dropPrincipal(id);
-    const grants = this.grants.get(String(id));
-    if (grants) {
-      this.grants.delete(String(id));
-      this.grantIds -= grants.size;
-    }
+    this.forgetGrants(String(id));
   }
 
   /**
-   * The collection tree or a group's grants changed: the collection sets and grants go, the tokens
-   * stay (the cache does not keep who is in which group, so a group's grants drop everyone's).
+   * A group's grants changed: the kept grants of its members go (the groups of each were read with
+   * its grants), and every collection set (they are read without the groups); the tokens stay.
    */
+  private dropGroupGrants(id: number): void {
+    this.generation++;
+    this.collectionSets.clear();
+    for (const key of [...(this.grantsByGroup.get(id) ?? [])]) this.forgetGrants(key);
+  }
+
+  /** The collection tree changed: the collection sets and grants go, the tokens stay. */
   private dropCollectionSets(): void {
     this.generation++;
     this.collectionSets.clear();
+    this.forgetAllGrants();
+  }
+
+  /** Forgets one principal's kept grants. */
+  private forgetGrants(key: string): void {
+    const kept = this.grants.get(key);
+    if (!kept) return;
+    this.grants.delete(key);
+    this.grantIds -= kept.size;
+    for (const g of kept.groups) {
+      const keys = this.grantsByGroup.get(g);
+      keys?.delete(key);
+      if (keys?.size === 0) this.grantsByGroup.delete(g);
+    }
+  }
+
+  private forgetAllGrants(): void {
     this.grants.clear();
+    this.grantsByGroup.clear();
     this.grantIds = 0;
   }
 
@@ -351,11 +379,16 @@ export class TokenCache {
 
   private async readGrants(principalId: number, key: string, now: number): Promise<GrantSets | undefined> {
     const generation = this.generation;
+    // the principal's groups beside its grants (one round trip): a change of one's grants drops them
+    const inGroups = readPrincipalGroups(this.deps.sql, principalId);
+    inGroups.catch(() => undefined); // awaited below
     const usable = await readGrantSets(this.deps.sql, principalId, GRANT_SETS_MAX_IDS);
+    const groups = await inGroups;
+    // a change committed since either read began has been heard by now, or will drop them when it is
     if (generation !== this.generation || !this.live(Date.now())) return undefined;
     let size = 0;
     for (const ids of usable?.values() ?? []) size += ids.length;
-    this.keepGrants(key, { sets: usable, size, cachedAt: now });
+    this.keepGrants(key, { sets: usable, groups, size, cachedAt: now });
     return usable ?? undefined;
   }
 
@@ -366,19 +399,19 @@ export class TokenCache {
    */
   private keepGrants(key: string, entry: CachedGrants): void {
     const budget = this.deps.config.SVC_TOKEN_CACHE_GRANT_IDS;
-    const old = this.grants.get(key);
-    if (old) {
-      this.grants.delete(key);
-      this.grantIds -= old.size;
-    }
+    this.forgetGrants(key);
     if (entry.size > budget) return;
-    for (const [k, e] of this.grants) {
+    for (const k of this.grants.keys()) {
       if (this.grants.size < this.deps.config.SVC_TOKEN_CACHE_SIZE && this.grantIds + entry.size <= budget) break;
-      this.grants.delete(k);
-      this.grantIds -= e.size;
+      this.forgetGrants(k);
     }
     this.grants.set(key, entry);
     this.grantIds += entry.size;
+    for (const g of entry.groups) {
+      let keys = this.grantsByGroup.get(g);
+      if (!keys) this.grantsByGroup.set(g, (keys = new Set()));
+      keys.add(key);
+    }
   }
 
   /** What the kept grants hold: principals and (permission, collection) pairs. */
