@@ -112,6 +112,33 @@ describe('token cache invalidation: only a change of what the caches hold, namin
     expect(deleted.sort()).toEqual([`G:${g.id}`, `u:${h.id}`]);
   });
 
+  it('the collection tree: the collection whose holders are concerned (a new root, a rename: nothing)', async () => {
+    const make = async (parent?: number) => {
+      const res = await t.request('POST', '/api/v1/collections', {
+        body: { name: uniq('c'), ...(parent === undefined ? {} : { parent_collection_id: parent }) },
+      });
+      expect(res.status, res.text).toBe(201);
+      return (res.body as { id: number }).id;
+    };
+    let root = 0;
+    expect(await noticesOf(async () => (root = await make()))).toEqual([]);
+    let child = 0;
+    expect(await noticesOf(async () => (child = await make(root)))).toEqual([`c:${root}`]);
+    const other = await make();
+    const renamed = await noticesOf(async () => {
+      const res = await t.request('PATCH', `/api/v1/collections/${child}`, { body: { name: uniq('renamed') } });
+      expect(res.status, res.text).toBe(200);
+    });
+    expect(renamed).toEqual([]);
+    const move = (parent: number | null) => async () => {
+      const res = await t.request('PUT', `/api/v1/collections/${child}/parent`, { body: { parent_collection_id: parent } });
+      expect(res.status, res.text).toBe(200);
+    };
+    expect((await noticesOf(move(other))).sort()).toEqual([`c:${child}`, `c:${other}`].sort());
+    expect(await noticesOf(move(null))).toEqual([`c:${child}`]);
+    expect(await noticesOf(async () => expect(await status('DELETE', `/api/v1/collections/${child}`)).toBe(204))).toEqual([`c:${child}`]);
+  });
+
   it("a user deleted: theirs and their tokens'", async () => {
     const h = await createHuman(t);
     const deleted = await noticesOf(async () => expect(await status('DELETE', `/api/v1/iam/users/${h.id}`)).toBe(204));

@@ -445,6 +445,42 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
     expect(await status(b, r.token, path)).toBe(200);
   });
 
+  it('a collection created or moved: only the grants that hold where it happened are read again', async () => {
+    const x = await newCollection();
+    const y = await newCollection();
+    const [inX, inY] = [await objectIn(x), await objectIn(y)];
+    const p = await userWith(a, [[x, ['ReadClass', 'ReadObject']]]);
+    const q = await userWith(a, [[y, ['ReadClass', 'ReadObject']]]);
+    const grantReadsFor = async (t: TestApp, u: { token: string }, path: string) =>
+      grantReads(await statements(t, async () => expect(await status(t, u.token, path)).toBe(200)));
+    for (const t of [a, b])
+      for (const [u, path] of [
+        [p, inX],
+        [q, inY],
+      ] as const)
+        await grantReadsFor(t, u, path);
+    for (const t of [a, b]) {
+      await heardAll(t);
+      expect(await grantReadsFor(t, p, inX)).toBeLessThanOrEqual(1);
+      expect(await grantReadsFor(t, q, inY)).toBeLessThanOrEqual(1);
+      expect([await grantReadsFor(t, p, inX), await grantReadsFor(t, q, inY)]).toEqual([0, 0]);
+    }
+    // a collection created under x: p's grants are read again (it gains it), q's stay kept
+    const child = await newCollection(x);
+    for (const t of [a, b]) {
+      await heardAll(t);
+      expect(await grantReadsFor(t, q, inY)).toBe(0);
+    }
+    expect(await grantReadsFor(b, p, inX)).toBe(1);
+    // moved under y: q's are read again, and q reads the objects there
+    const inChild = await objectIn(child);
+    const moved = await a.request('PUT', `/api/v1/collections/${child}/parent`, { body: { parent_collection_id: y } });
+    expect(moved.status, moved.text).toBe(200);
+    await heardAll(b);
+    expect(await grantReadsFor(b, q, inChild)).toBe(1);
+    expect(await status(b, p.token, inChild)).toBe(403);
+  });
+
   it(`grants of more than ${GRANT_SETS_MAX_IDS} collections are not kept: the statements read them`, async () => {
     const top = await newCollection();
     const path = await objectIn(top);

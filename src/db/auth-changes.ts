@@ -19,14 +19,16 @@ import type { Db, Sql } from './sql.ts';
  *             and its tokens' collection sets;
  *   'G:<id>'  group <id>'s grants changed: its members' grants (the cache keeps each principal's
  *             groups with its grants) and every collection set;
- *   'c'       the collection tree changed (a collection created, deleted or moved): every
- *             collection set and grant;
+ *   'c:<id>'  the collection tree changed where collection <id> is (migration 0270: a collection
+ *             created under <id>, <id> moved or deleted, a collection moved under <id>): every
+ *             kept grant and collection set that holds <id>;
+ *   'c'       the collection tree changed (a truncate): every collection set and grant;
  *   'k'       a class was deleted or moved: every kept class;
  *   'g'       anything else that may bear on validation (a group renamed, a restore, a truncate):
  *             everything.
  * The heartbeat 'p' drops nothing.
  */
-export type CacheDrop = `t:${number}` | `u:${number}` | `G:${number}` | 'c' | 'k' | 'g';
+export type CacheDrop = `t:${number}` | `u:${number}` | `G:${number}` | `c:${number}` | 'c' | 'k' | 'g';
 
 const NONE: readonly CacheDrop[] = [];
 const ALL: readonly CacheDrop[] = ['g'];
@@ -81,9 +83,19 @@ export function cacheDropsOf(e: {
       if (e.action === 'created') return NONE;
       if (e.action === 'updated' && sameIn(e.before, e.after, ['name', 'identity_scope'])) return NONE;
       return ALL;
-    case 'collection':
-      if (e.action === 'updated' && sameIn(e.before, e.after, ['parent_collection_id'])) return NONE;
-      return ['c'];
+    case 'collection': {
+      // as migration 0270's trigger names them
+      const parentAfter = idIn(e.after, 'parent_collection_id');
+      const rootAfter = !!e.after && typeof e.after === 'object' && (e.after as Record<string, unknown>).parent_collection_id === null;
+      if (e.action === 'created' && rootAfter) return NONE;
+      if (e.action === 'created' && parentAfter !== undefined) return [`c:${parentAfter}`];
+      if (id === undefined) return ['c'];
+      if (e.action === 'deleted') return [`c:${id}`];
+      if (e.action !== 'updated' || !e.before || !e.after) return ['c'];
+      if (sameIn(e.before, e.after, ['parent_collection_id'])) return NONE;
+      if (rootAfter) return [`c:${id}`];
+      return parentAfter === undefined ? ['c'] : [`c:${id}`, `c:${parentAfter}`];
+    }
     case 'class':
       if (e.action === 'deleted') return ['k'];
       return e.action === 'updated' && idIn(e.before, 'collection_id') !== idIn(e.after, 'collection_id') ? ['k'] : NONE;

@@ -11,9 +11,11 @@
 //   in what the cache holds; since 0260 naming whom it concerns), as the payloads db/auth-changes.ts
 //   CacheDrop lists: 't:<id>' drops one token; 'u:<id>' (a principal, its user or service-account
 //   row, its memberships) drops that principal's tokens, grants and collection sets; 'G:<id>' (a
-//   group's grants) drops its members' grants and every collection set, tokens stay; 'c' (a collection created,
-//   deleted or moved: migrations/0200) drops the collection sets and grants; 'k' the classes; 'g'
-//   (a group renamed or re-scoped, a truncate, a restore) everything;
+//   group's grants) drops its members' grants and every collection set, tokens stay; 'c:<id>' (the
+//   tree changed at collection <id>: one created under it, it moved or deleted, one moved under
+//   it; migration 0270) drops the grants and collection sets that hold <id>; 'c' (a truncate of
+//   the collections) all of them; 'k' the classes; 'g' (a group renamed or re-scoped, a truncate,
+//   a restore) everything;
 // - a change made through this process drops the same before its response is sent
 //   (db/auth-changes.ts), so it takes effect at once here and within the NOTIFY delay elsewhere;
 // - a lookup that started before a drop does not put its (possibly older) row into the cache;
@@ -29,7 +31,7 @@
 // (collectionsWith), which a non-administrator's audit list reads before its page, and with each
 // principal its grants (grantSets: every permission's collections, which a non-administrator's read
 // request tests collections against instead of reading the grants in its statements): dropped with
-// the token or principal, on 'G', 'c' and 'g'. And it keeps which collection each class is in
+// the token or principal, on 'G', 'c:<id>' (those that hold <id>), 'c' and 'g'. And it keeps which collection each class is in
 // (classCollection), so a list of a class's objects decides the permission on the class without a
 // statement: dropped on 'k' (a class deleted or moved: migrations/0220) and 'g'.
 //
@@ -69,6 +71,8 @@ interface Entry extends OfToken {
 /** A cached set of collection ids (collectionsWith). */
 interface CollectionSet extends OfToken {
   ids: number[];
+  /** The same ids, sorted (holds). */
+  sorted: Int32Array;
   cachedAt: number;
 }
 
@@ -77,6 +81,8 @@ interface CachedGrants {
   sets: GrantSets | null;
   /** The groups the principal was in when they were read: a change of one's grants drops them. */
   groups: number[];
+  /** Every collection of the sets, sorted (holds): a change of the tree there drops them. */
+  held: Int32Array;
   /** Its (permission, collection) pairs, counted against SVC_TOKEN_CACHE_GRANT_IDS. */
   size: number;
   cachedAt: number;
@@ -88,6 +94,30 @@ interface CachedGrants {
  * with each statement grow with the size of the tree (and readGrantSets stops reading there).
  */
 export const GRANT_SETS_MAX_IDS = 2000;
+
+/** The ids of `lists`, sorted, each once. */
+function sortedIds(lists: Iterable<readonly number[]>): Int32Array {
+  const all: number[] = [];
+  for (const ids of lists) for (const id of ids) all.push(id);
+  const sorted = Int32Array.from(all).sort();
+  let n = 0;
+  for (let i = 0; i < sorted.length; i++) if (i === 0 || sorted[i] !== sorted[i - 1]) sorted[n++] = sorted[i]!;
+  return sorted.subarray(0, n);
+}
+
+/** Whether sorted `ids` hold `id` (binary search). */
+function holds(ids: Int32Array, id: number): boolean {
+  let lo = 0;
+  let hi = ids.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const v = ids[mid]!;
+    if (v === id) return true;
+    if (v < id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
+}
 
 /**
  * A map of what the cache keeps of tokens (at most `max()` entries: a new one first drops the
@@ -130,6 +160,10 @@ class TokenKeyed<V extends OfToken> {
 
   dropPrincipal(id: number): void {
     for (const key of [...(this.byPrincipal.get(id) ?? [])]) this.delete(key);
+  }
+
+  dropWhere(test: (value: V) => boolean): void {
+    for (const [key, value] of this.map) if (test(value)) this.delete(key);
   }
 
   clear(): void {
@@ -230,6 +264,10 @@ export class TokenCache {
       this.dropGroupGrants(id);
       return 'grants';
     }
+    if (named && payload[0] === 'c') {
+      this.dropCollection(id);
+      return 'collections';
+    }
     if (payload === 'c') {
       this.dropCollectionSets();
       return 'collections';
@@ -277,6 +315,16 @@ export class TokenCache {
     this.generation++;
     this.collectionSets.clear();
     for (const key of [...(this.grantsByGroup.get(id) ?? [])]) this.forgetGrants(key);
+  }
+
+  /**
+   * The collection tree changed where collection `id` is (migration 0270): the kept grants and
+   * collection sets that hold it go, the tokens stay.
+   */
+  private dropCollection(id: number): void {
+    this.generation++;
+    this.collectionSets.dropWhere((set) => holds(set.sorted, id));
+    for (const [key, kept] of this.grants) if (holds(kept.held, id)) this.forgetGrants(key);
   }
 
   /** The collection tree changed: the collection sets and grants go, the tokens stay. */
@@ -342,8 +390,8 @@ export class TokenCache {
   /**
    * The collections where the holder of a token holds `perm` (`read` reads them from the database),
    * kept with the token while the cache may be used: dropped with the token or its principal ('t',
-   * 'u'), on any change of grants ('G') or of the collection tree ('c', migrations/0200: grants reach
-   * down the tree) and with everything ('g'). A read that started before a drop does not fill it,
+   * 'u'), on any change of grants ('G'), on a change of the collection tree at a collection it
+   * holds ('c:<id>', migration 0270: grants reach down the tree) and with everything ('c', 'g'). A read that started before a drop does not fill it,
    * and an entry is read again after SVC_TOKEN_CACHE_MAX_AGE_MS, as a token is.
    */
   async collectionsWith(holder: OfToken, perm: string, read: () => Promise<number[]>): Promise<number[]> {
@@ -355,7 +403,13 @@ export class TokenCache {
     const generation = this.generation;
     const ids = await read();
     if (generation === this.generation && this.live(Date.now())) {
-      this.collectionSets.set(key, { tokenId: holder.tokenId, principalId: holder.principalId, ids, cachedAt: now });
+      this.collectionSets.set(key, {
+        tokenId: holder.tokenId,
+        principalId: holder.principalId,
+        ids,
+        sorted: sortedIds([ids]),
+        cachedAt: now,
+      });
     }
     return ids;
   }
@@ -363,7 +417,8 @@ export class TokenCache {
   /**
    * The grants of principal `principalId` (Authority.grants; read by db/authz.ts readGrantSets),
    * kept while the cache may be used as collectionsWith keeps its sets: dropped with the principal
-   * ('u'), on a change of grants ('G') or of the collection tree ('c') and with everything, not filled
+   * ('u'), on a change of its groups' grants ('G'), of the tree at a collection they hold ('c:<id>')
+   * and with everything, not filled
    * by a read that started before a drop, read again after SVC_TOKEN_CACHE_MAX_AGE_MS. Undefined
    * when the cache may not be used, or the grants hold more than GRANT_SETS_MAX_IDS pairs: the
    * caller's statements then read the grants themselves. At once when kept, else a promise.
@@ -388,7 +443,7 @@ export class TokenCache {
     if (generation !== this.generation || !this.live(Date.now())) return undefined;
     let size = 0;
     for (const ids of usable?.values() ?? []) size += ids.length;
-    this.keepGrants(key, { sets: usable, groups, size, cachedAt: now });
+    this.keepGrants(key, { sets: usable, groups, held: sortedIds(usable?.values() ?? []), size, cachedAt: now });
     return usable ?? undefined;
   }
 
