@@ -5,8 +5,8 @@
 // after it), named alike (CacheDrop), so both drop the same entries.
 //
 // appendEvent notes in the transaction what the change of each event it records makes stale
-// (cacheDropsOf); withTx signals the transaction's pool with it after COMMIT. Listeners are per pool, so two app instances
-// in one process (as tests run them) behave like two processes.
+// (cacheDropsOf); withTx signals the transaction's pool with it after COMMIT. Listeners are per
+// pool, so two app instances in one process (as tests run them) behave like two processes.
 import type { Db, Sql } from './sql.ts';
 
 /**

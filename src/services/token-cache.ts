@@ -31,9 +31,10 @@
 // (collectionsWith), which a non-administrator's audit list reads before its page, and with each
 // principal its grants (grantSets: every permission's collections, which a non-administrator's read
 // request tests collections against instead of reading the grants in its statements): dropped with
-// the token or principal, on 'G', 'c:<id>' (those that hold <id>), 'c' and 'g'. And it keeps which collection each class is in
-// (classCollection), so a list of a class's objects decides the permission on the class without a
-// statement: dropped on 'k' (a class deleted or moved: migrations/0220) and 'g'.
+// the token or principal, on 'G', 'c:<id>' (those that hold <id>), 'c' and 'g'. And it keeps
+// which collection each class is in (classCollection), so a list of a class's objects decides the
+// permission on the class without a statement: dropped on 'k' (a class deleted or moved:
+// migrations/0220) and 'g'.
 //
 // last_used_at of a cached token is advanced in memory and written in batches at most
 // LAST_USED_FLUSH_MS after the use (the later of stored and batched time wins); token reads of this
@@ -391,8 +392,9 @@ export class TokenCache {
    * The collections where the holder of a token holds `perm` (`read` reads them from the database),
    * kept with the token while the cache may be used: dropped with the token or its principal ('t',
    * 'u'), on any change of grants ('G'), on a change of the collection tree at a collection it
-   * holds ('c:<id>', migration 0270: grants reach down the tree) and with everything ('c', 'g'). A read that started before a drop does not fill it,
-   * and an entry is read again after SVC_TOKEN_CACHE_MAX_AGE_MS, as a token is.
+   * holds ('c:<id>', migration 0270: grants reach down the tree) and with everything ('c', 'g').
+   * A read that started before a drop does not fill it, and an entry is read again after
+   * SVC_TOKEN_CACHE_MAX_AGE_MS, as a token is.
    */
   async collectionsWith(holder: OfToken, perm: string, read: () => Promise<number[]>): Promise<number[]> {
     const now = Date.now();
@@ -418,8 +420,8 @@ export class TokenCache {
    * The grants of principal `principalId` (Authority.grants; read by db/authz.ts readGrantSets),
    * kept while the cache may be used as collectionsWith keeps its sets: dropped with the principal
    * ('u'), on a change of its groups' grants ('G'), of the tree at a collection they hold ('c:<id>')
-   * and with everything, not filled
-   * by a read that started before a drop, read again after SVC_TOKEN_CACHE_MAX_AGE_MS. Undefined
+   * and with everything, not filled by a read that started before a drop, read again after
+   * SVC_TOKEN_CACHE_MAX_AGE_MS. Undefined
    * when the cache may not be used, or the grants hold more than GRANT_SETS_MAX_IDS pairs: the
    * caller's statements then read the grants themselves. At once when kept, else a promise.
    */
