@@ -172,6 +172,22 @@ describe('token cache', () => {
     await refusedOn(b, h.token, '/api/v1/iam/users', 403);
   });
 
+  it('the admin group renamed (in SQL) ends admin rights on both instances after its NOTIFY; renamed back, they return', async () => {
+    const h = await createHuman(a);
+    const admins = await adminGroupId(a);
+    await addMember(a, admins, h.id);
+    await warm(h.token, '/api/v1/iam/users');
+    const [row] = await a.deps.sql<{ name: string }[]>`select name from groups where id = ${admins}`;
+    const name = row!.name;
+    await a.deps.sql`update groups set name = ${uniq('not-admins')} where id = ${admins}`;
+    try {
+      for (const t of [a, b]) await refusedOn(t, h.token, '/api/v1/iam/users', 403);
+    } finally {
+      await a.deps.sql`update groups set name = ${name} where id = ${admins}`;
+    }
+    for (const t of [a, b]) await refusedOn(t, h.token, '/api/v1/iam/users', 200);
+  });
+
   it('revoking a collection permission', async () => {
     const c = await a.request('POST', '/api/v1/collections', { body: { name: uniq('c') } });
     expect(c.status, c.text).toBe(201);

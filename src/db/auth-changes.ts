@@ -12,11 +12,12 @@ import type { Db, Sql } from './sql.ts';
 /**
  * What the token caches drop (services/token-cache.ts), named as the payloads on channel
  * svc_token_cache that the database triggers send for the same change (migrations/0180, 0200, 0220,
- * 0250, 0260):
+ * 0250, 0260, 0270, 0280):
  *   't:<id>'  token <id> changed or was deleted;
  *   'u:<id>'  principal <id> changed in what the caches hold, its user or service-account row changed
- *             (a service account disabled), or it joined or left a group: its tokens, its grants
- *             and its tokens' collection sets;
+ *             (a service account disabled), it joined or left a group, or a group of its was renamed
+ *             or re-scoped (which may change who is an administrator; migration 0280): its
+ *             tokens, its grants and its tokens' collection sets;
  *   'G:<id>'  group <id>'s grants changed: its members' grants (the cache keeps each principal's
  *             groups with its grants) and every collection set;
  *   'c:<id>'  the collection tree changed where collection <id> is (migration 0270: a collection
@@ -24,8 +25,7 @@ import type { Db, Sql } from './sql.ts';
  *             kept grant and collection set that holds <id>;
  *   'c'       the collection tree changed (a truncate): every collection set and grant;
  *   'k'       a class was deleted or moved: every kept class;
- *   'g'       anything else that may bear on validation (a group renamed, a restore, a truncate):
- *             everything.
+ *   'g'       anything else that may bear on validation (a restore, a truncate): everything.
  * The heartbeat 'p' drops nothing.
  */
 export type CacheDrop = `t:${number}` | `u:${number}` | `G:${number}` | `c:${number}` | 'c' | 'k' | 'g';
@@ -82,6 +82,8 @@ export function cacheDropsOf(e: {
       // a group's name and scope decide who is an administrator; nothing else of it is kept
       if (e.action === 'created') return NONE;
       if (e.action === 'updated' && sameIn(e.before, e.after, ['name', 'identity_scope'])) return NONE;
+      // renamed or re-scoped (or deleted): the event does not name the members, as migration 0280
+      // names them to the other processes
       return ALL;
     case 'collection': {
       // as migration 0270's trigger names them

@@ -10,12 +10,12 @@
 //   by database triggers (migrations/0180_token_cache_notify.sql; since 0250 only when a row changed
 //   in what the cache holds; since 0260 naming whom it concerns), as the payloads db/auth-changes.ts
 //   CacheDrop lists: 't:<id>' drops one token; 'u:<id>' (a principal, its user or service-account
-//   row, its memberships) drops that principal's tokens, grants and collection sets; 'G:<id>' (a
+//   row, its memberships, a group of its renamed or re-scoped) drops that principal's tokens, grants and collection sets; 'G:<id>' (a
 //   group's grants) drops its members' grants and every collection set, tokens stay; 'c:<id>' (the
 //   tree changed at collection <id>: one created under it, it moved or deleted, one moved under
 //   it; migration 0270) drops the grants and collection sets that hold <id>; 'c' (a truncate of
-//   the collections) all of them; 'k' the classes; 'g' (a group renamed or re-scoped, a truncate,
-//   a restore) everything;
+//   the collections) all of them; 'k' the classes; 'g' (a truncate, a restore)
+//   everything;
 // - a change made through this process drops the same before its response is sent
 //   (db/auth-changes.ts), so it takes effect at once here and within the NOTIFY delay elsewhere;
 // - a lookup that started before a drop does not put its (possibly older) row into the cache;
