@@ -11,7 +11,7 @@ import { insertToken } from '../src/db/tokens.ts';
 import { hashToken, newRawToken } from '../src/domain/token-secret.ts';
 import { tokenCacheDrops, tokenCacheLookups } from '../src/metrics.ts';
 import { TOKEN_CACHE_CHANNEL } from '../src/db/auth-changes.ts';
-import { GRANT_SETS_MAX_IDS, tokenCache } from '../src/services/token-cache.ts';
+import { GRANT_SETS_MAX_IDS, TREE_CHANGES_MAX, tokenCache } from '../src/services/token-cache.ts';
 
 let a: TestApp;
 let b: TestApp;
@@ -495,6 +495,26 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
     await heardAll(b);
     expect(await grantReadsFor(b, q, inChild)).toBe(1);
     expect(await status(b, p.token, inChild)).toBe(403);
+  });
+
+  it(`more than ${TREE_CHANGES_MAX} tree changes heard together (a large import) drop every kept grant`, async () => {
+    const x = await newCollection();
+    const path = await objectIn(x);
+    const q = await userWith(a, [[x, ['ReadClass', 'ReadObject']]]);
+    const grantReadsOf = async () => grantReads(await statements(b, async () => expect(await status(b, q.token, path)).toBe(200)));
+    await status(b, q.token, path);
+    await heardAll(b);
+    await status(b, q.token, path);
+    expect(await grantReadsOf()).toBe(0);
+    // a few changes elsewhere: q's grants stay kept
+    await b.deps.sql`select pg_notify(${TOKEN_CACHE_CHANNEL}, 'c:' || -g) from generate_series(1, 3) g`;
+    await heardAll(b);
+    expect(await grantReadsOf()).toBe(0);
+    // thousands elsewhere, in one transaction: every grant goes (each batch of them is past the bound)
+    await b.deps.sql`select pg_notify(${TOKEN_CACHE_CHANNEL}, 'c:' || -g) from generate_series(1, 5000) g`;
+    await heardAll(b);
+    expect(await grantReadsOf()).toBe(1);
+    expect(await grantReadsOf()).toBe(0);
   });
 
   it(`grants of more than ${GRANT_SETS_MAX_IDS} collections are not kept: the statements read them`, async () => {

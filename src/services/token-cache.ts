@@ -106,6 +106,19 @@ function sortedIds(lists: Iterable<readonly number[]>): Int32Array {
   return sorted.subarray(0, n);
 }
 
+/** Whether sorted `a` and sorted `b` share an id (each of the shorter searched in the longer). */
+function holdsAny(a: Int32Array, b: Int32Array): boolean {
+  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
+  for (const id of short) if (holds(long, id)) return true;
+  return false;
+}
+
+/**
+ * The most collections whose tree changes are looked for in the kept grants and sets together
+ * (TokenCache.dropCollection); beyond it they all go.
+ */
+export const TREE_CHANGES_MAX = 256;
+
 /** Whether sorted `ids` hold `id` (binary search). */
 function holds(ids: Int32Array, id: number): boolean {
   let lo = 0;
@@ -196,6 +209,8 @@ export class TokenCache {
   private grantIds = 0;
   private readonly classes = new Map<string, { collectionId: number; cachedAt: number }>();
   private generation = 0;
+  /** Collections where the tree changed, to look for at the end of the current task (dropCollection). */
+  private treeChanges: Set<number> | undefined;
   private listening = false;
   private lastHeard = 0;
   private readonly pending = new Map<number, Date>();
@@ -320,12 +335,32 @@ export class TokenCache {
 
   /**
    * The collection tree changed where collection `id` is (migration 0270): the kept grants and
-   * collection sets that hold it go, the tokens stay.
+   * collection sets that hold it go, the tokens stay. The collections named together (the
+   * notifications of one read from the connection, the events of one commit) are looked for
+   * together, at the end of the current task (before any other request's next step can use what
+   * goes, and no read under way can keep what it read: the generation moves now); more than
+   * TREE_CHANGES_MAX of them (an import of a large tree) drop every grant and set instead.
    */
   private dropCollection(id: number): void {
     this.generation++;
-    this.collectionSets.dropWhere((set) => holds(set.sorted, id));
-    for (const [key, kept] of this.grants) if (holds(kept.held, id)) this.forgetGrants(key);
+    if (!this.treeChanges) {
+      this.treeChanges = new Set();
+      queueMicrotask(() => this.applyTreeChanges());
+    }
+    this.treeChanges.add(id);
+  }
+
+  private applyTreeChanges(): void {
+    const changed = this.treeChanges;
+    this.treeChanges = undefined;
+    if (!changed) return;
+    if (changed.size > TREE_CHANGES_MAX) {
+      this.dropCollectionSets();
+      return;
+    }
+    const ids = sortedIds([[...changed]]);
+    this.collectionSets.dropWhere((set) => holdsAny(set.sorted, ids));
+    for (const [key, kept] of this.grants) if (holdsAny(kept.held, ids)) this.forgetGrants(key);
   }
 
   /** The collection tree changed: the collection sets and grants go, the tokens stay. */
