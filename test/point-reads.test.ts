@@ -84,13 +84,15 @@ afterAll(async () => {
  * The status of GET `path` and the statements its request ran (both pools of `t`), but for the
  * token's own (db/tokens.ts: with the cache off every request reads its token) and the token
  * cache's (the batched last_used_at write, the heartbeat NOTIFY of db/auth-changes.ts, and a
- * principal's grants read again when a change elsewhere, such as another fixture's group, dropped
- * them), and the driver's read of the array types on a connection it has just opened.
+ * principal's grants, with its groups, read again when a change elsewhere, such as another
+ * fixture's group, dropped them), and the driver's read of the array types on a connection it has
+ * just opened.
  */
 const background = (text: string) =>
   /\bupdate tokens\b/.test(text) ||
   /^\s*select pg_notify\(/.test(text) ||
   text.includes('with recursive svc_granted (id, permission)') ||
+  text.includes('select group_id from group_members where principal_id =') ||
   text.includes('from pg_catalog.pg_type a');
 
 async function run(t: TestApp, token: string, path: string): Promise<{ status: number; body: unknown; statements: string[] }> {
