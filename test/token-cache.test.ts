@@ -339,6 +339,18 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
   const statements = async (t: TestApp, fn: () => Promise<unknown>): Promise<string[]> => (await statementsOf(t, fn)).map((st) => st.text);
   const grantReads = (texts: string[]) => texts.filter((text) => readsGrants({ text })).length;
   const status = async (t: TestApp, token: string, path: string) => (await t.request('GET', path, { token })).status;
+  /** [token reads (by its hash), grant reads] among `t`'s statements while `u` reads `path` (200). */
+  const readsOn = async (t: TestApp, u: { token: string }, path: string) => {
+    const texts = await statements(t, async () => expect(await status(t, u.token, path)).toBe(200));
+    return [texts.filter((x) => x.includes('where token_hash =')).length, grantReads(texts)];
+  };
+  /** Two readers of `path` through grants on collection `c` (each in a group of its own), known to both instances. */
+  const twoReaders = async (c: number, path: string) => {
+    const p = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
+    const q = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
+    for (const t of [a, b]) for (const u of [p, q]) for (let i = 0; i < 2; i++) expect(await status(t, u.token, path)).toBe(200);
+    return { p, q, readsFor: (t: TestApp, u: { token: string }) => readsOn(t, u, path) };
+  };
   /** Polls until `token` gets `want` for GET `path` on `t`. */
   const getsOn = (t: TestApp, token: string, path: string, want: number) => pollUntil(`GET ${path}`, () => status(t, token, path), want);
 
@@ -397,14 +409,7 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
   it("one principal's membership changed: its token and grants are read again, here at once and there after the NOTIFY; another's stay kept", async () => {
     const c = await newCollection();
     const path = await objectIn(c);
-    const p = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
-    const q = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
-    for (const t of [a, b]) for (const u of [p, q]) for (let i = 0; i < 2; i++) expect(await status(t, u.token, path)).toBe(200);
-    /** How many statements of `t` read a token (by its hash) and a principal's grants while `u` reads the object. */
-    const readsFor = async (t: TestApp, u: { token: string }) => {
-      const texts = await statements(t, async () => expect(await status(t, u.token, path)).toBe(200));
-      return [texts.filter((x) => x.includes('where token_hash =')).length, grantReads(texts)];
-    };
+    const { p, q, readsFor } = await twoReaders(c, path);
     for (const t of [a, b]) for (const u of [p, q]) expect(await readsFor(t, u)).toEqual([0, 0]);
     const group = (await createGroup(a)).id;
     for (const t of [a, b]) await heardAll(t);
@@ -430,15 +435,7 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
   it("a group's grant changed: its members' grants are read again, no token is, and others' grants stay kept", async () => {
     const c = await newCollection();
     const path = await objectIn(c);
-    const p = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
-    const q = await userWith(a, [[c, ['ReadClass', 'ReadObject']]]);
-    for (const t of [a, b]) for (const u of [p, q]) for (let i = 0; i < 2; i++) expect(await status(t, u.token, path)).toBe(200);
-    const tokenReads = (texts: string[]) => texts.filter((x) => x.includes('where token_hash =')).length;
-    /** [token reads, grant reads] of `t` while `u` reads the object. */
-    const readsFor = async (t: TestApp, u: { token: string }) => {
-      const texts = await statements(t, async () => expect(await status(t, u.token, path)).toBe(200));
-      return [tokenReads(texts), grantReads(texts)];
-    };
+    const { p, q, readsFor } = await twoReaders(c, path);
     for (const t of [a, b]) for (const u of [p, q]) expect(await readsFor(t, u)).toEqual([0, 0]);
     await grant(a, c, p.groupId, ['ReadAudit']);
     expect(await readsFor(a, q)).toEqual([0, 0]);
@@ -467,8 +464,7 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
     const [inX, inY] = [await objectIn(x), await objectIn(y)];
     const p = await userWith(a, [[x, ['ReadClass', 'ReadObject']]]);
     const q = await userWith(a, [[y, ['ReadClass', 'ReadObject']]]);
-    const grantReadsFor = async (t: TestApp, u: { token: string }, path: string) =>
-      grantReads(await statements(t, async () => expect(await status(t, u.token, path)).toBe(200)));
+    const grantReadsFor = async (t: TestApp, u: { token: string }, path: string) => (await readsOn(t, u, path))[1];
     for (const t of [a, b])
       for (const [u, path] of [
         [p, inX],

@@ -33,18 +33,17 @@ export type CacheDrop = `t:${number}` | `u:${number}` | `G:${number}` | `c:${num
 const NONE: readonly CacheDrop[] = [];
 const ALL: readonly CacheDrop[] = ['g'];
 
+/** Member `key` of a snapshot (undefined when `v` is not an object). */
+const memberOf = (v: unknown, key: string): unknown => (v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined);
+
 const idIn = (v: unknown, key: string): number | undefined => {
-  const id = v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined;
+  const id = memberOf(v, key);
   return typeof id === 'number' && Number.isInteger(id) ? id : undefined;
 };
 
 /** Whether the snapshots `before` and `after` both exist and agree on every one of `keys`. */
 const sameIn = (before: unknown, after: unknown, keys: string[]): boolean =>
-  !!before &&
-  !!after &&
-  typeof before === 'object' &&
-  typeof after === 'object' &&
-  keys.every((k) => (before as Record<string, unknown>)[k] === (after as Record<string, unknown>)[k]);
+  !!before && !!after && keys.every((k) => memberOf(before, k) === memberOf(after, k));
 
 /**
  * What the change an audit event records makes stale in this process's token cache, as the payloads
@@ -88,7 +87,7 @@ export function cacheDropsOf(e: {
     case 'collection': {
       // as migration 0270's trigger names them
       const parentAfter = idIn(e.after, 'parent_collection_id');
-      const rootAfter = !!e.after && typeof e.after === 'object' && (e.after as Record<string, unknown>).parent_collection_id === null;
+      const rootAfter = memberOf(e.after, 'parent_collection_id') === null;
       if (e.action === 'created' && rootAfter) return NONE;
       if (e.action === 'created' && parentAfter !== undefined) return [`c:${parentAfter}`];
       if (id === undefined) return ['c'];

@@ -64,12 +64,6 @@ export async function readGrantSets(db: Db, principalId: number, max = 1_000_000
   return sets;
 }
 
-/** The groups a principal is in (the token cache keeps them with its grants). */
-export async function readPrincipalGroups(db: Db, principalId: number): Promise<number[]> {
-  const rows = await db<{ group_id: number }[]>`select group_id from group_members where principal_id = ${principalId}::int`;
-  return rows.map((r) => r.group_id);
-}
-
 /** The collections granted `perm` as a value, when the caller's grants are known (Authority.grants). */
 function knownGrant(auth: Authority, perm: Permission): readonly number[] | undefined {
   return auth.grants ? (auth.grants.get(perm) ?? []) : undefined;

@@ -225,6 +225,18 @@ export interface RelatedClassRow {
   path: number[];
 }
 
+/** A reached object's columns (RelatedObjectRow) over `o` and the reached set `rel`: a list page's and a graph's. */
+function reachedObjectColumns(db: Db): Fragment {
+  return db`o.id, o.name, o.description, o.collection_id, o.class_id as svc_class_id, o.json_data, o.created_at,
+    o.updated_at, o.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path` as Fragment;
+}
+
+/** A reached class's columns (RelatedClassRow) over `c` and the reached set `rel`: a list page's and a graph's. */
+function reachedClassColumns(db: Db): Fragment {
+  return db`c.id, c.name, c.description, c.collection_id, c.validate_schema, c.json_schema, c.created_at, c.updated_at,
+    c.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path` as Fragment;
+}
+
 /** One page of the reached objects, optionally only those of class `classId`. */
 export function listRelatedObjectRows(
   db: Db,
@@ -235,8 +247,7 @@ export function listRelatedObjectRows(
 ): Promise<ListPage<RelatedObjectRow>> {
   return runList<RelatedObjectRow>(db, {
     from: db`${reachedFrom(db, bfs)} join objects o on o.id = rel.id` as Fragment,
-    select: db`o.id, o.name, o.description, o.collection_id, o.class_id as svc_class_id, o.json_data, o.created_at,
-      o.updated_at, o.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path` as Fragment,
+    select: reachedObjectColumns(db),
     where: classId === null ? [] : [db`o.class_id = ${classId}::int` as Fragment],
     parsed,
     spec: RELATED_OBJECT_LIST_SPEC,
@@ -248,8 +259,7 @@ export function listRelatedObjectRows(
 export function listRelatedClassRows(db: Db, bfs: ShortestPaths, parsed: ParsedList, final?: Final): Promise<ListPage<RelatedClassRow>> {
   return runList<RelatedClassRow>(db, {
     from: db`${reachedFrom(db, bfs)} join classes c on c.id = rel.id` as Fragment,
-    select: db`c.id, c.name, c.description, c.collection_id, c.validate_schema, c.json_schema, c.created_at, c.updated_at,
-      c.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path` as Fragment,
+    select: reachedClassColumns(db),
     parsed,
     spec: RELATED_CLASS_LIST_SPEC,
     final,
@@ -293,8 +303,7 @@ export function objectGraphRows(db: Db, auth: Authority, bfs: ShortestPaths, fin
   const ids = nodeIds(bfs);
   return graphOf<RelatedObjectRow, ObjectRelationRow>(
     db,
-    db`select o.id, o.name, o.description, o.collection_id, o.class_id as svc_class_id, o.json_data, o.created_at,
-        o.updated_at, o.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path
+    db`select ${reachedObjectColumns(db)}
       from ${graphFrom(db, bfs)} join objects o on o.id = rel.id
       order by rel.depth, o.id` as Fragment,
     db`select r.id, r.class_relation_id, r.from_object_id, r.to_object_id, r.created_at, r.updated_at, r.revision
@@ -314,8 +323,7 @@ export function classGraphRows(db: Db, auth: Authority, bfs: ShortestPaths, fina
   const ids = nodeIds(bfs);
   return graphOf<RelatedClassRow, ClassRelationRow>(
     db,
-    db`select c.id, c.name, c.description, c.collection_id, c.validate_schema, c.json_schema, c.created_at, c.updated_at,
-        c.revision, rel.depth, string_to_array(rel.path_text, ',')::int[] as path
+    db`select ${reachedClassColumns(db)}
       from ${graphFrom(db, bfs)} join classes c on c.id = rel.id
       order by rel.depth, c.id` as Fragment,
     db`select r.id, r.from_class_id, r.to_class_id, r.forward_alias, r.reverse_alias, r.from_max_relations,

@@ -85,7 +85,7 @@ export function updateUser(
   return writePrincipalWithEvents(tx, actor, after.id, profile, events, final);
 }
 
-/** Ids of the groups a principal belongs to directly (recorded when it is deleted). */
+/** Ids of the groups a principal belongs to directly (recorded when it is deleted; kept by the token cache with its grants). */
 export async function principalGroupIds(db: Db, id: number): Promise<number[]> {
   const rows = await db<{ group_id: number }[]>`select group_id from group_members where principal_id = ${id} order by group_id`;
   return rows.map((r) => r.group_id);

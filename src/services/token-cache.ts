@@ -42,7 +42,8 @@
 import type { Deps } from '../deps.ts';
 import { listenForTokenChanges, onAuthChange, sendTokenCacheHeartbeat, type CacheDrop } from '../db/auth-changes.ts';
 import { recordTokenUses, validateTokenHash } from '../db/tokens.ts';
-import { readGrantSets, readPrincipalGroups } from '../db/authz.ts';
+import { readGrantSets } from '../db/authz.ts';
+import { principalGroupIds } from '../db/users.ts';
 import type { ValidatedTokenRow } from '../domain/tokens.ts';
 import type { GrantSets } from '../domain/authz.ts';
 import { tokenCacheDrops, tokenCacheLookups } from '../metrics.ts';
@@ -95,6 +96,11 @@ interface CachedGrants {
  * with each statement grow with the size of the tree (and readGrantSets stops reading there).
  */
 export const GRANT_SETS_MAX_IDS = 2000;
+
+/** The oldest key of `map` when it holds `max` entries or more (to drop before adding one), else undefined. */
+function oldestWhenFull<K>(map: Map<K, unknown>, max: number): K | undefined {
+  return map.size >= max ? map.keys().next().value : undefined;
+}
 
 /** The ids of `lists`, sorted, each once. */
 function sortedIds(lists: Iterable<readonly number[]>): Int32Array {
@@ -151,10 +157,8 @@ class TokenKeyed<V extends OfToken> {
 
   set(key: string, value: V): void {
     this.delete(key);
-    if (this.map.size >= this.max()) {
-      const oldest = this.map.keys().next();
-      if (!oldest.done) this.delete(oldest.value);
-    }
+    const full = oldestWhenFull(this.map, this.max());
+    if (full !== undefined) this.delete(full);
     this.map.set(key, value);
     TokenKeyed.index(this.byToken, value.tokenId).add(key);
     TokenKeyed.index(this.byPrincipal, value.principalId).add(key);
@@ -267,33 +271,29 @@ export class TokenCache {
    */
   private drop(payload: CacheDrop | string): DropKind {
     const id = Number(payload.slice(2));
-    const named = payload[1] === ':' && Number.isInteger(id);
-    if (named && payload[0] === 't') {
-      this.dropToken(id);
-      return 'token';
+    switch (payload[1] === ':' && Number.isInteger(id) ? payload.slice(0, 2) : payload) {
+      case 't:':
+        this.dropToken(id);
+        return 'token';
+      case 'u:':
+        this.dropPrincipal(id);
+        return 'principal';
+      case 'G:':
+        this.dropGroupGrants(id);
+        return 'grants';
+      case 'c:':
+        this.dropCollection(id);
+        return 'collections';
+      case 'c':
+        this.dropCollectionSets();
+        return 'collections';
+      case 'k':
+        this.dropClasses();
+        return 'classes';
+      default:
+        this.clear();
+        return 'everything';
     }
-    if (named && payload[0] === 'u') {
-      this.dropPrincipal(id);
-      return 'principal';
-    }
-    if (named && payload[0] === 'G') {
-      this.dropGroupGrants(id);
-      return 'grants';
-    }
-    if (named && payload[0] === 'c') {
-      this.dropCollection(id);
-      return 'collections';
-    }
-    if (payload === 'c') {
-      this.dropCollectionSets();
-      return 'collections';
-    }
-    if (payload === 'k') {
-      this.dropClasses();
-      return 'classes';
-    }
-    this.clear();
-    return 'everything';
   }
 
   private live(now: number): boolean {
@@ -472,7 +472,7 @@ export class TokenCache {
   private async readGrants(principalId: number, key: string, now: number): Promise<GrantSets | undefined> {
     const generation = this.generation;
     // the principal's groups beside its grants (one round trip): a change of one's grants drops them
-    const inGroups = readPrincipalGroups(this.deps.sql, principalId);
+    const inGroups = principalGroupIds(this.deps.sql, principalId);
     inGroups.catch(() => undefined); // awaited below
     const usable = await readGrantSets(this.deps.sql, principalId, GRANT_SETS_MAX_IDS);
     const groups = await inGroups;
@@ -514,10 +514,8 @@ export class TokenCache {
   /** Sets `key` in `map`, first dropping its oldest entry when it holds SVC_TOKEN_CACHE_SIZE. */
   private put<V>(map: Map<string, V>, key: string, value: V): void {
     map.delete(key);
-    if (map.size >= this.deps.config.SVC_TOKEN_CACHE_SIZE) {
-      const oldest = map.keys().next();
-      if (!oldest.done) map.delete(oldest.value);
-    }
+    const full = oldestWhenFull(map, this.deps.config.SVC_TOKEN_CACHE_SIZE);
+    if (full !== undefined) map.delete(full);
     map.set(key, value);
   }
 
