@@ -21,7 +21,14 @@ import { serveOverHttp, type HttpServer } from './http-fixtures.ts';
 const run = promisify(execFile);
 const REPO = fileURLToPath(new URL('..', import.meta.url));
 const SPEC = join(REPO, 'openapi.yaml');
-const bin = (...p: string[]) => join(REPO, 'node_modules', ...p);
+/** A package's command as its package.json names it (as `npx` finds it, whatever the version's layout). */
+function bin(pkg: string, command = pkg.split('/').pop()!): string {
+  const dir = join(REPO, 'node_modules', pkg);
+  const declared = (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { bin: string | Record<string, string> }).bin;
+  const file = typeof declared === 'string' ? declared : declared[command];
+  if (!file) throw new Error(`${pkg} declares no command ${command}`);
+  return join(dir, file);
+}
 
 type Generator = 'hey-api' | 'openapi-fetch' | 'orval';
 const GENERATORS: Generator[] = ['hey-api', 'openapi-fetch', 'orval'];
@@ -30,14 +37,14 @@ const GENERATORS: Generator[] = ['hey-api', 'openapi-fetch', 'orval'];
 function generateCommand(gen: Generator, dir: string, baseUrl: string): string[] {
   switch (gen) {
     case 'hey-api':
-      return [bin('@hey-api', 'openapi-ts', 'bin', 'run.js'), '-i', SPEC, '-o', join(dir, 'generated', 'hey-api')];
+      return [bin('@hey-api/openapi-ts'), '-i', SPEC, '-o', join(dir, 'generated', 'hey-api')];
     case 'openapi-fetch':
-      return [bin('openapi-typescript', 'bin', 'cli.js'), SPEC, '-o', join(dir, 'generated', 'openapi-typescript', 'schema.ts')];
+      return [bin('openapi-typescript'), SPEC, '-o', join(dir, 'generated', 'openapi-typescript', 'schema.ts')];
     case 'orval': {
-      const config = join(dir, 'orval.config.mjs');
+      const config = join(dir, 'orval.config.ts');
       const output = { target: join(dir, 'generated', 'orval', 'client.ts'), client: 'fetch', mode: 'single', baseUrl };
       writeFileSync(config, `export default ${JSON.stringify({ inventory: { input: { target: SPEC }, output } })};\n`);
-      return [bin('orval', 'dist', 'bin', 'orval.mjs'), '--config', config];
+      return [bin('orval'), '--config', config];
     }
   }
 }
@@ -108,7 +115,7 @@ beforeAll(async () => {
     }),
   );
   try {
-    await run(process.execPath, [bin('typescript', 'bin', 'tsc'), '-p', dir], { cwd: dir, timeout: 120_000 });
+    await run(process.execPath, [bin('typescript', 'tsc'), '-p', dir], { cwd: dir, timeout: 120_000 });
     typecheck = { ok: true, output: '' };
   } catch (e) {
     const err = e as { stdout?: string; stderr?: string; message: string };
