@@ -226,6 +226,25 @@ describe('getMetrics after real traffic', () => {
       if (s.labels.route) expect(s.labels.route === 'unmatched' || s.labels.route.startsWith('/'), s.labels.route).toBe(true);
   });
 
+  it("200: names follow Prometheus's conventions (what `promtool check metrics` lints)", () => {
+    // prom-client's runtime gauges keep the names Node.js dashboards query; promtool warns of these three.
+    const promClientGaugesNamedTotal = new Set([
+      'svc_nodejs_active_handles_total',
+      'svc_nodejs_active_requests_total',
+      'svc_nodejs_active_resources_total',
+    ]);
+    const help = new Set(text.split('\n').flatMap((l) => (l.startsWith('# HELP ') && l.split(' ')[3] ? [l.split(' ')[2]!] : [])));
+    const { types } = parseExposition(text);
+    expect(types.size).toBeGreaterThan(20);
+    for (const [name, type] of types) {
+      expect(name, 'snake_case with the svc_ prefix').toMatch(/^svc_[a-z0-9_]+$/);
+      expect(help.has(name), `${name} has HELP text`).toBe(true);
+      expect(name, 'base units (seconds, bytes)').not.toMatch(/_(milliseconds|ms|microseconds|kilobytes|megabytes)(_|$)/);
+      expect(name, 'no type in the name').not.toMatch(/_(gauge|counter|histogram|summary)(_|$)/);
+      if (type === 'counter') expect(name, 'a counter ends in _total').toMatch(/_total$/);
+      else if (!promClientGaugesNamedTotal.has(name)) expect(name, `a ${type} does not end in _total`).not.toMatch(/_total$/);
+    }
+  });
   it('a login the limiter refuses counts in svc_login_limiter_blocks_total', async () => {
     const limited = await startTestApp({ SVC_LOGIN_RATE_LIMIT_MAX_FAILURES_PER_USER: 1 });
     try {
