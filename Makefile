@@ -22,8 +22,9 @@ console/dist/index.html: node_modules/.install-stamp $(CONSOLE_SOURCES)
 console: console/dist/index.html
 
 # The server as plain JavaScript in dist/server/ (scripts/build-server.ts: esbuild, under a second,
-# so every `make run` rebuilds it and never runs a stale bundle).
-build: install
+# so every `make run` rebuilds it and never runs a stale bundle), and the console it serves: what a
+# deployment builds before it runs `node dist/server/main.js` (README "systemd").
+build: install console
 	node --import tsx scripts/build-server.ts
 
 # exec: the server replaces make's shell, so a signal to it (or the SIGTERM make passes on) stops it.
