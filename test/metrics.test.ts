@@ -23,14 +23,20 @@ interface Sample {
   value: number;
 }
 
-/** The samples of a Prometheus text exposition. */
-function parseExposition(text: string): { types: Map<string, string>; samples: Sample[] } {
+/** The samples of a Prometheus text exposition, the type of each family and the families with HELP text. */
+function parseExposition(text: string): { types: Map<string, string>; help: Set<string>; samples: Sample[] } {
   const types = new Map<string, string>();
+  const help = new Set<string>();
   const samples: Sample[] = [];
   for (const line of text.split('\n')) {
     if (line.startsWith('# TYPE ')) {
       const [, , name, type] = line.split(' ');
       types.set(name!, type!);
+      continue;
+    }
+    if (line.startsWith('# HELP ')) {
+      const [, , name, first] = line.split(' ');
+      if (first) help.add(name!);
       continue;
     }
     if (line === '' || line.startsWith('#')) continue;
@@ -40,7 +46,7 @@ function parseExposition(text: string): { types: Map<string, string>; samples: S
     for (const l of (m![2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
     samples.push({ name: m![1]!, labels, value: Number(m![3]) });
   }
-  return { types, samples };
+  return { types, help, samples };
 }
 
 function find(samples: Sample[], name: string, labels: Record<string, string> = {}): Sample[] {
@@ -233,8 +239,7 @@ describe('getMetrics after real traffic', () => {
       'svc_nodejs_active_requests_total',
       'svc_nodejs_active_resources_total',
     ]);
-    const help = new Set(text.split('\n').flatMap((l) => (l.startsWith('# HELP ') && l.split(' ')[3] ? [l.split(' ')[2]!] : [])));
-    const { types } = parseExposition(text);
+    const { types, help } = parseExposition(text);
     expect(types.size).toBeGreaterThan(20);
     for (const [name, type] of types) {
       expect(name, 'snake_case with the svc_ prefix').toMatch(/^svc_[a-z0-9_]+$/);

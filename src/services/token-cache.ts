@@ -97,6 +97,12 @@ interface CachedGrants {
  */
 export const GRANT_SETS_MAX_IDS = 2000;
 
+/**
+ * The most collections whose tree changes are looked for in the kept grants and sets together
+ * (TokenCache.dropCollection); beyond it they all go.
+ */
+export const TREE_CHANGES_MAX = 256;
+
 /** The oldest key of `map` when it holds `max` entries or more (to drop before adding one), else undefined. */
 function oldestWhenFull<K>(map: Map<K, unknown>, max: number): K | undefined {
   return map.size >= max ? map.keys().next().value : undefined;
@@ -112,19 +118,6 @@ function sortedIds(lists: Iterable<readonly number[]>): Int32Array {
   return sorted.subarray(0, n);
 }
 
-/** Whether sorted `a` and sorted `b` share an id (each of the shorter searched in the longer). */
-function holdsAny(a: Int32Array, b: Int32Array): boolean {
-  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
-  for (const id of short) if (holds(long, id)) return true;
-  return false;
-}
-
-/**
- * The most collections whose tree changes are looked for in the kept grants and sets together
- * (TokenCache.dropCollection); beyond it they all go.
- */
-export const TREE_CHANGES_MAX = 256;
-
 /** Whether sorted `ids` hold `id` (binary search). */
 function holds(ids: Int32Array, id: number): boolean {
   let lo = 0;
@@ -136,6 +129,13 @@ function holds(ids: Int32Array, id: number): boolean {
     if (v < id) lo = mid + 1;
     else hi = mid - 1;
   }
+  return false;
+}
+
+/** Whether sorted `a` and sorted `b` share an id (each of the shorter searched in the longer). */
+function holdsAny(a: Int32Array, b: Int32Array): boolean {
+  const [short, long] = a.length <= b.length ? [a, b] : [b, a];
+  for (const id of short) if (holds(long, id)) return true;
   return false;
 }
 
