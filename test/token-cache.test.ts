@@ -432,6 +432,52 @@ describe("a principal's grants kept for its read requests (Authority.grants)", (
     expect(await drops('everything')).toBe(everythingDrops);
   });
 
+  it("a group renamed, then deleted: its members' tokens and grants are read again, here at once and there after the NOTIFY; another's stay kept", async () => {
+    const c = await newCollection();
+    const path = await objectIn(c);
+    const { p, q, readsFor } = await twoReaders(c, path);
+    const group = (await createGroup(a)).id;
+    await addMember(a, group, p.id);
+    for (const t of [a, b]) {
+      await heardAll(t);
+      for (const u of [p, q]) await readsFor(t, u);
+      for (const u of [p, q]) expect(await readsFor(t, u)).toEqual([0, 0]);
+    }
+    const everythingDrops = await drops('everything');
+    const changes: [string, () => Promise<unknown>][] = [
+      [
+        'renamed',
+        async () => expect((await a.request('PATCH', `/api/v1/iam/groups/${group}`, { body: { name: uniq('renamed') } })).status).toBe(200),
+      ],
+      ['deleted', async () => expect((await a.request('DELETE', `/api/v1/iam/groups/${group}`)).status).toBe(204)],
+    ];
+    for (const [what, change] of changes) {
+      await change();
+      // here at once (the NOTIFY of the change, heard here too, may drop p's once more)
+      expect(await readsFor(a, q), what).toEqual([0, 0]);
+      expect(await readsFor(a, p), what).toEqual([1, 1]);
+      // there once the NOTIFY is heard
+      await heardAll(b);
+      expect(await readsFor(b, q), what).toEqual([0, 0]);
+      expect(await readsFor(b, p), what).toEqual([1, 1]);
+      for (const t of [a, b]) {
+        await heardAll(t);
+        await readsFor(t, p);
+        expect(await readsFor(t, p), what).toEqual([0, 0]);
+      }
+    }
+    // the events name the members
+    const events = await a.request('GET', '/api/v1/events', {
+      query: { entity_type: 'group', entity_id: String(group), include_total: 'false' },
+    });
+    expect(events.status, events.text).toBe(200);
+    const metadata = (action: string) =>
+      (events.body as { action: string; metadata: unknown }[]).find((e) => e.action === action)?.metadata;
+    expect(metadata('updated')).toEqual({ member_ids: [p.id] });
+    expect(metadata('deleted')).toEqual({ removed_member_ids: [p.id] });
+    expect(await drops('everything')).toBe(everythingDrops);
+  });
+
   it("a group's grant changed: its members' grants are read again, no token is, and others' grants stay kept", async () => {
     const c = await newCollection();
     const path = await objectIn(c);

@@ -41,6 +41,12 @@ const idIn = (v: unknown, key: string): number | undefined => {
   return typeof id === 'number' && Number.isInteger(id) ? id : undefined;
 };
 
+/** Member `key` of a snapshot when it is a list of ids, else undefined. */
+const idsIn = (v: unknown, key: string): number[] | undefined => {
+  const ids = memberOf(v, key);
+  return Array.isArray(ids) && ids.every((id) => typeof id === 'number' && Number.isInteger(id)) ? ids : undefined;
+};
+
 /** Whether the snapshots `before` and `after` both exist and agree on every one of `keys`. */
 const sameIn = (before: unknown, after: unknown, keys: string[]): boolean =>
   !!before && !!after && keys.every((k) => memberOf(before, k) === memberOf(after, k));
@@ -77,13 +83,15 @@ export function cacheDropsOf(e: {
       const group = idIn(e.metadata, 'group_id') ?? id;
       return group === undefined ? ALL : [`G:${group}`];
     }
-    case 'group':
+    case 'group': {
       // a group's name and scope decide who is an administrator; nothing else of it is kept
       if (e.action === 'created') return NONE;
       if (e.action === 'updated' && sameIn(e.before, e.after, ['name', 'identity_scope'])) return NONE;
-      // renamed or re-scoped (or deleted): the event does not name the members, as migration 0280
-      // names them to the other processes
-      return ALL;
+      // renamed (its members, as migration 0280 names them) or deleted (its memberships', as their
+      // deletes name them; its grants go with their own `revoked` events)
+      const members = idsIn(e.metadata, e.action === 'deleted' ? 'removed_member_ids' : 'member_ids');
+      return members === undefined ? ALL : members.map((p) => `u:${p}` as const);
+    }
     case 'collection': {
       // as migration 0270's trigger names them
       const parentAfter = idIn(e.after, 'parent_collection_id');

@@ -47,13 +47,24 @@ export async function createGroup(m: MutationContext, v: NewGroup): Promise<Grou
   return g;
 }
 
+/**
+ * Changes a group's name or description. A new name is recorded with the group's members
+ * (`member_ids`): a group's name decides who is an administrator, so the rename concerns each of
+ * them, and the token caches drop theirs (db/auth-changes.ts cacheDropsOf). They are read behind the
+ * lock, in its round trip, only when the name is given.
+ */
 export async function updateGroup(m: MutationContext, id: number, changes: GroupChanges, ifMatch?: string): Promise<Written<GroupRow>> {
-  const before = await lockForWrite(m, id, ifMatch);
+  const locked = lockForWrite(m, id, ifMatch);
+  const listing = changes.name === undefined ? undefined : groupMemberIds(m.tx, id);
+  listing?.catch(() => undefined); // awaited below, unless the group answers 404, 403 or 412
+  const before = await locked;
   const name = changes.name ?? before.name;
   const description = changes.description === undefined ? before.description : (changes.description ?? '');
   return skipWhenUnchanged(before, name === before.name && description === before.description, async () => {
     const after: GroupRow = { ...before, name, description, updated_at: before.svc_now, revision: before.revision + 1 };
-    await updateNameWithEvent(m.tx, m.actor, 'groups', after, groupEvent('updated', after, before), m.final); // COMMIT goes with it
+    const event = groupEvent('updated', after, before);
+    if (name !== before.name) event.metadata = { member_ids: await listing! };
+    await updateNameWithEvent(m.tx, m.actor, 'groups', after, event, m.final); // COMMIT goes with it
     return after;
   });
 }

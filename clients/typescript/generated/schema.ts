@@ -4134,6 +4134,11 @@ export interface components {
          *       a refused schema change: the impact of a change that never applied.
          *     - `succeeded` is never emitted: a successful check of a compliant object is not recorded
          *       (the `object` event and the invariant above say it), to keep the stream small.
+         *
+         *     Groups (`entity_type: group`): a group's name decides who is an administrator, so an
+         *     `updated` event that renames a group lists its members then in `metadata.member_ids`, and
+         *     a `deleted` event the members it had in `metadata.removed_member_ids` (each grant it held
+         *     is recorded as a `permission` `revoked` event).
          */
         AuditEvent: {
             action: string;
