@@ -21,7 +21,8 @@ import {
 import { runDeliveryOnce, deliverClaimed, runDeliveryWorkers } from '../src/workers/event-delivery.ts';
 import { runEventFanoutWorkers } from '../src/workers/event-fanout.ts';
 import { claimDeliveries } from '../src/db/event-deliveries.ts';
-import { withTx } from '../src/db/tx.ts';
+import { savepoint, withTx } from '../src/db/tx.ts';
+import { EVENTS_CHANNEL, wakeEventFanout } from '../src/db/event-wakeups.ts';
 import { appendEvent } from '../src/db/events.ts';
 import { SYSTEM_ACTOR } from '../src/domain/actor.ts';
 
@@ -499,6 +500,86 @@ describe('worker loops', () => {
     }
     expect(fanStats.notification).toBeGreaterThanOrEqual(1);
     expect(delStats.notification).toBeGreaterThanOrEqual(1);
+  });
+
+  it('events appended in a savepoint wake the fan-out after their commit; no trigger on events notifies inside the transaction', async () => {
+    // a NOTIFY in a transaction makes its commit wait for every other notifying commit (db/event-wakeups.ts)
+    const notifying = await t.deps.sql<{ tgname: string }[]>`
+      select tg.tgname from pg_trigger tg join pg_proc p on p.oid = tg.tgfoid
+      where tg.tgrelid = 'events'::regclass and p.prosrc ilike '%notify%'`;
+    expect(notifying).toEqual([]);
+    const sinkId = (await createSink(t)).id;
+    const col = await createCollection(t);
+    await createSubscription(t, col, {
+      sink_id: sinkId,
+      entity_types: ['collection'],
+      actions: ['updated'],
+      routing: { url: peer.url('/sp') },
+    });
+    await fanOutAll(t);
+    const deps = { ...t.deps, config: { ...t.deps.config, SVC_EVENT_FANOUT_POLL_INTERVAL_MS: 60_000 } };
+    const ctl = new AbortController();
+    const fanStats = { notification: 0, poll: 0 };
+    const loop = runEventFanoutWorkers(deps, ctl.signal, fanStats);
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      const polls = fanStats.poll;
+      await withTx(t.deps.sql, (tx) =>
+        savepoint(tx, (sp) =>
+          appendEvent(sp, SYSTEM_ACTOR, {
+            entityType: 'collection',
+            entityId: col,
+            collectionId: col,
+            action: 'updated',
+            summary: 'in a savepoint',
+          }),
+        ),
+      );
+      const deadline = Date.now() + 10_000;
+      let fanned = 0;
+      while (Date.now() < deadline && fanned === 0) {
+        await new Promise((r) => setTimeout(r, 50));
+        const rows = await t.deps.sql<{ fanned: number }[]>`
+          select count(*)::int as fanned from event_deliveries d join events e on e.event_id = d.event_id
+          where d.sink_id = ${sinkId} and e.summary = 'in a savepoint'`;
+        fanned = rows[0]!.fanned;
+      }
+      expect(fanned).toBe(1);
+      expect(fanStats.notification).toBeGreaterThanOrEqual(1);
+      expect(fanStats.poll).toBe(polls);
+    } finally {
+      ctl.abort();
+      await loop;
+    }
+  });
+
+  it('wakes asked for while one is under way are sent as one, once it is answered', async () => {
+    const heard: string[] = [];
+    let got!: () => void;
+    let marker = '';
+    let arrived = new Promise<void>((ok) => (got = ok));
+    const sub = await t.deps.sql.listen(EVENTS_CHANNEL, (payload) => {
+      heard.push(payload);
+      if (payload === marker) got();
+    });
+    /** Waits until every notification sent before now has been heard (a marker sent after them arrives after them). */
+    const drain = async () => {
+      marker = `marker-${uniq()}`;
+      arrived = new Promise<void>((ok) => (got = ok));
+      await t.deps.sql`select pg_notify(${EVENTS_CHANNEL}, ${marker})`;
+      await arrived;
+    };
+    try {
+      await drain();
+      heard.length = 0;
+      for (let i = 0; i < 100; i++) wakeEventFanout(t.deps.sql);
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline && heard.length < 2) await new Promise((r) => setTimeout(r, 20));
+      await drain();
+      expect(heard.filter((p) => p === '')).toHaveLength(2);
+    } finally {
+      await sub.unlisten();
+    }
   });
 
   it('SVC_EVENT_DELIVERY_WORKERS=0 turns delivery off', async () => {

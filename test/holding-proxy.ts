@@ -6,6 +6,7 @@ import { inject } from 'vitest';
 import { createApp } from '../src/app.ts';
 import type { Config } from '../src/config.ts';
 import { createSql, poolStats, type Sql } from '../src/db/sql.ts';
+import { eventWakesSettled } from '../src/db/event-wakeups.ts';
 import type { App } from '../src/http/contract.ts';
 import type { TestApp } from './helpers.ts';
 
@@ -91,12 +92,19 @@ async function readyPool(sql: Sql): Promise<void> {
 /**
  * A second app on `t`'s database whose connections pass a HoldingProxy, with its token cache on
  * (once a token is known, a request needs no statement before its own), for `fn` once its pool is
- * ready (readyPool); `get` sends a GET with `t`'s admin token. The proxy's answers are released and
+ * ready (readyPool); `get` sends a GET with `t`'s admin token, `quiet` waits for its event wakes. The proxy's answers are released and
  * the app's pool ended afterwards.
  */
 export async function withProxiedApp(
   t: TestApp,
-  fn: (p: { app: App; proxy: HoldingProxy; config: Config; get: (path: string) => Response | Promise<Response> }) => Promise<void>,
+  fn: (p: {
+    app: App;
+    proxy: HoldingProxy;
+    config: Config;
+    get: (path: string) => Response | Promise<Response>;
+    /** Waits for the app's event wakes under way (sent after a commit that appended events: db/event-wakeups.ts). */
+    quiet: () => Promise<void>;
+  }) => Promise<void>,
 ): Promise<void> {
   const url = new URL(inject('dbUrl'));
   const proxy = new HoldingProxy();
@@ -110,7 +118,7 @@ export async function withProxiedApp(
     await readyPool(sql);
     const get = (path: string) =>
       app.fetch(new Request(`http://test.local${path}`, { headers: { authorization: `Bearer ${t.adminToken}` } }));
-    await fn({ app, proxy, config, get });
+    await fn({ app, proxy, config, get, quiet: () => eventWakesSettled(sql) });
   } finally {
     proxy.release();
     await sql.end({ timeout: 5 });

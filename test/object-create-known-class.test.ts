@@ -24,7 +24,7 @@ describe('createObject under a class read before', () => {
   it('goes out in one round trip: the insert and COMMIT are sent before any answer comes back', async () => {
     // A second app on the same database whose connections pass a proxy that can hold PostgreSQL's
     // answers; its token cache is on, so the request needs no statement before the create.
-    await withProxiedApp(t, async ({ app, proxy, config }) => {
+    await withProxiedApp(t, async ({ app, proxy, config, quiet }) => {
       const post = (classId: number | string, name: string) =>
         app.fetch(
           new Request(`http://test.local/api/v1/classes/${typeof classId === 'number' ? classId : `by-name/${classId}`}/objects`, {
@@ -41,6 +41,7 @@ describe('createObject under a class read before', () => {
       // by id, and by the class's name (whose id is then not looked up either)
       for (const route of [cls.id, cls.name]) {
         const name = uniq('one-trip');
+        await quiet(); // the fan-out wake that follows each create's commit
         proxy.hold();
         const reply = post(route, name);
         // Every answer is held: the object's name (a parameter of the insert) can only be on the wire

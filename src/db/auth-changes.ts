@@ -8,6 +8,7 @@
 // (cacheDropsOf); withTx signals the transaction's pool with it after COMMIT. Listeners are per
 // pool, so two app instances in one process (as tests run them) behave like two processes.
 import type { Db, Sql } from './sql.ts';
+import { transactionOf } from './tx-roots.ts';
 
 /**
  * What the token caches drop (services/token-cache.ts), named as the payloads on channel
@@ -118,7 +119,6 @@ export function cacheDropsOf(e: {
   }
 }
 
-const open = new WeakSet<object>();
 const pending = new WeakMap<object, Set<CacheDrop>>();
 const listeners = new Map<object, Set<(drops: readonly CacheDrop[]) => void>>();
 
@@ -133,21 +133,17 @@ export function onAuthChange(sql: Sql, fn: (drops: readonly CacheDrop[]) => void
   };
 }
 
-/** withTx registers each transaction it opens, so a change recorded in it is signalled after COMMIT. */
-export function trackTransaction(tx: object): void {
-  open.add(tx);
-}
-
 /**
- * Notes what a change in `db` makes stale (cacheDropsOf). A transaction of withTx is signalled after
- * its COMMIT; anything else (a savepoint, a bare pool) signals every pool at once, and its NOTIFY
- * follows at commit.
+ * Notes what a change in `db` makes stale (cacheDropsOf). A transaction of withTx (or a savepoint in
+ * one) is signalled after its COMMIT; anything else (a bare pool) signals every pool at once, and
+ * its NOTIFY follows at commit.
  */
 export function markAuthChange(db: Db, drops: readonly CacheDrop[]): void {
   if (drops.length === 0) return;
-  if (open.has(db)) {
-    let set = pending.get(db);
-    if (!set) pending.set(db, (set = new Set()));
+  const tx = transactionOf(db);
+  if (tx) {
+    let set = pending.get(tx);
+    if (!set) pending.set(tx, (set = new Set()));
     for (const d of drops) set.add(d);
   } else for (const set of listeners.values()) for (const fn of set) fn(drops);
 }

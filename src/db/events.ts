@@ -4,6 +4,7 @@ import { notFinal, type Final } from './tx.ts';
 import type { Fragment } from './list.ts';
 import type { Actor } from '../domain/actor.ts';
 import { cacheDropsOf, markAuthChange } from './auth-changes.ts';
+import { markEventsWritten } from './event-wakeups.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 
 /**
@@ -132,9 +133,14 @@ export function eventPerRowCte(
   return tx`, e as (insert into events (${EVENT_COLUMNS(tx)}) select ${eventValueList(tx, actor, event, false, fromRow)} from ${tx(rows)})` as Fragment;
 }
 
-/** For an event that eventPerRowCte appended: notes in the transaction what its change makes stale in the token cache. */
+/**
+ * For an event appended in `tx` (by eventPerRowCte: once the statement shows it wrote): notes in the
+ * transaction what its change makes stale in the token cache, and that the fan-out workers are to
+ * be woken after its COMMIT.
+ */
 export function markWritten(tx: Db, event: NewEvent): void {
   markAuthChange(tx, cacheDropsOf(event));
+  markEventsWritten(tx);
 }
 
 /**
@@ -248,7 +254,7 @@ export const ROW_EVENT_PARAMS = new Set(rowEventInsertText(1).match(/\$\d+/g)).s
 
 /** The parameters of rowEventInsertText, in its order. */
 export function rowEventParams(tx: Db, actor: Actor, e: NewEvent): unknown[] {
-  markAuthChange(tx, cacheDropsOf(e));
+  markWritten(tx, e);
   const v = eventFields(actor, e);
   const json = (x: unknown) => (x === undefined || x === null ? null : JSON.stringify(x));
   return [

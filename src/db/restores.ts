@@ -5,6 +5,7 @@
 // bootstrap administrator is kept able to log in.
 import type { Db, TransactionSql } from './sql.ts';
 import { appendEvent } from './events.ts';
+import { savepoint } from './tx.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { Fragment } from './list.ts';
 import type { ErrorDetail } from '../domain/errors.ts';
@@ -64,7 +65,7 @@ export async function dryRunDocument(tx: TransactionSql, doc: BackupDocument): P
     const copy = `${CHECK_PREFIX}${s.table}`;
     const fields = [...s.fields];
     try {
-      await tx.savepoint(async (sp) => {
+      await savepoint(tx, async (sp) => {
         await sp`create temp table ${sp(copy)} (like ${sp(s.table)} including defaults including constraints including indexes including identity)
           on commit drop`;
         await sp`insert into ${sp(copy)} (${sp(fields)}) overriding system value

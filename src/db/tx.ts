@@ -1,7 +1,9 @@
 import { acquireTimeoutOf, transactionObserver, type Db, type Sql, type TransactionSql } from './sql.ts';
 import { translatePgError } from './pg-errors.ts';
 import { ApiError } from '../domain/errors.ts';
-import { afterCommit, trackTransaction } from './auth-changes.ts';
+import { afterCommit } from './auth-changes.ts';
+import { afterCommitWake } from './event-wakeups.ts';
+import { trackSavepoint, trackTransaction } from './tx-roots.ts';
 
 class AbandonedTransaction extends Error {}
 
@@ -35,9 +37,14 @@ export async function withTx<T>(db: Db, fn: (tx: TransactionSql) => Promise<T>):
       return result;
     });
   }) as Promise<T>;
-  // After COMMIT: this process's token cache drops what a committed auth change made stale.
+  // After COMMIT: this process's token cache drops what a committed auth change made stale, and the
+  // event fan-out workers are woken for the events it appended.
   void run.then(
-    () => committed && afterCommit(db as Sql, committed),
+    () => {
+      if (!committed) return;
+      afterCommit(db as Sql, committed);
+      afterCommitWake(db as Sql, committed);
+    },
     () => {},
   );
   if (observer) {
@@ -96,6 +103,18 @@ export const notFinal: Final = (query) => query;
  */
 export function finalFor(db: Db, tx: TransactionSql): Final {
   return isTx(db) ? notFinal : (query) => tx.commitWith(query);
+}
+
+/**
+ * Runs fn in a savepoint of `tx` (released when it returns, rolled back when it throws). What the
+ * savepoint records for after COMMIT (a token-cache drop, an event wake) waits for the commit of
+ * the transaction it is in.
+ */
+export function savepoint<T>(tx: TransactionSql, fn: (sp: TransactionSql) => Promise<T>): Promise<T> {
+  return tx.savepoint((sp) => {
+    trackSavepoint(sp, tx);
+    return fn(sp);
+  }) as Promise<T>;
 }
 
 export function isTx(db: Db): db is TransactionSql {

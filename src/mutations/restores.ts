@@ -4,7 +4,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import type { TransactionSql } from '../db/sql.ts';
 import { ApiError, badRequest, conflict, forbidden, notFound } from '../domain/errors.ts';
-import { withTx } from '../db/tx.ts';
+import { savepoint, withTx } from '../db/tx.ts';
 import { bindActor } from '../db/history.ts';
 import { appendEvent } from '../db/events.ts';
 import type { Actor } from '../domain/actor.ts';
@@ -141,7 +141,7 @@ export async function confirmStagedRestore(
       ...(approvalId === null ? {} : { credential_approval_id: approvalId }),
     };
     try {
-      const result = await tx.savepoint((sp) =>
+      const result = await savepoint(tx, (sp) =>
         applyStage(sp, stage.id, actor, {
           group: cfg.SVC_ADMIN_GROUPNAME,
           scope: cfg.SVC_ADMIN_IDENTITY_SCOPE,

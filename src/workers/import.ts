@@ -23,7 +23,7 @@
 import type { Deps } from '../deps.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { TransactionSql } from '../db/sql.ts';
-import { withTx } from '../db/tx.ts';
+import { savepoint, withTx } from '../db/tx.ts';
 import { bindActor } from '../db/history.ts';
 import { translatePgError } from '../db/pg-errors.ts';
 import { ApiError, badRequest, conflict, forbidden, isClientError, notFound } from '../domain/errors.ts';
@@ -260,7 +260,7 @@ class ImportRun {
   /** Best effort, dry run: one transaction that is always rolled back; a savepoint per item. */
   private async runBestEffortDry(): Promise<void> {
     await this.inOneTransaction(async (tx) => {
-      await this.eachItem({ transactional: true, attempt: (item, state) => tx.savepoint((sp) => this.applyItem(sp, item, state)) });
+      await this.eachItem({ transactional: true, attempt: (item, state) => savepoint(tx, (sp) => this.applyItem(sp, item, state)) });
       return true;
     });
   }
