@@ -21,8 +21,9 @@ const sending = new WeakMap<Sql, { again: boolean; settled: Promise<void> }>();
 
 /**
  * Notes that `db` appended audit events: a transaction of withTx (or a savepoint in one) wakes the
- * workers after its COMMIT (afterCommitWake), anything else (a statement on the pool, committed when
- * it is answered) a little later, at once after this task.
+ * workers after its COMMIT (afterCommitWake). A statement on the bare pool (nothing in src writes
+ * events so; tests do) wakes them right after this task, which may be before that statement has
+ * committed: the workers' poll then finds its events.
  */
 export function markEventsWritten(db: Db): void {
   const tx = transactionOf(db);
