@@ -22,7 +22,7 @@ import { runDeliveryOnce, deliverClaimed, runDeliveryWorkers } from '../src/work
 import { runEventFanoutWorkers } from '../src/workers/event-fanout.ts';
 import { claimDeliveries } from '../src/db/event-deliveries.ts';
 import { savepoint, withTx } from '../src/db/tx.ts';
-import { EVENTS_CHANNEL, wakeEventFanout } from '../src/db/event-wakeups.ts';
+import { EVENTS_CHANNEL, wake } from '../src/db/wakeups.ts';
 import { appendEvent } from '../src/db/events.ts';
 import { SYSTEM_ACTOR } from '../src/domain/actor.ts';
 
@@ -502,11 +502,11 @@ describe('worker loops', () => {
     expect(delStats.notification).toBeGreaterThanOrEqual(1);
   });
 
-  it('events appended in a savepoint wake the fan-out after their commit; no trigger on events notifies inside the transaction', async () => {
-    // a NOTIFY in a transaction makes its commit wait for every other notifying commit (db/event-wakeups.ts)
+  it('events appended in a savepoint wake the fan-out after their commit; no trigger on events or tasks notifies inside the transaction', async () => {
+    // a NOTIFY in a transaction makes its commit wait for every other notifying commit (db/wakeups.ts)
     const notifying = await t.deps.sql<{ tgname: string }[]>`
       select tg.tgname from pg_trigger tg join pg_proc p on p.oid = tg.tgfoid
-      where tg.tgrelid = 'events'::regclass and p.prosrc ilike '%notify%'`;
+      where tg.tgrelid in ('events'::regclass, 'tasks'::regclass) and p.prosrc ilike '%notify%'`;
     expect(notifying).toEqual([]);
     const sinkId = (await createSink(t)).id;
     const col = await createCollection(t);
@@ -572,7 +572,7 @@ describe('worker loops', () => {
     try {
       await drain();
       heard.length = 0;
-      for (let i = 0; i < 100; i++) wakeEventFanout(t.deps.sql);
+      for (let i = 0; i < 100; i++) wake(t.deps.sql, EVENTS_CHANNEL);
       const deadline = Date.now() + 10_000;
       while (Date.now() < deadline && heard.length < 2) await new Promise((r) => setTimeout(r, 20));
       await drain();

@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import { createApp } from '../src/app.ts';
 import type { Config } from '../src/config.ts';
 import { createSql, poolStats, type Sql } from '../src/db/sql.ts';
-import { eventWakesSettled } from '../src/db/event-wakeups.ts';
+import { wakesSettled } from '../src/db/wakeups.ts';
 import type { App } from '../src/http/contract.ts';
 import type { TestApp } from './helpers.ts';
 
@@ -102,7 +102,7 @@ export async function withProxiedApp(
     proxy: HoldingProxy;
     config: Config;
     get: (path: string) => Response | Promise<Response>;
-    /** Waits for the app's event wakes under way (sent after a commit that appended events: db/event-wakeups.ts). */
+    /** Waits for the app's worker wakes under way (sent after a commit that appended events: db/wakeups.ts). */
     quiet: () => Promise<void>;
   }) => Promise<void>,
 ): Promise<void> {
@@ -118,7 +118,7 @@ export async function withProxiedApp(
     await readyPool(sql);
     const get = (path: string) =>
       app.fetch(new Request(`http://test.local${path}`, { headers: { authorization: `Bearer ${t.adminToken}` } }));
-    await fn({ app, proxy, config, get, quiet: () => eventWakesSettled(sql) });
+    await fn({ app, proxy, config, get, quiet: () => wakesSettled(sql) });
   } finally {
     proxy.release();
     await sql.end({ timeout: 5 });

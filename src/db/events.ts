@@ -4,7 +4,7 @@ import { notFinal, type Final } from './tx.ts';
 import type { Fragment } from './list.ts';
 import type { Actor } from '../domain/actor.ts';
 import { cacheDropsOf, markAuthChange } from './auth-changes.ts';
-import { markEventsWritten } from './event-wakeups.ts';
+import { EVENTS_CHANNEL, markWake } from './wakeups.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 
 /**
@@ -140,7 +140,7 @@ export function eventPerRowCte(
  */
 export function markWritten(tx: Db, event: NewEvent): void {
   markAuthChange(tx, cacheDropsOf(event));
-  markEventsWritten(tx);
+  markWake(tx, EVENTS_CHANNEL);
 }
 
 /**

@@ -13,6 +13,7 @@ import type { Db, TransactionSql } from './sql.ts';
 import { runList, type Fragment, type ListPage } from './list.ts';
 import { eventsCte, reserveId, type MoreEvents } from './events.ts';
 import { notFinal, type Final } from './tx.ts';
+import { TASKS_CHANNEL, markWake } from './wakeups.ts';
 import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
@@ -229,6 +230,7 @@ export async function insertTask(
       insert into task_events (task_id, event_type, message) select t.id, ${task.status}, ${`${task.kind} task ${task.status}`} from t
     )${eventsCte(tx, actor, [event], opts.more?.(task))}
     select 1 from t`);
+  markWake(tx, TASKS_CHANNEL);
   return { task, created: true };
 }
 

@@ -1,5 +1,5 @@
 // Which transaction of withTx a transaction handle or a savepoint inside one belongs to, for what
-// runs once that transaction has committed (db/auth-changes.ts, db/event-wakeups.ts): withTx
+// runs once that transaction has committed (db/auth-changes.ts, db/wakeups.ts): withTx
 // registers each transaction it opens, `savepoint` (db/tx.ts) each savepoint under its outer one.
 
 const roots = new WeakMap<object, object>();

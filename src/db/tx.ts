@@ -2,7 +2,7 @@ import { acquireTimeoutOf, transactionObserver, type Db, type Sql, type Transact
 import { translatePgError } from './pg-errors.ts';
 import { ApiError } from '../domain/errors.ts';
 import { afterCommit } from './auth-changes.ts';
-import { afterCommitWake } from './event-wakeups.ts';
+import { afterCommitWakes } from './wakeups.ts';
 import { trackSavepoint, trackTransaction } from './tx-roots.ts';
 
 class AbandonedTransaction extends Error {}
@@ -38,12 +38,12 @@ export async function withTx<T>(db: Db, fn: (tx: TransactionSql) => Promise<T>):
     });
   }) as Promise<T>;
   // After COMMIT: this process's token cache drops what a committed auth change made stale, and the
-  // event fan-out workers are woken for the events it appended.
+  // workers are woken for the events and tasks it wrote (db/wakeups.ts).
   void run.then(
     () => {
       if (!committed) return;
       afterCommit(db as Sql, committed);
-      afterCommitWake(db as Sql, committed);
+      afterCommitWakes(db as Sql, committed);
     },
     () => {},
   );

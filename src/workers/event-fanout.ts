@@ -1,5 +1,5 @@
 // The event fan-out worker: turns new events into delivery rows. Wakes on LISTEN svc_events (sent
-// after the commit of each transaction that appended events: db/event-wakeups.ts) and polls every
+// after the commit of each transaction that appended events: db/wakeups.ts) and polls every
 // SVC_EVENT_FANOUT_POLL_INTERVAL_MS as a fallback (events another program inserts, a lost wake).
 // Each cycle claims up to SVC_EVENT_FANOUT_BATCH_SIZE queued events under a claim token that
 // lasts SVC_EVENT_FANOUT_LOCK_TIMEOUT_MS (skip locked: any number of workers and processes), matches

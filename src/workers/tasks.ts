@@ -3,7 +3,8 @@
 // fresh claim token with a lease, run the executor, and finalize fenced by the claim token: a
 // worker whose claim was lost (lease expired and recovered elsewhere) writes nothing.
 //
-// Wake-ups come from LISTEN svc_tasks (an insert trigger notifies); polling every
+// Wake-ups come from LISTEN svc_tasks (sent after the commit of each task submitted: db/wakeups.ts;
+// until migration 0300 an insert trigger sent it inside the submitting transaction); polling every
 // SVC_TASK_POLL_INTERVAL_MS is the fallback. SVC_TASK_WORKERS workers run per process. Shutdown
 // stops claiming at once, gives running executors a grace period, then aborts them.
 //
