@@ -464,6 +464,20 @@ describe('min_interval spacing', () => {
 });
 
 describe('worker loops', () => {
+  /** A new collection whose updates a new sink's subscription sends to the peer's `path`, with every event so far fanned out. */
+  const subscribedCollection = async (path: string): Promise<{ sinkId: number; col: number }> => {
+    const sinkId = (await createSink(t)).id;
+    const col = await createCollection(t);
+    await createSubscription(t, col, {
+      sink_id: sinkId,
+      entity_types: ['collection'],
+      actions: ['updated'],
+      routing: { url: peer.url(path) },
+    });
+    await fanOutAll(t);
+    return { sinkId, col };
+  };
+
   it('fan-out and delivery workers wake on notifications and deliver without polling', async () => {
     const slow = {
       ...t.deps.config,
@@ -472,15 +486,7 @@ describe('worker loops', () => {
       SVC_EVENT_DELIVERY_WORKERS: 1,
     };
     const deps = { ...t.deps, config: slow };
-    const sinkId = (await createSink(t)).id;
-    const col = await createCollection(t);
-    await createSubscription(t, col, {
-      sink_id: sinkId,
-      entity_types: ['collection'],
-      actions: ['updated'],
-      routing: { url: peer.url('/loop') },
-    });
-    await fanOutAll(t);
+    const { sinkId, col } = await subscribedCollection('/loop');
     const ctl = new AbortController();
     const fanStats = { notification: 0, poll: 0 };
     const delStats = { notification: 0, poll: 0 };
@@ -508,15 +514,7 @@ describe('worker loops', () => {
       select tg.tgname from pg_trigger tg join pg_proc p on p.oid = tg.tgfoid
       where tg.tgrelid in ('events'::regclass, 'tasks'::regclass) and p.prosrc ilike '%notify%'`;
     expect(notifying).toEqual([]);
-    const sinkId = (await createSink(t)).id;
-    const col = await createCollection(t);
-    await createSubscription(t, col, {
-      sink_id: sinkId,
-      entity_types: ['collection'],
-      actions: ['updated'],
-      routing: { url: peer.url('/sp') },
-    });
-    await fanOutAll(t);
+    const { sinkId, col } = await subscribedCollection('/sp');
     const deps = { ...t.deps, config: { ...t.deps.config, SVC_EVENT_FANOUT_POLL_INTERVAL_MS: 60_000 } };
     const ctl = new AbortController();
     const fanStats = { notification: 0, poll: 0 };

@@ -8,7 +8,7 @@
 // (cacheDropsOf); withTx signals the transaction's pool with it after COMMIT. Listeners are per
 // pool, so two app instances in one process (as tests run them) behave like two processes.
 import type { Db, Sql } from './sql.ts';
-import { transactionOf } from './tx-roots.ts';
+import { noteForCommit } from './tx-roots.ts';
 
 /**
  * What the token caches drop (services/token-cache.ts), named as the payloads on channel
@@ -139,13 +139,8 @@ export function onAuthChange(sql: Sql, fn: (drops: readonly CacheDrop[]) => void
  * its NOTIFY follows at commit.
  */
 export function markAuthChange(db: Db, drops: readonly CacheDrop[]): void {
-  if (drops.length === 0) return;
-  const tx = transactionOf(db);
-  if (tx) {
-    let set = pending.get(tx);
-    if (!set) pending.set(tx, (set = new Set()));
-    for (const d of drops) set.add(d);
-  } else for (const set of listeners.values()) for (const fn of set) fn(drops);
+  if (drops.length === 0 || noteForCommit(pending, db, drops)) return;
+  for (const set of listeners.values()) for (const fn of set) fn(drops);
 }
 
 /** After COMMIT of `tx` on `sql`: signals the pool's listeners with what the transaction made stale. */

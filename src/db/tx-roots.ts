@@ -15,7 +15,15 @@ export function trackSavepoint(sp: object, parent: object): void {
   if (root) roots.set(sp, root);
 }
 
-/** The transaction of withTx that `db` is or is inside of; undefined for a pool or another handle. */
-export function transactionOf(db: object): object | undefined {
-  return roots.get(db);
+/**
+ * Adds `values` to what `notes` keeps for the transaction of withTx that `db` is or is inside of,
+ * for after its COMMIT; false, keeping nothing, when `db` is in none (a pool or another handle).
+ */
+export function noteForCommit<T>(notes: WeakMap<object, Set<T>>, db: object, values: Iterable<T>): boolean {
+  const tx = roots.get(db);
+  if (!tx) return false;
+  let set = notes.get(tx);
+  if (!set) notes.set(tx, (set = new Set()));
+  for (const v of values) set.add(v);
+  return true;
 }

@@ -11,7 +11,7 @@
 // stands for all the commits in between. The workers still poll (SVC_EVENT_FANOUT_POLL_INTERVAL_MS,
 // SVC_TASK_POLL_INTERVAL_MS) for rows another program inserts and for a lost notification.
 import type { Db, Sql } from './sql.ts';
-import { transactionOf } from './tx-roots.ts';
+import { noteForCommit } from './tx-roots.ts';
 
 /** The channel the event fan-out workers listen on. */
 export const EVENTS_CHANNEL = 'svc_events';
@@ -31,12 +31,8 @@ const sending = new WeakMap<Sql, Map<Channel, { again: boolean; settled: Promise
  * before that statement has committed: the workers' poll then finds its rows.
  */
 export function markWake(db: Db, channel: Channel): void {
-  const tx = transactionOf(db);
-  if (tx) {
-    let set = marked.get(tx);
-    if (!set) marked.set(tx, (set = new Set()));
-    set.add(channel);
-  } else if (typeof (db as Sql).end === 'function') setImmediate(() => wake(db as Sql, channel));
+  if (noteForCommit(marked, db, [channel])) return;
+  if (typeof (db as Sql).end === 'function') setImmediate(() => wake(db as Sql, channel));
 }
 
 /** After COMMIT of `tx` on `sql`: wakes the workers of the channels the transaction marked. */
