@@ -651,11 +651,12 @@ async function main(): Promise<void> {
   ];
   const plan = ONLY.length ? fullPlan.filter(([id]) => ONLY.includes(id)) : fullPlan;
   const unknown = ONLY.filter((id) => !(SOAK_IDS as readonly string[]).includes(id) && !fullPlan.some(([p]) => p === id));
-  if (unknown.length || !plan.some(([id]) => id.startsWith('bare-')) || !plan.some(([id]) => id.startsWith('svc-'))) {
-    throw new Error(
-      `BENCH_ONLY: unknown ${unknown.join(', ') || '-'}; name at least one bare-* and one svc-* of ${fullPlan.map(([id]) => id).join(', ')}`,
-    );
-  }
+  const ids = `${fullPlan.map(([id]) => id).join(', ')}, ${SOAK_IDS.join(', ')}`;
+  if (unknown.length) throw new Error(`BENCH_ONLY: unknown ${unknown.join(', ')}; the ids are ${ids}`);
+  // a run of soaks alone has their own control (the bare server beside them); scenarios come in pairs
+  if (plan.length && (!plan.some(([id]) => id.startsWith('bare-')) || !plan.some(([id]) => id.startsWith('svc-'))))
+    throw new Error(`BENCH_ONLY: name at least one bare-* and one svc-* scenario, or soaks alone; the ids are ${ids}`);
+  if (!plan.length && SOAK === 0) throw new Error('BENCH_ONLY names only soaks, and BENCH_SOAK_SECONDS=0 skips them');
   const results: Measurement[] = [];
   for (let round = 1; round <= ROUNDS; round++) {
     process.stderr.write(`round ${round} of ${ROUNDS} (${CONNECTIONS} connections, ${WARMUP} s warm-up, ${DURATION} s measured)\n`);
@@ -872,9 +873,13 @@ function report(results: Measurement[], soaks: Soak[], run: { load0: number; loa
     `| ${header.join(' | ')} |`,
     `|${header.map(() => '---').join('|')}|`,
     ...rows.map((r) => `| ${r.join(' | ')} |`),
-    '',
-    `RSS of the service: ${fmt(mean(svc.map((m) => m.startRssMb)))} MB after start, peak ${fmt(Math.max(...svc.map((m) => m.peakRssMb)))} MB ` +
-      `under ${CONNECTIONS} connections (bare server: ${fmt(mean(bareAll.map((m) => m.startRssMb)))} MB after start, peak ${fmt(Math.max(...bareAll.map((m) => m.peakRssMb)))} MB).`,
+    ...(svc.length && bareAll.length
+      ? [
+          '',
+          `RSS of the service: ${fmt(mean(svc.map((m) => m.startRssMb)))} MB after start, peak ${fmt(Math.max(...svc.map((m) => m.peakRssMb)))} MB ` +
+            `under ${CONNECTIONS} connections (bare server: ${fmt(mean(bareAll.map((m) => m.startRssMb)))} MB after start, peak ${fmt(Math.max(...bareAll.map((m) => m.peakRssMb)))} MB).`,
+        ]
+      : []),
     ...(disagree ? ['', '† the rounds differ by more than 5 %: something else was using the machine; rerun when it is idle.'] : []),
     ...(goals.length ? ['', 'Goals of #14 (means of the rounds):', ...goals] : []),
   ].join('\n');
