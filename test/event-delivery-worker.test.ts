@@ -497,9 +497,25 @@ describe('worker loops', () => {
     try {
       await new Promise((r) => setTimeout(r, 300));
       await t.request('PATCH', `/api/v1/collections/${col}`, { body: { description: uniq() } });
-      const deadline = Date.now() + 10_000;
-      while (Date.now() < deadline && !peer.seen.some((r) => r.url === '/loop')) await new Promise((r) => setTimeout(r, 50));
-      expect(peer.seen.filter((r) => r.url === '/loop').length).toBe(1);
+      const sent = async (n: number) => {
+        const deadline = Date.now() + 10_000;
+        while (Date.now() < deadline && peer.seen.filter((r) => r.url === '/loop').length < n) await new Promise((r) => setTimeout(r, 50));
+        return peer.seen.filter((r) => r.url === '/loop');
+      };
+      expect((await sent(1)).length).toBe(1);
+      // a delivery released for retry, and a test delivery, wake the delivery workers too
+      const [made] = await t.deps.sql<{ id: number; subscription_id: number; event_id: string }[]>`
+        select id, subscription_id, event_id::text from event_deliveries where sink_id = ${sinkId} and purpose = 'event'`;
+      await t.deps.sql`update event_deliveries set status = 'dead' where id = ${made!.id}`;
+      expect((await t.request('POST', `/api/v1/event-deliveries/${made!.id}/retry`)).status).toBe(200);
+      expect((await sent(2)).length).toBe(2);
+      const test = await t.request('POST', `/api/v1/event-sinks/${sinkId}/test`, {
+        body: { subscription_id: made!.subscription_id, event_id: made!.event_id },
+      });
+      expect(test.status).toBe(202);
+      const seen = await sent(3);
+      expect(seen.map((r) => r.headers['x-svc-delivery-purpose'] ?? 'event')).toEqual(['event', 'event', 'test']);
+      expect(delStats.poll).toBe(0);
     } finally {
       ctl.abort();
       await loops;
@@ -508,11 +524,11 @@ describe('worker loops', () => {
     expect(delStats.notification).toBeGreaterThanOrEqual(1);
   });
 
-  it('events appended in a savepoint wake the fan-out after their commit; no trigger on events or tasks notifies inside the transaction', async () => {
+  it('events appended in a savepoint wake the fan-out after their commit; no trigger on events, tasks or deliveries notifies inside the transaction', async () => {
     // a NOTIFY in a transaction makes its commit wait for every other notifying commit (db/wakeups.ts)
     const notifying = await t.deps.sql<{ tgname: string }[]>`
       select tg.tgname from pg_trigger tg join pg_proc p on p.oid = tg.tgfoid
-      where tg.tgrelid in ('events'::regclass, 'tasks'::regclass) and p.prosrc ilike '%notify%'`;
+      where tg.tgrelid in ('events'::regclass, 'tasks'::regclass, 'event_deliveries'::regclass) and p.prosrc ilike '%notify%'`;
     expect(notifying).toEqual([]);
     const { sinkId, col } = await subscribedCollection('/sp');
     const deps = { ...t.deps, config: { ...t.deps.config, SVC_EVENT_FANOUT_POLL_INTERVAL_MS: 60_000 } };

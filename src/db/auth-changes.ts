@@ -167,7 +167,11 @@ export async function listenForTokenChanges(
   return () => sub.unlisten();
 }
 
-/** Sends the heartbeat a listener uses to know its connection still hears notifications. */
+/**
+ * Sends the heartbeat a listener uses to know its connection still hears notifications. Its commit
+ * does not wait for its WAL flush (a heartbeat need not survive a crash), so it holds PostgreSQL's
+ * lock on notifying commits (db/wakeups.ts) for as short as it can.
+ */
 export function sendTokenCacheHeartbeat(sql: Sql): Promise<void> {
-  return sql`select pg_notify(${TOKEN_CACHE_CHANNEL}, 'p')`.then(() => undefined);
+  return sql`select set_config('synchronous_commit', 'off', true), pg_notify(${TOKEN_CACHE_CHANNEL}, 'p')`.then(() => undefined);
 }

@@ -7,6 +7,7 @@ import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import type { EventRow } from '../domain/audit.ts';
 import type { SinkKind } from '../domain/event-subscriptions.ts';
 import { DELIVERY_STATUSES, type EventDeliveryRow } from '../domain/views/event-deliveries.ts';
+import { DELIVERIES_CHANNEL, markWake } from './wakeups.ts';
 
 export const EVENT_DELIVERY_LIST_SPEC: ListSpec = {
   fields: {
@@ -59,6 +60,7 @@ export async function insertTestDelivery(
     insert into event_deliveries as d (event_id, subscription_id, sink_id, purpose)
     values (${eventId}::uuid, ${subscriptionId}::int, ${sinkId}::int, 'test')
     returning ${cols(tx)}`;
+  markWake(tx, DELIVERIES_CHANNEL);
   return row!;
 }
 
@@ -69,7 +71,7 @@ export async function releaseDelivery(tx: TransactionSql, id: number): Promise<E
       locked_until = null, claim_token = null, updated_at = now()
     where d.id = ${id}::int
     returning ${cols(tx)}`;
-  await tx`select pg_notify('svc_event_deliveries', '')`;
+  markWake(tx, DELIVERIES_CHANNEL);
   return row!;
 }
 

@@ -2,9 +2,11 @@
 // (same transaction). Workers claim queue rows under a claim token and lock expiry (skip locked,
 // so any number of processes share the queue; an expired claim is taken over), then finish them in
 // one transaction fenced by the token: the queue rows are deleted and one delivery row per matching
-// subscription is inserted, at most once per (event, subscription) by the unique index.
+// subscription is inserted, at most once per (event, subscription) by the unique index; the
+// delivery workers are woken after its commit (db/wakeups.ts).
 import type { TransactionSql, Db } from './sql.ts';
 import type { SubscriptionFilter } from '../domain/event-subscriptions.ts';
+import { DELIVERIES_CHANNEL, markWake } from './wakeups.ts';
 
 export async function claimFanoutBatch(db: Db, limit: number, lockMs: number, token: string): Promise<number[]> {
   const rows = await db<{ event_id: number }[]>`
@@ -69,5 +71,6 @@ export async function finishFanout(
     order by v.event_id, s.id
     on conflict (event_id, subscription_id) where purpose = 'event' do nothing
     returning id`;
+  if (rows.length) markWake(tx, DELIVERIES_CHANNEL);
   return rows.length;
 }

@@ -1,7 +1,9 @@
 // Wakes the workers that LISTEN for new rows once those rows have committed: the event fan-out
 // workers (channel svc_events, workers/event-fanout.ts) for audit events, the task workers
-// (svc_tasks, workers/tasks.ts) for submitted tasks. Until migrations 0290 and 0300 insert triggers
-// on events and tasks sent these NOTIFYs inside the transactions that wrote the rows; but
+// (svc_tasks, workers/tasks.ts) for submitted tasks, the event delivery workers
+// (svc_event_deliveries, workers/event-delivery.ts) for deliveries made or released. Until
+// migrations 0290, 0300 and 0310 insert triggers on events, tasks and event_deliveries sent these
+// NOTIFYs inside the transactions that wrote the rows; but
 // PostgreSQL serialises the commits of notifying transactions on one database-wide lock, taken
 // before commit and held until its WAL is flushed, so every such transaction of every process
 // committed one after another, each waiting for its own flush (no group commit): about a sixth of
@@ -9,7 +11,8 @@
 // commits such a transaction sends the NOTIFY itself, after the commit, in a statement of its own
 // that does not wait for its flush; while one is under way on a channel, the next waits for it and
 // stands for all the commits in between. The workers still poll (SVC_EVENT_FANOUT_POLL_INTERVAL_MS,
-// SVC_TASK_POLL_INTERVAL_MS) for rows another program inserts and for a lost notification.
+// SVC_TASK_POLL_INTERVAL_MS, SVC_EVENT_DELIVERY_POLL_INTERVAL_MS) for rows another program inserts
+// and for a lost notification.
 import type { Db, Sql } from './sql.ts';
 import { noteForCommit } from './tx-roots.ts';
 
@@ -17,7 +20,9 @@ import { noteForCommit } from './tx-roots.ts';
 export const EVENTS_CHANNEL = 'svc_events';
 /** The channel the task workers listen on. */
 export const TASKS_CHANNEL = 'svc_tasks';
-type Channel = typeof EVENTS_CHANNEL | typeof TASKS_CHANNEL;
+/** The channel the event delivery workers listen on. */
+export const DELIVERIES_CHANNEL = 'svc_event_deliveries';
+type Channel = typeof EVENTS_CHANNEL | typeof TASKS_CHANNEL | typeof DELIVERIES_CHANNEL;
 
 /** The channels each transaction of withTx is to wake after its COMMIT. */
 const marked = new WeakMap<object, Set<Channel>>();

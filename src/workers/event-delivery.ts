@@ -1,5 +1,6 @@
 // The event delivery worker. SVC_EVENT_DELIVERY_WORKERS workers per process (0 = delivery off),
-// woken by LISTEN svc_event_deliveries (new rows, released rows) with polling as the fallback.
+// woken by LISTEN svc_event_deliveries (sent after the commit that made or released rows:
+// db/wakeups.ts) with polling as the fallback.
 // Each cycle claims at most min(SVC_EVENT_DELIVERY_BATCH_SIZE, 8) due rows, each under its own claim
 // token locked for SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, and sends them concurrently:
 //   1. load sink, subscription and event; refuse (dead, nothing sent, no secret resolved) a
@@ -20,6 +21,7 @@
 import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
+import { DELIVERIES_CHANNEL } from '../db/wakeups.ts';
 import { findEventSink } from '../db/event-sinks.ts';
 import { sinkDefinition } from '../domain/views/event-sinks.ts';
 import { findEventSubscription } from '../db/event-subscriptions.ts';
@@ -203,7 +205,7 @@ export async function runDeliveryWorkers(
   only: DeliveryClaimFilter = {},
 ): Promise<void> {
   const cfg = deps.config;
-  await runWokenWorkers(deps, signal, { count: cfg.SVC_EVENT_DELIVERY_WORKERS, channel: 'svc_event_deliveries' }, async (waker) => {
+  await runWokenWorkers(deps, signal, { count: cfg.SVC_EVENT_DELIVERY_WORKERS, channel: DELIVERIES_CHANNEL }, async (waker) => {
     while (!signal.aborted) {
       let claimed = 0;
       try {

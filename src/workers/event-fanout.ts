@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
+import { EVENTS_CHANNEL } from '../db/wakeups.ts';
 import { candidateSubscriptions, claimFanoutBatch, finishFanout } from '../db/event-fanout.ts';
 import { findEventsByIds } from '../db/event-deliveries.ts';
 import { subscriptionMatches } from '../domain/event-subscriptions.ts';
@@ -49,7 +50,7 @@ export async function runEventFanoutOnce(deps: Deps): Promise<FanoutResult> {
 /** Runs SVC_EVENT_FANOUT_WORKERS workers until `signal` aborts. */
 export async function runEventFanoutWorkers(deps: Deps, signal: AbortSignal, stats: WakeupStats = fanoutWakeups): Promise<void> {
   const cfg = deps.config;
-  await runWokenWorkers(deps, signal, { count: cfg.SVC_EVENT_FANOUT_WORKERS, channel: 'svc_events' }, async (waker) => {
+  await runWokenWorkers(deps, signal, { count: cfg.SVC_EVENT_FANOUT_WORKERS, channel: EVENTS_CHANNEL }, async (waker) => {
     while (!signal.aborted) {
       let full = false;
       try {

@@ -20,6 +20,7 @@ import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
 import type { Actor } from '../domain/actor.ts';
 import { withTx } from '../db/tx.ts';
+import { TASKS_CHANNEL } from '../db/wakeups.ts';
 import { insertTaskEvent } from '../db/tasks.ts';
 import {
   findSubmitter,
@@ -292,7 +293,7 @@ export async function runTaskWorkers(
 ): Promise<void> {
   const opts = {
     count: deps.config.SVC_TASK_WORKERS,
-    channel: 'svc_tasks',
+    channel: TASKS_CHANNEL,
     onNotify: () => {
       stats.notifications++;
     },
