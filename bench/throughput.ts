@@ -658,7 +658,7 @@ async function main(): Promise<void> {
     throw new Error(`BENCH_ONLY: name at least one bare-* and one svc-* scenario, or soaks alone; the ids are ${ids}`);
   if (!plan.length && SOAK === 0) throw new Error('BENCH_ONLY names only soaks, and BENCH_SOAK_SECONDS=0 skips them');
   const results: Measurement[] = [];
-  for (let round = 1; round <= ROUNDS; round++) {
+  for (let round = 1; plan.length && round <= ROUNDS; round++) {
     process.stderr.write(`round ${round} of ${ROUNDS} (${CONNECTIONS} connections, ${WARMUP} s warm-up, ${DURATION} s measured)\n`);
     for (const [id, procs, target] of plan) results.push(await measure(id, round, procs, target));
   }
