@@ -465,17 +465,19 @@ describe('min_interval spacing', () => {
 
 describe('worker loops', () => {
   /** A new collection whose updates a new sink's subscription sends to the peer's `path`, with every event so far fanned out. */
-  const subscribedCollection = async (path: string): Promise<{ sinkId: number; col: number }> => {
+  const subscribedCollection = async (path: string): Promise<{ sinkId: number; col: number; subId: number }> => {
     const sinkId = (await createSink(t)).id;
     const col = await createCollection(t);
-    await createSubscription(t, col, {
-      sink_id: sinkId,
-      entity_types: ['collection'],
-      actions: ['updated'],
-      routing: { url: peer.url(path) },
-    });
+    const subId = (
+      await createSubscription(t, col, {
+        sink_id: sinkId,
+        entity_types: ['collection'],
+        actions: ['updated'],
+        routing: { url: peer.url(path) },
+      })
+    ).id;
     await fanOutAll(t);
-    return { sinkId, col };
+    return { sinkId, col, subId };
   };
 
   it('fan-out and delivery workers wake on notifications and deliver without polling', async () => {
@@ -522,6 +524,40 @@ describe('worker loops', () => {
     }
     expect(fanStats.notification).toBeGreaterThanOrEqual(1);
     expect(delStats.notification).toBeGreaterThanOrEqual(1);
+  });
+
+  it('a sink or subscription enabled again wakes the delivery workers for the deliveries it held', async () => {
+    const deps = { ...t.deps, config: { ...t.deps.config, SVC_EVENT_DELIVERY_POLL_INTERVAL_MS: 60_000, SVC_EVENT_DELIVERY_WORKERS: 1 } };
+    // a delivery each, made while everything was enabled; then one held by its sink, one by its subscription
+    const bySink = await subscribedCollection('/held-by-sink');
+    const bySub = await subscribedCollection('/held-by-subscription');
+    for (const { col } of [bySink, bySub]) await t.request('PATCH', `/api/v1/collections/${col}`, { body: { description: uniq() } });
+    await fanOutAll(t);
+    const sinkPath = `/api/v1/event-sinks/${bySink.sinkId}`;
+    const subPath = `/api/v1/collections/${bySub.col}/event-subscriptions/${bySub.subId}`;
+    for (const path of [sinkPath, subPath]) expect((await t.request('PATCH', path, { body: { enabled: false } })).status).toBe(200);
+    const ctl = new AbortController();
+    const delStats = { notification: 0, poll: 0 };
+    const loop = runDeliveryWorkers(deps, ctl.signal, delStats, { sinkIds: [bySink.sinkId, bySub.sinkId] });
+    const sent = (url: string) => peer.seen.filter((r) => r.url === url).length;
+    const arrives = async (url: string) => {
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline && sent(url) === 0) await new Promise((r) => setTimeout(r, 50));
+      return sent(url);
+    };
+    try {
+      await new Promise((r) => setTimeout(r, 300));
+      expect([sent('/held-by-sink'), sent('/held-by-subscription')]).toEqual([0, 0]);
+      expect((await t.request('PATCH', sinkPath, { body: { enabled: true } })).status).toBe(200);
+      expect(await arrives('/held-by-sink')).toBe(1);
+      expect(sent('/held-by-subscription')).toBe(0);
+      expect((await t.request('PATCH', subPath, { body: { enabled: true } })).status).toBe(200);
+      expect(await arrives('/held-by-subscription')).toBe(1);
+      expect(delStats.poll).toBe(0);
+    } finally {
+      ctl.abort();
+      await loop;
+    }
   });
 
   it('events appended in a savepoint wake the fan-out after their commit; no trigger on events, tasks or deliveries notifies inside the transaction', async () => {

@@ -7,6 +7,7 @@ import { appendEvent, deleteRowWithEvents } from '../db/events.ts';
 import { insertEventSink, lockEventSink, subscriptionRoutingsOfSink, updateEventSink as updateEventSinkRow } from '../db/event-sinks.ts';
 import { eventSinkEvent, sinkFields, type EventSinkRow } from '../domain/views/event-sinks.ts';
 import { countSubscriptionsOfSink } from '../db/event-subscriptions.ts';
+import { DELIVERIES_CHANNEL, markWake } from '../db/wakeups.ts';
 import { validateSink, validateSinkChange } from '../sinks/index.ts';
 import { requireMatch, skipWhenUnchanged, type MutationContext, type Written } from './context.ts';
 
@@ -66,6 +67,8 @@ export async function updateEventSink(
       updated_at: now,
       revision: before.revision + 1,
     };
+    // the deliveries it held while disabled are due: the delivery workers hear of it after the commit
+    if (!before.enabled && after.enabled) markWake(m.tx, DELIVERIES_CHANNEL);
     return updateEventSinkRow(m.tx, m.actor, after, [eventSinkEvent(after, 'updated', before)], m.final);
   });
 }
