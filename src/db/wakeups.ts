@@ -1,7 +1,8 @@
 // Wakes the workers that LISTEN for new rows once those rows have committed: the event fan-out
 // workers (channel svc_events, workers/event-fanout.ts) for audit events, the task workers
 // (svc_tasks, workers/tasks.ts) for submitted tasks, the event delivery workers
-// (svc_event_deliveries, workers/event-delivery.ts) for deliveries made or released. Until
+// (svc_event_deliveries, workers/event-delivery.ts) for deliveries made, released for retry, or let
+// go by a sink or subscription enabled again (mutations/event-sinks.ts, event-subscriptions.ts). Until
 // migrations 0290, 0300 and 0310 insert triggers on events, tasks and event_deliveries sent these
 // NOTIFYs inside the transactions that wrote the rows; but
 // PostgreSQL serialises the commits of notifying transactions on one database-wide lock, taken
