@@ -90,7 +90,7 @@ afterAll(async () => {
  */
 const background = (text: string) =>
   /\bupdate tokens\b/.test(text) ||
-  /^\s*select pg_notify\(/.test(text) ||
+  /^\s*select (set_config\('synchronous_commit', 'off', true\), )?pg_notify\(/.test(text) ||
   text.includes('with recursive svc_granted (id, permission)') ||
   text.includes('select group_id from group_members where principal_id =') ||
   text.includes('from pg_catalog.pg_type a');
