@@ -526,19 +526,23 @@ describe('worker loops', () => {
     expect(delStats.notification).toBeGreaterThanOrEqual(1);
   });
 
-  it('a sink or subscription enabled again wakes the delivery workers for the deliveries it held', async () => {
+  it('a sink or subscription enabled again, or a subscription moved to an enabled sink, wakes the delivery workers for the deliveries held', async () => {
     const deps = { ...t.deps, config: { ...t.deps.config, SVC_EVENT_DELIVERY_POLL_INTERVAL_MS: 60_000, SVC_EVENT_DELIVERY_WORKERS: 1 } };
     // a delivery each, made while everything was enabled; then one held by its sink, one by its subscription
     const bySink = await subscribedCollection('/held-by-sink');
     const bySub = await subscribedCollection('/held-by-subscription');
-    for (const { col } of [bySink, bySub]) await t.request('PATCH', `/api/v1/collections/${col}`, { body: { description: uniq() } });
+    const moved = await subscribedCollection('/moved');
+    for (const { col } of [bySink, bySub, moved]) await t.request('PATCH', `/api/v1/collections/${col}`, { body: { description: uniq() } });
     await fanOutAll(t);
     const sinkPath = `/api/v1/event-sinks/${bySink.sinkId}`;
     const subPath = `/api/v1/collections/${bySub.col}/event-subscriptions/${bySub.subId}`;
-    for (const path of [sinkPath, subPath]) expect((await t.request('PATCH', path, { body: { enabled: false } })).status).toBe(200);
+    const movedSinkPath = `/api/v1/event-sinks/${moved.sinkId}`;
+    for (const path of [sinkPath, subPath, movedSinkPath])
+      expect((await t.request('PATCH', path, { body: { enabled: false } })).status).toBe(200);
+    const elsewhere = (await createSink(t)).id;
     const ctl = new AbortController();
     const delStats = { notification: 0, poll: 0 };
-    const loop = runDeliveryWorkers(deps, ctl.signal, delStats, { sinkIds: [bySink.sinkId, bySub.sinkId] });
+    const loop = runDeliveryWorkers(deps, ctl.signal, delStats, { sinkIds: [bySink.sinkId, bySub.sinkId, moved.sinkId, elsewhere] });
     const sent = (url: string) => peer.seen.filter((r) => r.url === url).length;
     const arrives = async (url: string) => {
       const deadline = Date.now() + 10_000;
@@ -547,12 +551,17 @@ describe('worker loops', () => {
     };
     try {
       await new Promise((r) => setTimeout(r, 300));
-      expect([sent('/held-by-sink'), sent('/held-by-subscription')]).toEqual([0, 0]);
+      expect([sent('/held-by-sink'), sent('/held-by-subscription'), sent('/moved')]).toEqual([0, 0, 0]);
       expect((await t.request('PATCH', sinkPath, { body: { enabled: true } })).status).toBe(200);
       expect(await arrives('/held-by-sink')).toBe(1);
       expect(sent('/held-by-subscription')).toBe(0);
       expect((await t.request('PATCH', subPath, { body: { enabled: true } })).status).toBe(200);
       expect(await arrives('/held-by-subscription')).toBe(1);
+      const move = await t.request('PATCH', `/api/v1/collections/${moved.col}/event-subscriptions/${moved.subId}`, {
+        body: { sink_id: elsewhere },
+      });
+      expect(move.status).toBe(200);
+      expect(await arrives('/moved')).toBe(1);
       expect(delStats.poll).toBe(0);
     } finally {
       ctl.abort();
