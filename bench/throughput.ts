@@ -21,7 +21,8 @@
 // targeted run; the table then has only the rows whose scenarios ran), BENCH_SVC_NODE_OPTIONS
 // (extra node flags for the service processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to
 // profile them under the load; bench/cpuprofile-top.ts summarises a profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server), BENCH_LOADER
-// (wrk or autocannon; default wrk when it is on the PATH).
+// (wrk or autocannon; default wrk when it is on the PATH), BENCH_SVC_LOG_LEVEL (the service's
+// SVC_LOG_LEVEL, default warn: no `request` log line per request; info measures them).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -53,6 +54,7 @@ const ONLY = (process.env.BENCH_ONLY ?? '')
   .map((s) => s.trim())
   .filter(Boolean);
 const SVC_NODE_OPTIONS = (process.env.BENCH_SVC_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
+const SVC_LOG_LEVEL = process.env.BENCH_SVC_LOG_LEVEL ?? 'warn';
 const BARE_NODE_OPTIONS = (process.env.BENCH_BARE_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
 const LOADER = loader(process.env.BENCH_LOADER);
 const ADMIN_PASSWORD = 'bench-throughput-password';
@@ -77,7 +79,7 @@ interface Proc {
   port: number;
   child: ChildProcess;
   exited: Promise<void>;
-  output: string[];
+  output: () => string[];
   startRssKb: number;
 }
 
@@ -119,11 +121,14 @@ async function startProc(
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const output: string[] = [];
+  // Its last chunks of output, for the errors below, kept as they came: a service logging every
+  // request (BENCH_SVC_LOG_LEVEL=info) then costs this process a read a chunk, as a log collector.
+  const chunks: Buffer[] = [];
   const keep = (b: Buffer) => {
-    output.push(...b.toString('utf8').split('\n').filter(Boolean));
-    if (output.length > 40) output.splice(0, output.length - 40);
+    chunks.push(b);
+    if (chunks.length > 8) chunks.shift();
   };
+  const output = () => Buffer.concat(chunks).toString('utf8').split('\n').filter(Boolean).slice(-40);
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   let alive = true;
@@ -132,8 +137,8 @@ async function startProc(
   live.add(proc);
   const deadline = Date.now() + 60_000;
   for (;;) {
-    if (!alive) throw new Error(`${name} exited during start-up:\n${output.join('\n')}`);
-    if (Date.now() > deadline) throw new Error(`${name} not ready within 60 s:\n${output.join('\n')}`);
+    if (!alive) throw new Error(`${name} exited during start-up:\n${output().join('\n')}`);
+    if (Date.now() > deadline) throw new Error(`${name} not ready within 60 s:\n${output().join('\n')}`);
     try {
       const res = await fetch(`http://127.0.0.1:${port}${readyPath}`);
       await res.arrayBuffer();
@@ -591,7 +596,7 @@ async function main(): Promise<void> {
     const env = {
       SVC_DATABASE_URL: dbUrl,
       SVC_BIND: `127.0.0.1:${port}`,
-      SVC_LOG_LEVEL: 'warn',
+      SVC_LOG_LEVEL: SVC_LOG_LEVEL,
       SVC_ADMIN_PASSWORD: ADMIN_PASSWORD,
       SVC_RUNTIME_ROLE: role,
       ...extra,

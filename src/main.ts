@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import { bind, ConfigError, loadConfig, type Config } from './config.ts';
-import { createLogger } from './log.ts';
+import { createLogger, stdoutLogDestination } from './log.ts';
+import { logLinesDropped } from './metrics.ts';
 import { startEmbeddedPostgres, type EmbeddedDb } from './db/embedded.ts';
 import { createSql, type Sql } from './db/sql.ts';
 import { migrate, migrationStatus } from './db/migrate.ts';
@@ -39,7 +40,10 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const log = createLogger(cfg.SVC_LOG_LEVEL);
+  const log = createLogger(
+    cfg.SVC_LOG_LEVEL,
+    stdoutLogDestination(() => logLinesDropped.inc()),
+  );
   // A stop requested while the embedded PostgreSQL starts ends the process at once; the server,
   // started or starting, is told to stop as the process exits (src/db/embedded.ts).
   let shutdown = async (signal: string): Promise<void> => {

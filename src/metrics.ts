@@ -221,6 +221,11 @@ export const deliveries = new Counter({
   labelNames: ['transport', 'outcome'] as const,
   registers,
 });
+export const logLinesDropped = new Counter({
+  name: 'svc_log_lines_dropped_total',
+  help: 'Log lines dropped because stdout did not keep up (16 MiB of lines were waiting).',
+  registers,
+});
 export const loginLimiterBlocks = new Counter({
   name: 'svc_login_limiter_blocks_total',
   help: 'Login attempts refused by the login rate limiter (429 before any password check).',

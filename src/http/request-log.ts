@@ -9,6 +9,7 @@ import type { Context, MiddlewareHandler } from 'hono';
 import type { Deps } from '../deps.ts';
 import { HTTP_METHODS, httpInFlight, recordRequest } from '../metrics.ts';
 import { applySecurityHeaders, securityHeaders } from './security-headers.ts';
+import { unredacted } from '../log.ts';
 
 /** X-Request-Id and X-Correlation-ID: 1 to 128 of `A-Z a-z 0-9 . _ : -`. */
 const HEADER_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -79,7 +80,8 @@ export function endRequest(
   recordRequest(m, facts.route, res.status, ms / 1000);
   if (!deps.log.isLevelEnabled('info')) return;
   const length = finished ? (finished['content-length'] ?? null) : res.headers.get('content-length');
-  deps.log.info(
+  // its fields, below, are all it says: nothing to redact
+  unredacted(deps.log).info(
     {
       request_id: facts.requestId,
       correlation_id: facts.correlationId,
