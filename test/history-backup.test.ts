@@ -2,7 +2,7 @@
 // `entity_history` section, and a restore of such a document brings the versions back exactly. A
 // restore replaces ALL data, so this file runs in its own database on the same server (as
 // test/backups.test.ts does); its tests run one after another there.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -225,8 +225,13 @@ describe('restores with and without entity versions', () => {
 
 describe('svc backup --include-entity-history', () => {
   it('passes include_entity_history through; without the flag it is false', () => {
-    const out = join(mkdtempSync(join(tmpdir(), 'svc-hb-')), uniq('b') + '.json');
-    expect(backupArgs(['--out', out, '--include-entity-history'])).toEqual({ out, includeHistory: true, includeEntityHistory: true });
-    expect(backupArgs(['--out', out])).toEqual({ out, includeHistory: true, includeEntityHistory: false });
+    const dir = mkdtempSync(join(tmpdir(), 'svc-hb-'));
+    const out = join(dir, uniq('b') + '.json');
+    try {
+      expect(backupArgs(['--out', out, '--include-entity-history'])).toEqual({ out, includeHistory: true, includeEntityHistory: true });
+      expect(backupArgs(['--out', out])).toEqual({ out, includeHistory: true, includeEntityHistory: false });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
