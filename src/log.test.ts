@@ -8,15 +8,21 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { createLogger, LOG_BUFFER_MAX_BYTES, unredacted } from './log.ts';
 
+/** A stream that keeps each line written to it. */
+function captured(): { lines: string[]; sink: Writable } {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  return { lines, sink };
+}
+
 describe('createLogger', () => {
   it('writes JSON lines and redacts credentials wherever they appear', () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
+    const { lines, sink } = captured();
     const log = createLogger('info', sink);
     log.info({ password: 'hunter2', body: { token: 'raw-token', secret: 'shh' }, headers: { authorization: 'Bearer abc' } }, 'request');
     expect(lines).toHaveLength(1);
@@ -30,13 +36,7 @@ describe('createLogger', () => {
 
 describe('unredacted', () => {
   it("writes to the logger's stream at the logger's level, the line as given", () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        lines.push(chunk.toString());
-        done();
-      },
-    });
+    const { lines, sink } = captured();
     const quiet = createLogger('warn', sink);
     unredacted(quiet).info({ route: '/healthz' }, 'request');
     expect(lines).toEqual([]);

@@ -9,6 +9,7 @@
 // pool, so two app instances in one process (as tests run them) behave like two processes.
 import type { Db, Sql } from './sql.ts';
 import { noteForCommit } from './tx-roots.ts';
+import { notifyUnflushed } from './wakeups.ts';
 
 /**
  * What the token caches drop (services/token-cache.ts), named as the payloads on channel
@@ -167,11 +168,7 @@ export async function listenForTokenChanges(
   return () => sub.unlisten();
 }
 
-/**
- * Sends the heartbeat a listener uses to know its connection still hears notifications. Its commit
- * does not wait for its WAL flush (a heartbeat need not survive a crash), so it holds PostgreSQL's
- * lock on notifying commits (db/wakeups.ts) for as short as it can.
- */
+/** Sends the heartbeat a listener uses to know its connection still hears notifications. */
 export function sendTokenCacheHeartbeat(sql: Sql): Promise<void> {
-  return sql`select set_config('synchronous_commit', 'off', true), pg_notify(${TOKEN_CACHE_CHANNEL}, 'p')`.then(() => undefined);
+  return notifyUnflushed(sql, TOKEN_CACHE_CHANNEL, 'p').then(() => undefined);
 }

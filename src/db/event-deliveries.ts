@@ -84,11 +84,15 @@ export async function deadLetterDelivery(tx: TransactionSql, id: number): Promis
   return row!;
 }
 
-/** Unfinished fan-out deliveries follow their subscription to its new sink. */
+/**
+ * Unfinished fan-out deliveries follow their subscription to its new sink; the delivery workers are
+ * woken after the commit (a disabled sink may have held them).
+ */
 export async function repointSubscriptionDeliveries(tx: TransactionSql, subscriptionId: number, sinkId: number): Promise<void> {
   await tx`
     update event_deliveries set sink_id = ${sinkId}::int, updated_at = now()
     where subscription_id = ${subscriptionId}::int and purpose = 'event' and status in ('pending', 'failed')`;
+  markWake(tx, DELIVERIES_CHANNEL);
 }
 
 // ---- events ---------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ export function wake(sql: Sql, channel: Channel): void {
   const state = { again: false, settled: new Promise<void>((ok) => (finished = ok)) };
   channels.set(channel, state);
   const send = (): void => {
-    sql`select set_config('synchronous_commit', 'off', true), pg_notify(${channel}, '')`.then(done, done);
+    notifyUnflushed(sql, channel, '').then(done, done);
   };
   const done = (): void => {
     if (state.again) {
@@ -75,6 +75,15 @@ export function wake(sql: Sql, channel: Channel): void {
     finished();
   };
   send();
+}
+
+/**
+ * NOTIFY `channel` with `payload` in a statement of its own whose commit does not wait for its WAL
+ * flush, so it holds PostgreSQL's lock on notifying commits as briefly as it can: for a
+ * notification that need not survive a crash (a wake, the token cache's heartbeat).
+ */
+export function notifyUnflushed(sql: Sql, channel: string, payload: string): Promise<unknown> {
+  return sql`select set_config('synchronous_commit', 'off', true), pg_notify(${channel}, ${payload})`;
 }
 
 /** Resolves once no wake is under way on `sql` (those asked for before included). */

@@ -109,8 +109,8 @@ export async function updateEventSubscription(
     const destinationChanged = next.sink_id !== prev.sink_id || !sameJson(next.routing, prev.routing);
     if (!admin && destinationChanged) requireListedRouting(sink.id, sink.kind, next.routing, sink.config);
     if (next.sink_id !== before.sink_id) await repointSubscriptionDeliveries(m.tx, id, next.sink_id);
-    // deliveries held while it was disabled (or its sink was) may be due: the delivery workers hear of it after the commit
-    if ((!before.enabled && next.enabled) || next.sink_id !== before.sink_id) markWake(m.tx, DELIVERIES_CHANNEL);
+    // the deliveries it held while disabled are due: the delivery workers hear of it after the commit
+    if (!before.enabled && next.enabled) markWake(m.tx, DELIVERIES_CHANNEL);
     // routing_admin_approved is the statement's to decide (updateEventSubscriptionRow)
     const after: EventSubscriptionRow = { ...before, ...next, updated_at: now, revision: before.revision + 1 };
     const event = eventSubscriptionEvent(after, 'updated', before);
