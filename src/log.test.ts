@@ -6,7 +6,7 @@ import { Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { createLogger, LOG_BUFFER_MAX_BYTES, unredacted } from './log.ts';
+import { createLogger, LOG_BUFFER_MAX_BYTES, writeInfoLine } from './log.ts';
 
 /** A stream that keeps each line written to it. */
 function captured(): { lines: string[]; sink: Writable } {
@@ -34,25 +34,31 @@ describe('createLogger', () => {
   });
 });
 
-describe('unredacted', () => {
-  it("writes to the logger's stream at the logger's level, the line as given", () => {
+describe('writeInfoLine', () => {
+  it("writes to the logger's stream the line pino would write for the same fields, unredacted", () => {
     const { lines, sink } = captured();
-    const quiet = createLogger('warn', sink);
-    unredacted(quiet).info({ route: '/healthz' }, 'request');
-    expect(lines).toEqual([]);
     const log = createLogger('info', sink);
-    expect(unredacted(log)).toBe(unredacted(log));
-    unredacted(log).info({ request_id: 'r-1', route: '/healthz', status: 200 }, 'request');
+    const fields = { request_id: 'r-1', correlation_id: null, route: '/a "b"\n', status: 200, duration_ms: 0.4, token: 'raw' };
+    const before = Date.now();
+    writeInfoLine(
+      log,
+      Object.entries(fields)
+        .map(([k, v]) => `${JSON.stringify(k)}:${JSON.stringify(v)}`)
+        .join(','),
+      'request',
+    );
+    const after = Date.now();
+    const plain = pino({ level: 'info', base: undefined }, sink);
+    plain.info(fields, 'request');
     log.info({ token: 'raw-token' }, 'redacted still');
-    expect(lines).toHaveLength(2);
-    expect(JSON.parse(lines[0]!)).toMatchObject({
-      level: pino.levels.values.info,
-      request_id: 'r-1',
-      route: '/healthz',
-      status: 200,
-      msg: 'request',
-    });
-    expect(lines[1]).not.toContain('raw-token');
+    expect(lines).toHaveLength(3);
+    const time = (line: string): number => (JSON.parse(line) as { time: number }).time;
+    expect(time(lines[0]!)).toBeGreaterThanOrEqual(before);
+    expect(time(lines[0]!)).toBeLessThanOrEqual(after);
+    // The same text, byte for byte, but for the time.
+    expect(lines[0]!.replace(/"time":\d+/, '"time":0')).toBe(lines[1]!.replace(/"time":\d+/, '"time":0'));
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: pino.levels.values.info, route: '/a "b"\n', token: 'raw', msg: 'request' });
+    expect(lines[2]).not.toContain('raw-token');
   });
 });
 

@@ -30,25 +30,22 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   return destination ? pino(options, destination) : pino(options);
 }
 
-const unredactedOf = new WeakMap<Logger, Logger>();
-
 /**
- * `log` without its redaction, on the same stream and at the same level, for a line whose fields
- * are fixed and can hold no credential: the `request` line of every request (http/request-log.ts).
- * pino 10 redacts by cloning each line's object and serialising it a second time
- * (@pinojs/redact; the wildcard paths above apply to every line): profiled under `/healthz` at
- * `info`, more of the process's time than all of the service's own code (bench/FINDINGS.md,
- * 2026-12-06).
+ * Writes an INFO line to `log`'s stream whose members the caller serialised itself
+ * (`"a":1,"b":"x"`), in the form pino gives a line of this logger: `{"level":30,"time":<epoch ms>,
+ * <members>,"msg":<msg>}`, unredacted. For the `request` line of every request
+ * (http/request-log.ts), whose fields are fixed and hold no credential: through pino, its
+ * redaction (pino 10 clones each line's object and serialises it a second time, the wildcard paths
+ * above applying to every line) was more of the process's time than all of the service's own code,
+ * and pino's serialisation of the object without it still a third of the line's cost
+ * (bench/FINDINGS.md, 2026-12-06). The caller checks the level (`log.isLevelEnabled('info')`).
  */
-export function unredacted(log: Logger): Logger {
-  let plain = unredactedOf.get(log);
-  if (!plain) {
-    const stream = (log as unknown as Record<symbol, DestinationStream>)[pino.symbols.streamSym];
-    plain = pino({ level: log.level, base: undefined }, stream);
-    unredactedOf.set(log, plain);
-  }
-  return plain;
+export function writeInfoLine(log: Logger, members: string, msg: string): void {
+  const stream = (log as unknown as { [pino.symbols.streamSym]: DestinationStream })[pino.symbols.streamSym];
+  stream.write(`{"level":${INFO},"time":${Date.now()},${members},"msg":${JSON.stringify(msg)}}\n`);
 }
+
+const INFO = pino.levels.values.info;
 
 /** Most bytes of log lines that may wait for stdout; a line beyond them is dropped (and counted). */
 export const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;
