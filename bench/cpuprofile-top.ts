@@ -5,6 +5,10 @@
 // (the last seconds of a profile leave out start-up and warm-up; the process's shutdown is short;
 // A-B counts the samples from A to B seconds after the profile's start: two windows of one long
 // profile, e.g. a soak's first and last minutes, compared).
+// On a host of few cores V8's sampling thread gets to run mostly while the main thread waits in a
+// system call, so the socket writes (`writev`, `writeBuffer`) collect far more samples than their
+// CPU time; `perf record -e cpu-clock` with `--perf-basic-prof` shows where the CPU goes
+// (bench/FINDINGS.md, 2026-12-06, evening).
 import { readFileSync } from 'node:fs';
 
 interface Node {
