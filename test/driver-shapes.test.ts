@@ -193,6 +193,20 @@ describe.each(eachCopy(NODE_DRIVER_COPIES))('postgres.js statement shapes in use
     expect((await typeOf(true))[0]!.t).toBe('boolean');
   });
 
+  it('a statement run by its text is prepared once for the types of its values, and again for others', async () => {
+    // connection.js signatureOf: the signature of a statement that is not tagged, kept by its text
+    // and its parameters' types
+    const text = 'select pg_typeof($1)::text as t, $1::text as v -- run by its text';
+    const run = (v: unknown) => sql.unsafe<{ t: string; v: string }[]>(text, [v as never], { prepare: true });
+    expect(await run(true)).toEqual([{ t: 'boolean', v: 'true' }]);
+    expect(await run(false)).toEqual([{ t: 'boolean', v: 'false' }]);
+    expect(await run(5n)).toEqual([{ t: 'bigint', v: '5' }]);
+    expect(await run(6n)).toEqual([{ t: 'bigint', v: '6' }]);
+    expect(await run(true)).toEqual([{ t: 'boolean', v: 'true' }]);
+    const [prepared] = await sql<{ n: number }[]>`select count(*)::int as n from pg_prepared_statements where statement = ${text}`;
+    expect(prepared!.n).toBe(2);
+  });
+
   it('arrays of fragments of different lengths, Builders and unsafe fragments keep their own texts', async () => {
     const ors = (ns: number[]) =>
       sql<{ g: number }[]>`select g from generate_series(1, 5) g where false ${ns.map((n) => sql`or g = ${n}`)} order by g`;
