@@ -48,6 +48,12 @@ export const SETTINGS = {
     min: 1024,
     doc: 'largest accepted request body (a larger one is a 413, before it is read when its length is declared; the connection is then closed)',
   },
+  SVC_HTTP_HEADERS_TIMEOUT_MS: {
+    kind: 'int',
+    default: '60000',
+    min: 100,
+    doc: "how long a request's headers may take to arrive, for a connection's first request from its opening (then 408, and the connection is closed)",
+  },
   SVC_TRUSTED_PROXIES: {
     kind: 'string',
     default: '',

@@ -124,7 +124,7 @@ async function main(): Promise<void> {
 
   if (cfg.SVC_RUNTIME_ROLE !== 'worker') {
     // Listening before the schema is ready: /healthz answers, /readyz says 503 until it is.
-    server = serveApp(life.front(), host, port) as Server;
+    server = serveApp(life.front(), host, port, { headersTimeoutMs: cfg.SVC_HTTP_HEADERS_TIMEOUT_MS }) as Server;
     life.track(server);
     await new Promise<void>((ok, fail) => {
       server!.once('listening', () => ok());

@@ -13,9 +13,11 @@
 // - kill -9 of a worker mid-task and mid-delivery loses nothing: its task is failed by the lease
 //   rules (worker_lost, never run twice), its delivery is delivered by the other worker (the one
 //   repeat an unanswered request may cause is the only one allowed);
-// - SIGTERM stops the three survivors with exit code 0.
+// - SIGTERM stops the three survivors with exit code 0;
+// - SVC_HTTP_HEADERS_TIMEOUT_MS reaches the api process's server: a silent connection gets its 408.
 // Leases and lock timeouts are shortened through their settings; nothing is timed, conditions are polled.
 import { randomInt } from 'node:crypto';
+import { connect } from 'node:net';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -100,6 +102,7 @@ beforeAll(async () => {
     SVC_EVENT_SINK_ALLOW_PRIVATE_TARGETS: 'true',
     SVC_REMOTE_CALL_ALLOW_PRIVATE_TARGETS: 'true',
     SVC_REMOTE_CALL_TIMEOUT_MS: '60000',
+    SVC_HTTP_HEADERS_TIMEOUT_MS: '3000',
     SVC_OUTBOUND_CA_FILE: peer.caFile,
   };
   // all four at once, the api processes on an empty database: they wait for the workers' migrations
@@ -194,6 +197,22 @@ describe('2 api + 2 worker processes on one database and one Redis', () => {
     const appliedBy = workers.filter((w) => /migrations applied/.test(w.output()));
     expect(appliedBy).toHaveLength(1);
     for (const a of apis) expect(a.p.output()).not.toMatch(/migrations applied/);
+  });
+
+  it('SVC_HTTP_HEADERS_TIMEOUT_MS: a connection that sends nothing gets the 408 and is closed', async () => {
+    const received = await new Promise<string>((ok, fail) => {
+      const socket = connect(Number(new URL(apis[0]!.base).port), '127.0.0.1');
+      let got = '';
+      socket.on('data', (d: Buffer) => (got += d.toString('utf8')));
+      socket.on('close', () => ok(got));
+      socket.on('error', fail);
+      // the default bound (60 s) would keep it far longer
+      setTimeout(() => {
+        socket.destroy();
+        fail(new Error('still open after 20 s'));
+      }, 20_000).unref();
+    });
+    expect(received.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
   });
 
   it('every task is claimed exactly once: 24 exports through both api processes each run once, on notifications', async () => {

@@ -50,7 +50,9 @@ export function metricsOnlyApp(deps: Pick<Deps, 'config' | 'sql'>): Hono {
 /** Starts the SVC_METRICS_BIND listener; resolves once it listens. */
 export async function serveMetrics(deps: Pick<Deps, 'config' | 'sql'>, host: string, port: number): Promise<Server> {
   const hono = metricsOnlyApp(deps);
-  const server = serveApp({ fetch: (req, env) => hono.fetch(req, env as never), hono }, host, port) as Server;
+  const server = serveApp({ fetch: (req, env) => hono.fetch(req, env as never), hono }, host, port, {
+    headersTimeoutMs: deps.config.SVC_HTTP_HEADERS_TIMEOUT_MS,
+  }) as Server;
   await new Promise<void>((ok, fail) => {
     server.once('listening', () => ok());
     server.once('error', fail);

@@ -6,13 +6,31 @@ import type { App } from './contract.ts';
 import { reasonPhrase, type ErrorBody } from '../domain/errors.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
+export interface ServeOptions {
+  /**
+   * SVC_HTTP_HEADERS_TIMEOUT_MS: how long a request's headers may take to arrive (default 60 s,
+   * Node's own).
+   */
+  headersTimeoutMs?: number;
+}
+
 /**
  * Serves the app on host:port. Requests that never reach the app still get the contract's JSON
  * error body: those Node's HTTP parser refuses (a bad request line, header fields or a URL too
- * large) and those @hono/node-server cannot turn into a Request (e.g. a backslash in the path).
+ * large, headers that did not arrive in time) and those @hono/node-server cannot turn into a
+ * Request (e.g. a backslash in the path). A request's headers must arrive within the headers
+ * timeout, counted for a connection's first request from its opening: a connection that sends
+ * nothing, or only blank lines, gets the 408 as well and is closed.
  */
-export function serveApp(app: App, host: string, port: number): ServerType {
-  const server: Server = createServer(requestListener(app, host));
+export function serveApp(app: App, host: string, port: number, opts: ServeOptions = {}): ServerType {
+  const headersTimeout = opts.headersTimeoutMs ?? 60_000;
+  // Node checks the headers timeout of the connections this often: its default, 30 s, let a
+  // request's headers take up to 90 s.
+  const checkEvery = Math.min(5_000, Math.max(50, Math.floor(headersTimeout / 10)));
+  const server: Server = createServer(
+    { headersTimeout, requestTimeout: Math.max(300_000, headersTimeout), connectionsCheckingInterval: checkEvery },
+    requestListener(app, host),
+  );
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number }, socket: Socket) => {
     // Write only where no response has begun on this connection (else the peer would get two).
     const current = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage;

@@ -1,0 +1,88 @@
+// Connections that never finish a request, over a real socket, with SVC_HTTP_HEADERS_TIMEOUT_MS
+// short: one that sends nothing, one that sends only the blank lines a parser skips before a
+// request line, and one whose headers stop half-way each get the 408 with the JSON error body and
+// are closed; one that sends its request well before the bound is served and kept; the server
+// goes on serving.
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './helpers.ts';
+import { serveApp } from '../src/http/server.ts';
+import { SchemaRegistry } from '../src/http/schemas.ts';
+
+const TIMEOUT_MS = 400;
+let t: TestApp;
+let server: Server;
+let port = 0;
+
+beforeAll(async () => {
+  t = await startTestApp({ SVC_HTTP_HEADERS_TIMEOUT_MS: TIMEOUT_MS });
+  server = serveApp(t.app, '127.0.0.1', 0, { headersTimeoutMs: t.deps.config.SVC_HTTP_HEADERS_TIMEOUT_MS }) as Server;
+  await new Promise<void>((ok) => server.once('listening', () => ok()));
+  port = (server.address() as AddressInfo).port;
+});
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise<void>((ok) => server.close(() => ok()));
+  await t.close();
+});
+
+/** What the server did with a connection: what it sent, and whether it closed it within `waitMs`. */
+async function connection(talk: (socket: Socket) => void, waitMs = 20 * TIMEOUT_MS): Promise<{ closed: boolean; received: string }> {
+  const socket = connect(port, '127.0.0.1');
+  let received = '';
+  socket.on('data', (d: Buffer) => (received += d.toString('utf8')));
+  socket.on('error', () => {});
+  await new Promise<void>((ok) => socket.once('connect', () => ok()));
+  talk(socket);
+  const closed = await new Promise<boolean>((ok) => {
+    const timer = setTimeout(() => ok(false), waitMs);
+    socket.once('close', () => {
+      clearTimeout(timer);
+      ok(true);
+    });
+  });
+  socket.destroy();
+  return { closed, received };
+}
+
+describe('a connection that does not finish its request in SVC_HTTP_HEADERS_TIMEOUT_MS gets the 408 and is closed:', () => {
+  const errorBody = new SchemaRegistry().validatorAt('/components/schemas/ErrorResponse');
+  const expect408 = ({ closed, received }: { closed: boolean; received: string }) => {
+    expect(closed).toBe(true);
+    const [head = '', body = ''] = received.split('\r\n\r\n');
+    expect(head.split('\r\n')[0]).toBe('HTTP/1.1 408 Request Timeout');
+    expect(head.toLowerCase()).toContain('content-type: application/json');
+    expect(errorBody(JSON.parse(body)), body).toBe(true);
+  };
+
+  it('one that sends nothing', async () => {
+    expect408(await connection(() => {}));
+  });
+
+  it('one that sends only blank lines', async () => {
+    expect408(
+      await connection((socket) => {
+        const timer = setInterval(() => socket.writable && socket.write('\r\n'), TIMEOUT_MS / 4);
+        socket.once('close', () => clearInterval(timer));
+      }),
+    );
+  });
+
+  it('one whose headers stop half-way', async () => {
+    expect408(await connection((socket) => socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-A: ')));
+  });
+
+  it('but one that sends its request before the bound is served, and kept alive as Node keeps it', async () => {
+    const { closed, received } = await connection((socket) => {
+      setTimeout(() => socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'), TIMEOUT_MS / 4);
+    }, 2 * TIMEOUT_MS);
+    // still open past the bound (Node's keep-alive timeout is 5 s)
+    expect(closed).toBe(false);
+    expect(received.split('\r\n')[0]).toBe('HTTP/1.1 200 OK');
+    expect(received).toContain('{"status":"ok"}');
+    const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(res.status).toBe(200);
+  });
+});
