@@ -8,7 +8,7 @@
 // On a host of few cores V8's sampling thread gets to run mostly while the main thread waits in a
 // system call, so the socket writes (`writev`, `writeBuffer`) collect far more samples than their
 // CPU time; `perf record -e cpu-clock` with `--perf-basic-prof` shows where the CPU goes
-// (bench/FINDINGS.md, 2026-12-06, evening).
+// (bench/FINDINGS.md, 2026-12-06, morning).
 import { readFileSync } from 'node:fs';
 
 interface Node {
