@@ -54,6 +54,12 @@ export const SETTINGS = {
     min: 100,
     doc: "how long a request's headers may take to arrive, for a connection's first request from its opening (then 408, and the connection is closed)",
   },
+  SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS: {
+    kind: 'int',
+    default: '5000',
+    min: 0,
+    doc: "how long an idle connection is kept open for its next request (0 = until the client closes it); behind a gateway that reuses idle connections, set it above the gateway's idle timeout",
+  },
   SVC_TRUSTED_PROXIES: {
     kind: 'string',
     default: '',

@@ -8,7 +8,7 @@ import { migrate, migrationStatus } from './db/migrate.ts';
 import { bootstrap } from './db/bootstrap.ts';
 import { tokenHashKey } from './db/meta.ts';
 import { createApp } from './app.ts';
-import { serveApp } from './http/server.ts';
+import { serveApp, serveOptionsOf } from './http/server.ts';
 import { Lifecycle } from './http/lifecycle.ts';
 import type { Deps } from './deps.ts';
 import { sleep, startWorkers, type Workers } from './workers/index.ts';
@@ -124,7 +124,7 @@ async function main(): Promise<void> {
 
   if (cfg.SVC_RUNTIME_ROLE !== 'worker') {
     // Listening before the schema is ready: /healthz answers, /readyz says 503 until it is.
-    server = serveApp(life.front(), host, port, { headersTimeoutMs: cfg.SVC_HTTP_HEADERS_TIMEOUT_MS }) as Server;
+    server = serveApp(life.front(), host, port, serveOptionsOf(cfg)) as Server;
     life.track(server);
     await new Promise<void>((ok, fail) => {
       server!.once('listening', () => ok());

@@ -9,7 +9,7 @@ import { ApiError, reasonPhrase, type ErrorBody } from '../domain/errors.ts';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../metrics.ts';
 import { clientIp } from './client-ip.ts';
 import { checkMetricsAccess } from './metrics.ts';
-import { serveApp } from './server.ts';
+import { serveApp, serveOptionsOf } from './server.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
 
 function errorResponse(err: ApiError, requestId: string): Response {
@@ -50,9 +50,7 @@ export function metricsOnlyApp(deps: Pick<Deps, 'config' | 'sql'>): Hono {
 /** Starts the SVC_METRICS_BIND listener; resolves once it listens. */
 export async function serveMetrics(deps: Pick<Deps, 'config' | 'sql'>, host: string, port: number): Promise<Server> {
   const hono = metricsOnlyApp(deps);
-  const server = serveApp({ fetch: (req, env) => hono.fetch(req, env as never), hono }, host, port, {
-    headersTimeoutMs: deps.config.SVC_HTTP_HEADERS_TIMEOUT_MS,
-  }) as Server;
+  const server = serveApp({ fetch: (req, env) => hono.fetch(req, env as never), hono }, host, port, serveOptionsOf(deps.config)) as Server;
   await new Promise<void>((ok, fail) => {
     server.once('listening', () => ok());
     server.once('error', fail);

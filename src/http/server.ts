@@ -5,6 +5,7 @@ import { getRequestListener, RequestError, type ServerType } from '@hono/node-se
 import type { App } from './contract.ts';
 import { reasonPhrase, type ErrorBody } from '../domain/errors.ts';
 import { SECURITY_HEADERS } from './security-headers.ts';
+import type { Config } from '../config.ts';
 
 export interface ServeOptions {
   /**
@@ -12,6 +13,16 @@ export interface ServeOptions {
    * Node's own).
    */
   headersTimeoutMs?: number;
+  /**
+   * SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS: how long an idle connection is kept for its next request
+   * (default 5 s, Node's own).
+   */
+  keepAliveTimeoutMs?: number;
+}
+
+/** The listeners' options from their settings. */
+export function serveOptionsOf(config: Pick<Config, 'SVC_HTTP_HEADERS_TIMEOUT_MS' | 'SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS'>): ServeOptions {
+  return { headersTimeoutMs: config.SVC_HTTP_HEADERS_TIMEOUT_MS, keepAliveTimeoutMs: config.SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS };
 }
 
 /**
@@ -28,7 +39,12 @@ export function serveApp(app: App, host: string, port: number, opts: ServeOption
   // request's headers take up to 90 s.
   const checkEvery = Math.min(5_000, Math.max(50, Math.floor(headersTimeout / 10)));
   const server: Server = createServer(
-    { headersTimeout, requestTimeout: Math.max(300_000, headersTimeout), connectionsCheckingInterval: checkEvery },
+    {
+      headersTimeout,
+      requestTimeout: Math.max(300_000, headersTimeout),
+      connectionsCheckingInterval: checkEvery,
+      keepAliveTimeout: opts.keepAliveTimeoutMs ?? 5_000,
+    },
     requestListener(app, host),
   );
   server.on('clientError', (err: NodeJS.ErrnoException & { rawPacket?: Buffer; bytesParsed?: number }, socket: Socket) => {
