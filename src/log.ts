@@ -30,6 +30,8 @@ export function createLogger(level: string, destination?: DestinationStream): Lo
   return destination ? pino(options, destination) : pino(options);
 }
 
+const INFO = pino.levels.values.info;
+
 /**
  * Writes an INFO line to `log`'s stream whose members the caller serialised itself
  * (`"a":1,"b":"x"`), in the form pino gives a line of this logger: `{"level":30,"time":<epoch ms>,
@@ -44,8 +46,6 @@ export function writeInfoLine(log: Logger, members: string, msg: string): void {
   const stream = (log as unknown as { [pino.symbols.streamSym]: DestinationStream })[pino.symbols.streamSym];
   stream.write(`{"level":${INFO},"time":${Date.now()},${members},"msg":${JSON.stringify(msg)}}\n`);
 }
-
-const INFO = pino.levels.values.info;
 
 /** Most bytes of log lines that may wait for stdout; a line beyond them is dropped (and counted). */
 export const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;

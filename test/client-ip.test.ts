@@ -1,22 +1,18 @@
 // SVC_TRUSTED_PROXIES with CIDR blocks over a real socket: the login limiter counts failures under
 // the address the trusted chain names, and under the socket peer when the peer is not trusted.
 // (src/http/client-ip.test.ts covers the address rules themselves.)
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
 import { randomInt } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { listen, startTestApp, uniq, type Listening, type TestApp } from './helpers.ts';
 import { checkResponse } from './contract-check.ts';
-import { serveApp } from '../src/http/server.ts';
 import { closeLoginLimiter } from '../src/services/login-limiter.ts';
 import { loadConfig, ConfigError } from '../src/config.ts';
 
-const opened: { t: TestApp; server: Server }[] = [];
+const opened: { t: TestApp; served: Listening }[] = [];
 
 afterAll(async () => {
-  for (const { t, server } of opened) {
-    server.closeAllConnections();
-    await new Promise<void>((ok) => server.close(() => ok()));
+  for (const { t, served } of opened) {
+    await served.close();
     await closeLoginLimiter(t.deps);
     await t.close();
   }
@@ -24,10 +20,9 @@ afterAll(async () => {
 
 async function served(trusted: string): Promise<{ t: TestApp; base: string }> {
   const t = await startTestApp({ SVC_TRUSTED_PROXIES: trusted });
-  const server = serveApp(t.app, '127.0.0.1', 0) as Server;
-  await new Promise<void>((ok) => server.once('listening', () => ok()));
-  opened.push({ t, server });
-  return { t, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  const served = await listen(t);
+  opened.push({ t, served });
+  return { t, base: `http://127.0.0.1:${served.port}` };
 }
 
 async function failLogin(base: string, name: string, xff: string): Promise<void> {

@@ -7,10 +7,9 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openapiDocument } from '../src/http/openapi.ts';
-import { serveApp } from '../src/http/server.ts';
 import { SchemaRegistry } from '../src/http/schemas.ts';
 import { closeLoginLimiter } from '../src/services/login-limiter.ts';
-import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
+import { ADMIN_PASSWORD, listen, startTestApp, uniq, type TestApp } from './helpers.ts';
 import { checkResponse } from './contract-check.ts';
 import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
 
@@ -725,9 +724,7 @@ describe('fuzz: requests refused before the app (a real listening server)', () =
   const errorSchema = new SchemaRegistry().validatorAt('/components/schemas/ErrorResponse');
 
   it('every refusal of the HTTP layer carries the JSON error body (414, 431, 400, 413)', async () => {
-    const server = serveApp(t.app, '127.0.0.1', 0);
-    await new Promise<void>((ok) => server.once('listening', () => ok()));
-    const port = (server.address() as { port: number }).port;
+    const { port, close } = await listen(t);
     const auth = `Authorization: Bearer ${token}\r\n`;
     const tail = `Host: 127.0.0.1\r\n${auth}Connection: close\r\n\r\n`;
     const cases: [string, Buffer | string, number][] = [
@@ -760,7 +757,7 @@ describe('fuzz: requests refused before the app (a real listening server)', () =
         expect(errorSchema(body), `${what}: ${res.body}`).toBe(true);
       }
     } finally {
-      await new Promise<void>((ok) => server.close(() => ok()));
+      await close();
     }
   });
 });

@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { inject } from 'vitest';
 import pino from 'pino';
 import { loadConfig, type Config } from '../src/config.ts';
@@ -6,11 +8,33 @@ import { createSql, listPoolOf, type Sql } from '../src/db/sql.ts';
 import { bootstrap } from '../src/db/bootstrap.ts';
 import { tokenHashKey } from '../src/db/meta.ts';
 import { createApp } from '../src/app.ts';
+import { serveApp, serveOptionsOf } from '../src/http/server.ts';
 import type { App } from '../src/http/contract.ts';
 import type { Deps } from '../src/deps.ts';
 import { checkResponse, type CheckedResponse } from './contract-check.ts';
 
 export const ADMIN_PASSWORD = 'test-admin-password';
+
+/** A test app served on a real socket, as main.ts serves it (serveApp with the app's settings). */
+export interface Listening {
+  server: Server;
+  port: number;
+  /** Closes the listener and every connection still open. */
+  close(): Promise<void>;
+}
+
+export async function listen(t: Pick<TestApp, 'app' | 'deps'>): Promise<Listening> {
+  const server = serveApp(t.app, '127.0.0.1', 0, serveOptionsOf(t.deps.config)) as Server;
+  await new Promise<void>((ok) => server.once('listening', () => ok()));
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    },
+  };
+}
 
 export interface RequestOptions {
   token?: string | null;

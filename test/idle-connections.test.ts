@@ -3,29 +3,25 @@
 // before a request line, or half its headers) gets the 408 with the JSON error body and is closed;
 // one that sends its request in time is served and kept for the next one until it has been idle
 // for the keep-alive timeout; the server goes on serving.
-import { connect, type AddressInfo, type Socket } from 'node:net';
-import type { Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from './helpers.ts';
-import { serveApp, serveOptionsOf } from '../src/http/server.ts';
+import { listen, startTestApp, type Listening, type TestApp } from './helpers.ts';
 import { SchemaRegistry } from '../src/http/schemas.ts';
 
 const TIMEOUT_MS = 400;
 const KEEP_ALIVE_MS = 2_000;
 let t: TestApp;
-let server: Server;
+let served: Listening;
 let port = 0;
 
 beforeAll(async () => {
   t = await startTestApp({ SVC_HTTP_HEADERS_TIMEOUT_MS: TIMEOUT_MS, SVC_HTTP_KEEP_ALIVE_TIMEOUT_MS: KEEP_ALIVE_MS });
-  server = serveApp(t.app, '127.0.0.1', 0, serveOptionsOf(t.deps.config)) as Server;
-  await new Promise<void>((ok) => server.once('listening', () => ok()));
-  port = (server.address() as AddressInfo).port;
+  served = await listen(t);
+  port = served.port;
 });
 
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((ok) => server.close(() => ok()));
+  await served.close();
   await t.close();
 });
 

@@ -1,11 +1,10 @@
 // Operations (#10): /metrics after real traffic (families, labels, no ids in labels), its optional
 // token and allowlist, the metrics-only listener of SVC_METRICS_BIND, the request log line (and
 // what it never holds), X-Request-Id kept or replaced, and the security headers.
-import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, startTestApp, uniq, type TestApp } from './helpers.ts';
+import { ADMIN_PASSWORD, listen, startTestApp, uniq, type TestApp } from './helpers.ts';
 import { checkResponse } from './contract-check.ts';
 import { createCollection, createSink, createSubscription, fanOutAll, startPeer, type Peer } from './event-fixtures.ts';
 import { createHuman } from './iam-fixtures.ts';
@@ -14,7 +13,6 @@ import { createLogger } from '../src/log.ts';
 import { loadConfig } from '../src/config.ts';
 import { runTaskOnce } from '../src/workers/tasks.ts';
 import { runDeliveryOnce } from '../src/workers/event-delivery.ts';
-import { serveApp } from '../src/http/server.ts';
 import { serveMetrics } from '../src/http/metrics-listener.ts';
 
 interface Sample {
@@ -298,16 +296,14 @@ describe('getMetrics protection (SVC_METRICS_TOKEN, SVC_METRICS_ALLOW)', () => {
       ['10.0.0.0/8, 127.0.0.0/8, ::1', 200],
     ] as const) {
       const app = await startTestApp({ SVC_METRICS_ALLOW: allow });
-      const server = serveApp(app.app, '127.0.0.1', 0) as Server;
+      const served = await listen(app);
       try {
-        await new Promise<void>((ok) => server.once('listening', () => ok()));
-        const { port } = server.address() as AddressInfo;
-        const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+        const res = await fetch(`http://127.0.0.1:${served.port}/metrics`);
         const text = await res.text();
         checkResponse('GET', '/metrics', res.status, res.headers, text);
         expect(res.status, text).toBe(status);
       } finally {
-        await new Promise<void>((ok) => server.close(() => ok()));
+        await served.close();
         await app.close();
       }
     }

@@ -2,28 +2,24 @@
 // chunked, sent whole or in pieces, over the limit or cut short. A body over the limit is a 413
 // with the JSON error body and the connection is closed (the rest of the body is never read);
 // nothing is written; the server goes on serving.
-import { connect, type AddressInfo, type Socket } from 'node:net';
-import type { Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { listen, startTestApp, uniq, type Listening, type TestApp } from './helpers.ts';
 import { checkResponse } from './contract-check.ts';
-import { serveApp } from '../src/http/server.ts';
 
 const LIMIT = 4096;
 let t: TestApp;
-let server: Server;
+let served: Listening;
 let port = 0;
 
 beforeAll(async () => {
   t = await startTestApp({ SVC_BODY_LIMIT_BYTES: LIMIT });
-  server = serveApp(t.app, '127.0.0.1', 0) as Server;
-  await new Promise<void>((ok) => server.once('listening', () => ok()));
-  port = (server.address() as AddressInfo).port;
+  served = await listen(t);
+  port = served.port;
 });
 
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((ok) => server.close(() => ok()));
+  await served.close();
   await t.close();
 });
 
