@@ -13,7 +13,7 @@ import { inTx } from '../mutations/context.ts';
 import { createClass, deleteClass, recordingRefusal, updateClass, type ClassTarget } from '../mutations/classes.ts';
 
 function expandedReply<S extends number>(row: ClassExpandedRow, status: S, extra: Record<string, string> = {}) {
-  return { status, body: classExpandedView(row), headers: { ...extra, ...etagHeader('class', row.id, row.revision) } };
+  return { status, body: classExpandedView(row), headers: etagHeader('class', row.id, row.revision, extra) };
 }
 
 async function updateClassBy(ctx: Ctx, t: ClassTarget, body: RequestBody<'updateClass'>, headers: Record<string, string>) {

@@ -22,7 +22,7 @@ import { createCollection, deleteCollection, moveCollection, updateCollection } 
 const KIND = 'collection';
 
 function ok<S extends number>(status: S, row: CollectionRow, extra: Record<string, string> = {}) {
-  return { status, body: collectionView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
+  return { status, body: collectionView(row), headers: etagHeader(KIND, row.id, row.revision, extra) };
 }
 
 /** Visibility (ReadCollection) plus the `permissions=` filter, as where-fragments. */

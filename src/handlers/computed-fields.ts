@@ -14,7 +14,7 @@ import { createComputedField, deleteComputedField, updateComputedField } from '.
 const KIND = 'computed_field';
 
 function fieldReply<S extends number>(row: ComputedFieldRow, status: S, extra: Record<string, string> = {}) {
-  return { status, body: computedFieldView(row), headers: { ...extra, ...etagHeader(KIND, row.id, row.revision) } };
+  return { status, body: computedFieldView(row), headers: etagHeader(KIND, row.id, row.revision, extra) };
 }
 
 /** Personal computed fields are for humans (any token scope). */

@@ -22,7 +22,7 @@ import { createEventSink, deleteEventSink, updateEventSink } from '../mutations/
 const KIND = 'event_sink';
 
 function ok<S extends number>(status: S, row: EventSinkRow, extra: Record<string, string> = {}) {
-  return { status, body: eventSinkView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
+  return { status, body: eventSinkView(row), headers: etagHeader(KIND, row.id, row.revision, extra) };
 }
 
 interface PreviewTarget {

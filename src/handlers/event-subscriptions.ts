@@ -19,7 +19,7 @@ import {
 const KIND = 'event_subscription';
 
 function ok<S extends number>(status: S, row: EventSubscriptionRow, extra: Record<string, string> = {}) {
-  return { status, body: eventSubscriptionView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
+  return { status, body: eventSubscriptionView(row), headers: etagHeader(KIND, row.id, row.revision, extra) };
 }
 
 function location(row: EventSubscriptionRow): string {

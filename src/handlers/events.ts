@@ -55,7 +55,7 @@ async function eventPage(query: Record<string, unknown>, ctx: Ctx, within?: With
   // The page's JSON written directly (eventJsonText), one text for the whole array.
   const texts = new JsonTexts();
   const all = texts.addArray<ReturnType<typeof eventWire>>(page.rows.map(eventJsonText));
-  return { ...listReply(page, all), jsonTexts: texts.texts };
+  return listReply(page, all, texts.texts);
 }
 
 export const eventsHandlers = {

@@ -15,7 +15,7 @@ import { createExportTemplate, deleteExportTemplate, updateExportTemplate } from
 const KIND = 'export_template';
 
 function ok<S extends number>(status: S, row: ExportTemplateRow, extra: Record<string, string> = {}) {
-  return { status, body: exportTemplateView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
+  return { status, body: exportTemplateView(row), headers: etagHeader(KIND, row.id, row.revision, extra) };
 }
 
 export const exportTemplatesHandlers = {

@@ -166,7 +166,7 @@ function rowReply(row: Row, active: ActiveFields | null, extra: Record<string, s
   return {
     status: 200 as const,
     body: wire(row, active, texts),
-    headers: { ...extra, ...etagHeader('object', row.id, row.revision) },
+    headers: etagHeader('object', row.id, row.revision, extra),
     ...(texts && { jsonTexts: texts.texts }),
   };
 }
@@ -191,19 +191,17 @@ async function listIn(ctx: Ctx, classId: number, query: Record<string, unknown>)
   if (!include) {
     // The page's JSON written directly (objectJsonText), one text for the whole array.
     const all = texts.addArray<ReturnType<typeof wire>>(page.rows.map((r) => objectJsonText(r as ObjectRow & { json_data: string })));
-    return { ...listReply(page, all), jsonTexts: texts.texts };
+    return listReply(page, all, texts.texts);
   }
-  return {
-    ...listReply(
-      page,
-      page.rows.map((r) => wire(r, active, texts)),
-    ),
-    jsonTexts: texts.texts,
-  };
+  return listReply(
+    page,
+    page.rows.map((r) => wire(r, active, texts)),
+    texts.texts,
+  );
 }
 
 function objectWritten<S extends number>(row: ObjectRow, status: S, extra: Record<string, string> = {}) {
-  return { status, body: objectView(row), headers: { ...extra, ...etagHeader('object', row.id, row.revision) } };
+  return { status, body: objectView(row), headers: etagHeader('object', row.id, row.revision, extra) };
 }
 
 async function createIn(ctx: Ctx, target: CreateTarget, body: RequestBody<'createObject'>) {

@@ -44,11 +44,11 @@ import { inTx } from '../mutations/context.ts';
 import { createClassRelation, createOwnObjectRelation, deleteClassRelation, deleteOwnObjectRelation } from '../mutations/relations.ts';
 
 function classRelationReply<S extends number>(status: S, row: ClassRelationRow, extra: Record<string, string> = {}) {
-  return { status, body: classRelationView(row), headers: { ...etagHeader(CLASS_RELATION_KIND, row.id, row.revision), ...extra } };
+  return { status, body: classRelationView(row), headers: etagHeader(CLASS_RELATION_KIND, row.id, row.revision, extra) };
 }
 
 function objectRelationReply<S extends number>(status: S, row: ObjectRelationRow, extra: Record<string, string> = {}) {
-  return { status, body: objectRelationView(row), headers: { ...etagHeader(OBJECT_RELATION_KIND, row.id, row.revision), ...extra } };
+  return { status, body: objectRelationView(row), headers: etagHeader(OBJECT_RELATION_KIND, row.id, row.revision, extra) };
 }
 
 /** An optional positive int32 query value (the adapter has validated it; this only types it). */

@@ -27,7 +27,7 @@ import { createRemoteTarget, deleteRemoteTarget, updateRemoteTarget, type Remote
 const KIND = 'remote_target';
 
 function ok<S extends number>(status: S, row: RemoteTargetRow, extra: Record<string, string> = {}) {
-  return { status, body: remoteTargetView(row), headers: { ...etagHeader(KIND, row.id, row.revision), ...extra } };
+  return { status, body: remoteTargetView(row), headers: etagHeader(KIND, row.id, row.revision, extra) };
 }
 
 export const remoteTargetsHandlers = {

@@ -8,10 +8,16 @@ export function pageHeaders(page: { nextCursor: string | null; total: number | n
   return h;
 }
 
-/** A 200 list reply with a bare JSON array body and the paging headers. */
+/**
+ * A 200 list reply with a bare JSON array body and the paging headers; `jsonTexts`, the JSON texts
+ * the body's placeholders stand for (domain/json-text.ts), when it has them.
+ */
 export function listReply<T>(
   page: { nextCursor: string | null; total: number | null; limit: number },
   body: T[],
-): { status: 200; body: T[]; headers: Record<string, string> } {
-  return { status: 200, body, headers: pageHeaders(page) };
+  jsonTexts?: string[],
+): { status: 200; body: T[]; headers: Record<string, string>; jsonTexts?: string[] } {
+  // One literal either way: members added after a spread of this reply would make V8 build a new
+  // hidden class per call (eslint.config.js).
+  return jsonTexts ? { status: 200, body, headers: pageHeaders(page), jsonTexts } : { status: 200, body, headers: pageHeaders(page) };
 }

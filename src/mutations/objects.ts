@@ -89,7 +89,9 @@ async function writeObject(
       collection_id: before.collection_id,
       class_id: before.class_id,
       created_at: before.created_at,
-      ...next,
+      name: next.name,
+      description: next.description,
+      json_data: next.json_data,
       updated_at: cls.svc_now,
       revision: before.revision + 1,
     };
@@ -153,7 +155,9 @@ export async function createOwnObject(db: Db, caller: Caller, target: CreateTarg
     const draft = { name: v.name, description: v.description ?? '', json_data: v.json_data };
     // id 0 and no times: the statement puts the object's own into its event
     const unsaved: ObjectRow = {
-      ...draft,
+      name: draft.name,
+      description: draft.description,
+      json_data: draft.json_data,
       id: 0,
       collection_id: known.collection_id,
       class_id: known.id,
