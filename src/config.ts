@@ -244,7 +244,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
-  const cfg = { ...(out as Config), ...overrides };
+  const cfg: Config = Object.assign({}, out as Config, overrides);
   bind(cfg.SVC_BIND);
   if (cfg.SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS >= cfg.SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS) {
     throw new ConfigError('SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS must be less than SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS');

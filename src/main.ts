@@ -60,7 +60,7 @@ async function main(): Promise<void> {
     url = embedded.url;
   }
   // A worker serves no list pages: no list pool (a read planned for its values runs in a transaction there).
-  const sql: Sql = createSql(url, cfg.SVC_RUNTIME_ROLE === 'worker' ? { ...cfg, SVC_DB_LIST_POOL_MAX: 0 } : cfg);
+  const sql: Sql = createSql(url, cfg.SVC_RUNTIME_ROLE === 'worker' ? Object.assign({}, cfg, { SVC_DB_LIST_POOL_MAX: 0 }) : cfg);
   const life = new Lifecycle();
   const startup = new AbortController();
   const { host, port } = bind(cfg.SVC_BIND);

@@ -63,9 +63,9 @@ function histogramSamples(name: string, bounds: readonly number[], series: Itera
     let cumulative = 0;
     bounds.forEach((le, i) => {
       cumulative += s.buckets[i]!;
-      out.push({ labels: { ...s.labels, le }, value: cumulative, metricName: bucket });
+      out.push({ labels: Object.assign({}, s.labels, { le }), value: cumulative, metricName: bucket });
     });
-    out.push({ labels: { ...s.labels, le: '+Inf' }, value: s.count, metricName: bucket });
+    out.push({ labels: Object.assign({}, s.labels, { le: '+Inf' }), value: s.count, metricName: bucket });
     out.push({ labels: s.labels, value: s.sum, metricName: `${name}_sum` });
     out.push({ labels: s.labels, value: s.count, metricName: `${name}_count` });
   }

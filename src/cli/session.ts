@@ -43,7 +43,7 @@ export class Session {
   async db(): Promise<Sql> {
     if (this.sql) return this.sql;
     this.database = await openDatabase(this.config, (m) => this.log.debug({ component: 'embedded-postgres' }, m));
-    this.sql = createSql(this.database.url, { ...this.config, SVC_DB_LIST_POOL_MAX: 0 }); // (lists are the API's)
+    this.sql = createSql(this.database.url, Object.assign({}, this.config, { SVC_DB_LIST_POOL_MAX: 0 })); // (lists are the API's)
     return this.sql;
   }
 

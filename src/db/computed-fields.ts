@@ -38,7 +38,7 @@ const COMMON_FIELDS: ListSpec['fields'] = {
 
 export const SHARED_FIELD_LIST_SPEC: ListSpec = { fields: COMMON_FIELDS, defaultSort: [{ field: 'id', desc: false }] };
 export const MY_FIELD_LIST_SPEC: ListSpec = {
-  fields: { ...COMMON_FIELDS, class_id: { type: 'integer', column: 'f.class_id', notNull: true } },
+  fields: Object.assign({}, COMMON_FIELDS, { class_id: { type: 'integer', column: 'f.class_id', notNull: true } }),
   defaultSort: [{ field: 'id', desc: false }],
 };
 

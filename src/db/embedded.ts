@@ -374,7 +374,7 @@ async function initdb(bin: string, dir: string, password: string, ids: Ids | und
     const child = spawn(
       join(bin, 'initdb'),
       [`--pgdata=${work}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwFile}`, '--encoding=UTF8', '--no-locale'],
-      { ...ids, cwd: '/', env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+      { cwd: '/', env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'], ...ids },
     );
     const output = capture(child, log);
     const code = await new Promise<number | string>((ok) => {
@@ -402,7 +402,7 @@ async function startServer(
     ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
     // Its own process group: a Ctrl-C in the terminal reaches the service, which stops the
     // database after its own connections are closed, rather than both at once.
-    { ...ids, cwd: '/', env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+    { cwd: '/', env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true, ...ids },
   );
   // Should this process exit without stop() (a signal during start-up, a crash), the server is told
   // to stop too: it runs in its own process group and would outlive us.

@@ -6,6 +6,7 @@ import type { Actor } from '../domain/actor.ts';
 import { cacheDropsOf, markAuthChange } from './auth-changes.ts';
 import { EVENTS_CHANNEL, markWake } from './wakeups.ts';
 import type { NewEvent } from '../domain/new-event.ts';
+import { mergeMembers } from '../domain/json-patch.ts';
 
 /**
  * Appends one audit event inside the caller's transaction, so the event exists only if the change
@@ -226,7 +227,8 @@ function eventFields(actor: Actor, e: NewEvent) {
     task_id: actor.taskId ?? null,
   };
   const related = [...new Set(e.relatedCollectionIds ?? [])].filter((c) => c !== e.collectionId);
-  const metadata = { ...(e.metadata ?? {}), ...(related.length ? { related_collection_ids: related } : {}) };
+  const metadata: Record<string, unknown> = mergeMembers(e.metadata);
+  if (related.length) metadata.related_collection_ids = related;
   return { actorUserId: actor.kind === 'user' ? actor.principalId : null, initiatorId, provenance, related, metadata };
 }
 

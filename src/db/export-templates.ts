@@ -69,7 +69,7 @@ export async function findExportTemplate(db: Db, id: number): Promise<ExportTemp
 
 /** The template locked for a write, with now() and the check of `perm` on its collection: 404 or 403 otherwise. */
 export function lockExportTemplateAs(tx: TransactionSql, auth: Authority, id: number, perm: Permission) {
-  return lockInCollectionAs<ExportTemplateRow>(tx, auth, perm, 'export template', { ...templateById(tx, id), lock: 'et' });
+  return lockInCollectionAs<ExportTemplateRow>(tx, auth, perm, 'export template', Object.assign(templateById(tx, id), { lock: 'et' }));
 }
 
 /** Name and kind of the named templates of a collection (to check includes when saving). */

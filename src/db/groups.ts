@@ -24,12 +24,12 @@ export const GROUP_LIST: ListSpec = { fields: GROUP_FIELDS, defaultSort: [{ fiel
 /** The groups of one principal: sortable like groups, no filters (the contract declares none). */
 export const PRINCIPAL_GROUP_LIST: ListSpec = {
   fields: {
-    id: { ...GROUP_FIELDS.id, filterable: false },
-    name: { ...GROUP_FIELDS.name, filterable: false },
-    description: { ...GROUP_FIELDS.description, filterable: false },
-    created_at: { ...GROUP_FIELDS.created_at, filterable: false },
-    updated_at: { ...GROUP_FIELDS.updated_at, filterable: false },
-    revision: { ...GROUP_FIELDS.revision, filterable: false },
+    id: Object.assign({}, GROUP_FIELDS.id, { filterable: false }),
+    name: Object.assign({}, GROUP_FIELDS.name, { filterable: false }),
+    description: Object.assign({}, GROUP_FIELDS.description, { filterable: false }),
+    created_at: Object.assign({}, GROUP_FIELDS.created_at, { filterable: false }),
+    updated_at: Object.assign({}, GROUP_FIELDS.updated_at, { filterable: false }),
+    revision: Object.assign({}, GROUP_FIELDS.revision, { filterable: false }),
   },
   defaultSort: [{ field: 'id', desc: false }],
 };

@@ -459,12 +459,10 @@ function sortExpr(db: Db, spec: ListSpec, key: SortKey): { expr: Fragment; type:
  * a never-null first key so that an index scan can still start at the cursor.
  */
 function afterCursor(db: Db, spec: ListSpec, sort: SortKey[], values: unknown[]): Fragment {
-  const keys = sort.map((k, i) => ({
-    ...sortExpr(db, spec, k),
-    desc: k.desc,
-    notNull: spec.fields[k.field]!.notNull === true,
-    v: values[i],
-  }));
+  const keys = sort.map((k, i) => {
+    const s = sortExpr(db, spec, k);
+    return { expr: s.expr, type: s.type, desc: k.desc, notNull: spec.fields[k.field]!.notNull === true, v: values[i] };
+  });
   const known = keys.every((k) => k.notNull && k.v !== null && k.v !== undefined);
   if (known && keys.every((k) => k.desc === keys[0]!.desc)) {
     const exprs = keys.map((k) => k.expr).reduce((acc, p) => partOf(db)`${acc}, ${p}` as Fragment);

@@ -72,7 +72,7 @@ export async function findRemoteTarget(db: Db, id: number): Promise<RemoteTarget
 
 /** The target locked for a write, with now() and the check of `perm` on its collection: 404 or 403 otherwise. */
 export function lockRemoteTargetAs(tx: TransactionSql, auth: Authority, id: number, perm: Permission) {
-  return lockInCollectionAs<RemoteTargetRow>(tx, auth, perm, 'remote target', { ...targetById(tx, id), lock: 'rt' });
+  return lockInCollectionAs<RemoteTargetRow>(tx, auth, perm, 'remote target', Object.assign(targetById(tx, id), { lock: 'rt' }));
 }
 
 /** The collection of a class (undefined when the class does not exist). */

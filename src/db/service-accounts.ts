@@ -76,7 +76,7 @@ export function insertServiceAccount(
 ): Promise<void> {
   const profile = tx`insert into service_accounts (principal_id, description, owner_group_id, created_by)
     select p.id, ${a.description}, ${a.owner_group_id}::int, ${a.created_by}::int from p` as Fragment;
-  return writePrincipalWithEvents(tx, actor, { ...a, kind: 'service_account' }, profile, events, final);
+  return writePrincipalWithEvents(tx, actor, Object.assign({}, a, { kind: 'service_account' as const }), profile, events, final);
 }
 
 /** Writes the description and owner of `a` over its locked account (updated_at now(), the revision one up) with `events`, in one statement. */
@@ -135,7 +135,7 @@ export async function disableServiceAccount(
   targets: DisableTargets,
   final: Final = notFinal,
 ): Promise<ServiceAccountRow> {
-  const after: ServiceAccountRow = { ...before, disabled_at: now, updated_at: now, revision: before.revision + 1 };
+  const after: ServiceAccountRow = Object.assign({}, before, { disabled_at: now, updated_at: now, revision: before.revision + 1 });
   const tokenIds = targets.tokens.map((t) => t.id);
   const taskIds = [...targets.taskIds].sort((a, b) => a - b);
   const events: NewEvent[] = [
@@ -158,7 +158,7 @@ export async function disableServiceAccount(
       action: 'revoked',
       summary: 'token revoked (service account disabled)',
       before: tokenSnapshot(t),
-      after: tokenSnapshot({ ...t, revoked_at: now, revision: t.revision + 1 }),
+      after: tokenSnapshot(Object.assign({}, t, { revoked_at: now, revision: t.revision + 1 })),
       beforeRevision: t.revision,
       afterRevision: t.revision + 1,
       metadata: { principal_id: after.id, via: 'service_account_disabled' },

@@ -18,6 +18,7 @@ import type { NewEvent } from '../domain/new-event.ts';
 import type { Actor } from '../domain/actor.ts';
 import type { ListSpec, ParsedList } from '../domain/list-query.ts';
 import { conflict } from '../domain/errors.ts';
+import { mergeMembers } from '../domain/json-patch.ts';
 import {
   TASK_KINDS,
   TASK_STATUSES,
@@ -214,7 +215,7 @@ export async function insertTask(
     action: task.status,
     summary: `${task.kind} task ${task.id} ${task.status}`,
     after: taskSnapshot(task),
-    metadata: { ...(t.metadata ?? {}), task_kind: task.kind },
+    metadata: mergeMembers(t.metadata, { task_kind: task.kind }),
   };
   const scope = t.auth.token.scope ?? null;
   const json = (v: unknown) => (v === undefined || v === null ? null : tx.json(v as never));

@@ -63,7 +63,7 @@ export function insertUser(
 ): Promise<void> {
   const profile = tx`insert into users (principal_id, password_hash, email, proper_name)
     select p.id, ${passwordHash}::text, ${u.email}::text, ${u.proper_name}::text from p` as Fragment;
-  return writePrincipalWithEvents(tx, actor, { ...u, kind: 'human' }, profile, events, final);
+  return writePrincipalWithEvents(tx, actor, Object.assign({}, u, { kind: 'human' as const }), profile, events, final);
 }
 
 /**

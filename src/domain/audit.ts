@@ -45,9 +45,17 @@ export function applyTimeWindow(parsed: ParsedList): ParsedList {
         { path: `query.${f.field}`, message: 'no operator allowed' },
       ]);
     }
-    return { ...f, op: f.field === 'occurred_after' ? 'gt' : 'lt' };
+    return { field: f.field, def: f.def, op: f.field === 'occurred_after' ? 'gt' : 'lt', negate: f.negate, values: f.values, path: f.path };
   });
-  return { ...parsed, filters };
+  return {
+    filters,
+    sort: parsed.sort,
+    limit: parsed.limit,
+    cursor: parsed.cursor,
+    includeTotal: parsed.includeTotal,
+    extras: parsed.extras,
+    signature: parsed.signature,
+  };
 }
 
 type AuditEventBody = ResponseBody<'listEvents', 200>[number];

@@ -13,6 +13,7 @@
 import { badRequest, type ErrorDetail } from './errors.ts';
 import { ACTIONS, ENTITY_TYPES, EVENT_CATALOG, isCatalogPair } from './event-catalog.ts';
 import { canonicalJson } from './canonical-json.ts';
+import { defineMember } from './json-patch.ts';
 import type { TaskKind } from './tasks.ts';
 import { eventWire, type EventRow } from './audit.ts';
 
@@ -85,8 +86,10 @@ export type SubscriptionPatch = Partial<NewSubscriptionBody>;
 /** Routing as stored: the request alias `to` (email) is kept as `recipients` (both given stays invalid). */
 export function normalizeRouting(routing: Record<string, unknown>): Record<string, unknown> {
   if (routing.to === undefined || routing.recipients !== undefined) return routing;
-  const { to, ...rest } = routing;
-  return { ...rest, recipients: to };
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(routing)) if (k !== 'to') defineMember(out, k, routing[k]);
+  out.recipients = routing.to;
+  return out;
 }
 
 export function subscriptionFromNew(collectionId: number | null, body: NewSubscriptionBody): SubscriptionFields {

@@ -244,7 +244,7 @@ export class JsonOutputWriter {
 
 /** Object rows carry their data as `data` in the template context too (the contract's context name). */
 export function templateItem(kind: ScopeKind, item: Record<string, unknown>): Record<string, unknown> {
-  return kind === 'objects_in_class' || kind === 'related_objects' ? { ...item, data: item.json_data } : item;
+  return kind === 'objects_in_class' || kind === 'related_objects' ? Object.assign({}, item, { data: item.json_data }) : item;
 }
 
 /**

@@ -13,6 +13,7 @@ import { compileClassSchema, schemaErrors } from './class-schema.ts';
 import { validateTarget, fieldsFromNew, type TemplateLimits } from './remote-targets.ts';
 import { templateFieldsFromNew, validateTemplateFields } from './exports.ts';
 import { subscriptionFromNew, validateSubscription } from './event-subscriptions.ts';
+import { mergeMembers } from './json-patch.ts';
 
 export const SECTIONS = [
   'collections',
@@ -525,10 +526,11 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
     const b = item.body as unknown as ImportRemoteTarget;
     const hasClass = b.class_ref !== undefined || b.class_key !== undefined;
     try {
-      validateTarget(
-        fieldsFromNew({ ...targetBody(b), collection_id: 0, class_id: hasClass ? 0 : null } as Parameters<typeof fieldsFromNew>[0]),
-        limits,
-      );
+      const body: { collection_id: number; class_id: number | null } = mergeMembers(targetBody(b), {
+        collection_id: 0,
+        class_id: hasClass ? 0 : null,
+      });
+      validateTarget(fieldsFromNew(body as Parameters<typeof fieldsFromNew>[0]), limits);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       for (const d of err.details ?? []) {
@@ -543,7 +545,7 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
   for (const item of items.filter((i) => i.section === 'export_templates')) {
     const b = item.body as unknown as ImportExportTemplate;
     try {
-      validateTemplateFields(templateFieldsFromNew({ ...templateBody(b), collection_id: 0 }), limits);
+      validateTemplateFields(templateFieldsFromNew(mergeMembers(templateBody(b), { collection_id: 0 })), limits);
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       for (const d of err.details ?? []) bad(rewrite('export_templates', item.index, d.path), d.message);
@@ -553,7 +555,7 @@ export function planImport(req: ImportRequest, limits: TemplateLimits): ImportPl
     const b = item.body as unknown as ImportEventSubscription;
     const system = b.collection_ref === undefined && b.collection_key === undefined;
     try {
-      validateSubscription(subscriptionFromNew(system ? null : 0, { ...subscriptionBody(b), sink_id: 0 }));
+      validateSubscription(subscriptionFromNew(system ? null : 0, mergeMembers(subscriptionBody(b), { sink_id: 0 })));
     } catch (err) {
       if (!(err instanceof ApiError)) throw err;
       for (const d of err.details ?? []) bad(rewrite('event_subscriptions', item.index, d.path), d.message);

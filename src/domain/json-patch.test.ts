@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyJsonPatch, jsonEqual, JsonPatchError, parsePointer, type JsonPatchErrorKind } from './json-patch.ts';
+import { applyJsonPatch, jsonEqual, JsonPatchError, mergeMembers, parsePointer, type JsonPatchErrorKind } from './json-patch.ts';
 import { applyMergePatch } from './merge-patch.ts';
 import { patchSettings, checkSettingsDocument } from './settings.ts';
 
@@ -256,6 +256,27 @@ describe('JSON Patch limits', () => {
     // Repeated tests count compared bytes too.
     const tests = Array.from({ length: 20 }, () => ({ op: 'test', path: '/a', value: chunk }));
     fails('limit_exceeded', () => apply({ a: chunk }, tests));
+  });
+});
+
+describe('mergeMembers', () => {
+  it('copies as { ...a, ...b }: same members, same order, later ones replacing earlier ones in place', () => {
+    const a = { x: 1, y: 2, 3: 'n' };
+    const b = { z: 3, x: 4 };
+    const out = mergeMembers(a, b);
+    expect(out).toEqual({ ...a, ...b });
+    expect(Object.keys(out)).toEqual(Object.keys({ ...a, ...b }));
+    expect(mergeMembers(undefined, b)).toEqual(b);
+    expect(mergeMembers(a, null)).not.toBe(a);
+  });
+
+  it('keeps an own __proto__ member of parsed JSON a member', () => {
+    const parsed = JSON.parse('{"a":1,"__proto__":{"polluted":true},"b":2}') as Record<string, unknown>;
+    const out = mergeMembers(parsed, { c: 3 }) as Record<string, unknown>;
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect((out as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(Object.keys(out)).toEqual(['a', '__proto__', 'b', 'c']);
+    expect(JSON.stringify(out)).toBe(JSON.stringify({ ...parsed, c: 3 }));
   });
 });
 

@@ -6,7 +6,8 @@ let dummy: Promise<string> | undefined;
 
 /** Argon2id hash; a random salt unless one is given (imports derive a per-principal salt). */
 export function hashPassword(password: string, salt?: Uint8Array): Promise<string> {
-  return hash(password, salt ? { ...OPTIONS, salt } : OPTIONS);
+  const options = salt ? { memoryCost: OPTIONS.memoryCost, timeCost: OPTIONS.timeCost, parallelism: OPTIONS.parallelism, salt } : OPTIONS;
+  return hash(password, options);
 }
 
 /** Verifies a password; with no stored hash it still spends the same work, so timing tells nothing. */

@@ -324,10 +324,8 @@ export interface SubjectContext {
 export function templateScope(subject: SubjectContext, parameters: unknown, bodyOverride: unknown): Record<string, unknown> {
   const { collectionIds: _ids, ...rest } = subject;
   // JSON round trip: plain data only (dates as RFC 3339 strings), nothing with a prototype.
-  return JSON.parse(JSON.stringify({ ...rest, parameters: parameters ?? {}, body_override: bodyOverride ?? {} })) as Record<
-    string,
-    unknown
-  >;
+  const scope = Object.assign({}, rest, { parameters: parameters ?? {}, body_override: bodyOverride ?? {} });
+  return JSON.parse(JSON.stringify(scope)) as Record<string, unknown>;
 }
 
 export interface RenderedCall {

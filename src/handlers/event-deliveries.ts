@@ -43,7 +43,10 @@ export const eventDeliveriesHandlers = {
       headers: { 'cache-control': 'no-store' },
       body: {
         fanout: {
-          ...fanout,
+          pending_events: fanout.pending_events,
+          in_flight_claims: fanout.in_flight_claims,
+          stale_claims: fanout.stale_claims,
+          oldest_pending_age_seconds: fanout.oldest_pending_age_seconds,
           workers: cfg.SVC_EVENT_FANOUT_WORKERS,
           batch_size: cfg.SVC_EVENT_FANOUT_BATCH_SIZE,
           poll_interval_ms: cfg.SVC_EVENT_FANOUT_POLL_INTERVAL_MS,
@@ -51,7 +54,10 @@ export const eventDeliveriesHandlers = {
           wakeups: { ...fanoutWakeups },
         },
         delivery: {
-          ...delivery,
+          counts: delivery.counts,
+          retryable_failed: delivery.retryable_failed,
+          stale_claims: delivery.stale_claims,
+          oldest_due_age_seconds: delivery.oldest_due_age_seconds,
           settings: {
             workers: cfg.SVC_EVENT_DELIVERY_WORKERS,
             batch_size: cfg.SVC_EVENT_DELIVERY_BATCH_SIZE,

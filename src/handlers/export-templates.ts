@@ -8,6 +8,7 @@ import { EXPORT_TEMPLATE_LIST_SPEC, listExportTemplateRows, readExportTemplateAs
 import { exportTemplateView, type ExportTemplateRow } from '../domain/views/export-templates.ts';
 import { templateFieldsFromNew, type PatchBody } from '../domain/exports.ts';
 import { templateLimits } from '../domain/templates.ts';
+import { mergeMembers } from '../domain/json-patch.ts';
 import { submitExport } from './exports.ts';
 import { inTx } from '../mutations/context.ts';
 import { createExportTemplate, deleteExportTemplate, updateExportTemplate } from '../mutations/export-templates.ts';
@@ -51,6 +52,8 @@ export const exportTemplatesHandlers = {
     return { status: 204 };
   },
 
-  runExportTemplate: async (input, ctx) =>
-    submitExport(ctx, { ...(input.body as Record<string, unknown>), template_id: input.params.template_id }, input.headers),
+  runExportTemplate: async (input, ctx) => {
+    const request = mergeMembers(input.body as Record<string, unknown>, { template_id: input.params.template_id });
+    return submitExport(ctx, request, input.headers);
+  },
 } satisfies Partial<HandlerMap>;

@@ -121,7 +121,7 @@ export const remoteTargetsHandlers = {
           final: finalFor(ctx.deps.sql, tx), // COMMIT goes with it
           // a new task: the target's `invoked` event, as the task's actor, after the task's own
           more: (t) => ({
-            actor: { ...actorOf(ctx), taskId: t.id },
+            actor: Object.assign(actorOf(ctx), { taskId: t.id }),
             events: [
               {
                 entityType: KIND,

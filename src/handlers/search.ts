@@ -276,11 +276,11 @@ export const searchHandlers = {
         // the complete page first (buffered memory is linear in the page limit), then the events
         r = await executeStructured(ctx, p, texts);
       } catch (err) {
-        w.send('error', { ...head, message: publicMessage(ctx, err) });
+        w.send('error', { version: head.version, kind: head.kind, message: publicMessage(ctx, err) });
         return;
       }
       for (const result of r.results) if (!w.send('result', result, texts.texts)) return;
-      w.send('done', { ...head, next: r.next, total: r.total, page_limit: p.plan.limit });
+      w.send('done', { version: head.version, kind: head.kind, next: r.next, total: r.total, page_limit: p.plan.limit });
     });
   },
 } satisfies Partial<HandlerMap>;

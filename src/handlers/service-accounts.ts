@@ -18,10 +18,10 @@ import {
 
 const LOCAL_SCOPE = 'local';
 
-const reply = <S extends number>(status: S, row: ServiceAccountRow) => ({
+const reply = <S extends number>(status: S, row: ServiceAccountRow, extra?: Record<string, string>) => ({
   status,
   body: serviceAccountView(row),
-  headers: etagHeader('service_account', row.id, row.revision),
+  headers: etagHeader('service_account', row.id, row.revision, extra),
 });
 
 // Every operation passes the Human/IAM gates first, so a service account never manages itself;
@@ -45,8 +45,7 @@ export const serviceAccountsHandlers = {
         owner_group_id: body.owner_group_id,
       }),
     );
-    const r = reply(201, row);
-    return { ...r, headers: { ...r.headers, location: `/api/v1/iam/service-accounts/${row.id}` } };
+    return reply(201, row, { location: `/api/v1/iam/service-accounts/${row.id}` });
   },
 
   getServiceAccount: async (input, ctx) => {

@@ -113,7 +113,7 @@ export class ContractRouter {
     // openapi-backend's customizeAjv set it up; the contract is added once and referenced by pointer.
     const ajv = new Ajv2020({ strict: false, allErrors: true, coerceTypes: true });
     addFormats(ajv);
-    ajv.addSchema({ ...doc, $id: DOC_ID } as object);
+    ajv.addSchema(Object.assign({}, doc, { $id: DOC_ID }));
     const security = (doc.security as unknown[] | undefined) ?? [];
     this.operations = [];
     for (const [path, item] of Object.entries((doc.paths ?? {}) as Record<string, Json>)) {

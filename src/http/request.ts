@@ -127,7 +127,7 @@ const HEADER_RECORD: ProxyHandler<HeaderSource> = {
   ownKeys: (s) => Reflect.ownKeys(s.all()),
   getOwnPropertyDescriptor: (s, name) => {
     const d = Reflect.getOwnPropertyDescriptor(s.all(), name);
-    return d && { ...d, configurable: true };
+    return d && Object.assign({}, d, { configurable: true });
   },
   set: (s, name, value) => Reflect.set(s.all(), name, value),
   defineProperty: (s, name, d) => Reflect.defineProperty(s.all(), name, d),

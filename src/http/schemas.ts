@@ -15,7 +15,7 @@ export class SchemaRegistry {
 
   constructor(doc: Json = openapiDocument() as unknown as Json) {
     this.doc = doc;
-    this.ajv.addSchema({ ...doc, $id: DOC_ID } as object);
+    this.ajv.addSchema(Object.assign({}, doc, { $id: DOC_ID }));
   }
 
   validatorAt(pointer: string): ValidateFunction {

@@ -111,7 +111,17 @@ export async function createClass(m: MutationContext, v: NewClass): Promise<Clas
   reserved.catch(() => undefined); // awaited below, after the check
   await checked;
   const { id, now } = await reserved;
-  const created: ClassRow = { id, ...values, created_at: now, updated_at: now, revision: 1 };
+  const created: ClassRow = {
+    id,
+    name: values.name,
+    description: values.description,
+    collection_id: values.collection_id,
+    json_schema: values.json_schema,
+    validate_schema: values.validate_schema,
+    created_at: now,
+    updated_at: now,
+    revision: 1,
+  };
   const { lifecycle } = classSchemaChangeEvents(null, created, NO_IMPACT);
   return insertClassWithEvents(m.tx, m.actor, id, values, [classCreatedEvent(created), ...lifecycle], m.final);
 }
@@ -157,7 +167,11 @@ export async function updateClass(
   const movedObjects = moved ? await moveClassObjects(m.tx, m.actor, before.id, next.collection_id) : null;
   const after: ClassRow = {
     id: before.id,
-    ...next,
+    name: next.name,
+    description: next.description,
+    collection_id: next.collection_id,
+    json_schema: next.json_schema,
+    validate_schema: next.validate_schema,
     created_at: before.created_at,
     updated_at: before.svc_now,
     revision: before.revision + 1,

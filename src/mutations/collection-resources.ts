@@ -50,7 +50,7 @@ export async function createInCollection<R extends Row<F>, F extends { collectio
   await checked;
   await validate(m.tx, fields);
   const { id, now } = await reserved;
-  const created = { ...fields, id, created_at: now, updated_at: now, revision: 1 } as R;
+  const created = Object.assign({}, fields, { id, created_at: now, updated_at: now, revision: 1 }) as R;
   return r.insert(m.tx, m.actor, created, [r.event(created, 'created', null)], m.final);
 }
 
@@ -87,12 +87,10 @@ export async function updateInCollection<R extends Row<F>, F extends { collectio
       await requireCollectionPermission(m.tx, m.auth, next.collection_id, r.perms.create);
     }
     await validate(m.tx, next);
-    const after = { ...before, ...next, updated_at: now, revision: before.revision + 1 } as R;
+    const after = Object.assign({}, before, next, { updated_at: now, revision: before.revision + 1 }) as R;
     const moved = after.collection_id !== before.collection_id;
-    const event = {
-      ...r.event(after, 'updated', before, moved ? [before.collection_id] : []),
-      ...(moved ? { metadata: { from_collection_id: before.collection_id, to_collection_id: after.collection_id } } : {}),
-    };
+    const event = r.event(after, 'updated', before, moved ? [before.collection_id] : []);
+    if (moved) event.metadata = { from_collection_id: before.collection_id, to_collection_id: after.collection_id };
     return r.update(m.tx, m.actor, after, [event], m.final);
   });
 }

@@ -108,7 +108,7 @@ export async function updateCollection(
   const before = await lockForWrite(m, id, 'UpdateCollection', ifMatch);
   const next = { name: changes.name ?? before.name, description: changes.description ?? before.description };
   return skipWhenUnchanged(before, next.name === before.name && next.description === before.description, async () => {
-    const after: CollectionRow = { ...before, ...next, updated_at: before.svc_now, revision: before.revision + 1 };
+    const after: CollectionRow = Object.assign({}, before, next, { updated_at: before.svc_now, revision: before.revision + 1 });
     await updateNameWithEvent(m.tx, m.actor, 'collections', after, collectionEvent(after, 'updated', before), m.final); // COMMIT goes with it
     return after;
   });
@@ -140,16 +140,10 @@ export async function moveCollection(
       ]);
     }
     const after = await setCollectionParent(m.tx, id, parentId);
-    await appendEvent(
-      m.tx,
-      m.actor,
-      {
-        ...collectionEvent(after, 'updated', before, [before.parent_collection_id, parentId]),
-        summary: `collection ${after.name} moved`,
-        metadata: { from_parent_collection_id: before.parent_collection_id, to_parent_collection_id: parentId },
-      },
-      m.final,
-    );
+    const event = collectionEvent(after, 'updated', before, [before.parent_collection_id, parentId]);
+    event.summary = `collection ${after.name} moved`;
+    event.metadata = { from_parent_collection_id: before.parent_collection_id, to_parent_collection_id: parentId };
+    await appendEvent(m.tx, m.actor, event, m.final);
     return after;
   });
 }

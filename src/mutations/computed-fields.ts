@@ -76,17 +76,24 @@ async function lockForWrite(
 }
 
 function fieldEvent(row: ComputedFieldRow, collectionId: number, action: string, before: ComputedFieldRow | null): NewEvent {
-  return {
+  const event: NewEvent = {
     entityType: KIND,
     entityId: row.id,
     entityName: row.key,
     collectionId,
     action,
     summary: `${row.visibility} computed field ${row.key} ${action}`,
-    ...(action === 'deleted' ? {} : { after: computedFieldView(row), afterRevision: row.revision }),
-    ...(before ? { before: computedFieldView(before), beforeRevision: before.revision } : {}),
-    metadata: { class_id: row.class_id },
   };
+  if (action !== 'deleted') {
+    event.after = computedFieldView(row);
+    event.afterRevision = row.revision;
+  }
+  if (before) {
+    event.before = computedFieldView(before);
+    event.beforeRevision = before.revision;
+  }
+  event.metadata = { class_id: row.class_id };
+  return event;
 }
 
 /**
@@ -159,7 +166,7 @@ export async function updateComputedField(
     jsonEqual(next.operation, storedOperation(before.operation));
   return skipWhenUnchanged(before, same, async () => {
     validateOperation(next.operation, next.result_type);
-    const after: ComputedFieldRow = { ...before, ...next, updated_at: now, revision: before.revision + 1 };
+    const after: ComputedFieldRow = Object.assign({}, before, next, { updated_at: now, revision: before.revision + 1 });
     return updateField(m.tx, m.actor, after, [fieldEvent(after, collectionId, 'updated', before)], m.final);
   });
 }

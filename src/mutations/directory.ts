@@ -75,11 +75,11 @@ export async function signInDirectoryUser(tx: TransactionSql, actor: Actor, p: L
       }
       const changed = existing.email !== user.email || existing.proper_name !== user.properName;
       const r = await updateProviderUser(tx, existing.id, { subject: user.dn, email: user.email, properName: user.properName, changed });
-      const after: UserRow = { ...existing, email: user.email, proper_name: user.properName, ...r };
+      const after: UserRow = Object.assign({}, existing, { email: user.email, proper_name: user.properName }, r);
       if (changed)
         await appendEvent(
           tx,
-          { ...actor, principalId: existing.id, principalName: existing.name },
+          Object.assign({}, actor, { principalId: existing.id, principalName: existing.name }),
           userUpdatedEvent(existing, after, false),
         );
       row = after;
@@ -94,7 +94,7 @@ export async function signInDirectoryUser(tx: TransactionSql, actor: Actor, p: L
       if (created) {
         await appendEvent(
           tx,
-          { ...actor, principalId: created.id, principalName: created.name },
+          Object.assign({}, actor, { principalId: created.id, principalName: created.name }),
           userCreatedEvent(created, { password_set: false, managed_by: managedBy(p), external_subject: user.dn }),
         );
         row = created;
@@ -103,17 +103,18 @@ export async function signInDirectoryUser(tx: TransactionSql, actor: Actor, p: L
       }
     }
   }
-  const self = { ...actor, principalId: row.id, principalName: row.name };
+  const self = Object.assign({}, actor, { principalId: row.id, principalName: row.name });
+  const member = Object.assign({}, row, { kind: 'human' as const });
   const wanted = new Set<number>();
   for (const g of user.groups) {
     const group = await ensureProviderGroup(tx, self, p, g);
     wanted.add(group.id);
-    await writeMembership(tx, self, 'added', group.id, row.id, membershipEvent('added', group, { ...row, kind: 'human' }));
+    await writeMembership(tx, self, 'added', group.id, row.id, membershipEvent('added', group, member));
   }
   for (const id of await managedGroupIdsOf(tx, row.id, managedBy(p))) {
     if (wanted.has(id)) continue;
     const group = await lockGroup(tx, id);
-    if (group) await writeMembership(tx, self, 'removed', id, row.id, membershipEvent('removed', group, { ...row, kind: 'human' }));
+    if (group) await writeMembership(tx, self, 'removed', id, row.id, membershipEvent('removed', group, member));
   }
   return row;
 }

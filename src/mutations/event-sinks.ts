@@ -56,8 +56,7 @@ export async function updateEventSink(
   const next = applySinkPatch(prev, patch);
   return skipWhenUnchanged(before, sameJson(next, prev), async () => {
     validateSinkChange(prev, next, await routings, namePath);
-    const after: EventSinkRow = {
-      ...before,
+    const after: EventSinkRow = Object.assign({}, before, {
       name: next.name,
       kind: next.kind,
       config: next.config,
@@ -66,7 +65,7 @@ export async function updateEventSink(
       min_interval_ms: next.delivery_policy.min_interval_ms,
       updated_at: now,
       revision: before.revision + 1,
-    };
+    });
     // the deliveries it held while disabled are due: the delivery workers hear of it after the commit
     if (!before.enabled && after.enabled) markWake(m.tx, DELIVERIES_CHANNEL);
     return updateEventSinkRow(m.tx, m.actor, after, [eventSinkEvent(after, 'updated', before)], m.final);

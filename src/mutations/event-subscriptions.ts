@@ -56,7 +56,15 @@ export async function createEventSubscription(m: MutationContext, fields: Subscr
   if (!approved) requireListedRouting(sink.id, sink.kind, fields.routing, sink.config);
   const { id, now } = await reserved;
   const created: EventSubscriptionRow = {
-    ...fields,
+    collection_id: fields.collection_id,
+    sink_id: fields.sink_id,
+    name: fields.name,
+    description: fields.description,
+    entity_types: fields.entity_types,
+    actions: fields.actions,
+    filter: fields.filter,
+    routing: fields.routing,
+    enabled: fields.enabled,
     id,
     routing_admin_approved: approved,
     created_at: now,
@@ -112,7 +120,7 @@ export async function updateEventSubscription(
     // the deliveries it held while disabled are due: the delivery workers hear of it after the commit
     if (!before.enabled && next.enabled) markWake(m.tx, DELIVERIES_CHANNEL);
     // routing_admin_approved is the statement's to decide (updateEventSubscriptionRow)
-    const after: EventSubscriptionRow = { ...before, ...next, updated_at: now, revision: before.revision + 1 };
+    const after: EventSubscriptionRow = Object.assign({}, before, next, { updated_at: now, revision: before.revision + 1 });
     const event = eventSubscriptionEvent(after, 'updated', before);
     return updateEventSubscriptionRow(m.tx, m.actor, after, admin && namesDestination, event, m.final);
   });

@@ -61,7 +61,7 @@ export async function updateGroup(m: MutationContext, id: number, changes: Group
   const name = changes.name ?? before.name;
   const description = changes.description === undefined ? before.description : (changes.description ?? '');
   return skipWhenUnchanged(before, name === before.name && description === before.description, async () => {
-    const after: GroupRow = { ...before, name, description, updated_at: before.svc_now, revision: before.revision + 1 };
+    const after: GroupRow = Object.assign({}, before, { name, description, updated_at: before.svc_now, revision: before.revision + 1 });
     const event = groupEvent('updated', after, before);
     if (name !== before.name) event.metadata = { member_ids: await listing! };
     await updateNameWithEvent(m.tx, m.actor, 'groups', after, event, m.final); // COMMIT goes with it

@@ -30,7 +30,7 @@ export async function deletePrincipalRecorded<T extends { id: number; name: stri
     summary: `${what.label} ${before.name} deleted`,
     before: snapshot(before),
     beforeRevision: before.revision,
-    metadata: { ...metadata(before), removed_from_group_ids: groupIds },
+    metadata: Object.assign({}, metadata(before), { removed_from_group_ids: groupIds }),
   };
   await deleteRowWithEvents(m.tx, m.actor, 'principals', id, [event], m.final);
 }

@@ -68,7 +68,7 @@ export async function createClassRelation(m: MutationContext, v: NewClassRelatio
     to_max_relations: v.to_max_relations ?? null,
   });
   const ends = { from_collection_id: from.collection_id, to_collection_id: to.collection_id };
-  await appendEvent(m.tx, m.actor, classRelationEvent({ ...created, ...ends }, 'created'), m.final);
+  await appendEvent(m.tx, m.actor, classRelationEvent(Object.assign({}, created, ends), 'created'), m.final);
   return created;
 }
 

@@ -156,7 +156,7 @@ export async function confirmStagedRestore(
         action: 'succeeded',
         summary: `restore ${stage.id} replaced all data (backup format ${stage.backup_version})`,
         after: statusWire(after),
-        metadata: { ...meta, passwords_carried: result.passwordsCarried, admin_repairs: result.adminRepairs },
+        metadata: Object.assign({}, meta, { passwords_carried: result.passwordsCarried, admin_repairs: result.adminRepairs }),
       });
       return after;
     } catch (err) {

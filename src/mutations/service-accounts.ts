@@ -127,7 +127,7 @@ export async function updateServiceAccount(
   return skipWhenUnchanged(before, !changed && !disabling, async () => {
     let current = before;
     if (changed) {
-      current = { ...before, description, owner_group_id: ownerGroupId, updated_at: now, revision: before.revision + 1 };
+      current = Object.assign({}, before, { description, owner_group_id: ownerGroupId, updated_at: now, revision: before.revision + 1 });
       const events = [serviceAccountEvent('updated', current, before)];
       await updateAccountRow(m.tx, m.actor, current, events, disabling ? undefined : m.final); // COMMIT goes with it, unless disabling follows
     }

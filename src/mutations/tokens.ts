@@ -77,7 +77,7 @@ export async function mintTokenAs(
         });
   const row = await insertTokenWithEvent(tx, actor, values, event, final);
   // the insert stored t.expiresAt: a minted token always expires (only legacy rows have no expiry)
-  return { raw, row: { ...row, expires_at: row.expires_at ?? t.expiresAt } };
+  return { raw, row: Object.assign({}, row, { expires_at: row.expires_at ?? t.expiresAt }) };
 }
 
 /**
@@ -128,7 +128,7 @@ export function newTokenEvent(
 export async function revokeTokenAs(tx: TransactionSql, actor: Actor, before: TokenRow, via: string, final?: Final): Promise<boolean> {
   if (before.revoked_at) return false;
   // the revocation's time is the statement's: revokeTokenWithEvent puts it into `after`
-  const after: TokenRow = { ...before, revision: before.revision + 1 };
+  const after: TokenRow = Object.assign({}, before, { revision: before.revision + 1 });
   return revokeTokenWithEvent(
     tx,
     actor,

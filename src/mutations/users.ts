@@ -104,7 +104,7 @@ export async function updateUser(
   const properName = changes.proper_name === undefined ? before.proper_name : changes.proper_name;
   const same = passwordHash === null && email === before.email && properName === before.proper_name;
   return skipWhenUnchanged(before, same, async () => {
-    const after: UserRow = { ...before, email, proper_name: properName, updated_at: now, revision: before.revision + 1 };
+    const after: UserRow = Object.assign({}, before, { email, proper_name: properName, updated_at: now, revision: before.revision + 1 });
     await updateUserRow(m.tx, m.actor, after, passwordHash, [userUpdatedEvent(before, after, passwordHash !== null)], m.final);
     return after;
   });

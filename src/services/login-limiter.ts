@@ -10,10 +10,19 @@ import { loginLimiterBlocks } from '../metrics.ts';
 export function limiterConfig(
   config: Pick<Config, 'SVC_LOGIN_RATE_LIMIT_MAX_FAILURES_PER_USER' | 'SVC_LOGIN_RATE_LIMIT_USER_INTERVAL_SECONDS'>,
 ): LimiterConfig {
+  const d = DEFAULT_LIMITER_CONFIG;
   return {
-    ...DEFAULT_LIMITER_CONFIG,
+    maxFailuresPerUserIp: d.maxFailuresPerUserIp,
+    maxFailuresPerIp: d.maxFailuresPerIp,
+    maxFailuresPerSubnet: d.maxFailuresPerSubnet,
     maxFailuresPerUser: config.SVC_LOGIN_RATE_LIMIT_MAX_FAILURES_PER_USER,
     userIntervalSeconds: config.SVC_LOGIN_RATE_LIMIT_USER_INTERVAL_SECONDS,
+    subnetPrefixV4: d.subnetPrefixV4,
+    subnetPrefixV6: d.subnetPrefixV6,
+    windowSeconds: d.windowSeconds,
+    lockoutBaseSeconds: d.lockoutBaseSeconds,
+    lockoutMaxSeconds: d.lockoutMaxSeconds,
+    reservationSeconds: d.reservationSeconds,
   };
 }
 

@@ -121,7 +121,7 @@ async function send(input: SendInput): Promise<SendResult> {
       frameMax: num('frameMax'),
       channelMax: num('channelMax'),
     };
-    const connecting = amqplib.connect(connect, { ...dest.tls, timeout: input.timeoutMs, noDelay: true });
+    const connecting = amqplib.connect(connect, { timeout: input.timeoutMs, noDelay: true, ...dest.tls });
     // a connection that completes after the deadline is closed at once
     void connecting.then((c) => (finished ? closeQuietly(c) : undefined)).catch(() => {});
     conn = await deadline.run(connecting);

@@ -3,6 +3,7 @@
 // templates (context: envelope fields at top level plus `event`); recipients from the
 // subscription's routing. A 5xx reply is permanent; other failures are retried.
 import nodemailer from 'nodemailer';
+import type { SendMailOptions, SMTPTransportOptions } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
 import { badRequest } from '../domain/errors.ts';
 import type { Config } from '../config.ts';
@@ -193,13 +194,12 @@ async function send(input: SendInput): Promise<SendResult> {
     checkPayloadSize(Buffer.byteLength(mail.subject) + Buffer.byteLength(mail.body), cfg);
     const dest = await prepareDestination(cfg.uri, sink.secret_ref, input.secret, RULES, input.config, deadline);
     const hasAuth = dest.username !== '' || dest.password !== '';
-    transport = nodemailer.createTransport({
+    // option bags: the optional members are assigned after the literal (eslint.config.js); nodemailer reads them by name
+    const smtp: SMTPTransportOptions = {
       host: dest.address.address,
       port: dest.port,
       secure: true,
-      ...(dest.tls.servername ? { servername: dest.tls.servername } : {}),
       tls: dest.tls,
-      ...(hasAuth ? { auth: { user: dest.username, pass: dest.password } } : {}),
       connectionTimeout: input.timeoutMs,
       greetingTimeout: input.timeoutMs,
       socketTimeout: input.timeoutMs,
@@ -208,23 +208,25 @@ async function send(input: SendInput): Promise<SendResult> {
       disableUrlAccess: true,
       logger: false,
       debug: false,
-    });
+    };
+    if (dest.tls.servername) smtp.servername = dest.tls.servername;
+    if (hasAuth) smtp.auth = { user: dest.username, pass: dest.password };
+    transport = nodemailer.createTransport(smtp);
     const headers: Record<string, string> = { 'X-Svc-Event-Id': input.envelope.event_id };
     if (input.purpose === 'test') headers['X-Svc-Delivery-Purpose'] = 'test';
-    const info = await deadline.run(
-      transport.sendMail({
-        from: mail.from,
-        ...(mail.reply_to ? { replyTo: mail.reply_to } : {}),
-        to: mail.to,
-        cc: mail.cc,
-        bcc: mail.bcc,
-        subject: mail.subject,
-        text: mail.body,
-        messageId: messageId(mail, input),
-        headers,
-        signal: cancel.signal,
-      }),
-    );
+    const message: SendMailOptions = {
+      from: mail.from,
+      to: mail.to,
+      cc: mail.cc,
+      bcc: mail.bcc,
+      subject: mail.subject,
+      text: mail.body,
+      messageId: messageId(mail, input),
+      headers,
+      signal: cancel.signal,
+    };
+    if (mail.reply_to) message.replyTo = mail.reply_to;
+    const info = await deadline.run(transport.sendMail(message));
     if (!Array.isArray(info.accepted) || info.accepted.length === 0) {
       throw new SinkFailure('dead', 'the mail server accepted none of the recipients');
     }

@@ -7,6 +7,7 @@ import type { Config } from '../config.ts';
 import { SETTINGS } from '../config.ts';
 import { OutboundError, resolveAndScreen, trustAnchors, type ResolvedAddress } from '../outbound/http.ts';
 import type { TemplateLimits } from '../domain/remote-targets.ts';
+import { mergeMembers } from '../domain/json-patch.ts';
 import type { ConfigProblem, EventEnvelope, SendResult } from './types.ts';
 
 export const SECRET_PLACEHOLDER = '{secret}';
@@ -157,6 +158,10 @@ export async function prepareDestination(
   } catch {
     throw new SinkFailure('retry', 'the trusted CA file could not be read');
   }
+  // TLS options for the socket: built by assignment (eslint.config.js); their order does not matter
+  const tls: Destination['tls'] = { rejectUnauthorized: true, minVersion: 'TLSv1.2' };
+  if (!isIP(hostname)) tls.servername = hostname;
+  if (ca) tls.ca = ca;
   return {
     hostname,
     address,
@@ -165,7 +170,7 @@ export async function prepareDestination(
     password,
     path: url.pathname.replace(/^\//, ''),
     query: url.searchParams,
-    tls: { ...(isIP(hostname) ? {} : { servername: hostname }), ...(ca ? { ca } : {}), rejectUnauthorized: true, minVersion: 'TLSv1.2' },
+    tls,
   };
 }
 
@@ -215,7 +220,7 @@ export function checkPayloadSize(bytes: number, config: Record<string, unknown>)
 
 /** Template context: the envelope fields at top level, the whole envelope as `event`, and the test marker. */
 export function templateContext(envelope: EventEnvelope, purpose: 'event' | 'test'): Record<string, unknown> {
-  return { ...envelope, event: envelope, test: purpose === 'test', test_marker: purpose === 'test' ? '[TEST] ' : '' };
+  return mergeMembers(envelope, { event: envelope, test: purpose === 'test', test_marker: purpose === 'test' ? '[TEST] ' : '' });
 }
 
 /** Limits for checking template syntax when a sink is saved (the configured ones apply when rendering). */

@@ -11,7 +11,7 @@ import type { Config } from '../config.ts';
 import { ApiError } from '../domain/errors.ts';
 import { compileTemplate, renderTemplate, SECRET_ALIAS, TemplateError } from '../domain/remote-targets.ts';
 import { templateLimits } from '../domain/templates.ts';
-import { jsonEqual, parsePointer } from '../domain/json-patch.ts';
+import { jsonEqual, mergeMembers, parsePointer } from '../domain/json-patch.ts';
 import {
   HEADER_NAME,
   OutboundError,
@@ -173,7 +173,7 @@ function renderBody(
   let value: unknown;
   if (typeof c.body_template === 'string' && c.body_template !== '') {
     const plain = JSON.parse(JSON.stringify(envelope)) as Record<string, unknown>;
-    const scope = { ...plain, event: plain, test: purpose === 'test', test_marker: purpose === 'test' ? '[TEST] ' : '' };
+    const scope = mergeMembers(plain, { event: plain, test: purpose === 'test', test_marker: purpose === 'test' ? '[TEST] ' : '' });
     try {
       text = renderTemplate(c.body_template, scope, templateLimits(config));
     } catch (err) {

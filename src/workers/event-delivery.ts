@@ -209,7 +209,7 @@ export async function runDeliveryWorkers(
     while (!signal.aborted) {
       let claimed = 0;
       try {
-        claimed = await runDeliveryOnce(deps, { ...only, signal });
+        claimed = await runDeliveryOnce(deps, Object.assign({}, only, { signal }));
       } catch (err) {
         deps.log.error({ err, worker: 'event-delivery' }, 'event delivery cycle failed');
       }

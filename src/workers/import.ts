@@ -58,6 +58,7 @@ import {
   type NewImportResult,
 } from '../db/imports.ts';
 import { fieldsFromNew, type TemplateLimits } from '../domain/remote-targets.ts';
+import { mergeMembers } from '../domain/json-patch.ts';
 import { templateLimits } from '../domain/templates.ts';
 import {
   ADMIN_SECTIONS,
@@ -338,10 +339,15 @@ class ImportRun {
     const actions: Record<ResultAction, number> = { create: 0, update: 0, unchanged: 0 };
     for (const r of this.results) if (r && (r.outcome === 'succeeded' || r.outcome === 'rolled_back')) actions[r.action]++;
     const firstFailure = this.results.find((r) => r?.outcome === 'failed');
-    const mode = { dry_run: this.plan.dryRun, atomicity: this.plan.atomicity, collision_policy: this.plan.collisionPolicy };
     return {
       status,
-      summary: { ...mode, outcomes: counts, actions },
+      summary: {
+        dry_run: this.plan.dryRun,
+        atomicity: this.plan.atomicity,
+        collision_policy: this.plan.collisionPolicy,
+        outcomes: counts,
+        actions,
+      },
       details: firstFailure
         ? {
             reason: 'import_item_failed',
@@ -660,7 +666,10 @@ class ImportRun {
     if (classId !== null && (await classCollectionId(tx, classId)) !== collectionId) {
       throw badRequest('the remote target is invalid', [{ path: 'class', message: 'must be a class of the target collection' }]);
     }
-    const body = { ...targetBody(b), collection_id: collectionId, class_id: classId };
+    const body: { collection_id: number; class_id: number | null } = mergeMembers(targetBody(b), {
+      collection_id: collectionId,
+      class_id: classId,
+    });
     const config = this.deps.config;
     const existing = await remoteTargetIdByName(tx, collectionId, b.name);
     if (existing === undefined) {
@@ -676,7 +685,7 @@ class ImportRun {
 
   private async exportTemplate(tx: TransactionSql, b: ImportExportTemplate, state: ItemState): Promise<Applied> {
     const collectionId = await this.collectionOf(tx, b.collection_ref, b.collection_key);
-    const body = { ...templateBody(b), collection_id: collectionId };
+    const body = mergeMembers(templateBody(b), { collection_id: collectionId });
     const rules = { limits: this.limits, templatePath: 'template' };
     const existing = await exportTemplateIdByName(tx, collectionId, b.name);
     if (existing === undefined) {
@@ -706,7 +715,7 @@ class ImportRun {
     const system = b.collection_ref === undefined && b.collection_key === undefined;
     const collectionId = system ? null : await this.collectionOf(tx, b.collection_ref, b.collection_key);
     const sinkId = await this.sinkOf(tx, b.sink_ref, b.sink_key);
-    const body = { ...subscriptionBody(b), sink_id: sinkId } as Parameters<typeof subscriptionFromNew>[1];
+    const body = mergeMembers(subscriptionBody(b), { sink_id: sinkId }) as Parameters<typeof subscriptionFromNew>[1];
     const existing = await eventSubscriptionIdByName(tx, collectionId, b.name);
     if (existing === undefined) {
       const created = await createEventSubscription(this.as(tx), subscriptionFromNew(collectionId, body));

@@ -99,21 +99,25 @@ export async function executeRemoteCall(ctx: TaskRunContext): Promise<TaskOutcom
 
   const fail = (reason: string, message: string, extra: Partial<RemoteCallResult> = {}): TaskOutcome => {
     const row = result({ success: false, error: message, ...extra });
+    // members written out and assigned in order (eslint.config.js)
+    const details: Record<string, unknown> = {
+      remote_target_id: base.remote_target_id,
+      subject_type: base.subject_type,
+      subject_id: base.subject_id,
+      method: row.method,
+      url: row.url,
+      success: false,
+      error: { reason, message },
+    };
+    if (row.status !== null) {
+      details.response = { status: row.status, headers: row.headers, body_preview: row.bodyPreview, body_truncated: row.bodyTruncated };
+    }
+    details.duration_ms = row.durationMs;
     return {
       status: 'failed',
       message: `remote call failed: ${message}`,
       summary: { success: false, response_status: row.status, reason },
-      details: {
-        ...base,
-        method: row.method,
-        url: row.url,
-        success: false,
-        error: { reason, message },
-        ...(row.status !== null
-          ? { response: { status: row.status, headers: row.headers, body_preview: row.bodyPreview, body_truncated: row.bodyTruncated } }
-          : {}),
-        duration_ms: row.durationMs,
-      },
+      details,
       progress: { total_items: 1, processed_items: 1, success_items: 0, failed_items: 1 },
       finalize: async (tx) => {
         await insertRemoteCallResult(tx, row);
@@ -236,7 +240,16 @@ export async function executeRemoteCall(ctx: TaskRunContext): Promise<TaskOutcom
     status: 'succeeded',
     message: `remote call succeeded: HTTP ${res.status}`,
     summary: { success: true, response_status: res.status },
-    details: { ...base, method: call.method, url: call.url, success: true, response, duration_ms: res.durationMs },
+    details: {
+      remote_target_id: base.remote_target_id,
+      subject_type: base.subject_type,
+      subject_id: base.subject_id,
+      method: call.method,
+      url: call.url,
+      success: true,
+      response,
+      duration_ms: res.durationMs,
+    },
     progress: { total_items: 1, processed_items: 1, success_items: 1, failed_items: 0 },
     finalize: async (tx) => {
       await insertRemoteCallResult(tx, row);

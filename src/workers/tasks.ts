@@ -302,7 +302,7 @@ export async function runTaskWorkers(
     while (!signal.aborted) {
       let ran = false;
       try {
-        ran = (await runTaskOnce(deps, { ...only, signal })) !== null;
+        ran = (await runTaskOnce(deps, Object.assign({}, only, { signal }))) !== null;
         if (ran) stats.executed++;
       } catch (err) {
         deps.log.error({ err }, 'task runner cycle failed');

@@ -21,7 +21,9 @@ function scopeOf(values: string[]): TokenScopeValue | null {
       throw new UsageError(`--scope ${JSON.stringify(part)}: a resource is collection:ID, class:ID or object:ID`);
     else permissions.push(part);
   }
-  const scope = { ...(permissions.length ? { permissions } : {}), ...(resources.length ? { resources } : {}) };
+  const scope: { permissions?: string[]; resources?: { kind: string; id: number }[] } = {};
+  if (permissions.length) scope.permissions = permissions;
+  if (resources.length) scope.resources = resources;
   try {
     // The API's shape rules (names, duplicates, at most 1,000 resources).
     return validateScopeShape(scope);

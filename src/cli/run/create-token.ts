@@ -52,7 +52,7 @@ export async function run(session: Session, args: CreateTokenArgs): Promise<numb
       expiresAt,
       scope,
     });
-    return { ...minted, owner };
+    return { raw: minted.raw, row: minted.row, owner };
   });
   const what = owner.kind === 'human' ? 'user' : 'service account';
   session.progress.note(

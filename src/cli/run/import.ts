@@ -3,6 +3,7 @@ import { insertTask } from '../../db/tasks.ts';
 import { IMPORT_RESULT_LIST_SPEC, listImportResultRows } from '../../db/imports.ts';
 import { parseListQuery } from '../../domain/list-query.ts';
 import type { ImportRequest } from '../../domain/imports.ts';
+import { mergeMembers } from '../../domain/json-patch.ts';
 import { importTask, prepareImport } from '../../mutations/imports.ts';
 import { checkSchema, readJsonFile } from '../documents.ts';
 import { EXIT_FAILURE } from '../errors.ts';
@@ -24,7 +25,9 @@ export async function run(session: Session, args: ImportArgs): Promise<number> {
   const doc = await readJsonFile(args.file, progress);
   checkSchema(doc, 'ImportRequest', args.file);
   const body = doc as ImportRequest;
-  if (args.atomicity) body.mode = { ...body.mode, atomicity: args.atomicity };
+  if (args.atomicity) {
+    body.mode = mergeMembers(body.mode, { atomicity: args.atomicity });
+  }
   if (args.dryRun) body.dry_run = true;
   const deps = await session.deps();
   const admin = await session.bootstrapAdmin();

@@ -60,11 +60,11 @@ export function objectComplianceEvent(cls: ClassRow, before: ObjectRow | null, a
   const was = before === null ? true : complianceOf(cls.json_schema, before.json_data).compliant;
   const now = complianceOf(cls.json_schema, after.json_data);
   if (was === now.compliant) return null;
-  return {
-    ...flipEvent(cls, { id: after.id, name: after.name, ...now }, 'object_written', cls.json_schema),
+  // Object.assign, not members after a spread (eslint.config.js)
+  return Object.assign({}, flipEvent(cls, { id: after.id, name: after.name, ...now }, 'object_written', cls.json_schema), {
     collectionId: after.collection_id,
     afterRevision: after.revision,
-  };
+  });
 }
 
 /**
@@ -94,36 +94,36 @@ export function classSchemaChangeEvents(
   const outcome = { objects_checked: impact.checked, compliance_changes: impact.flips.length };
   const flips = impact.flips.map((o) => flipEvent(after, o, 'schema_changed', after.json_schema));
   if ((after.json_schema ?? null) === null) {
-    const removed: NewEvent = {
-      ...common,
+    // Object.assign, not members after a spread (eslint.config.js)
+    const removed: NewEvent = Object.assign({}, common, {
       action: 'deleted',
       summary: `class ${after.name}: schema removed`,
-      metadata: { class_id: after.id, cause: 'schema_removed', ...previous, ...outcome },
-    };
+      metadata: Object.assign({ class_id: after.id, cause: 'schema_removed' }, previous, outcome),
+    });
     return { lifecycle: [removed], flips };
   }
-  const meta = {
-    class_id: after.id,
-    change: changeKind(before, after),
-    schema_digest: schemaDigest(after.json_schema),
-    validate_schema: after.validate_schema,
-    ...previous,
-  };
-  const staged: NewEvent = {
-    ...common,
+  const meta = Object.assign(
+    {
+      class_id: after.id,
+      change: changeKind(before, after),
+      schema_digest: schemaDigest(after.json_schema),
+      validate_schema: after.validate_schema,
+    },
+    previous,
+  );
+  const staged: NewEvent = Object.assign({}, common, {
     action: 'staged',
     summary: `class ${after.name}: schema staged`,
     after: schemaConfigOf(after),
     metadata: meta,
-  };
-  const activated: NewEvent = {
-    ...common,
+  });
+  const activated: NewEvent = Object.assign({}, common, {
     action: 'activated',
     summary: `class ${after.name}: schema activated${after.validate_schema ? ' with validation' : ' without validation'}`,
     after: schemaConfigOf(after),
     afterRevision: after.revision,
-    metadata: { ...meta, ...outcome },
-  };
+    metadata: Object.assign({}, meta, outcome),
+  });
   return { lifecycle: [staged, activated], flips };
 }
 

@@ -27,13 +27,12 @@ export function exportTemplateFields(r: ExportTemplateRow): TemplateFields {
 
 /** The public representation (components.schemas.ExportTemplate); also the audit snapshot. */
 export function exportTemplateView(r: ExportTemplateRow): ResponseBody<'getExportTemplate', 200> {
-  return {
-    id: r.id,
-    ...exportTemplateFields(r),
+  // Object.assign, not members after a spread (eslint.config.js)
+  return Object.assign({ id: r.id }, exportTemplateFields(r), {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
-  };
+  });
 }
 
 /** The audit event of a template change; a deleted template has no after snapshot. */

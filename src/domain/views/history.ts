@@ -57,7 +57,7 @@ export const VERSION_DATA: { [K in HistoryKind]: (r: Record<string, unknown>) =>
 
 /** The entity's public representation as stored in a version (timestamps as the live views give them). */
 export function versionData<K extends HistoryKind>(kind: K, data: Record<string, unknown>): VersionData[K] {
-  const r = { ...data, created_at: new Date(String(data.created_at)), updated_at: new Date(String(data.updated_at)) };
+  const r = Object.assign({}, data, { created_at: new Date(String(data.created_at)), updated_at: new Date(String(data.updated_at)) });
   return VERSION_DATA[kind](r);
 }
 

@@ -32,13 +32,12 @@ export function remoteTargetFields(r: RemoteTargetRow): TargetFields {
 
 /** The public representation (components.schemas.RemoteTarget); also the audit snapshot (no secrets: aliases only). */
 export function remoteTargetView(r: RemoteTargetRow): ResponseBody<'getRemoteTarget', 200> {
-  return {
-    id: r.id,
-    ...remoteTargetFields(r),
+  // Object.assign, not members after a spread (eslint.config.js)
+  return Object.assign({ id: r.id }, remoteTargetFields(r), {
     created_at: r.created_at,
     updated_at: r.updated_at,
     revision: r.revision,
-  };
+  });
 }
 
 /** The audit event of a target change; a deleted target has no after snapshot. */

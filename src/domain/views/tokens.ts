@@ -40,10 +40,11 @@ function tokenCore(t: TokenRow) {
 
 /** The audit snapshot of a token (not its last use: using a token is not a change of it). */
 export function tokenSnapshot(t: TokenRow): Record<string, unknown> {
-  return { ...tokenCore(t), renewed_from_token_id: t.renewed_from_token_id };
+  // Object.assign onto tokenCore's new object, not members after a spread (eslint.config.js)
+  return Object.assign(tokenCore(t), { renewed_from_token_id: t.renewed_from_token_id });
 }
 
 /** The public representation (components.schemas.Token). */
 export function tokenWire(t: TokenView): ResponseBody<'listPrincipalTokens', 200>[number] {
-  return { ...tokenCore(t), last_used_at: t.last_used_at, active: t.active, expired: t.expired };
+  return Object.assign(tokenCore(t), { last_used_at: t.last_used_at, active: t.active, expired: t.expired });
 }
