@@ -270,7 +270,8 @@ async function send(input: SendInput): Promise<SendResult> {
   }
   if (sink.secret_ref !== null && input.secret === null) return { outcome: 'retry', error: 'the sink secret is not available' };
 
-  const headers: Record<string, string> = { ...(c.headers ?? {}) };
+  // a copy by assignment: headers added to a spread's copy would each make a new hidden class (eslint.config.js)
+  const headers: Record<string, string> = mergeMembers(c.headers);
   headers['Content-Type'] = 'application/json';
   headers['Idempotency-Key'] = purpose === 'test' ? `${envelope.event_id}-test-${input.deliveryId}` : envelope.event_id;
   headers['X-Svc-Event-Id'] = envelope.event_id;

@@ -34,6 +34,7 @@ import {
   type SubjectType,
 } from '../domain/remote-targets.ts';
 import { templateLimits } from '../domain/templates.ts';
+import { mergeMembers } from '../domain/json-patch.ts';
 import {
   OutboundError,
   outboundRequest,
@@ -191,7 +192,8 @@ export async function executeRemoteCall(ctx: TaskRunContext): Promise<TaskOutcom
   }
 
   // 5. secrets
-  const headers = { ...call.headers };
+  // a copy by assignment: headers added to a spread's copy would each make a new hidden class (eslint.config.js)
+  const headers: Record<string, string> = mergeMembers(call.headers);
   if (auth.type !== 'none') {
     const secret = await resolveRemoteTargetSecret(deps, auth.secret);
     if (!secret.ok) return fail('missing_secret', `the secret alias ${auth.secret} is not available`);
