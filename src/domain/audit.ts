@@ -45,17 +45,10 @@ export function applyTimeWindow(parsed: ParsedList): ParsedList {
         { path: `query.${f.field}`, message: 'no operator allowed' },
       ]);
     }
-    return { field: f.field, def: f.def, op: f.field === 'occurred_after' ? 'gt' : 'lt', negate: f.negate, values: f.values, path: f.path };
+    return Object.assign({}, f, { op: f.field === 'occurred_after' ? ('gt' as const) : ('lt' as const) });
   });
-  return {
-    filters,
-    sort: parsed.sort,
-    limit: parsed.limit,
-    cursor: parsed.cursor,
-    includeTotal: parsed.includeTotal,
-    extras: parsed.extras,
-    signature: parsed.signature,
-  };
+  // Object.assign, not members after a spread (eslint.config.js)
+  return Object.assign({}, parsed, { filters });
 }
 
 type AuditEventBody = ResponseBody<'listEvents', 200>[number];

@@ -55,17 +55,10 @@ export const authHandlers = {
       if (!principal) throw loginFailed();
       // the token and its event in one statement, with COMMIT
       const values = { principalId: principal.id, hash: hashToken(ctx.deps.tokenKey, raw), name: 'login', expiresAt };
-      // actorOf's members written out, as the new token's principal: see eslint.config.js
-      const actor = actorOf(ctx);
+      // as the new token's principal: onto actorOf's new object, not members after a spread (eslint.config.js)
       const t = await insertTokenWithEvent(
         tx,
-        {
-          kind: actor.kind,
-          principalId: principal.id,
-          principalName: principal.name,
-          requestId: actor.requestId,
-          correlationId: actor.correlationId,
-        },
+        Object.assign(actorOf(ctx), { principalId: principal.id, principalName: principal.name }),
         values,
         newTokenEvent(values, 'token issued by password login', { principal_id: principal.id, via: 'login' }),
         finalFor(ctx.deps.sql, tx),
