@@ -39,17 +39,7 @@ export async function insertProviderUser(
     returning id, name, identity_scope, created_at, updated_at, revision`;
   if (!p) return undefined;
   await tx`insert into users (principal_id, password_hash, email, proper_name) values (${p.id}, null, ${u.email}, ${u.properName})`;
-  return {
-    id: p.id,
-    name: p.name,
-    identity_scope: p.identity_scope,
-    created_at: p.created_at,
-    updated_at: p.updated_at,
-    revision: p.revision,
-    email: u.email,
-    proper_name: u.properName,
-    provider_managed: true,
-  };
+  return Object.assign({}, p, { email: u.email, proper_name: u.properName, provider_managed: true });
 }
 
 /** Records a sign-in's directory data; advances revision only when `changed`. */

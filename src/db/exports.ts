@@ -53,15 +53,7 @@ function cursorValues(cursor: string | null): unknown[] | null {
 }
 
 function pageOf(parsed: ParsedList, after: unknown[] | null, limit: number, includeTotal: boolean): ParsedList {
-  return {
-    filters: parsed.filters,
-    sort: parsed.sort,
-    limit,
-    cursor: after,
-    includeTotal,
-    extras: parsed.extras,
-    signature: parsed.signature,
-  };
+  return Object.assign({}, parsed, { cursor: after, limit, includeTotal });
 }
 
 function toPage<T>(page: ListPage<T>, view: (row: T) => Record<string, unknown>): ExportPage {
@@ -127,21 +119,7 @@ export async function openExportSource(db: Db, who: Exporter, scope: ExportScope
       return {
         collectionId: cls.collection_id,
         page: async (after, limit, total) =>
-          toPage(
-            await listObjects(
-              db,
-              {
-                parsed: pageOf(q.parsed, after, limit, total),
-                spec: q.spec,
-                where: q.where,
-                computedFilters: q.computedFilters,
-                computedSort: q.computedSort,
-              },
-              where,
-              null,
-            ),
-            objectView,
-          ),
+          toPage(await listObjects(db, Object.assign({}, q, { parsed: pageOf(q.parsed, after, limit, total) }), where, null), objectView),
       };
     }
     case 'class_relations': {

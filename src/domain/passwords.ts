@@ -6,8 +6,7 @@ let dummy: Promise<string> | undefined;
 
 /** Argon2id hash; a random salt unless one is given (imports derive a per-principal salt). */
 export function hashPassword(password: string, salt?: Uint8Array): Promise<string> {
-  const options = salt ? { memoryCost: OPTIONS.memoryCost, timeCost: OPTIONS.timeCost, parallelism: OPTIONS.parallelism, salt } : OPTIONS;
-  return hash(password, options);
+  return hash(password, salt ? Object.assign({}, OPTIONS, { salt }) : OPTIONS);
 }
 
 /** Verifies a password; with no stored hash it still spends the same work, so timing tells nothing. */

@@ -135,22 +135,13 @@ function wire(row: Row, active: ActiveFields | null, texts?: JsonTexts): Respons
   const view = objectView(row);
   if (texts) view.json_data = texts.add(row.json_data as string);
   if (!active) return view;
-  // view's members written out (objectView's, in its order): see eslint.config.js
-  return {
-    id: view.id,
-    name: view.name,
-    description: view.description,
-    collection_id: view.collection_id,
-    svc_class_id: view.svc_class_id,
-    json_data: view.json_data,
-    created_at: view.created_at,
-    updated_at: view.updated_at,
-    revision: view.revision,
+  // onto objectView's new object, not members after a spread (eslint.config.js)
+  return Object.assign(view, {
     computed: {
       shared: valueSet(active.shared, row.__cs),
       personal: active.personal ? valueSet(active.personal, row.__cp) : null,
     },
-  };
+  });
 }
 
 function wantsComputed(query: unknown): boolean {

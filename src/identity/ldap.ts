@@ -55,14 +55,7 @@ function tlsOptions(p: LdapProvider): ConnectionOptions {
  */
 function newClient(p: LdapProvider): Client {
   const base = { url: p.url, timeout: p.timeoutMs, connectTimeout: p.timeoutMs, strictDN: false };
-  if (p.startTls) return new Client(base);
-  return new Client({
-    url: base.url,
-    timeout: base.timeout,
-    connectTimeout: base.connectTimeout,
-    strictDN: base.strictDN,
-    tlsOptions: tlsOptions(p),
-  });
+  return new Client(p.startTls ? base : Object.assign({}, base, { tlsOptions: tlsOptions(p) }));
 }
 
 /** Opens the connection: ldaps:// is TLS already; ldap:// is upgraded before anything is sent. */

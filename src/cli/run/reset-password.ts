@@ -54,17 +54,7 @@ export async function run(session: Session, args: ResetPasswordArgs): Promise<nu
     if (locked.provider_managed)
       throw new Failure(`user ${JSON.stringify(args.user)} is managed by an identity provider; its password is not set here`);
     const { svc_now: now, ...before } = locked;
-    const after: UserRow = {
-      id: before.id,
-      name: before.name,
-      identity_scope: before.identity_scope,
-      proper_name: before.proper_name,
-      email: before.email,
-      created_at: before.created_at,
-      updated_at: now,
-      revision: before.revision + 1,
-      provider_managed: before.provider_managed,
-    };
+    const after: UserRow = Object.assign({}, before, { updated_at: now, revision: before.revision + 1 });
     await updateUser(tx, actor, after, hash, [userUpdatedEvent(before, after, true)]);
     let n = 0;
     for (const row of await lockUnrevokedTokens(tx, before.id)) if (await revokeTokenAs(tx, actor, row, 'password_reset')) n++;
