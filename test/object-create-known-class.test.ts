@@ -64,6 +64,42 @@ describe('createObject under a class read before', () => {
     });
   });
 
+  it('remembers a class whose creates were all refused so far: the next create goes out in one round trip', async () => {
+    await withProxiedApp(t, async ({ app, proxy, config, quiet }) => {
+      const post = (classId: number, name: string) =>
+        app.fetch(
+          new Request(`http://test.local/api/v1/classes/${classId}/objects`, {
+            method: 'POST',
+            headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json' },
+            body: JSON.stringify({ name, json_data: { cpu: 2 } }),
+          }),
+        );
+      const cls = await createClass(t, await collection(t), { json_schema: SCHEMA, validate_schema: true });
+      const taken = uniq('taken');
+      expect((await create(cls.id, { cpu: 1 }, t.adminToken, taken)).status).toBe(201); // through the other app
+      // only conflicts through this app, on every pooled connection: the first reads the class (and
+      // is refused), the rest are refused by the one statement, which each connection then has prepared
+      for (let i = 0; i < 2 * config.SVC_DB_POOL_MAX + 2; i++) {
+        const res = await post(cls.id, taken);
+        expect(res.status).toBe(409);
+        expect(await res.json()).toMatchObject({ error: 'Conflict' });
+      }
+      const name = uniq('one-trip');
+      await quiet();
+      proxy.hold();
+      const reply = post(cls.id, name);
+      await proxy.until([name]); // with every answer held: the class was not read first
+      const sent = proxy.sent;
+      proxy.hold();
+      proxy.release();
+      const res = await reply;
+      expect(res.status).toBe(201);
+      expect(sent.startsWith('Q\0\0\0\x0bbegin \0')).toBe(true);
+      expect(sent.split('E\0\0\0\t\0\0\0\0\0').length - 1).toBe(2);
+      proxy.release();
+    });
+  });
+
   it("records the object's own id and times in its created event, and the caller in its history", async () => {
     const cid = await collection(t);
     const cls = await createClass(t, cid, { json_schema: SCHEMA, validate_schema: true });

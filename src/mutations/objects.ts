@@ -178,11 +178,9 @@ export async function createOwnObject(db: Db, caller: Caller, target: CreateTarg
   }
   const classId = 'id' in target ? target.id : await classIdByName(db, target.name);
   if (classId === undefined) throw notFound('class');
-  return inTx(db, caller, async (m) => {
-    const { row, cls } = await create(m, classId, 'id' in target ? null : target.name, v);
-    remember(db, cls);
-    return row;
-  });
+  // The class is remembered as soon as it is read, so a create that is then refused (a name taken,
+  // data the schema refuses) still leaves the next one under it the one-statement path.
+  return inTx(db, caller, (m) => create(m, classId, 'id' in target ? null : target.name, v, (cls) => remember(db, cls)));
 }
 
 /** Whether the one-statement create may go ahead: nothing it would leave undecided. */
@@ -196,16 +194,18 @@ function settlesAlone(caller: Caller, known: KnownClass, unsaved: ObjectRow): bo
   return known.validate(unsaved.json_data);
 }
 
-export async function createObject(m: MutationContext, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
-  return (await create(m, classId, className, v)).row;
+export function createObject(m: MutationContext, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
+  return create(m, classId, className, v);
 }
 
+/** createObject; `read` gets the class once it is read, locked and found to be the one named. */
 async function create(
   m: MutationContext,
   classId: number,
   className: string | null,
   v: NewObject,
-): Promise<{ row: ObjectRow; cls: KnownClass }> {
+  read?: (cls: KnownClass) => void,
+): Promise<ObjectRow> {
   // Two statements, two round trips: the class (share-locked, with the permission check, the new id
   // and now(); BEGIN and the actor binding go out with it), then the object and its events together
   // (with COMMIT when the transaction is this mutation's).
@@ -218,6 +218,7 @@ async function create(
     { lock: 'share' },
   );
   if (className != null && cls.name !== className) throw notFound('class');
+  read?.(cls);
   assertFitsClass(cls, v.json_data);
   const row: ObjectRow = {
     id: cls.svc_next_id,
@@ -232,7 +233,7 @@ async function create(
   };
   const compliance = objectComplianceEvent(cls, null, row);
   const events = compliance ? [objectCreatedEvent(row, cls), compliance] : [objectCreatedEvent(row, cls)];
-  return { row: await insertObjectWithEvents(m.tx, m.actor, row, events, m.final), cls };
+  return insertObjectWithEvents(m.tx, m.actor, row, events, m.final);
 }
 
 /**
