@@ -180,7 +180,7 @@ export async function createOwnObject(db: Db, caller: Caller, target: CreateTarg
   if (classId === undefined) throw notFound('class');
   // The class is remembered as soon as it is read, so a create that is then refused (a name taken,
   // data the schema refuses) still leaves the next one under it the one-statement path.
-  return inTx(db, caller, (m) => create(m, classId, 'id' in target ? null : target.name, v, (cls) => remember(db, cls)));
+  return inTx(db, caller, (m) => createObject(m, classId, 'id' in target ? null : target.name, v, (cls) => remember(db, cls)));
 }
 
 /** Whether the one-statement create may go ahead: nothing it would leave undecided. */
@@ -194,12 +194,8 @@ function settlesAlone(caller: Caller, known: KnownClass, unsaved: ObjectRow): bo
   return known.validate(unsaved.json_data);
 }
 
-export function createObject(m: MutationContext, classId: number, className: string | null, v: NewObject): Promise<ObjectRow> {
-  return create(m, classId, className, v);
-}
-
-/** createObject; `read` gets the class once it is read, locked and found to be the one named. */
-async function create(
+/** Creates an object in `m`; `read` gets the class once it is read, locked and found to be the one named. */
+export async function createObject(
   m: MutationContext,
   classId: number,
   className: string | null,
