@@ -389,10 +389,15 @@ function wrkPercentile(out: string, which: string): number {
   return wrkSeconds(m[1]!, m[2]!) * 1000;
 }
 
-/** One window of the soak: requests per second and the loaded process's CPU µs per request. */
+/**
+ * One window of the soak: requests per second, the loaded process's CPU µs per request and the local
+ * PostgreSQL's (null when it is elsewhere): a drift the database's CPU per request follows (its
+ * checkpoints, autovacuum after the creates before) is the database's, not the process's.
+ */
 interface SoakWindow {
   rps: number;
   cpu: number;
+  db: number | null;
 }
 
 /** The soaks' scenario ids (BENCH_ONLY): getObject's and createObject's. */
@@ -703,10 +708,15 @@ async function main(): Promise<void> {
       await load(target, WARMUP);
       const window = async (proc: Proc, t: Target[], what: string, sec: number): Promise<SoakWindow> => {
         const cpu0 = cpuUs(proc);
+        const db0 = dbCpuUs();
         const l = await load(t, sec);
         const cpu = (cpuUs(proc) - cpu0) / l.requests;
-        process.stderr.write(`  ${kind.id}: ${what} ${sec} s at ${fmt(l.rps)} req/s, ${fmt(cpu)} µs CPU/req\n`);
-        return { rps: l.rps, cpu };
+        const db1 = dbCpuUs();
+        const db = db0 !== null && db1 !== null ? (db1 - db0) / l.requests : null;
+        process.stderr.write(
+          `  ${kind.id}: ${what} ${sec} s at ${fmt(l.rps)} req/s, ${fmt(cpu)} µs CPU/req${db !== null ? ` (PostgreSQL ${fmt(db)})` : ''}\n`,
+        );
+        return { rps: l.rps, cpu, db };
       };
       const bareFirst = await window(c, control, 'bare', SOAK_WINDOW);
       const first = await window(p, target, 'service', SOAK_WINDOW);
@@ -815,7 +825,9 @@ function report(results: Measurement[], soaks: Soak[], run: { load0: number; loa
         `service / bare ${(k.first.rps / k.bareFirst.rps).toFixed(2)} → ${(k.last.rps / k.bareLast.rps).toFixed(2)})`,
       '',
       `${fmt(k.first.cpu)} → ${fmt(k.last.cpu)} vs ${fmt(k.bareFirst.cpu)} → ${fmt(k.bareLast.cpu)}`,
-      '',
+      k.first.db !== null && k.last.db !== null && k.bareFirst.db !== null && k.bareLast.db !== null
+        ? `${fmt(k.first.db)} → ${fmt(k.last.db)} vs ${fmt(k.bareFirst.db)} → ${fmt(k.bareLast.db)}`
+        : '',
       `${fmt(k.startRss)} → ${fmt(k.peakRss)}`,
     ]);
   }
