@@ -6,7 +6,7 @@
 // ran, are explained with their parameters. No timing: the plan is what is checked.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
-import { startTestApp, statementsDuring, uniq, type SentStatement, type TestApp } from './helpers.ts';
+import { planOfSent, startTestApp, statementsDuring, uniq, type SentStatement, type TestApp } from './helpers.ts';
 
 const OBJECTS = 30_000;
 let db: OwnDatabase;
@@ -54,11 +54,7 @@ afterAll(async () => {
 async function relationsPlan(seen: SentStatement[]): Promise<string> {
   const read = seen.filter((s) => /from object_relations r\b/.test(s.text) && /for update of r/.test(s.text));
   expect(read.length).toBe(1);
-  return t.deps.sql.begin(async (tx) => {
-    await tx`set local plan_cache_mode = force_custom_plan`;
-    const rows = await tx.unsafe(`explain ${read[0]!.text}`, read[0]!.parameters as never[]);
-    return rows.map((r) => r['QUERY PLAN'] as string).join('\n');
-  });
+  return planOfSent(t.deps.sql, read[0]!);
 }
 
 describe('deleting a class in a database of 30,000 object relations', () => {

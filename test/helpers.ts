@@ -153,6 +153,18 @@ export interface SentStatement {
   parameters: unknown[];
 }
 
+/**
+ * The plan of a statement the service sent, explained with its parameters and planned for their
+ * values (as the list pool's sessions plan it, and a prepared statement's custom plan).
+ */
+export function planOfSent(sql: Sql, sent: SentStatement): Promise<string> {
+  return sql.begin(async (tx) => {
+    await tx`set local plan_cache_mode = force_custom_plan`;
+    const rows = await tx.unsafe(`explain ${sent.text}`, sent.parameters as never[]);
+    return rows.map((r) => r['QUERY PLAN'] as string).join('\n');
+  });
+}
+
 /** What `run` returned, and the statements `sql` and its list pool wrote while it ran. */
 export async function statementsDuring<T>(sql: Sql, run: () => Promise<T>): Promise<{ result: T; statements: SentStatement[] }> {
   const statements: SentStatement[] = [];

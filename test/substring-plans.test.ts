@@ -13,7 +13,7 @@ import { loadConfig } from '../src/config.ts';
 import { MIGRATIONS_DIR, migrate } from '../src/db/migrate.ts';
 import { createSql } from '../src/db/sql.ts';
 import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
-import { startTestApp, statementsDuring, uniq, type SentStatement, type TestApp } from './helpers.ts';
+import { planOfSent, startTestApp, statementsDuring, uniq, type SentStatement, type TestApp } from './helpers.ts';
 
 const OBJECTS = 50_000;
 let db: OwnDatabase;
@@ -72,11 +72,7 @@ async function planOf(seen: SentStatement[], condition = /like/i): Promise<strin
   expect(page.length).toBe(1);
   // planned for its values, as the service's page is (the list pool's sessions, or the setting its
   // transaction makes without one)
-  return t.deps.sql.begin(async (tx) => {
-    await tx`set local plan_cache_mode = force_custom_plan`;
-    const rows = await tx.unsafe(`explain ${page[0]!.text}`, page[0]!.parameters as never[]);
-    return rows.map((r) => r['QUERY PLAN'] as string).join('\n');
-  });
+  return planOfSent(t.deps.sql, page[0]!);
 }
 
 describe('substring filters on a class of 50,000 objects', () => {

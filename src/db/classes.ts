@@ -236,10 +236,9 @@ async function lockClassObjects(tx: TransactionSql, classId: number): Promise<Ob
  * The object relations a class's delete takes with it: those of its objects, at either end. That is
  * also every relation under its class relations: an object relation is created only between objects
  * of its class relation's two classes (createObjectRelation), an object never changes class, and a
- * class relation never changes its classes. Each end is found through its own index. The statement
- * before named the class relations as a third condition and ORed the three over the joins, and
- * PostgreSQL joined every relation in the database to both its objects: deleting an empty class took
- * ~400 ms with 400,000 relations elsewhere (bench/FINDINGS.md, 2026-12-06, second session).
+ * class relation never changes its classes. Each end is found through its own index: conditions ORed
+ * over the joins made PostgreSQL join every relation in the database to both its objects
+ * (bench/FINDINGS.md, 2026-12-06, second session).
  */
 async function lockClassObjectRelations(tx: TransactionSql, classId: number): Promise<(ObjectRelationRow & RelationEnds)[]> {
   return await tx<(ObjectRelationRow & RelationEnds)[]>`

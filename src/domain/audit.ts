@@ -47,7 +47,6 @@ export function applyTimeWindow(parsed: ParsedList): ParsedList {
     }
     return Object.assign({}, f, { op: f.field === 'occurred_after' ? ('gt' as const) : ('lt' as const) });
   });
-  // Object.assign, not members after a spread (eslint.config.js)
   return Object.assign({}, parsed, { filters });
 }
 

@@ -543,7 +543,6 @@ export class TokenCache {
         tokenCacheLookups.observe('hit');
         const at = new Date(now);
         this.noteUse(entry.row.token_id, at);
-        // Object.assign, not members after a spread (eslint.config.js)
         return Object.assign({}, entry.row, { last_used_at: at });
       }
       this.entries.delete(raw);

@@ -176,7 +176,6 @@ export async function executeExport(ctx: TaskRunContext): Promise<TaskOutcome> {
   if (!ctx.authority) return failed('submitter_missing', 'the submitting principal no longer exists');
   const kind = await principalKind(deps.sql, task.submitted_by);
   if (!kind) return failed('submitter_missing', 'the submitting principal no longer exists');
-  // Object.assign, not members after a spread (eslint.config.js)
   const who: Exporter = Object.assign({}, ctx.authority, { principal: { id: ctx.authority.principal.id, kind } });
   const req = task.request as StoredRequest;
   const templateLimits = templateLimitsOf(deps.config);

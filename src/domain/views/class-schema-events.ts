@@ -60,7 +60,6 @@ export function objectComplianceEvent(cls: ClassRow, before: ObjectRow | null, a
   const was = before === null ? true : complianceOf(cls.json_schema, before.json_data).compliant;
   const now = complianceOf(cls.json_schema, after.json_data);
   if (was === now.compliant) return null;
-  // Object.assign, not members after a spread (eslint.config.js)
   return Object.assign({}, flipEvent(cls, { id: after.id, name: after.name, ...now }, 'object_written', cls.json_schema), {
     collectionId: after.collection_id,
     afterRevision: after.revision,
@@ -94,7 +93,6 @@ export function classSchemaChangeEvents(
   const outcome = { objects_checked: impact.checked, compliance_changes: impact.flips.length };
   const flips = impact.flips.map((o) => flipEvent(after, o, 'schema_changed', after.json_schema));
   if ((after.json_schema ?? null) === null) {
-    // Object.assign, not members after a spread (eslint.config.js)
     const removed: NewEvent = Object.assign({}, common, {
       action: 'deleted',
       summary: `class ${after.name}: schema removed`,

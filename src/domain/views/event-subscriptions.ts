@@ -31,7 +31,6 @@ export function subscriptionFields(r: EventSubscriptionRow): SubscriptionFields 
 
 /** The public representation (components.schemas.EventSubscription); also the audit snapshot. */
 export function eventSubscriptionView(r: EventSubscriptionRow): ResponseBody<'getCollectionEventSubscription', 200> {
-  // Object.assign, not members after a spread (eslint.config.js)
   return Object.assign({ id: r.id }, subscriptionFields(r), {
     routing_admin_approved: r.routing_admin_approved,
     created_at: r.created_at,

@@ -27,7 +27,6 @@ export function exportTemplateFields(r: ExportTemplateRow): TemplateFields {
 
 /** The public representation (components.schemas.ExportTemplate); also the audit snapshot. */
 export function exportTemplateView(r: ExportTemplateRow): ResponseBody<'getExportTemplate', 200> {
-  // Object.assign, not members after a spread (eslint.config.js)
   return Object.assign({ id: r.id }, exportTemplateFields(r), {
     created_at: r.created_at,
     updated_at: r.updated_at,

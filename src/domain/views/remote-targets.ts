@@ -32,7 +32,6 @@ export function remoteTargetFields(r: RemoteTargetRow): TargetFields {
 
 /** The public representation (components.schemas.RemoteTarget); also the audit snapshot (no secrets: aliases only). */
 export function remoteTargetView(r: RemoteTargetRow): ResponseBody<'getRemoteTarget', 200> {
-  // Object.assign, not members after a spread (eslint.config.js)
   return Object.assign({ id: r.id }, remoteTargetFields(r), {
     created_at: r.created_at,
     updated_at: r.updated_at,
