@@ -5,7 +5,7 @@
 // statement looks like through PostgreSQL.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import postgres from 'postgres';
-import { eachCopy, NODE_DRIVER_COPIES, type DriverCopy } from './driver-copies.ts';
+import { defaultExport, eachCopy, NODE_DRIVER_COPIES, type DriverCopy } from './driver-copies.ts';
 
 type Errors = { Errors: { postgres(x: { message: string; code: string }): Error & { code: string } } };
 
@@ -25,8 +25,7 @@ describe.each(eachCopy())('postgres.js server errors, %s copy', (_name, copy: Dr
 describe.each(eachCopy(NODE_DRIVER_COPIES))('postgres.js server errors through PostgreSQL, %s copy', (_name, copy) => {
   let sql: ReturnType<typeof postgres>;
   beforeAll(async () => {
-    const make = (await copy.load<{ default?: typeof postgres }>('index.js')) as { default?: typeof postgres } & typeof postgres;
-    sql = (make.default ?? make)(inject('dbUrl'), { max: 1, onnotice: () => {} });
+    sql = defaultExport<typeof postgres>(await copy.load('index.js'))(inject('dbUrl'), { max: 1, onnotice: () => {} });
   });
   afterAll(async () => {
     await sql.end();
