@@ -90,9 +90,13 @@ export async function lockClass(tx: TransactionSql, id: number): Promise<LockedC
 /** A class as a write under it reads it: the row and the transaction's now() (the updated_at of what it writes). */
 export type LockedClass = ClassRow & { svc_now: Date };
 
-/** Share-locks the class for an object write (its schema and collection cannot change meanwhile), with now(). */
-export async function shareLockClass(tx: TransactionSql, id: number): Promise<LockedClass | undefined> {
-  const [row] = await tx<LockedClass[]>`select ${classCols(tx)}, now() as svc_now from classes k where k.id = ${id}::int for share`;
+/**
+ * Share-locks the class for an object write (its schema and collection cannot change meanwhile), with
+ * now() and the row's version (svc_version, as newObjectClassCols reads it).
+ */
+export async function shareLockClass(tx: TransactionSql, id: number): Promise<(LockedClass & { svc_version: string }) | undefined> {
+  const [row] = await tx<(LockedClass & { svc_version: string })[]>`
+    select ${classCols(tx)}, now() as svc_now, k.xmin::text as svc_version from classes k where k.id = ${id}::int for share`;
   return row;
 }
 

@@ -233,22 +233,40 @@ function eventFields(actor: Actor, e: NewEvent) {
 }
 
 /**
+ * Columns of rowEventInsertText that a statement writes from its own rows: each gets its parameter's
+ * placeholder (e.g. `$21`) and returns the column's SQL expression, which must use it (every
+ * parameter of a statement needs a use that gives it a type).
+ */
+export type RowEventColumns = Partial<
+  Record<'entity_name' | 'summary' | 'before' | 'after' | 'before_revision' | 'after_revision' | 'metadata', (param: string) => string>
+>;
+
+/**
  * The event of the row that a statement's `o` CTE inserts, for a write that does not know that row's
  * id and times before the statement runs, as statement text (such a statement is kept as constant
  * text, so the driver neither builds it nor looks up its prepared statement anew per write):
  * `insert into events (…) select … from o`, nothing when `o` inserts nothing. Its entity_id is
  * `o.id`, and its `after` snapshot is the event's with `id`, `created_at` and `updated_at` taken
  * from `o` (the times as ISO 8601 UTC text cut to milliseconds, as isoTime writes them). The event's
- * own values are the parameters from `$first` on, in the order rowEventParams gives them.
+ * own values are the parameters from `$first` on, in the order rowEventParams gives them. `columns`
+ * replaces some columns' expressions (a write that reads the row it changes in the same statement,
+ * whose event's snapshots and revisions are that row's), and `from` the rows they read.
  */
-export function rowEventInsertText(first: number): string {
+export function rowEventInsertText(first: number, columns: RowEventColumns = {}, from = 'o'): string {
   const p = (i: number) => `$${first + i}`;
+  const col = (name: keyof RowEventColumns, i: number, plain: string) => {
+    const expr = columns[name]?.(p(i));
+    if (expr === undefined) return plain;
+    if (!new RegExp(`\\${p(i)}(?!\\d)`).test(expr)) throw new Error(`rowEventInsertText: ${name} does not use ${p(i)}`);
+    return expr;
+  };
   return `insert into events (${EVENT_COLUMN_LIST})
-    select ${p(0)}::text, o.id, ${p(1)}::text, ${p(2)}::int, ${p(3)}::int[], ${p(4)}::text, ${p(5)}::text, ${p(6)}::int,
-      ${p(7)}::int, ${p(8)}::int, ${p(9)}::text::jsonb, ${p(10)}::text, ${p(11)}::text, ${p(12)}::text, ${p(13)}::text::jsonb,
-      ${p(14)}::text::jsonb || jsonb_build_object('id', o.id, 'created_at', ${isoTimeText('o.created_at')}, 'updated_at', ${isoTimeText('o.updated_at')}),
-      ${p(15)}::int, ${p(16)}::int, ${p(17)}::text::jsonb, 2
-    from o`;
+    select ${p(0)}::text, o.id, ${col('entity_name', 1, `${p(1)}::text`)}, ${p(2)}::int, ${p(3)}::int[], ${p(4)}::text, ${p(5)}::text, ${p(6)}::int,
+      ${p(7)}::int, ${p(8)}::int, ${p(9)}::text::jsonb, ${p(10)}::text, ${p(11)}::text, ${col('summary', 12, `${p(12)}::text`)},
+      ${col('before', 13, `${p(13)}::text::jsonb`)},
+      ${col('after', 14, `${p(14)}::text::jsonb || jsonb_build_object('id', o.id, 'created_at', ${isoTimeText('o.created_at')}, 'updated_at', ${isoTimeText('o.updated_at')})`)},
+      ${col('before_revision', 15, `${p(15)}::int`)}, ${col('after_revision', 16, `${p(16)}::int`)}, ${col('metadata', 17, `${p(17)}::text::jsonb`)}, 2
+    from ${from}`;
 }
 
 /** How many parameters rowEventInsertText takes (rowEventParams' length), read off its text. */

@@ -4,7 +4,7 @@ import { partOf, textPart, type Db, type TransactionSql } from './sql.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
-import { eventsCte, ROW_EVENT_PARAMS, rowEventInsertText, rowEventParams } from './events.ts';
+import { eventsCte, isoTimeText, ROW_EVENT_PARAMS, rowEventInsertText, rowEventParams, type RowEventColumns } from './events.ts';
 import { actorBinding, actorBindingParams, actorBindingText } from './history.ts';
 import { grantExistsText } from './authz.ts';
 import { notFinal, type Final } from './tx.ts';
@@ -325,6 +325,103 @@ function createUnderClassText(grant: string): string {
 }
 const CREATE_AS_ADMIN = createUnderClassText('');
 const CREATE_AS_GRANTED = createUnderClassText(`and ${grantExistsText('CreateObject', '$7', 'k.collection_id')}`);
+
+/** The changes an update by updateObjectIfClassUnchanged writes; an omitted member keeps its value. */
+export interface ObjectUpdate {
+  name?: string;
+  description?: string;
+  json_data?: unknown;
+}
+
+/**
+ * Updates an object under a class as the caller read it earlier, with its audit event, in one
+ * statement: the class is share-locked and the object locked for update as lockForWrite's two
+ * statements lock them (in that order), and nothing is written (no row is returned) unless the class
+ * is still at `cls.version`, the object is of it and at one of `revisions` (null: any; If-Match),
+ * the caller holds UpdateObject on its collection and the update changes something. `event` is built without the object's row (objectUpdatedEventDraft);
+ * the statement completes it from the row as it was and as it is written (OBJECT_UPDATE_EVENT).
+ * Constant text with parameters, one per kind of caller, as insertObjectIfClassUnchanged's.
+ */
+export async function updateObjectIfClassUnchanged(
+  tx: TransactionSql,
+  actor: Actor,
+  auth: Authority,
+  cls: ClassVersion,
+  objectId: number,
+  revisions: number[] | null,
+  v: ObjectUpdate,
+  event: NewEvent,
+  final: Final = notFinal,
+): Promise<ObjectRow | undefined> {
+  const params = [
+    cls.id,
+    cls.version,
+    cls.revision,
+    objectId,
+    v.name ?? null,
+    v.description ?? null,
+    v.json_data === undefined ? null : JSON.stringify(v.json_data),
+    revisions,
+  ];
+  if (!auth.isAdmin) params.push(auth.principal.id);
+  const text = auth.isAdmin ? UPDATE_AS_ADMIN : UPDATE_AS_GRANTED;
+  const all = [...params, ...rowEventParams(tx, actor, event), ...actorBindingParams(actor)];
+  const [row] = await final(tx.unsafe<ObjectRow[]>(text, all as never[], { prepare: true }));
+  return row;
+}
+
+/** An object's audit snapshot (objectView's members), as the database writes it from the row `a`. */
+function objectSnapshotText(a: string): string {
+  return `jsonb_build_object('id', ${a}.id, 'name', ${a}.name, 'description', ${a}.description,
+      'collection_id', ${a}.collection_id, 'svc_class_id', ${a}.class_id, 'json_data', ${a}.json_data,
+      'created_at', ${isoTimeText(`${a}.created_at`)}, 'updated_at', ${isoTimeText(`${a}.updated_at`)}, 'revision', ${a}.revision)`;
+}
+
+/**
+ * The columns of an update's event that updateObjectIfClassUnchanged's statement writes from the
+ * object as it was (`old`) and as written (`o`): the name (also in the summary, format's `%s`), the
+ * snapshots, the revisions and whether json_data changed (objectUpdatedEvent's members).
+ */
+const OBJECT_UPDATE_EVENT: RowEventColumns = {
+  entity_name: (p) => `coalesce(${p}::text, o.name)`,
+  summary: (p) => `format(${p}::text, o.name)`,
+  before: (p) => `${p}::text::jsonb || ${objectSnapshotText('old')}`,
+  after: (p) => `${p}::text::jsonb || ${objectSnapshotText('o')}`,
+  before_revision: (p) => `coalesce(${p}::int, old.revision)`,
+  after_revision: (p) => `coalesce(${p}::int, o.revision)`,
+  metadata: (p) => `${p}::text::jsonb || jsonb_build_object('data_changed', o.json_data is distinct from old.json_data)`,
+};
+
+/**
+ * The text of updateObjectIfClassUnchanged's statement: for an administrator, and for a caller whose
+ * groups must grant UpdateObject on the object's collection or an ancestor (parameter $9). A member
+ * passed as null keeps its value; an update that changes nothing writes nothing. $8: the revisions
+ * If-Match accepts (null: any).
+ */
+function updateUnderClassText(grant: string): string {
+  const first = grant ? 10 : 9;
+  const name = 'coalesce($5::text, old.name)';
+  const description = 'coalesce($6::text, old.description)';
+  const data = 'coalesce($7::text::jsonb, old.json_data)';
+  return `with ${actorBindingText(first + ROW_EVENT_PARAMS)}, k as (
+      select k.id from classes k, svc_actor
+      where k.id = $1::int and k.xmin = $2::text::xid and k.revision = $3::int
+      for share of k
+    ), old as (
+      select ${OBJECT_COLUMN_LIST} from objects o, k
+      where o.id = $4::int and o.class_id = k.id and ($8::int[] is null or o.revision = any($8::int[])) ${grant}
+      for update of o
+    ), o as (
+      update objects as o set name = ${name}, description = ${description}, json_data = ${data},
+        updated_at = now(), revision = old.revision + 1
+      from old
+      where o.id = old.id and (${name}, ${description}, ${data}) is distinct from (old.name, old.description, old.json_data)
+      returning ${OBJECT_COLUMN_LIST}
+    ), e as (${rowEventInsertText(first, OBJECT_UPDATE_EVENT, 'o, old')})
+    select * from o`;
+}
+const UPDATE_AS_ADMIN = updateUnderClassText('');
+const UPDATE_AS_GRANTED = updateUnderClassText(`and ${grantExistsText('UpdateObject', '$9', 'o.collection_id')}`);
 
 /**
  * Inserts the object (with the id newObjectClassCols reserved) and its audit events in one statement;

@@ -27,6 +27,30 @@ export function parseIfMatch(header: string | undefined): '*' | string[] | null 
 }
 
 /**
+ * The revisions of the resource `kind` `id` that an If-Match value (undefined: none given) accepts:
+ * null for any (none given, or `*`), else the revisions its tags name for that resource (empty: none,
+ * a 412 once the resource is found). Undefined for a malformed value, which requireIfMatch refuses
+ * (400) once everything it answers first is decided.
+ */
+export function revisionsMatched(ifMatch: string | undefined, kind: string, id: number | string): number[] | null | undefined {
+  let parsed: ReturnType<typeof parseIfMatch>;
+  try {
+    parsed = parseIfMatch(ifMatch);
+  } catch {
+    return undefined;
+  }
+  if (parsed === null || parsed === '*') return null;
+  const prefix = etag(kind, id, 0).slice(0, -2); // the tag without its revision and closing quote
+  const revisions: number[] = [];
+  for (const tag of parsed) {
+    const revision = tag.slice(prefix.length, -1);
+    if (!tag.startsWith(prefix) || !/^[1-9]\d{0,9}$/.test(revision) || Number(revision) > 2 ** 31 - 1) continue;
+    revisions.push(Number(revision));
+  }
+  return revisions;
+}
+
+/**
  * Checks an If-Match value (undefined: none given) against the current state of a resource (call
  * it with the row locked). A stale validator is 412 with reason stale_resource and the current ETag.
  */

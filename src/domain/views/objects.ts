@@ -71,12 +71,36 @@ export function objectUpdatedEvent(before: ObjectRow, after: ObjectRow, classId:
     entityName: after.name,
     collectionId: after.collection_id,
     action: 'updated',
-    summary: `object ${after.name} updated${how}`,
+    summary: objectUpdatedSummary(after.name, how),
     before: objectView(before),
     after: objectView(after),
     beforeRevision: before.revision,
     afterRevision: after.revision,
     metadata: { class_id: classId, data_changed: dataChanged },
+  };
+}
+
+/** The summary of an object's update event. */
+function objectUpdatedSummary(name: string, how = ''): string {
+  return `object ${name} updated${how}`;
+}
+
+/**
+ * objectUpdatedEvent as far as it can be built without the object's row, for a statement that reads
+ * the row and writes the event itself (updateObjectIfClassUnchanged): the database completes the
+ * name (in the summary as the `%s` of PostgreSQL's format()), the snapshots, the revisions and
+ * whether json_data changed.
+ */
+export function objectUpdatedEventDraft(objectId: number, cls: { id: number; collection_id: number }): NewEvent {
+  return {
+    entityType: 'object',
+    entityId: objectId,
+    collectionId: cls.collection_id,
+    action: 'updated',
+    summary: objectUpdatedSummary('%s'),
+    before: {},
+    after: {},
+    metadata: { class_id: cls.id },
   };
 }
 
