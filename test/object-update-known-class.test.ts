@@ -171,6 +171,21 @@ describe('updateObject under a class read before', () => {
     }
   });
 
+  it('loses no update of one object under concurrent writers: every revision once, each event chained to the one before', async () => {
+    const cls = await createClass(t, await collection(t), { json_schema: SCHEMA, validate_schema: true });
+    const o = await createObject(t, cls.id, { cpu: 0 });
+    await update(cls.id, o.id, { json_data: { cpu: 1 } });
+    const n = 24;
+    const replies = await Promise.all(Array.from({ length: n }, (_, i) => update(cls.id, o.id, { json_data: { cpu: 100 + i } })));
+    expect(replies.map((r) => r.status)).toEqual(Array.from({ length: n }, () => 200));
+    expect(new Set(replies.map((r) => (r.body as Obj).revision)).size).toBe(n);
+    const events = await updateEventsOf(o);
+    expect(events.map((e) => [e.before_revision, e.after_revision])).toEqual(Array.from({ length: n + 1 }, (_, i) => [i + 1, i + 2]));
+    for (let i = 1; i < events.length; i++) expect(events[i]!.before).toEqual(events[i - 1]!.after);
+    const [row] = await t.deps.sql<{ revision: number; json_data: unknown }[]>`select revision, json_data from objects where id = ${o.id}`;
+    expect(row).toEqual({ revision: n + 2, json_data: events.at(-1)!.after.json_data });
+  });
+
   it('answers an update that changes nothing with the object as it is, and writes nothing', async () => {
     const cls = await createClass(t, await collection(t), { json_schema: SCHEMA, validate_schema: true });
     const o = await createObject(t, cls.id, { cpu: 5 });
