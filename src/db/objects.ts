@@ -338,9 +338,10 @@ export interface ObjectUpdate {
  * statement: the class is share-locked and the object locked for update as lockForWrite's two
  * statements lock them (in that order), and nothing is written (no row is returned) unless the class
  * is still at `cls.version`, the object is of it and at one of `revisions` (null: any; If-Match),
- * the caller holds UpdateObject on its collection and the update changes something. `event` is built without the object's row (objectUpdatedEventDraft);
- * the statement completes it from the row as it was and as it is written (OBJECT_UPDATE_EVENT).
- * Constant text with parameters, one per kind of caller, as insertObjectIfClassUnchanged's.
+ * the caller holds UpdateObject on its collection and the update changes something. `event` is
+ * built without the object's row (objectUpdatedEventDraft); the statement completes it from the row
+ * as it was and as it is written (OBJECT_UPDATE_EVENT). Constant text with parameters, one per kind
+ * of caller, as insertObjectIfClassUnchanged's.
  */
 export async function updateObjectIfClassUnchanged(
   tx: TransactionSql,
