@@ -593,8 +593,14 @@ describe('delivery worker polling fallback', () => {
       expect(peer.seen.length).toBe(0);
       // an update sends no notification: only the poll can find the row
       await t.deps.sql`update event_deliveries set next_attempt_at = now() where id = ${d!.id}`;
+      // until the worker has recorded the outcome: the peer has the request before the worker has
+      // the answer, and a worker stopped in between releases its claim (pending again, by design)
+      const settled = async () =>
+        ['succeeded', 'failed', 'dead'].includes(
+          (await t.deps.sql<{ status: string }[]>`select status from event_deliveries where id = ${d!.id}`)[0]!.status,
+        );
       const deadline = Date.now() + 5000;
-      while (Date.now() < deadline && peer.seen.length === 0) await new Promise((r) => setTimeout(r, 50));
+      while (Date.now() < deadline && !(await settled())) await new Promise((r) => setTimeout(r, 50));
     } finally {
       ctl.abort();
       await loop;
