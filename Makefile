@@ -84,7 +84,7 @@ bench-latency: install
 	npx tsx bench/run.ts
 
 # The service vs a bare Hono + postgres.js server under the same concurrent load, as real processes
-# (bench/throughput.ts; about 8 minutes, best on an otherwise idle machine).
+# (bench/throughput.ts; about 12 minutes, best on an otherwise idle machine).
 bench-throughput: install build
 	node --import tsx bench/throughput.ts
 

@@ -18,7 +18,7 @@
 // per measurement), BENCH_WARMUP (3 s), BENCH_ROUNDS (2), BENCH_SOAK_SECONDS (60; 0 skips the soaks),
 // BENCH_SOAK_WINDOW (10 s compared at each end of the soak), BENCH_SOAK_CHUNK (300 s: the soak's
 // middle is loaded and reported in chunks of at most this), BENCH_ONLY (a comma-separated list of
-// scenario ids, e.g. `bare-constant,svc-healthz`, and soaks, `soak` and `soak-create`: a shorter
+// scenario ids, e.g. `bare-constant,svc-healthz`, and soaks, `soak`, `soak-create` and `soak-update`: a shorter
 // targeted run; the table then has only the rows whose scenarios ran), BENCH_SVC_NODE_OPTIONS
 // (extra node flags for the service processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to
 // profile them under the load; bench/cpuprofile-top.ts summarises a profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server), BENCH_LOADER
@@ -438,7 +438,7 @@ interface SoakWindow {
 }
 
 /** The soaks' scenario ids (BENCH_ONLY): getObject's and createObject's. */
-const SOAK_IDS = ['soak', 'soak-create'] as const;
+const SOAK_IDS = ['soak', 'soak-create', 'soak-update'] as const;
 
 /** What a soak loads: the service's shape and the bare server's (the control) beside it. */
 interface SoakKind {
@@ -747,7 +747,7 @@ async function main(): Promise<void> {
     for (const [id, procs, target] of plan) results.push(await measure(id, round, procs, target));
   }
 
-  // The soaks: one service process loaded for SOAK s (getObject; creates), its first and last windows
+  // The soaks: one service process loaded for SOAK s (getObject; creates; updates), its first and last windows
   // compared. The control: a bare server started with the service and loaded only at both ends, right
   // before the service's first window and right after its last. Its last / first is the drift of the
   // machine and the database over the soak; divided out, what is left is the service's own.
@@ -767,6 +767,14 @@ async function main(): Promise<void> {
       bareDoes: 'the insert + event transaction',
       svc: create(`/api/v1/classes/${s.classId}/objects`, s.adminToken),
       bare: create(`/classes/${s.classId}/objects`),
+    },
+    {
+      id: 'soak-update',
+      goal: 'the updateObject soak (our bar; #14 names the others)',
+      path: 'updateObject (json_data), schema enforced, with audit event',
+      bareDoes: 'the update + event transaction',
+      svc: update(`/api/v1/classes/${s.fleetClassId}/`, s.adminToken),
+      bare: update('/objects/'),
     },
   ];
   const soaks: Soak[] = [];
