@@ -18,12 +18,13 @@
 // per measurement), BENCH_WARMUP (3 s), BENCH_ROUNDS (2), BENCH_SOAK_SECONDS (60; 0 skips the soaks),
 // BENCH_SOAK_WINDOW (10 s compared at each end of the soak), BENCH_SOAK_CHUNK (300 s: the soak's
 // middle is loaded and reported in chunks of at most this), BENCH_ONLY (a comma-separated list of
-// scenario ids, e.g. `bare-constant,svc-healthz`, and soaks, `soak`, `soak-create` and `soak-update`: a shorter
-// targeted run; the table then has only the rows whose scenarios ran), BENCH_SVC_NODE_OPTIONS
-// (extra node flags for the service processes, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to
-// profile them under the load; bench/cpuprofile-top.ts summarises a profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server), BENCH_LOADER
-// (wrk or autocannon; default wrk when it is on the PATH), BENCH_SVC_LOG_LEVEL (the service's
-// SVC_LOG_LEVEL, default warn: no `request` log line per request; info measures them).
+// scenario ids, e.g. `bare-constant,svc-healthz`, and soaks, `soak`, `soak-create` and
+// `soak-update`: a shorter targeted run; the table then has only the rows whose scenarios ran),
+// BENCH_SVC_NODE_OPTIONS (extra node flags for the service processes, e.g. `--cpu-prof
+// --cpu-prof-dir=/tmp/prof` to profile them under the load; bench/cpuprofile-top.ts summarises a
+// profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server), BENCH_LOADER (wrk or autocannon;
+// default wrk when it is on the PATH), BENCH_SVC_LOG_LEVEL (the service's SVC_LOG_LEVEL, default
+// warn: no `request` log line per request; info measures them).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -219,8 +220,8 @@ function memKb(p: Proc, key: 'VmRSS' | 'VmHWM'): number {
 /**
  * What a load sends to one process: GETs of one path, creates (POSTs whose bodies carry a name
  * unique to the run and one of the data variants as json_data), or updates (PATCHes of `path`
- * followed by each of `updates` in turn, each body one of the data variants as json_data: the
- * requests in flight update different rows).
+ * followed by each of `updates` in turn, each body's json_data a data variant with a counter unique
+ * to the run: the requests in flight update different rows, and every update changes its row).
  */
 interface Shape {
   method: 'GET' | 'POST' | 'PATCH';
@@ -437,7 +438,7 @@ interface SoakWindow {
   db: number | null;
 }
 
-/** The soaks' scenario ids (BENCH_ONLY): getObject's and createObject's. */
+/** The soaks' scenario ids (BENCH_ONLY): getObject's, createObject's and updateObject's. */
 const SOAK_IDS = ['soak', 'soak-create', 'soak-update'] as const;
 
 /** What a soak loads: the service's shape and the bare server's (the control) beside it. */
