@@ -323,7 +323,12 @@ async function autocannonLoad(t: Target, connections: number, seconds: number, p
     headers: hasBody(t.shape) ? { ...t.shape.headers, 'content-type': 'application/json' } : t.shape.headers,
     ...(t.shape.creates ? { setupRequest: (req) => ({ ...req, body: createBody(prefix, ++i) }) } : {}),
     ...(updates
-      ? { setupRequest: (req) => ((i += 1), { ...req, path: `${t.shape.path}${updates[i % updates.length]}`, body: updateBody(base, i) }) }
+      ? {
+          setupRequest: (req) => {
+            i += 1;
+            return { ...req, path: `${t.shape.path}${updates[i % updates.length]}`, body: updateBody(base, i) };
+          },
+        }
       : {}),
   };
   const inst = autocannon({ url: `http://127.0.0.1:${t.port}`, connections, duration: seconds, timeout: 10, requests: [request] });

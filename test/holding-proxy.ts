@@ -64,6 +64,22 @@ export class HoldingProxy {
     }
   }
 
+  /**
+   * Sends `send` with every answer held until the client has sent each of `markers` (which it can
+   * then only have sent without waiting for an answer); returns what it had sent by then, and the
+   * reply, once the answers to that much are released. Whatever it sends after stays held until
+   * release().
+   */
+  async sendHeld<R>(markers: string[], send: () => R | Promise<R>): Promise<{ sent: string; reply: R }> {
+    this.hold();
+    const replying = Promise.resolve(send());
+    await this.until(markers);
+    const sent = this.sent;
+    this.hold(); // keep holding whatever is sent from here on
+    this.release(); // and hand over the answers to what was sent so far
+    return { sent, reply: await replying };
+  }
+
   close(): Promise<void> {
     return new Promise((ok) => this.server.close(() => ok()));
   }

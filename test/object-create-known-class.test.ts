@@ -42,15 +42,10 @@ describe('createObject under a class read before', () => {
       for (const route of [cls.id, cls.name]) {
         const name = uniq('one-trip');
         await quiet(); // the fan-out wake that follows each create's commit
-        proxy.hold();
-        const reply = post(route, name);
         // Every answer is held: the object's name (a parameter of the insert) can only be on the wire
-        // now if the client did not wait for the class to be read first.
-        await proxy.until([name]);
-        const sent = proxy.sent;
-        proxy.hold(); // keep holding whatever is sent from here on
-        proxy.release(); // and hand over the answers to what was sent so far
-        const res = await reply; // completes without the answer to anything sent later: COMMIT went with it
+        // now if the client did not wait for the class to be read first; the reply completes without
+        // the answer to anything sent later: COMMIT went with it.
+        const { sent, reply: res } = await proxy.sendHeld([name], () => post(route, name));
         expect(res.status).toBe(201);
         // BEGIN (a simple query), then two statements executed: the create and COMMIT; no statement
         // of its own binds the actor. An Execute message is 'E', length 9, the unnamed portal, no row limit.
@@ -86,13 +81,8 @@ describe('createObject under a class read before', () => {
       }
       const name = uniq('one-trip');
       await quiet();
-      proxy.hold();
-      const reply = post(cls.id, name);
-      await proxy.until([name]); // with every answer held: the class was not read first
-      const sent = proxy.sent;
-      proxy.hold();
-      proxy.release();
-      const res = await reply;
+      // with every answer held: the class was not read first
+      const { sent, reply: res } = await proxy.sendHeld([name], () => post(cls.id, name));
       expect(res.status).toBe(201);
       expect(sent.startsWith('Q\0\0\0\x0bbegin \0')).toBe(true);
       expect(sent.split('E\0\0\0\t\0\0\0\0\0').length - 1).toBe(2);

@@ -74,15 +74,10 @@ describe('updateObject under a class read before', () => {
         const marker = conditional ? 987_654_322 : 987_654_321;
         const ifMatch = conditional ? await etagOf(cls.id, o.id) : undefined;
         await quiet(); // the fan-out wake that follows each update's commit
-        proxy.hold();
-        const reply = patch(cls.id, o.id, marker, ifMatch);
         // Every answer is held: the new data (a parameter of the update) can only be on the wire now if
-        // the client did not wait for the class and the object to be read first.
-        await proxy.until([String(marker)]);
-        const sent = proxy.sent;
-        proxy.hold(); // keep holding whatever is sent from here on
-        proxy.release(); // and hand over the answers to what was sent so far
-        const res = await reply; // completes without the answer to anything sent later: COMMIT went with it
+        // the client did not wait for the class and the object to be read first; the reply completes
+        // without the answer to anything sent later: COMMIT went with it.
+        const { sent, reply: res } = await proxy.sendHeld([String(marker)], () => patch(cls.id, o.id, marker, ifMatch));
         expect(res.status).toBe(200);
         // BEGIN (a simple query), then two statements executed: the update and COMMIT. An Execute
         // message is 'E', length 9, the unnamed portal, no row limit.

@@ -90,12 +90,15 @@ export async function lockClass(tx: TransactionSql, id: number): Promise<LockedC
 /** A class as a write under it reads it: the row and the transaction's now() (the updated_at of what it writes). */
 export type LockedClass = ClassRow & { svc_now: Date };
 
+/** A LockedClass with its row's version (`xmin`), which a later statement can check it against. */
+export type VersionedClass = LockedClass & { svc_version: string };
+
 /**
  * Share-locks the class for an object write (its schema and collection cannot change meanwhile), with
  * now() and the row's version (svc_version, as newObjectClassCols reads it).
  */
-export async function shareLockClass(tx: TransactionSql, id: number): Promise<(LockedClass & { svc_version: string }) | undefined> {
-  const [row] = await tx<(LockedClass & { svc_version: string })[]>`
+export async function shareLockClass(tx: TransactionSql, id: number): Promise<VersionedClass | undefined> {
+  const [row] = await tx<VersionedClass[]>`
     select ${classCols(tx)}, now() as svc_now, k.xmin::text as svc_version from classes k where k.id = ${id}::int for share`;
   return row;
 }

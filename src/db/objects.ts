@@ -297,10 +297,25 @@ export async function insertObjectIfClassUnchanged(
   final: Final = notFinal,
 ): Promise<ObjectRow | undefined> {
   const params = [cls.id, cls.version, cls.revision, v.name, v.description, JSON.stringify(v.json_data ?? null)];
-  if (!auth.isAdmin) params.push(auth.principal.id);
-  const text = auth.isAdmin ? CREATE_AS_ADMIN : CREATE_AS_GRANTED;
-  const all = [...params, ...rowEventParams(tx, actor, event), ...actorBindingParams(actor)];
-  const [row] = await final(tx.unsafe<ObjectRow[]>(text, all as never[], { prepare: true }));
+  return writeUnderClass(tx, actor, auth, [CREATE_AS_ADMIN, CREATE_AS_GRANTED], params, event, final);
+}
+
+/**
+ * Runs a one-statement write under a known class (its text for an administrator, or for a caller
+ * whose grant it tests, with the principal as the parameter after `params`), then the event's
+ * parameters and the actor binding's, as the texts number them; the written row, if any.
+ */
+async function writeUnderClass(
+  tx: TransactionSql,
+  actor: Actor,
+  auth: Authority,
+  [asAdmin, asGranted]: [string, string],
+  params: unknown[],
+  event: NewEvent,
+  final: Final,
+): Promise<ObjectRow | undefined> {
+  const all = [...params, ...(auth.isAdmin ? [] : [auth.principal.id]), ...rowEventParams(tx, actor, event), ...actorBindingParams(actor)];
+  const [row] = await final(tx.unsafe<ObjectRow[]>(auth.isAdmin ? asAdmin : asGranted, all as never[], { prepare: true }));
   return row;
 }
 
@@ -354,21 +369,9 @@ export async function updateObjectIfClassUnchanged(
   event: NewEvent,
   final: Final = notFinal,
 ): Promise<ObjectRow | undefined> {
-  const params = [
-    cls.id,
-    cls.version,
-    cls.revision,
-    objectId,
-    v.name ?? null,
-    v.description ?? null,
-    v.json_data === undefined ? null : JSON.stringify(v.json_data),
-    revisions,
-  ];
-  if (!auth.isAdmin) params.push(auth.principal.id);
-  const text = auth.isAdmin ? UPDATE_AS_ADMIN : UPDATE_AS_GRANTED;
-  const all = [...params, ...rowEventParams(tx, actor, event), ...actorBindingParams(actor)];
-  const [row] = await final(tx.unsafe<ObjectRow[]>(text, all as never[], { prepare: true }));
-  return row;
+  const json = v.json_data === undefined ? null : JSON.stringify(v.json_data);
+  const params = [cls.id, cls.version, cls.revision, objectId, v.name ?? null, v.description ?? null, json, revisions];
+  return writeUnderClass(tx, actor, auth, [UPDATE_AS_ADMIN, UPDATE_AS_GRANTED], params, event, final);
 }
 
 /** An object's audit snapshot (objectView's members), as the database writes it from the row `a`. */

@@ -262,7 +262,7 @@ export async function updateOwnObject(
   // and answers an update that changes nothing.
   const objectId = t.objectId;
   const known = objectId != null && t.className == null ? knownIn(db).byId.get(t.classId) : undefined;
-  const revisions = objectId != null ? revisionsMatched(ifMatch, KIND, objectId) : undefined;
+  const revisions = known && objectId != null ? revisionsMatched(ifMatch, KIND, objectId) : undefined;
   if (
     known &&
     objectId != null &&
@@ -272,12 +272,9 @@ export async function updateOwnObject(
   ) {
     const cls = { id: known.id, revision: known.revision, version: known.svc_version };
     const event = objectUpdatedEventDraft(objectId, known);
-    const row = await inTx(
-      db,
-      caller,
-      (m) => updateObjectIfClassUnchanged(m.tx, m.actor, m.auth, cls, objectId, revisions, changes, event, m.final),
-      { actorInStatement: true },
-    );
+    const write = (m: MutationContext) =>
+      updateObjectIfClassUnchanged(m.tx, m.actor, m.auth, cls, objectId, revisions, changes, event, m.final);
+    const row = await inTx(db, caller, write, { actorInStatement: true });
     if (row) return { row, changed: true };
   }
   return inTx(db, caller, (m) => updateObject(m, t, changes, ifMatch, (cls) => remember(db, cls)), { actorInStatement: true });
