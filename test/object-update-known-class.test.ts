@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { collection, createClass, createObject, eventsOf, principalWith, type Obj, CPU_SCHEMA as SCHEMA } from './class-fixtures.ts';
 import { withProxiedApp } from './holding-proxy.ts';
+import { EVENTS_CHANNEL } from '../src/db/wakeups.ts';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -189,6 +190,37 @@ describe('updateObject under a class read before', () => {
     expect(same.status).toBe(200);
     expect(same.body).toMatchObject({ revision: 2, json_data: { cpu: 6 } });
     expect((await updateEventsOf(o)).length).toBe(1);
+  });
+
+  it('wakes the event fan-out after an update it wrote, and not after one that changed nothing', async () => {
+    await withProxiedApp(t, async ({ app, proxy, quiet }) => {
+      const patch = (classId: number, objectId: number, body: Record<string, unknown>) =>
+        app.fetch(
+          new Request(`http://test.local/api/v1/classes/${classId}/${objectId}`, {
+            method: 'PATCH',
+            headers: { authorization: `Bearer ${t.adminToken}`, 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          }),
+        );
+      const cls = await createClass(t, await collection(t), { json_schema: SCHEMA, validate_schema: true });
+      const o = await createObject(t, cls.id, { cpu: 5 });
+      /** What the app sent to PostgreSQL for `body`'s update, its wakes included (a wake's NOTIFY names its channel as a parameter). */
+      const sentFor = async (body: Record<string, unknown>, revision: number) => {
+        await quiet();
+        proxy.sent = '';
+        const res = await patch(cls.id, o.id, body);
+        expect(res.status).toBe(200);
+        expect(((await res.json()) as Obj).revision).toBe(revision);
+        await quiet();
+        return proxy.sent;
+      };
+      // the first update reads the class; the second is the one statement's, and wakes the fan-out
+      await sentFor({ json_data: { cpu: 6 } }, 2);
+      expect(await sentFor({ json_data: { cpu: 7 } }, 3)).toContain(EVENTS_CHANNEL);
+      // the one statement writes nothing, the general way finds nothing to change: no wake
+      expect(await sentFor({ json_data: { cpu: 7 }, name: o.name }, 3)).not.toContain(EVENTS_CHANNEL);
+      expect((await updateEventsOf(o)).length).toBe(2);
+    });
   });
 
   it('answers If-Match as the general way does: 412 for a stale tag, 400 for a malformed one (after 404)', async () => {

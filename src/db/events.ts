@@ -272,9 +272,11 @@ export function rowEventInsertText(first: number, columns: RowEventColumns = {},
 /** How many parameters rowEventInsertText takes (rowEventParams' length), read off its text. */
 export const ROW_EVENT_PARAMS = new Set(rowEventInsertText(1).match(/\$\d+/g)).size;
 
-/** The parameters of rowEventInsertText, in its order. */
-export function rowEventParams(tx: Db, actor: Actor, e: NewEvent): unknown[] {
-  markWritten(tx, e);
+/**
+ * The parameters of rowEventInsertText, in its order. The statement may write no row: its caller
+ * marks the transaction (markWritten) once it returns one.
+ */
+export function rowEventParams(actor: Actor, e: NewEvent): unknown[] {
   const v = eventFields(actor, e);
   const json = (x: unknown) => (x === undefined || x === null ? null : JSON.stringify(x));
   return [

@@ -4,7 +4,15 @@ import { partOf, textPart, type Db, type TransactionSql } from './sql.ts';
 import { and, runList, filterSql, type Fragment, type ListPage } from './list.ts';
 import { parseListQuery, type FieldDef, type Filter, type ListSpec, type ParsedList } from '../domain/list-query.ts';
 import { badRequest } from '../domain/errors.ts';
-import { eventsCte, isoTimeText, ROW_EVENT_PARAMS, rowEventInsertText, rowEventParams, type RowEventColumns } from './events.ts';
+import {
+  eventsCte,
+  isoTimeText,
+  markWritten,
+  ROW_EVENT_PARAMS,
+  rowEventInsertText,
+  rowEventParams,
+  type RowEventColumns,
+} from './events.ts';
 import { actorBinding, actorBindingParams, actorBindingText } from './history.ts';
 import { grantExistsText } from './authz.ts';
 import { notFinal, type Final } from './tx.ts';
@@ -314,8 +322,10 @@ async function writeUnderClass(
   event: NewEvent,
   final: Final,
 ): Promise<ObjectRow | undefined> {
-  const all = [...params, ...(auth.isAdmin ? [] : [auth.principal.id]), ...rowEventParams(tx, actor, event), ...actorBindingParams(actor)];
+  const all = [...params, ...(auth.isAdmin ? [] : [auth.principal.id]), ...rowEventParams(actor, event), ...actorBindingParams(actor)];
   const [row] = await final(tx.unsafe<ObjectRow[]>(auth.isAdmin ? asAdmin : asGranted, all as never[], { prepare: true }));
+  // a statement that wrote nothing wakes no fan-out worker (its caller's general way marks what it writes)
+  if (row) markWritten(tx, event);
   return row;
 }
 
