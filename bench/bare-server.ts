@@ -17,6 +17,11 @@
 //   POST /classes/:class_id/objects     BEGIN; insert object; insert event; COMMIT (201)
 //   PATCH /objects/:id                  BEGIN; update the object (its row as it was read in the same
 //                                       statement, locked); insert event; COMMIT (200)
+//   PATCH /objects/:id/data             a JSON Patch of `replace` operations of top-level members (what
+//                                       the benchmark sends): BEGIN; read the object locked; apply the
+//                                       operations; update; insert event; COMMIT (200)
+//   DELETE /objects/:id                 BEGIN; delete the object returning its row; insert event;
+//                                       COMMIT (204)
 //
 // Started as its own process by the benchmark: BARE_DATABASE_URL, BARE_PORT (on 127.0.0.1).
 import { createHmac, randomUUID } from 'node:crypto';
@@ -152,6 +157,62 @@ app.patch('/objects/:id', async (c) => {
     return after;
   });
   return row ? c.json(row) : c.json({ error: 'Not Found' }, 404);
+});
+
+type ObjectRow = Record<'id' | 'collection_id' | 'class_id' | 'revision', number> &
+  Record<'name' | 'description', string> & { json_data: Record<string, unknown> };
+
+/** Top-level `replace` operations, the only kind the benchmark sends: 400 for anything else. */
+function replacements(ops: unknown): [string, unknown][] | undefined {
+  if (!Array.isArray(ops)) return undefined;
+  const out: [string, unknown][] = [];
+  for (const op of ops as { op?: unknown; path?: unknown; value?: unknown }[]) {
+    if (op?.op !== 'replace' || typeof op.path !== 'string' || !/^\/[^/~]+$/.test(op.path)) return undefined;
+    out.push([op.path.slice(1), op.value]);
+  }
+  return out;
+}
+
+app.patch('/objects/:id/data', async (c) => {
+  const ops = replacements(await c.req.json());
+  if (!ops) return c.json({ error: 'Bad Request' }, 400);
+  const id = Number(c.req.param('id'));
+  const row = await sql.begin(async (tx) => {
+    const [before] = await tx<ObjectRow[]>`
+      select id, name, description, collection_id, class_id, json_data, created_at, updated_at, revision
+      from objects where id = ${id}::int for update`;
+    if (!before) return undefined;
+    const data = { ...before.json_data };
+    for (const [key, value] of ops) {
+      if (!(key in data)) throw new Error(`replace of a missing member ${key}`);
+      data[key] = value;
+    }
+    const [after] = await tx<ObjectRow[]>`
+      update objects set json_data = ${JSON.stringify(data)}::text::jsonb, updated_at = now(), revision = revision + 1
+      where id = ${id}::int
+      returning id, name, description, collection_id, class_id, json_data, created_at, updated_at, revision`;
+    await tx`
+      insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, provenance, before, after, before_revision, after_revision)
+      values ('object', ${id}, ${after!.name}, ${after!.collection_id}, 'updated', 'system', '{}'::jsonb, ${JSON.stringify(before)}::text::jsonb,
+        ${JSON.stringify(after)}::text::jsonb, ${before.revision}, ${after!.revision})`;
+    return after;
+  });
+  return row ? c.json(row) : c.json({ error: 'Not Found' }, 404);
+});
+
+app.delete('/objects/:id', async (c) => {
+  const id = Number(c.req.param('id'));
+  const deleted = await sql.begin(async (tx) => {
+    const [o] = await tx<ObjectRow[]>`
+      delete from objects where id = ${id}::int
+      returning id, name, description, collection_id, class_id, json_data, created_at, updated_at, revision`;
+    if (!o) return false;
+    await tx`
+      insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, provenance, before, before_revision)
+      values ('object', ${o.id}, ${o.name}, ${o.collection_id}, 'deleted', 'system', '{}'::jsonb, ${JSON.stringify(o)}::text::jsonb, ${o.revision})`;
+    return true;
+  });
+  return deleted ? c.body(null, 204) : c.json({ error: 'Not Found' }, 404);
 });
 
 const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port });
