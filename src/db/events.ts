@@ -294,7 +294,7 @@ export function rowEventParams(actor: Actor, e: NewEvent): unknown[] {
     actor.correlationId ?? null,
     e.summary ?? null,
     json(e.before),
-    JSON.stringify(e.after ?? {}),
+    json(e.after),
     e.beforeRevision ?? null,
     e.afterRevision ?? null,
     JSON.stringify(v.metadata),

@@ -438,6 +438,68 @@ const UPDATE_AS_ADMIN = updateUnderClassText('');
 const UPDATE_AS_GRANTED = updateUnderClassText(`and ${grantExistsText('UpdateObject', '$9', 'o.collection_id')}`);
 
 /**
+ * Deletes an object under a class as the caller read it earlier, with its audit event, in one
+ * statement: the class is share-locked and the object locked as lockForWrite's two statements lock
+ * them, and nothing is deleted (no row is returned) unless the class is still at `cls.version`, the
+ * object is of it, at one of `revisions` (null: any; If-Match) and without relations, and the caller
+ * holds DeleteObject on its collection. `event` is objectDeletedEventDraft's; the statement completes
+ * it from the row (OBJECT_DELETE_EVENT). A relation that its snapshot missed (committed while the
+ * statement waited for the object's lock) fails it with RELATION_APPEARED
+ * (migrations/0320_object_delete_alone.sql): its transaction must be one of its own, committed with
+ * it, and the delete then goes the two-statement way in another.
+ */
+export async function deleteObjectIfClassUnchanged(
+  tx: TransactionSql,
+  actor: Actor,
+  auth: Authority,
+  cls: ClassVersion,
+  objectId: number,
+  revisions: number[] | null,
+  event: NewEvent,
+  final: Final = notFinal,
+): Promise<ObjectRow | undefined> {
+  const params = [cls.id, cls.version, cls.revision, objectId, revisions];
+  return writeUnderClass(tx, actor, auth, [DELETE_AS_ADMIN, DELETE_AS_GRANTED], params, event, final);
+}
+
+/** The SQLSTATE of deleteObjectIfClassUnchanged's statement when a relation it did not see went with the object. */
+export const RELATION_APPEARED = 'SV001';
+
+/** The columns of a delete's event that deleteObjectIfClassUnchanged's statement writes from the deleted row `o`. */
+const OBJECT_DELETE_EVENT: RowEventColumns = {
+  entity_name: (p) => `coalesce(${p}::text, o.name)`,
+  summary: (p) => `format(${p}::text, o.name)`,
+  before: (p) => `${p}::text::jsonb || ${objectSnapshotText('o')}`,
+  before_revision: (p) => `coalesce(${p}::int, o.revision)`,
+};
+
+/**
+ * The text of deleteObjectIfClassUnchanged's statement: for an administrator, and for a caller whose
+ * groups must grant DeleteObject on the object's collection or an ancestor (parameter $6). $5: the
+ * revisions If-Match accepts (null: any). It marks its transaction (svc.object_delete_alone) for the
+ * trigger of migration 0320.
+ */
+function deleteUnderClassText(grant: string): string {
+  const first = grant ? 7 : 6;
+  return `with ${actorBindingText(first + ROW_EVENT_PARAMS)}, k as (
+      select k.id, set_config('svc.object_delete_alone', 'on', true) as alone from classes k, svc_actor
+      where k.id = $1::int and k.xmin = $2::text::xid and k.revision = $3::int
+      for share of k
+    ), old as (
+      select o.id from objects o, k
+      where o.id = $4::int and o.class_id = k.id and ($5::int[] is null or o.revision = any($5::int[])) ${grant}
+        and not exists (select from object_relations r where r.from_object_id = o.id or r.to_object_id = o.id)
+      for update of o
+    ), o as (
+      delete from objects as o using old where o.id = old.id
+      returning ${OBJECT_COLUMN_LIST}
+    ), e as (${rowEventInsertText(first, OBJECT_DELETE_EVENT)})
+    select * from o`;
+}
+const DELETE_AS_ADMIN = deleteUnderClassText('');
+const DELETE_AS_GRANTED = deleteUnderClassText(`and ${grantExistsText('DeleteObject', '$6', 'o.collection_id')}`);
+
+/**
  * Inserts the object (with the id newObjectClassCols reserved) and its audit events in one statement;
  * `final` marks it as the transaction's last (COMMIT goes with it).
  */

@@ -8,17 +8,20 @@ import { readClassAs, readObjectAs } from '../db/authz.ts';
 import { classIdByName, shareLockClass, type LockedClass } from '../db/classes.ts';
 import { objectComplianceEvent } from '../domain/views/class-schema-events.ts';
 import {
+  deleteObjectIfClassUnchanged,
   insertObjectIfClassUnchanged,
   insertObjectWithEvents,
   lockObjectRelations,
   newObjectClassCols,
   objectCols,
+  RELATION_APPEARED,
   updateObjectIfClassUnchanged,
   updateObjectWithEvents,
 } from '../db/objects.ts';
 import {
   objectCreatedEvent,
   objectDeletedEvent,
+  objectDeletedEventDraft,
   objectUpdatedEvent,
   objectUpdatedEventDraft,
   type ObjectRow,
@@ -27,6 +30,7 @@ import { objectRelationDeletedWithObjectEvent } from '../domain/views/relations.
 import { decide } from '../domain/authz.ts';
 import type { ClassRow } from '../domain/views/classes.ts';
 import type { Db } from '../db/sql.ts';
+import { isTx } from '../db/tx.ts';
 import { deleteRowWithEvents } from '../db/events.ts';
 import { inTx, requireMatch, skipWhenUnchanged, type Caller, type MutationContext, type Written } from './context.ts';
 import { revisionsMatched } from '../domain/preconditions.ts';
@@ -296,8 +300,29 @@ export function patchOwnObjectData(db: Db, caller: Caller, t: ObjectTarget, patc
   return inTx(db, caller, (m) => patchObjectData(m, t, patch, ifMatch), { actorInStatement: true });
 }
 
-export function deleteOwnObject(db: Db, caller: Caller, t: ObjectTarget, ifMatch?: string): Promise<void> {
-  return inTx(db, caller, (m) => deleteObject(m, t, ifMatch), { actorInStatement: true });
+export async function deleteOwnObject(db: Db, caller: Caller, t: ObjectTarget, ifMatch?: string): Promise<void> {
+  // By id under a class a write in this process read, an object without relations: one statement
+  // (class check, If-Match, permission, actor binding, delete and audit event; one round trip with
+  // BEGIN and COMMIT), as updateOwnObject's. Whatever it leaves (nothing deleted: an object with
+  // relations among them) goes the general way, which decides every error; so does a delete whose
+  // statement found a relation it had not seen (RELATION_APPEARED: nothing was written). Only in a
+  // transaction of its own: the statement's mark on its transaction lasts until that ends.
+  const objectId = t.objectId;
+  const known = objectId != null && t.className == null && !isTx(db) ? knownIn(db).byId.get(t.classId) : undefined;
+  const revisions = known && objectId != null ? revisionsMatched(ifMatch, KIND, objectId) : undefined;
+  const object =
+    known && objectId != null && ({ kind: 'object', id: objectId, classId: known.id, collectionId: known.collection_id } as const);
+  if (object && revisions !== undefined && revisions?.length !== 0 && decide(caller.auth, 'DeleteObject', object, true) === 'allow') {
+    const cls = { id: known.id, revision: known.revision, version: known.svc_version };
+    const event = objectDeletedEventDraft(object.id, known);
+    const write = (m: MutationContext) => deleteObjectIfClassUnchanged(m.tx, m.actor, m.auth, cls, object.id, revisions, event, m.final);
+    try {
+      if (await inTx(db, caller, write, { actorInStatement: true })) return;
+    } catch (err) {
+      if ((err as { code?: unknown } | null)?.code !== RELATION_APPEARED) throw err;
+    }
+  }
+  return inTx(db, caller, (m) => deleteObject(m, t, ifMatch, (cls) => remember(db, cls)), { actorInStatement: true });
 }
 
 /** Updates an object in `m`; `read` gets the class once it is read, locked and found to be the one named. */
@@ -336,8 +361,8 @@ export async function patchObjectData(m: MutationContext, t: ObjectTarget, patch
  * in the same round trip as the class and the object (after them: no relation can be added to a
  * locked object); the delete and every event are then one statement.
  */
-export async function deleteObject(m: MutationContext, t: ObjectTarget, ifMatch?: string): Promise<void> {
-  const locked = lockForWrite(m, t, 'DeleteObject', ifMatch);
+export async function deleteObject(m: MutationContext, t: ObjectTarget, ifMatch?: string, read?: (cls: KnownClass) => void): Promise<void> {
+  const locked = lockForWrite(m, t, 'DeleteObject', ifMatch, read);
   const early = lockObjectRelations(m.tx, t.objectId ?? { classId: t.classId, name: t.objectName! });
   early.catch(() => undefined); // awaited below, unless the object answers 404 or 403
   const { cls, obj } = await locked;

@@ -112,9 +112,32 @@ export function objectDeletedEvent(obj: ObjectRow, cls: { id: number; name: stri
     entityName: obj.name,
     collectionId: obj.collection_id,
     action: 'deleted',
-    summary: `object ${obj.name} deleted from class ${cls.name}`,
+    summary: objectDeletedSummary(obj.name, cls.name),
     before: objectView(obj),
     beforeRevision: obj.revision,
     metadata: { class_id: cls.id, deleted_object_relations: relations },
+  };
+}
+
+/** The summary of an object's delete event. */
+function objectDeletedSummary(name: string, className: string): string {
+  return `object ${name} deleted from class ${className}`;
+}
+
+/**
+ * objectDeletedEvent, of an object without relations, as far as it can be built without the
+ * object's row, for a statement that deletes the row and writes the event itself
+ * (deleteObjectIfClassUnchanged): the database completes the name (in the summary as the `%s` of
+ * PostgreSQL's format(), the class's name escaped for it), the snapshot and the revision.
+ */
+export function objectDeletedEventDraft(objectId: number, cls: { id: number; name: string; collection_id: number }): NewEvent {
+  return {
+    entityType: 'object',
+    entityId: objectId,
+    collectionId: cls.collection_id,
+    action: 'deleted',
+    summary: objectDeletedSummary('%s', cls.name.replaceAll('%', '%%')),
+    before: {},
+    metadata: { class_id: cls.id, deleted_object_relations: 0 },
   };
 }
