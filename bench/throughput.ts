@@ -457,7 +457,8 @@ async function wrkLoad(t: Target, connections: number, seconds: number, { prefix
     child.stderr!.on('data', (b: Buffer) => (out += b.toString('utf8')));
     const code = await new Promise<number | null>((ok, fail) => {
       child.once('error', fail);
-      child.once('exit', (c) => ok(c));
+      // 'close', not 'exit': a process may exit before its output has all been read from the pipe
+      child.once('close', (c) => ok(c));
     });
     const requests = /(\d+) requests in ([\d.]+)(us|ms|s|m),/.exec(out);
     const non2xx = /Non-2xx or 3xx responses: (\d+)/.exec(out);
