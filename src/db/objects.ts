@@ -351,6 +351,20 @@ function createUnderClassText(grant: string): string {
 const CREATE_AS_ADMIN = createUnderClassText('');
 const CREATE_AS_GRANTED = createUnderClassText(`and ${grantExistsText('CreateObject', '$7', 'k.collection_id')}`);
 
+/**
+ * An object's json_data and revision if it is of class `classId`, read without a lock, for a write
+ * that computes its change from them and then writes only at that revision (patchOwnObjectData).
+ */
+export async function readObjectData(
+  db: Db,
+  classId: number,
+  objectId: number,
+): Promise<{ json_data: unknown; revision: number } | undefined> {
+  const [row] = await db<{ json_data: unknown; revision: number }[]>`
+    select json_data, revision from objects where id = ${objectId}::int and class_id = ${classId}::int`;
+  return row;
+}
+
 /** The changes an update by updateObjectIfClassUnchanged writes; an omitted member keeps its value. */
 export interface ObjectUpdate {
   name?: string;

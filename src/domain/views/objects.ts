@@ -91,13 +91,13 @@ function objectUpdatedSummary(name: string, how = ''): string {
  * name (in the summary as the `%s` of PostgreSQL's format()), the snapshots, the revisions and
  * whether json_data changed.
  */
-export function objectUpdatedEventDraft(objectId: number, cls: { id: number; collection_id: number }): NewEvent {
+export function objectUpdatedEventDraft(objectId: number, cls: { id: number; collection_id: number }, how = ''): NewEvent {
   return {
     entityType: 'object',
     entityId: objectId,
     collectionId: cls.collection_id,
     action: 'updated',
-    summary: objectUpdatedSummary('%s'),
+    summary: objectUpdatedSummary('%s', how.replaceAll('%', '%%')),
     before: {},
     after: {},
     metadata: { class_id: cls.id },
