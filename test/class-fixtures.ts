@@ -91,4 +91,11 @@ export async function createObject(
   return res.body as Obj;
 }
 
+/** An object's ETag as a GET answers it. */
+export async function etagOf(t: TestApp, classId: number, objectId: number): Promise<string> {
+  const res = await t.request('GET', `/api/v1/classes/${classId}/${objectId}`);
+  expect(res.status).toBe(200);
+  return res.headers.get('etag')!;
+}
+
 export { eventsOf } from './helpers.ts';

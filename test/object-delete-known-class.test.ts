@@ -9,7 +9,7 @@
 // object's lock must not go with the object unrecorded (migrations/0320_object_delete_alone.sql).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { collection, createClass, createObject, principalWith } from './class-fixtures.ts';
+import { collection, createClass, createObject, principalWith, etagOf } from './class-fixtures.ts';
 import { withProxiedApp } from './holding-proxy.ts';
 
 let t: TestApp;
@@ -22,13 +22,6 @@ afterAll(async () => {
 
 const remove = (classId: number, objectId: number, token = t.adminToken, ifMatch?: string) =>
   t.request('DELETE', `/api/v1/classes/${classId}/${objectId}`, { token, headers: ifMatch ? { 'if-match': ifMatch } : {} });
-
-/** The object's ETag as a GET answers it. */
-async function etagOf(classId: number, objectId: number): Promise<string> {
-  const res = await t.request('GET', `/api/v1/classes/${classId}/${objectId}`);
-  expect(res.status).toBe(200);
-  return res.headers.get('etag')!;
-}
 
 interface EventRow {
   entity_type: string;
@@ -87,7 +80,7 @@ describe('deleteObject under a class read before', () => {
       for (const conditional of [false, true]) {
         const o = await createObject(t, cls.id, {});
         const marker = uniq(conditional ? 'held-if-match' : 'held');
-        const ifMatch = conditional ? await etagOf(cls.id, o.id) : undefined;
+        const ifMatch = conditional ? await etagOf(t, cls.id, o.id) : undefined;
         await quiet(); // the fan-out wake that follows each delete's commit
         // Every answer is held: the request id (a parameter of the delete's event) can only be on the
         // wire now if the client did not wait for the class and the object to be read first; the reply
@@ -121,7 +114,7 @@ describe('deleteObject under a class read before', () => {
       const [fast, general] = [await createObject(t, cls.id, { cpu: 1 }), await createObject(t, cls.id, { cpu: 1 })];
       for (const o of [fast, general])
         expect((await t.request('PATCH', `/api/v1/classes/${cls.id}/${o.id}`, { body: { description: 'rack 4' } })).status).toBe(200);
-      const a = await remove(cls.id, fast.id, token, await etagOf(cls.id, fast.id));
+      const a = await remove(cls.id, fast.id, token, await etagOf(t, cls.id, fast.id));
       expect(a.status, a.text).toBe(204);
       const b = await t.request('DELETE', `/api/v1/classes/by-name/${encodeURIComponent(cls.name)}/objects/by-name/${general.name}`, {
         token,
@@ -212,14 +205,14 @@ describe('deleteObject under a class read before', () => {
     const cls = await createClass(t, await collection(t));
     await remove(cls.id, (await createObject(t, cls.id, {})).id);
     const o = await createObject(t, cls.id, {});
-    const stale = await etagOf(cls.id, o.id);
+    const stale = await etagOf(t, cls.id, o.id);
     expect((await t.request('PATCH', `/api/v1/classes/${cls.id}/${o.id}`, { body: { description: 'moved on' } })).status).toBe(200);
     const refused = await remove(cls.id, o.id, t.adminToken, stale);
     expect(refused.status).toBe(412);
     expect((await remove(cls.id, o.id, t.adminToken, 'W/"nonsense"')).status).toBe(400);
     expect((await remove(cls.id, 2_147_483_000, t.adminToken, 'W/"nonsense"')).status).toBe(404);
     expect(await t.deps.sql`select revision from objects where id = ${o.id}`).toEqual([{ revision: 2 }]);
-    expect((await remove(cls.id, o.id, t.adminToken, `${stale}, ${await etagOf(cls.id, o.id)}`)).status).toBe(204);
+    expect((await remove(cls.id, o.id, t.adminToken, `${stale}, ${await etagOf(t, cls.id, o.id)}`)).status).toBe(204);
     expect((await remove(cls.id, o.id, t.adminToken, '*')).status).toBe(404);
   });
 

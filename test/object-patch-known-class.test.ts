@@ -6,7 +6,7 @@
 // refusal (a failed operation, a result the schema refuses, a stale If-Match) to the general way.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers.ts';
-import { collection, createClass, createObject, principalWith, type Obj } from './class-fixtures.ts';
+import { collection, createClass, createObject, principalWith, type Obj, etagOf } from './class-fixtures.ts';
 import { withProxiedApp } from './holding-proxy.ts';
 
 let t: TestApp;
@@ -32,12 +32,6 @@ const patchAt = (path: string, ops: unknown, token = t.adminToken, ifMatch?: str
   });
 const patch = (classId: number, objectId: number, ops: unknown, token = t.adminToken, ifMatch?: string) =>
   patchAt(`/api/v1/classes/${classId}/${objectId}/data`, ops, token, ifMatch);
-
-async function etagOf(classId: number, objectId: number): Promise<string> {
-  const res = await t.request('GET', `/api/v1/classes/${classId}/${objectId}`);
-  expect(res.status).toBe(200);
-  return res.headers.get('etag')!;
-}
 
 interface EventRow {
   entity_name: string;
@@ -81,7 +75,7 @@ describe('patchObjectData under a class read before', () => {
         ],
       ];
       for (const ops of steps) {
-        const a = await patch(cls.id, fast.id, ops, token, ops === steps[1] ? await etagOf(cls.id, fast.id) : undefined);
+        const a = await patch(cls.id, fast.id, ops, token, ops === steps[1] ? await etagOf(t, cls.id, fast.id) : undefined);
         expect(a.status, a.text).toBe(200);
         // the general way: an app that has read no class yet (its first write reads and locks it)
         const fresh = await startTestApp();
@@ -162,7 +156,7 @@ describe('patchObjectData under a class read before', () => {
     const same = await patch(cls.id, o.id, [{ op: 'replace', path: '/cpu', value: 1 }]);
     expect(same.status).toBe(200);
     expect(same.body).toMatchObject({ revision: 1 });
-    const stale = await etagOf(cls.id, o.id);
+    const stale = await etagOf(t, cls.id, o.id);
     expect((await patch(cls.id, o.id, [{ op: 'replace', path: '/cpu', value: 2 }])).status).toBe(200);
     expect((await patch(cls.id, o.id, [{ op: 'replace', path: '/cpu', value: 3 }], t.adminToken, stale)).status).toBe(412);
     const other = await knownClass();

@@ -8,7 +8,16 @@
 // general way answers it, which an update by the class's and the object's names takes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { collection, createClass, createObject, eventsOf, principalWith, type Obj, CPU_SCHEMA as SCHEMA } from './class-fixtures.ts';
+import {
+  collection,
+  createClass,
+  createObject,
+  eventsOf,
+  principalWith,
+  type Obj,
+  CPU_SCHEMA as SCHEMA,
+  etagOf,
+} from './class-fixtures.ts';
 import { withProxiedApp } from './holding-proxy.ts';
 import { EVENTS_CHANNEL } from '../src/db/wakeups.ts';
 
@@ -22,13 +31,6 @@ afterAll(async () => {
 
 const update = (classId: number, objectId: number, body: Record<string, unknown>, token = t.adminToken, ifMatch?: string) =>
   t.request('PATCH', `/api/v1/classes/${classId}/${objectId}`, { token, body, headers: ifMatch ? { 'if-match': ifMatch } : {} });
-
-/** The object's ETag as a GET answers it. */
-async function etagOf(classId: number, objectId: number): Promise<string> {
-  const res = await t.request('GET', `/api/v1/classes/${classId}/${objectId}`);
-  expect(res.status).toBe(200);
-  return res.headers.get('etag')!;
-}
 
 /** The object's update events, with what the test cannot know beforehand (ids, times) put in terms of the object. */
 async function updateEventsOf(o: Obj) {
@@ -73,7 +75,7 @@ describe('updateObject under a class read before', () => {
       for (let i = 0; i < 2 * config.SVC_DB_POOL_MAX + 2; i++) expect((await patch(cls.id, o.id, ++cpu)).status).toBe(200);
       for (const conditional of [false, true]) {
         const marker = conditional ? 987_654_322 : 987_654_321;
-        const ifMatch = conditional ? await etagOf(cls.id, o.id) : undefined;
+        const ifMatch = conditional ? await etagOf(t, cls.id, o.id) : undefined;
         await quiet(); // the fan-out wake that follows each update's commit
         // Every answer is held: the new data (a parameter of the update) can only be on the wire now if
         // the client did not wait for the class and the object to be read first; the reply completes
@@ -116,7 +118,7 @@ describe('updateObject under a class read before', () => {
         { name: uniq('renamed'), json_data: { cpu: 3 } },
       ];
       for (const step of steps) {
-        const a = await update(cls.id, fast.id, step, token, step === steps[0] ? await etagOf(cls.id, fast.id) : undefined);
+        const a = await update(cls.id, fast.id, step, token, step === steps[0] ? await etagOf(t, cls.id, fast.id) : undefined);
         expect(a.status, a.text).toBe(200);
         const b = await t.request('PATCH', `/api/v1/classes/by-name/${cls.name}/objects/by-name/${generalName}`, {
           token,
@@ -226,16 +228,16 @@ describe('updateObject under a class read before', () => {
   it('answers If-Match as the general way does: 412 for a stale tag, 400 for a malformed one (after 404)', async () => {
     const cls = await createClass(t, await collection(t));
     const o = await createObject(t, cls.id, {});
-    const first = await etagOf(cls.id, o.id);
+    const first = await etagOf(t, cls.id, o.id);
     expect((await update(cls.id, o.id, { json_data: { n: 1 } }, t.adminToken, first)).status).toBe(200);
-    const current = await etagOf(cls.id, o.id);
+    const current = await etagOf(t, cls.id, o.id);
     const stale = await update(cls.id, o.id, { json_data: { n: 2 } }, t.adminToken, first);
     expect(stale.status).toBe(412);
     expect(stale.body).toMatchObject({ reason: 'stale_resource' });
     // another object's tag of the same revision does not match either
     const other = await createObject(t, cls.id, {});
     await update(cls.id, other.id, { json_data: { n: 1 } });
-    expect((await update(cls.id, o.id, { json_data: { n: 2 } }, t.adminToken, await etagOf(cls.id, other.id))).status).toBe(412);
+    expect((await update(cls.id, o.id, { json_data: { n: 2 } }, t.adminToken, await etagOf(t, cls.id, other.id))).status).toBe(412);
     // any of a list, and *
     expect((await update(cls.id, o.id, { json_data: { n: 3 } }, t.adminToken, `${first}, ${current}`)).status).toBe(200);
     expect((await update(cls.id, o.id, { json_data: { n: 4 } }, t.adminToken, '*')).status).toBe(200);

@@ -18,6 +18,7 @@ import {
   RELATION_APPEARED,
   updateObjectIfClassUnchanged,
   updateObjectWithEvents,
+  type ClassVersion,
 } from '../db/objects.ts';
 import {
   objectCreatedEvent,
@@ -248,6 +249,26 @@ export async function createObject(
 }
 
 /**
+ * Where a write by object id under a class this process read can go the one-statement way: the
+ * class as read, its version for the statement, the object's id and the revisions If-Match accepts
+ * (null: any); undefined for a route by name, a class not read yet, or an If-Match that names no
+ * revision of the object (the general way answers it).
+ */
+function knownTarget(
+  db: Db,
+  t: ObjectTarget,
+  ifMatch: string | undefined,
+): { known: KnownClass; cls: ClassVersion; objectId: number; revisions: number[] | null } | undefined {
+  const objectId = t.objectId;
+  if (objectId == null || t.className != null) return undefined;
+  const known = knownIn(db).byId.get(t.classId);
+  if (!known) return undefined;
+  const revisions = revisionsMatched(ifMatch, KIND, objectId);
+  if (revisions === undefined || revisions?.length === 0) return undefined;
+  return { known, cls: { id: known.id, revision: known.revision, version: known.svc_version }, objectId, revisions };
+}
+
+/**
  * updateObject, patchObjectData and deleteObject in a transaction of their own (an API request's):
  * their one writing statement binds the actor (m.actorUnbound), so the transaction needs no
  * statement of its own for that.
@@ -265,17 +286,9 @@ export async function updateOwnObject(
   // If-Match names, the caller may update it and something changes. Whatever it leaves (nothing
   // written) goes the general way, which decides every error (a stale or malformed If-Match too)
   // and answers an update that changes nothing.
-  const objectId = t.objectId;
-  const known = objectId != null && t.className == null ? knownIn(db).byId.get(t.classId) : undefined;
-  const revisions = known && objectId != null ? revisionsMatched(ifMatch, KIND, objectId) : undefined;
-  if (
-    known &&
-    objectId != null &&
-    revisions !== undefined &&
-    revisions?.length !== 0 &&
-    updateSettlesAlone(caller, known, objectId, changes)
-  ) {
-    const cls = { id: known.id, revision: known.revision, version: known.svc_version };
+  const k = knownTarget(db, t, ifMatch);
+  if (k && updateSettlesAlone(caller, k.known, k.objectId, changes)) {
+    const { known, objectId, revisions, cls } = k;
     const event = objectUpdatedEventDraft(objectId, known);
     const write = (m: MutationContext) =>
       updateObjectIfClassUnchanged(m.tx, m.actor, m.auth, cls, objectId, revisions, changes, event, m.final);
@@ -310,15 +323,13 @@ export async function patchOwnObjectData(
   // statement built per call. An object changed in between (the update writes nothing), a patch
   // that fails or changes nothing, data the schema refuses or whose compliance needs a record: the
   // general way, under the locks, which decides every answer.
-  const objectId = t.objectId;
-  const known = objectId != null && t.className == null ? knownIn(db).byId.get(t.classId) : undefined;
-  const revisions = known && objectId != null ? revisionsMatched(ifMatch, KIND, objectId) : undefined;
-  if (known && objectId != null && revisions !== undefined && revisions?.length !== 0) {
+  const k = knownTarget(db, t, ifMatch);
+  if (k) {
+    const { known, objectId, revisions, cls } = k;
     const current = await readObjectData(db, known.id, objectId);
     if (current && (revisions === null || revisions.includes(current.revision))) {
       const data = patchedOrUndefined(current.json_data, patch);
       if (data !== undefined && !jsonEqual(data, current.json_data) && updateSettlesAlone(caller, known, objectId, { json_data: data })) {
-        const cls = { id: known.id, revision: known.revision, version: known.svc_version };
         const event = objectUpdatedEventDraft(objectId, known, JSON_PATCH_HOW);
         const write = (m: MutationContext) =>
           updateObjectIfClassUnchanged(m.tx, m.actor, m.auth, cls, objectId, [current.revision], { json_data: data }, event, m.final);
@@ -350,13 +361,10 @@ export async function deleteOwnObject(db: Db, caller: Caller, t: ObjectTarget, i
   // relations among them) goes the general way, which decides every error; so does a delete whose
   // statement found a relation it had not seen (RELATION_APPEARED: nothing was written). Only in a
   // transaction of its own: the statement's mark on its transaction lasts until that ends.
-  const objectId = t.objectId;
-  const known = objectId != null && t.className == null && !isTx(db) ? knownIn(db).byId.get(t.classId) : undefined;
-  const revisions = known && objectId != null ? revisionsMatched(ifMatch, KIND, objectId) : undefined;
-  const object =
-    known && objectId != null && ({ kind: 'object', id: objectId, classId: known.id, collectionId: known.collection_id } as const);
-  if (object && revisions !== undefined && revisions?.length !== 0 && decide(caller.auth, 'DeleteObject', object, true) === 'allow') {
-    const cls = { id: known.id, revision: known.revision, version: known.svc_version };
+  const k = isTx(db) ? undefined : knownTarget(db, t, ifMatch);
+  const object = k && ({ kind: 'object', id: k.objectId, classId: k.known.id, collectionId: k.known.collection_id } as const);
+  if (k && object && decide(caller.auth, 'DeleteObject', object, true) === 'allow') {
+    const { known, revisions, cls } = k;
     const event = objectDeletedEventDraft(object.id, known);
     const write = (m: MutationContext) => deleteObjectIfClassUnchanged(m.tx, m.actor, m.auth, cls, object.id, revisions, event, m.final);
     try {
