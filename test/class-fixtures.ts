@@ -67,6 +67,20 @@ export async function createClass(
   return res.body as Cls;
 }
 
+/** A row of `events` about an object, as the known-class tests read it (ids and times left out). */
+export interface ObjectEventRow {
+  entity_name: string;
+  collection_id: number;
+  actor_user_id: number;
+  summary: string;
+  before: Record<string, unknown>;
+  after: Record<string, unknown>;
+  before_revision: number;
+  after_revision: number;
+  metadata: Record<string, unknown>;
+  provenance: unknown;
+}
+
 export interface Obj {
   id: number;
   name: string;

@@ -6,7 +6,7 @@
 // refusal (a failed operation, a result the schema refuses, a stale If-Match) to the general way.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers.ts';
-import { collection, createClass, createObject, principalWith, type Obj, etagOf } from './class-fixtures.ts';
+import { collection, createClass, createObject, principalWith, type Obj, type ObjectEventRow, etagOf } from './class-fixtures.ts';
 import { withProxiedApp } from './holding-proxy.ts';
 
 let t: TestApp;
@@ -33,16 +33,7 @@ const patchAt = (path: string, ops: unknown, token = t.adminToken, ifMatch?: str
 const patch = (classId: number, objectId: number, ops: unknown, token = t.adminToken, ifMatch?: string) =>
   patchAt(`/api/v1/classes/${classId}/${objectId}/data`, ops, token, ifMatch);
 
-interface EventRow {
-  entity_name: string;
-  actor_user_id: number;
-  summary: string;
-  before: Record<string, unknown>;
-  after: Record<string, unknown>;
-  before_revision: number;
-  after_revision: number;
-  metadata: Record<string, unknown>;
-}
+type EventRow = Omit<ObjectEventRow, 'collection_id' | 'provenance'>;
 
 async function updateEventsOf(o: { id: number }): Promise<EventRow[]> {
   return t.deps.sql<EventRow[]>`

@@ -15,6 +15,7 @@ import {
   eventsOf,
   principalWith,
   type Obj,
+  type ObjectEventRow,
   CPU_SCHEMA as SCHEMA,
   etagOf,
 } from './class-fixtures.ts';
@@ -35,18 +36,7 @@ const update = (classId: number, objectId: number, body: Record<string, unknown>
 /** The object's update events, with what the test cannot know beforehand (ids, times) put in terms of the object. */
 async function updateEventsOf(o: Obj) {
   const rows = await t.deps.sql<
-    {
-      entity_name: string;
-      collection_id: number;
-      actor_user_id: number;
-      summary: string;
-      before: Record<string, unknown>;
-      after: Record<string, unknown>;
-      before_revision: number;
-      after_revision: number;
-      metadata: Record<string, unknown>;
-      provenance: unknown;
-    }[]
+    ObjectEventRow[]
   >`select entity_name, collection_id, actor_user_id, summary, before, after, before_revision, after_revision, metadata, provenance
     from events where entity_type = 'object' and entity_id = ${o.id} and action = 'updated' order by id`;
   return rows;
