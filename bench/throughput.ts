@@ -178,6 +178,24 @@ function procCpu(pid: number | 'self'): { name: string; ownUs: number; reapedUs:
   };
 }
 
+/**
+ * The machine's CPU time so far from the first line of /proc/stat, in ticks: all of it, and the
+ * part the hypervisor gave to other guests while this one wanted to run (steal, the eighth
+ * field). A window's steal share is a sign of the host's load: on the 2-vCPU development machine
+ * the soak's slow chunks came with 0.2-0.5 % of steal and its quick ones with under 0.1 %, both
+ * processes' CPU a request rising and falling together (bench/FINDINGS.md, seventh session).
+ */
+function machineTicks(): { total: number; steal: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return { total: f.reduce((a, b) => a + b, 0), steal: f[7] ?? 0 };
+}
+
+/** The steal share between two readings of machineTicks, in %. */
+function stealPct(t0: ReturnType<typeof machineTicks>, t1: ReturnType<typeof machineTicks>): number {
+  const total = t1.total - t0.total;
+  return total > 0 ? (100 * (t1.steal - t0.steal)) / total : 0;
+}
+
 /** utime + stime of the process so far, in µs. */
 function cpuUs(p: Proc): number {
   return procCpu(p.pid).ownUs;
@@ -494,6 +512,8 @@ interface SoakWindow {
   rps: number;
   cpu: number;
   db: number | null;
+  /** The machine's steal share over the window, in % (machineTicks). */
+  steal: number;
 }
 
 /** The soaks' scenario ids (BENCH_ONLY): getObject's, createObject's and updateObject's. */
@@ -539,9 +559,11 @@ async function measure(id: string, round: number, procs: () => Promise<Proc[]>, 
     await load(targets, WARMUP);
     const cpu0 = ps.reduce((s, p) => s + cpuUs(p), 0);
     const db0 = dbCpuUs();
+    const t0 = machineTicks();
     const l = await load(targets, DURATION);
     const cpu1 = ps.reduce((s, p) => s + cpuUs(p), 0);
     const db1 = dbCpuUs();
+    const steal = stealPct(t0, machineTicks());
     const m: Measurement = {
       id,
       round,
@@ -554,7 +576,7 @@ async function measure(id: string, round: number, procs: () => Promise<Proc[]>, 
     process.stderr.write(
       `  round ${round} ${id.padEnd(16)} ${fmt(m.rps).padStart(7)} req/s  p50 ${m.p50.toFixed(2)} ms  p99 ${m.p99.toFixed(2)} ms  ` +
         `${fmt(m.cpuPerReq)} µs CPU/req${m.dbCpuPerReq !== null ? ` (PostgreSQL ${fmt(m.dbCpuPerReq)})` : ''}  RSS ${m.startRssMb.toFixed(0)} → ${m.peakRssMb.toFixed(0)} MB  ` +
-        `(${LOADER} ${(l.generatorCores * 100).toFixed(0)} % of a core; load avg ${loadavg()[0]!.toFixed(2)})\n`,
+        `(${LOADER} ${(l.generatorCores * 100).toFixed(0)} % of a core; load avg ${loadavg()[0]!.toFixed(2)}; steal ${steal.toFixed(2)} %)\n`,
     );
     return m;
   } finally {
@@ -934,14 +956,16 @@ async function main(): Promise<void> {
       const window = async (proc: Proc, t: Target[], what: string, sec: number): Promise<SoakWindow> => {
         const cpu0 = cpuUs(proc);
         const db0 = dbCpuUs();
+        const t0 = machineTicks();
         const l = await load(t, sec);
         const cpu = (cpuUs(proc) - cpu0) / l.requests;
         const db1 = dbCpuUs();
         const db = db0 !== null && db1 !== null ? (db1 - db0) / l.requests : null;
+        const steal = stealPct(t0, machineTicks());
         process.stderr.write(
-          `  ${kind.id}: ${what} ${sec} s at ${fmt(l.rps)} req/s, ${fmt(cpu)} µs CPU/req${db !== null ? ` (PostgreSQL ${fmt(db)})` : ''}\n`,
+          `  ${kind.id}: ${what} ${sec} s at ${fmt(l.rps)} req/s, ${fmt(cpu)} µs CPU/req${db !== null ? ` (PostgreSQL ${fmt(db)})` : ''}, steal ${steal.toFixed(2)} %\n`,
         );
-        return { rps: l.rps, cpu, db };
+        return { rps: l.rps, cpu, db, steal };
       };
       const bareFirst = await window(c, control, 'bare', SOAK_WINDOW);
       const first = await window(p, target, 'service', SOAK_WINDOW);
@@ -952,7 +976,8 @@ async function main(): Promise<void> {
       const soak = { kind, first, last, bareFirst, bareLast, startRss: p.startRssKb / 1024, peakRss: memKb(p, 'VmHWM') / 1024 };
       soaks.push(soak);
       process.stderr.write(
-        `  ${kind.id}: ${fmt(first.rps)} → ${fmt(last.rps)} req/s (bare ${fmt(bareFirst.rps)} → ${fmt(bareLast.rps)}), RSS peak ${soak.peakRss.toFixed(0)} MB\n`,
+        `  ${kind.id}: ${fmt(first.rps)} → ${fmt(last.rps)} req/s (bare ${fmt(bareFirst.rps)} → ${fmt(bareLast.rps)}), RSS peak ${soak.peakRss.toFixed(0)} MB, ` +
+          `steal ${first.steal.toFixed(2)} → ${last.steal.toFixed(2)} % (bare ${bareFirst.steal.toFixed(2)} → ${bareLast.steal.toFixed(2)})\n`,
       );
     } finally {
       await Promise.all([stopProc(p), stopProc(c)]);
