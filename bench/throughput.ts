@@ -226,6 +226,30 @@ function dbCpuUs(): number | null {
   return found ? us : null;
 }
 
+/** What a window is measured by, read at its start and at its end (readings). */
+interface Readings {
+  /** The loaded processes' CPU, summed (cpuUs). */
+  cpu: number;
+  db: number | null;
+  ticks: ReturnType<typeof machineTicks>;
+}
+
+function readings(ps: Proc[]): Readings {
+  return { cpu: ps.reduce((s, p) => s + cpuUs(p), 0), db: dbCpuUs(), ticks: machineTicks() };
+}
+
+/**
+ * A window's costs from its two readings: the processes' and PostgreSQL's CPU a request (µs; the
+ * latter null when the database is elsewhere) and the machine's steal share (%).
+ */
+function costs(r0: Readings, r1: Readings, requests: number): { cpu: number; db: number | null; steal: number } {
+  return {
+    cpu: (r1.cpu - r0.cpu) / requests,
+    db: r0.db !== null && r1.db !== null ? (r1.db - r0.db) / requests : null,
+    steal: stealPct(r0.ticks, r1.ticks),
+  };
+}
+
 /** A memory line of /proc/<pid>/status (VmRSS now, VmHWM the peak so far), in kB. */
 function memKb(p: Proc, key: 'VmRSS' | 'VmHWM'): number {
   const m = new RegExp(`^${key}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${p.pid}/status`, 'utf8'));
@@ -557,19 +581,15 @@ async function measure(id: string, round: number, procs: () => Promise<Proc[]>, 
   try {
     const targets = ps.map((p) => ({ port: p.port, shape: target(p) }));
     await load(targets, WARMUP);
-    const cpu0 = ps.reduce((s, p) => s + cpuUs(p), 0);
-    const db0 = dbCpuUs();
-    const t0 = machineTicks();
+    const r0 = readings(ps);
     const l = await load(targets, DURATION);
-    const cpu1 = ps.reduce((s, p) => s + cpuUs(p), 0);
-    const db1 = dbCpuUs();
-    const steal = stealPct(t0, machineTicks());
+    const { cpu, db, steal } = costs(r0, readings(ps), l.requests);
     const m: Measurement = {
       id,
       round,
       ...l,
-      cpuPerReq: (cpu1 - cpu0) / l.requests,
-      dbCpuPerReq: db0 !== null && db1 !== null ? (db1 - db0) / l.requests : null,
+      cpuPerReq: cpu,
+      dbCpuPerReq: db,
       startRssMb: Math.max(...ps.map((p) => p.startRssKb)) / 1024,
       peakRssMb: Math.max(...ps.map((p) => memKb(p, 'VmHWM'))) / 1024,
     };
@@ -954,14 +974,9 @@ async function main(): Promise<void> {
       await load(control, WARMUP);
       await load(target, WARMUP);
       const window = async (proc: Proc, t: Target[], what: string, sec: number): Promise<SoakWindow> => {
-        const cpu0 = cpuUs(proc);
-        const db0 = dbCpuUs();
-        const t0 = machineTicks();
+        const r0 = readings([proc]);
         const l = await load(t, sec);
-        const cpu = (cpuUs(proc) - cpu0) / l.requests;
-        const db1 = dbCpuUs();
-        const db = db0 !== null && db1 !== null ? (db1 - db0) / l.requests : null;
-        const steal = stealPct(t0, machineTicks());
+        const { cpu, db, steal } = costs(r0, readings([proc]), l.requests);
         process.stderr.write(
           `  ${kind.id}: ${what} ${sec} s at ${fmt(l.rps)} req/s, ${fmt(cpu)} µs CPU/req${db !== null ? ` (PostgreSQL ${fmt(db)})` : ''}, steal ${steal.toFixed(2)} %\n`,
         );
