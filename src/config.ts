@@ -179,6 +179,12 @@ export const SETTINGS = {
   SVC_EVENT_RETENTION_FILE_ARCHIVE_ENABLED: { kind: 'bool', default: 'false', doc: 'archive purged events to files' },
   SVC_EVENT_RETENTION_ARCHIVE_PATH: { kind: 'optional', doc: 'directory of event archive files' },
   SVC_HISTORY_RETENTION_DAYS: { kind: 'int', default: '0', min: 0, doc: 'days closed entity versions are kept (0 = forever)' },
+  SVC_GIN_PENDING_FLUSH_INTERVAL_MS: {
+    kind: 'int',
+    default: '1000',
+    min: 0,
+    doc: "how often a worker merges the GIN indexes' pending entries into them (0 = never: left to autovacuum and the writers)",
+  },
   SVC_LDAP_PROVIDERS: {
     kind: 'string',
     default: '',

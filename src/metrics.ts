@@ -231,6 +231,11 @@ export const loginLimiterBlocks = new Counter({
   help: 'Login attempts refused by the login rate limiter (429 before any password check).',
   registers,
 });
+export const ginPendingPagesMerged = new Counter({
+  name: 'svc_gin_pending_pages_merged_total',
+  help: 'GIN pending-list pages this worker merged into their indexes (SVC_GIN_PENDING_FLUSH_INTERVAL_MS).',
+  registers,
+});
 /** svc_token_validations_total: observe('valid' | 'invalid' | 'malformed') per bearer token validation. */
 export const tokenValidations = outcomeTable(
   'svc_token_validations_total',

@@ -7,6 +7,7 @@ import { eventDeliveryLoop } from './event-delivery.ts';
 import { eventRetentionLoop } from './event-retention.ts';
 import { ldapSyncLoop } from './ldap-sync.ts';
 import { historyRetentionLoop } from './history-retention.ts';
+import { ginPendingFlushLoop } from './index-upkeep.ts';
 
 export { sleep, type Loop } from './loop.ts';
 
@@ -23,6 +24,7 @@ const LOOPS: readonly Loop[] = [
   eventRetentionLoop,
   ldapSyncLoop,
   historyRetentionLoop,
+  ginPendingFlushLoop,
 ];
 
 /**

@@ -1,0 +1,36 @@
+// Upkeep of the GIN indexes (objects' JSON data and trigram indexes, events' related collections):
+// their pending lists merged into the indexes off the request path. SQL only.
+import type { Db } from './sql.ts';
+
+/** The advisory lock one flush holds for its statement: a second process skips instead of waiting. */
+const FLUSH_LOCK = 727330;
+
+export interface PendingFlush {
+  /** False when another process was flushing (nothing was done). */
+  ran: boolean;
+  /** GIN indexes of this schema that this role may clean (owns). */
+  indexes: number;
+  /** Pending-list pages merged into their indexes. */
+  pages: number;
+}
+
+/**
+ * Merges the pending list of every GIN index of the current schema that this role owns into the
+ * index (gin_clean_pending_list, as vacuum does). With fastupdate (PostgreSQL's default) a write
+ * appends its GIN entries to the index's pending list, and every search through the index reads
+ * the whole list: under a steady stream of writes the list sits anywhere up to
+ * gin_pending_list_limit (4 MB) until a writer crosses it and merges it during its own statement.
+ * Flushed often, searches read a short list and writers seldom wait for a merge
+ * (bench/FINDINGS.md, 2026-12-07).
+ */
+export async function flushGinPendingLists(db: Db): Promise<PendingFlush> {
+  const [row] = await db<{ ran: boolean; indexes: number; pages: number }[]>`
+    with lock as (select pg_try_advisory_xact_lock(${FLUSH_LOCK}) as ran),
+    cleaned as (
+      select gin_clean_pending_list(c.oid) as pages
+      from lock, pg_class c join pg_am a on a.oid = c.relam
+      where lock.ran and a.amname = 'gin' and c.relkind = 'i'
+        and c.relnamespace = current_schema()::regnamespace and pg_has_role(c.relowner, 'USAGE'))
+    select (select ran from lock) as ran, count(*)::int as indexes, coalesce(sum(pages), 0)::int as pages from cleaned`;
+  return row!;
+}

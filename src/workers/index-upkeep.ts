@@ -1,0 +1,24 @@
+// GIN pending lists (SVC_GIN_PENDING_FLUSH_INTERVAL_MS): merged into their indexes every interval by
+// one worker process at a time, so that searches through the indexes read short lists under a
+// steady stream of writes (src/db/index-upkeep.ts).
+import type { Deps } from '../deps.ts';
+import type { Loop } from './loop.ts';
+import { flushGinPendingLists } from '../db/index-upkeep.ts';
+import { ginPendingPagesMerged } from '../metrics.ts';
+
+const lastRun = new WeakMap<Deps, number>();
+
+/** Flushes the GIN pending lists every SVC_GIN_PENDING_FLUSH_INTERVAL_MS (0 = never). */
+export const ginPendingFlushLoop: Loop = {
+  name: 'gin-pending-flush',
+  intervalMs: 100,
+  async tick(deps) {
+    const every = deps.config.SVC_GIN_PENDING_FLUSH_INTERVAL_MS;
+    if (every <= 0) return;
+    const last = lastRun.get(deps);
+    if (last !== undefined && Date.now() - last < every) return;
+    lastRun.set(deps, Date.now());
+    const r = await flushGinPendingLists(deps.sql);
+    if (r.pages > 0) ginPendingPagesMerged.inc(r.pages);
+  },
+};
