@@ -2,7 +2,7 @@
 NPM ?= npm
 export NODE_OPTIONS ?=
 
-.PHONY: install console run test check ci codegen codegen-check spec-lint contract-check lint typecheck format format-check layers build bench bench-latency bench-throughput bench-large
+.PHONY: install console run test check ci codegen codegen-check spec-lint contract-check lint typecheck format format-check layers build bench bench-latency bench-throughput bench-large bench-pending-lists
 
 # The stamp holds the install's inputs as they were installed: a newer file with the same content (a
 # fresh clone, worktree or checkout) only refreshes the stamp instead of reinstalling everything.
@@ -77,6 +77,7 @@ bench:
 	$(MAKE) bench-latency
 	$(MAKE) bench-throughput
 	$(MAKE) bench-large
+	$(MAKE) bench-pending-lists
 
 # Latency of the hot paths in-process, as ratios against a baseline measured in the same run, the
 # driver tables and the round trips (bench/run.ts; about 3 minutes).
@@ -94,3 +95,9 @@ bench-throughput: install build
 # service is deployed (dist/bench/large.js).
 bench-large: install
 	node --import tsx bench/large.ts
+
+# Reads through the service while updates stream into the database, with the worker that merges
+# the GIN indexes' pending lists and without it, each against the same reads with no writes
+# (bench/pending-lists.ts; about 4 minutes, creates and drops its own database).
+bench-pending-lists: install build
+	node --import tsx bench/pending-lists.ts
