@@ -3,6 +3,7 @@
 // indexes every SVC_GIN_PENDING_FLUSH_INTERVAL_MS, one process at a time, and only the indexes its
 // role owns. On a database of this file's own: the service processes other tests start on the
 // shared one flush it every second.
+import pino from 'pino';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
@@ -80,6 +81,21 @@ describe('GIN pending lists', () => {
       try {
         await write(3, 'unowned');
         expect(await flushGinPendingLists(reader)).toEqual({ ran: true, indexes: 0, pages: 0 });
+        // the worker says so once, not at every interval
+        const logs: string[] = [];
+        const deps: Deps = {
+          ...t.deps,
+          sql: reader,
+          log: pino({ level: 'info' }, { write: (line: string) => void logs.push(line) }),
+          config: { ...t.deps.config, SVC_GIN_PENDING_FLUSH_INTERVAL_MS: 20 },
+        };
+        const loop = startWorkers(deps, [ginPendingFlushLoop]);
+        await new Promise((ok) => setTimeout(ok, 400));
+        await loop.stop();
+        const said = logs.map((l) => JSON.parse(l) as { level: number; msg: string; worker?: string });
+        expect(said.filter((l) => l.worker === 'gin-pending-flush').map((l) => [l.level, l.msg.slice(0, 58)])).toEqual([
+          [40, 'the database role owns none of the GIN indexes, so their p'],
+        ]);
       } finally {
         await reader.end();
       }

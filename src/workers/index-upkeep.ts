@@ -7,6 +7,7 @@ import { flushGinPendingLists } from '../db/index-upkeep.ts';
 import { ginPendingPagesMerged } from '../metrics.ts';
 
 const lastRun = new WeakMap<Deps, number>();
+const warned = new WeakSet<Deps>();
 
 /** Flushes the GIN pending lists every SVC_GIN_PENDING_FLUSH_INTERVAL_MS (0 = never). */
 export const ginPendingFlushLoop: Loop = {
@@ -20,5 +21,12 @@ export const ginPendingFlushLoop: Loop = {
     lastRun.set(deps, Date.now());
     const r = await flushGinPendingLists(deps.sql);
     if (r.pages > 0) ginPendingPagesMerged.inc(r.pages);
+    if (r.ran && r.indexes === 0 && !warned.has(deps)) {
+      warned.add(deps);
+      deps.log.warn(
+        { worker: 'gin-pending-flush' },
+        "the database role owns none of the GIN indexes, so their pending lists are left to autovacuum and the writers: run the service as the tables' owner, or set SVC_GIN_PENDING_FLUSH_INTERVAL_MS=0",
+      );
+    }
   },
 };
