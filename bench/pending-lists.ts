@@ -33,6 +33,7 @@ const log = (s: string) => process.stderr.write(`${s}\n`);
 
 let embedded: EmbeddedDb | undefined;
 let tmp: string | undefined;
+let dataDir: string | undefined;
 let server: postgres.Sql | undefined;
 let dbName: string | undefined;
 const children = new Set<ChildProcess>();
@@ -59,7 +60,7 @@ async function startService(dbUrl: string, flushMs: number): Promise<{ port: num
       SVC_BIND: `127.0.0.1:${port}`,
       SVC_ADMIN_PASSWORD: PASSWORD,
       SVC_LOG_LEVEL: 'warn',
-      SVC_DATA_DIR: tmp ?? tmpdir(),
+      SVC_DATA_DIR: dataDir!,
       SVC_GIN_PENDING_FLUSH_INTERVAL_MS: String(flushMs),
     },
   });
@@ -69,7 +70,7 @@ async function startService(dbUrl: string, flushMs: number): Promise<{ port: num
     if (child.exitCode !== null) throw new Error('the service exited during start-up');
     if (waited > 60_000) throw new Error('the service was not ready within 60 s');
     const up = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-      (r) => r.ok,
+      async (r) => (await r.arrayBuffer(), r.ok),
       () => false,
     );
     if (up) break;
@@ -132,6 +133,7 @@ async function read(port: number, path: string, token: string, seconds = DURATIO
 }
 
 async function main(): Promise<void> {
+  dataDir = await mkdtemp(join(tmpdir(), 'svc-pending-data-'));
   let base = process.env.SVC_DATABASE_URL;
   if (!base) {
     tmp = await mkdtemp(join(tmpdir(), 'svc-pending-'));
@@ -236,7 +238,7 @@ async function cleanup(): Promise<void> {
   if (server && dbName) await server.unsafe(`drop database if exists ${dbName} with (force)`).catch(() => {});
   await server?.end({ timeout: 5 });
   await embedded?.stop();
-  if (tmp) await rm(tmp, { recursive: true, force: true });
+  for (const dir of [tmp, dataDir]) if (dir) await rm(dir, { recursive: true, force: true });
 }
 
 try {
