@@ -70,6 +70,24 @@ describe('GIN pending lists', () => {
     }
   });
 
+  it('gives up until the next interval when an index stays locked (a restore, a migration), without an error', async () => {
+    await write(3, 'locked');
+    const other = postgres(db.url, { max: 1, onnotice: () => {} });
+    try {
+      const held = other.begin(async (tx) => {
+        await tx`drop index objects_description_trgm_idx`;
+        // (waiting instead would never end: the lock is this transaction's, and it waits for the flush)
+        expect(await flushGinPendingLists(t.deps.sql)).toEqual({ ran: false, indexes: 0, pages: 0 });
+        throw new Error('roll back');
+      });
+      await expect(held).rejects.toThrow('roll back');
+    } finally {
+      await other.end();
+    }
+    const r = await flushGinPendingLists(t.deps.sql);
+    expect(r).toMatchObject({ ran: true, indexes: 6 });
+  });
+
   it('leaves alone the indexes of a role the service does not own, without an error', async () => {
     const role = `svc_gin_reader_${uniq('r').slice(2)}`;
     const admin = postgres(db.url, { max: 1, onnotice: () => {} });
