@@ -92,9 +92,12 @@ describe('GIN pending lists', () => {
     const role = `svc_gin_reader_${uniq('r').slice(2)}`;
     const admin = postgres(db.url, { max: 1, onnotice: () => {} });
     try {
-      await admin.unsafe(`create role ${role} login`);
+      // with a password: the embedded PostgreSQL asks for one (scram), the CI machine's trusts
+      const password = uniq('pw');
+      await admin.unsafe(`create role ${role} login password '${password}'`);
       const url = new URL(db.url);
       url.username = role;
+      url.password = password;
       const reader = postgres(url.toString(), { max: 1, onnotice: () => {} });
       try {
         await write(3, 'unowned');
