@@ -13,13 +13,12 @@
 // Needs the built server (`make build`; `make bench-pending-lists` builds it).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHistogram } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
-import { startEmbeddedPostgres, type EmbeddedDb } from '../src/db/embedded.ts';
+import { freePort, scratchDatabase, type ScratchDatabase } from './scratch-database.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const num = (name: string, dflt: number) => Math.max(1, Number(process.env[name] ?? dflt) || dflt);
@@ -31,20 +30,9 @@ const WARMUP = num('BENCH_WARMUP', 3);
 const PASSWORD = 'bench-password-pending';
 const log = (s: string) => process.stderr.write(`${s}\n`);
 
-let embedded: EmbeddedDb | undefined;
-let tmp: string | undefined;
+let scratch: ScratchDatabase | undefined;
 let dataDir: string | undefined;
-let server: postgres.Sql | undefined;
-let dbName: string | undefined;
 const children = new Set<ChildProcess>();
-
-async function freePort(): Promise<number> {
-  const srv = createServer();
-  await new Promise<void>((ok) => srv.listen(0, '127.0.0.1', ok));
-  const { port } = srv.address() as { port: number };
-  await new Promise((ok) => srv.close(ok));
-  return port;
-}
 
 /** The built service (role all) on `dbUrl`, ready; resolves to its port and a stop function. */
 async function startService(dbUrl: string, flushMs: number): Promise<{ port: number; stop: () => Promise<void> }> {
@@ -134,18 +122,8 @@ async function read(port: number, path: string, token: string, seconds = DURATIO
 
 async function main(): Promise<void> {
   dataDir = await mkdtemp(join(tmpdir(), 'svc-pending-data-'));
-  let base = process.env.SVC_DATABASE_URL;
-  if (!base) {
-    tmp = await mkdtemp(join(tmpdir(), 'svc-pending-'));
-    embedded = await startEmbeddedPostgres(tmp);
-    base = embedded.url;
-  }
-  dbName = `svc_pending_${Date.now()}`;
-  server = postgres(base, { max: 1, onnotice: () => {} });
-  await server.unsafe(`create database ${dbName}`);
-  const url = new URL(base);
-  url.pathname = `/${dbName}`;
-  const dbUrl = url.toString();
+  scratch = await scratchDatabase('svc_pending');
+  const dbUrl = scratch.url;
 
   // The first start migrates the database and creates the administrator.
   await (await startService(dbUrl, 0)).stop();
@@ -235,10 +213,8 @@ async function main(): Promise<void> {
 
 async function cleanup(): Promise<void> {
   for (const child of children) child.kill('SIGKILL');
-  if (server && dbName) await server.unsafe(`drop database if exists ${dbName} with (force)`).catch(() => {});
-  await server?.end({ timeout: 5 });
-  await embedded?.stop();
-  for (const dir of [tmp, dataDir]) if (dir) await rm(dir, { recursive: true, force: true });
+  await scratch?.drop();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
 }
 
 try {

@@ -28,14 +28,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type AutocannonInstance, type AutocannonRequest } from 'autocannon';
 import postgres from 'postgres';
-import { startEmbeddedPostgres, type EmbeddedDb } from '../src/db/embedded.ts';
+import { freePort, scratchDatabase, type ScratchDatabase } from './scratch-database.ts';
 import { SERVER_SCHEMA } from './objects.ts';
 import { bundle, SERVER_BUNDLE } from '../scripts/build-server.ts';
 
@@ -89,17 +88,6 @@ const live = new Set<Proc>();
 const running = new Set<AutocannonInstance>();
 /** wrk processes under way. */
 const generators = new Set<ChildProcess>();
-
-function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => ok(port));
-    });
-  });
-}
 
 /** The environment of a child: ours without SVC_* (so nothing in the caller's shell changes the service). */
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
@@ -609,24 +597,11 @@ const fmt = (n: number) => (n >= 100 ? Math.round(n).toLocaleString('en-US') : n
 // ---------------------------------------------------------------------------------------------
 // Database and seeding
 
-let embedded: EmbeddedDb | undefined;
-let tmp: string | undefined;
-let admin: postgres.Sql | undefined;
-let dbName: string | undefined;
+let scratch: ScratchDatabase | undefined;
 
 async function createDatabase(): Promise<string> {
-  let base = process.env.SVC_DATABASE_URL;
-  if (!base) {
-    tmp = await mkdtemp(join(tmpdir(), 'svc-throughput-'));
-    embedded = await startEmbeddedPostgres(tmp);
-    base = embedded.url;
-  }
-  dbName = `svc_throughput_${Date.now()}`;
-  admin = postgres(base, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${dbName}`);
-  const url = new URL(base);
-  url.pathname = `/${dbName}`;
-  return url.toString();
+  scratch = await scratchDatabase('svc_throughput');
+  return scratch.url;
 }
 
 let cleaning: Promise<void> | undefined;
@@ -636,10 +611,7 @@ function cleanup(): Promise<void> {
     for (const child of generators) child.kill('SIGKILL');
     await Promise.all([...live].map(stopProc));
     await maker?.end({ timeout: 5 });
-    if (admin && dbName) await admin.unsafe(`drop database if exists ${dbName} with (force)`).catch(() => {});
-    await admin?.end({ timeout: 5 });
-    await embedded?.stop();
-    if (tmp) await rm(tmp, { recursive: true, force: true });
+    await scratch?.drop();
   })();
   return cleaning;
 }
@@ -1004,8 +976,8 @@ async function main(): Promise<void> {
     ' of the deletes',
   );
 
-  const [pg] = await admin!<{ v: string }[]>`select current_setting('server_version') as v`;
-  const db = `PostgreSQL ${pg!.v.split(' ')[0]} (${embedded ? 'embedded' : 'SVC_DATABASE_URL'})`;
+  const [pg] = await scratch!.server<{ v: string }[]>`select current_setting('server_version') as v`;
+  const db = `PostgreSQL ${pg!.v.split(' ')[0]} (${scratch!.embedded ? 'embedded' : 'SVC_DATABASE_URL'})`;
   console.log(report(results, soaks, { load0, load1: loadavg()[0]!, seconds: (performance.now() - started) / 1000, db }));
 }
 

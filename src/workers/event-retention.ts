@@ -8,7 +8,7 @@ import { constants, type Stats } from 'node:fs';
 import { chmod, lstat, mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Deps } from '../deps.ts';
-import type { Loop } from './loop.ts';
+import { intervalGate, type Loop } from './loop.ts';
 import {
   batchDocuments,
   claimNewBatch,
@@ -184,7 +184,7 @@ export async function archiveBatch(dir: string, batchId: string, docs: ClaimedEv
   return finalPath;
 }
 
-const lastRun = new WeakMap<Deps, number>();
+const due = intervalGate();
 
 /** Runs runEventRetention every SVC_EVENT_RETENTION_PURGE_INTERVAL_SECONDS while enabled. */
 export const eventRetentionLoop: Loop = {
@@ -193,9 +193,7 @@ export const eventRetentionLoop: Loop = {
   async tick(deps, signal) {
     const cfg = deps.config;
     if (!cfg.SVC_EVENT_RETENTION_PURGE_ENABLED) return;
-    const last = lastRun.get(deps);
-    if (last !== undefined && Date.now() - last < cfg.SVC_EVENT_RETENTION_PURGE_INTERVAL_SECONDS * 1000) return;
-    lastRun.set(deps, Date.now());
+    if (!due(deps, cfg.SVC_EVENT_RETENTION_PURGE_INTERVAL_SECONDS * 1000)) return;
     const run = await runEventRetention(deps, new Date(), signal);
     if (run.eventsPurged > 0 || run.deliveriesPurged > 0) {
       deps.log.info(

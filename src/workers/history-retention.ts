@@ -2,7 +2,7 @@
 // later change replaced) older than that are deleted in batches. Current versions and tombstones
 // stay. Event retention (event-retention.ts) never touches entity history, nor this the events.
 import type { Deps } from '../deps.ts';
-import type { Loop } from './loop.ts';
+import { intervalGate, type Loop } from './loop.ts';
 import { purgeClosedVersions } from '../db/history.ts';
 
 const DAY_MS = 86_400_000;
@@ -23,7 +23,7 @@ export async function purgeHistory(deps: Deps, now: Date = new Date(), signal?: 
   return total;
 }
 
-const lastRun = new WeakMap<Deps, number>();
+const due = intervalGate();
 
 /** Runs purgeHistory hourly while SVC_HISTORY_RETENTION_DAYS is set. */
 export const historyRetentionLoop: Loop = {
@@ -31,9 +31,7 @@ export const historyRetentionLoop: Loop = {
   intervalMs: 60_000,
   async tick(deps, signal) {
     if (deps.config.SVC_HISTORY_RETENTION_DAYS <= 0) return;
-    const last = lastRun.get(deps);
-    if (last !== undefined && Date.now() - last < INTERVAL_MS) return;
-    lastRun.set(deps, Date.now());
+    if (!due(deps, INTERVAL_MS)) return;
     const n = await purgeHistory(deps, new Date(), signal);
     if (n > 0) deps.log.info({ worker: 'history-retention', purged: n }, 'closed entity versions purged');
   },

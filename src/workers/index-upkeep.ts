@@ -2,11 +2,11 @@
 // one worker process at a time, so that searches through the indexes read short lists under a
 // steady stream of writes (src/db/index-upkeep.ts).
 import type { Deps } from '../deps.ts';
-import type { Loop } from './loop.ts';
+import { intervalGate, type Loop } from './loop.ts';
 import { flushGinPendingLists } from '../db/index-upkeep.ts';
 import { ginPendingPagesMerged } from '../metrics.ts';
 
-const lastRun = new WeakMap<Deps, number>();
+const due = intervalGate();
 const warned = new WeakSet<Deps>();
 
 /** Flushes the GIN pending lists every SVC_GIN_PENDING_FLUSH_INTERVAL_MS (0 = never). */
@@ -16,9 +16,7 @@ export const ginPendingFlushLoop: Loop = {
   async tick(deps) {
     const every = deps.config.SVC_GIN_PENDING_FLUSH_INTERVAL_MS;
     if (every <= 0) return;
-    const last = lastRun.get(deps);
-    if (last !== undefined && Date.now() - last < every) return;
-    lastRun.set(deps, Date.now());
+    if (!due(deps, every)) return;
     const r = await flushGinPendingLists(deps.sql);
     if (r.pages > 0) ginPendingPagesMerged.inc(r.pages);
     if (r.ran && r.indexes === 0 && !warned.has(deps)) {

@@ -25,3 +25,17 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     signal?.addEventListener('abort', done, { once: true });
   });
 }
+
+/**
+ * For a loop that works less often than it ticks: a gate that is open (and notes the time) when
+ * `everyMs` has passed since it was last open for these deps, or it never was.
+ */
+export function intervalGate(): (deps: Deps, everyMs: number) => boolean {
+  const last = new WeakMap<Deps, number>();
+  return (deps, everyMs) => {
+    const at = last.get(deps);
+    if (at !== undefined && Date.now() - at < everyMs) return false;
+    last.set(deps, Date.now());
+    return true;
+  };
+}

@@ -1,5 +1,5 @@
 import type { Deps } from '../deps.ts';
-import type { Loop } from './loop.ts';
+import { intervalGate, type Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
 import { appendEvent } from '../db/events.ts';
 import { SYSTEM_ACTOR } from '../domain/actor.ts';
@@ -50,7 +50,7 @@ export async function purgeTokens(deps: Deps, now: Date = new Date(), signal?: A
   return total;
 }
 
-const lastRun = new WeakMap<Deps, number>();
+const due = intervalGate();
 
 /** Runs purgeTokens every SVC_TOKEN_RETENTION_PURGE_INTERVAL_SECONDS while enabled. */
 export const tokenPurgeLoop: Loop = {
@@ -59,9 +59,7 @@ export const tokenPurgeLoop: Loop = {
   async tick(deps, signal) {
     const cfg = deps.config;
     if (!cfg.SVC_TOKEN_RETENTION_PURGE_ENABLED) return;
-    const last = lastRun.get(deps);
-    if (last !== undefined && Date.now() - last < cfg.SVC_TOKEN_RETENTION_PURGE_INTERVAL_SECONDS * 1000) return;
-    lastRun.set(deps, Date.now());
+    if (!due(deps, cfg.SVC_TOKEN_RETENTION_PURGE_INTERVAL_SECONDS * 1000)) return;
     const n = await purgeTokens(deps, new Date(), signal);
     if (n > 0) deps.log.info({ worker: 'token-purge', purged: n }, 'tokens purged');
   },
