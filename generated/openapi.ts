@@ -4228,7 +4228,9 @@ export interface components {
              *     `state`, so the current versions are the state's rows. A restore of a document with this
              *     section replaces all stored versions with these rows after applying the state (the
              *     restore's own deletes and inserts leave no versions); versions are checked against the
-             *     table's constraints (one current version per entity) but their entities need not exist.
+             *     table's constraints, and each version's `valid_to` must be the `valid_from` of the next
+             *     version of its entity (by `id`), null for the last one, its current version (400 naming
+             *     the first row that is not), but their entities need not exist.
              *     Without the section a restore keeps the stored versions and records itself in them.
              */
             entity_history?: components["schemas"]["BackupRows"];

@@ -66,11 +66,11 @@ async function restore(text: string): Promise<void> {
   t.adminToken = await t.login('admin', ADMIN_PASSWORD);
 }
 
-/** The table as a backup writes it: every column, timestamps as RFC 3339 text in UTC, by id. */
+/** The versions as a backup writes them: every column of the view, timestamps as RFC 3339 text in UTC, by id. */
 async function tableRows(): Promise<Row[]> {
   return t.deps.sql.begin(async (tx) => {
     await tx`set local timezone = 'UTC'`;
-    const rows = await tx<{ r: Row }[]>`select to_json(h) as r from entity_history h order by id`;
+    const rows = await tx<{ r: Row }[]>`select to_json(h) as r from entity_versions h order by id`;
     return rows.map((x) => x.r);
   });
 }
@@ -85,10 +85,18 @@ let withVersions: Awaited<ReturnType<typeof backup>>;
 let apiHistory: unknown;
 
 describe('backups with and without entity versions', () => {
-  it('the section lists every column of entity_history', async () => {
-    const cols = await t.deps.sql<{ column_name: string }[]>`
-      select column_name from information_schema.columns where table_schema = 'public' and table_name = 'entity_history'`;
-    expect([...ENTITY_HISTORY.fields].sort()).toEqual(cols.map((c) => c.column_name).sort());
+  it('the section lists every column of entity_versions: the stored ones of entity_history and the derived valid_to', async () => {
+    const columns = async (table: string) =>
+      (
+        await t.deps.sql<{ column_name: string }[]>`
+        select column_name from information_schema.columns where table_schema = 'public' and table_name = ${table}`
+      )
+        .map((c) => c.column_name)
+        .sort();
+    expect([...ENTITY_HISTORY.fields].sort()).toEqual(await columns(ENTITY_HISTORY.source));
+    // The table: the same but valid_to, and the retention mark a restore sets (migration 0330).
+    const stored = ENTITY_HISTORY.fields.filter((f) => !(ENTITY_HISTORY.derived as readonly string[]).includes(f));
+    expect([...stored, 'supersedes'].sort()).toEqual(await columns(ENTITY_HISTORY.table));
   });
 
   it('a default backup (and include_entity_history false) has no entity_history member and no count: the format as before', async () => {
@@ -150,6 +158,13 @@ describe('restores with and without entity versions', () => {
     await restore(withVersions.text);
 
     expect(await tableRows()).toEqual(withVersions.doc.entity_history);
+    // Each restored version is marked for retention exactly when an earlier one of its entity is kept.
+    const [marks] = await t.deps.sql<{ n: number; wrong: number }[]>`
+      select count(*)::int as n, count(*) filter (where supersedes is distinct from exists (
+        select 1 from entity_history p where p.entity_kind = h.entity_kind and p.entity_id = h.entity_id and p.id < h.id))::int as wrong
+      from entity_history h`;
+    expect(marks!.n).toBe(withVersions.doc.entity_history!.length);
+    expect(marks!.wrong).toBe(0);
     const history = await t.request('GET', `/api/v1/classes/${cls.id}/${obj.id}/history`);
     expect(history.status).toBe(200);
     expect(history.body).toEqual(apiHistory);
@@ -159,7 +174,7 @@ describe('restores with and without entity versions', () => {
     const maxId = Math.max(...withVersions.doc.entity_history!.map((r) => r.id as number));
     expect((await t.request('PATCH', `/api/v1/classes/${cls.id}/${obj.id}`, { body: { json_data: { v: 5 } } })).status).toBe(200);
     const [v] = await t.deps.sql<{ id: number; revision: number }[]>`
-      select id::int, revision from entity_history where entity_kind = 'object' and entity_id = ${obj.id} and valid_to is null`;
+      select id::int, revision from entity_versions where entity_kind = 'object' and entity_id = ${obj.id} and valid_to is null`;
     expect(v!.revision).toBe(4);
     expect(v!.id).toBeGreaterThan(maxId);
   });
@@ -196,7 +211,23 @@ describe('restores with and without entity versions', () => {
           first.valid_to = null;
           d.manifest.item_counts.entity_history = d.entity_history!.length;
         },
-        'body.entity_history',
+        'body.entity_history.0.valid_to',
+      ],
+      [
+        "a valid_to that is not the next version's valid_from",
+        (d) => {
+          const i = d.entity_history!.findIndex((r) => r.valid_to !== null);
+          d.entity_history![i]!.valid_to = '2001-01-01T00:00:00.000Z';
+        },
+        `body.entity_history.${good.entity_history!.findIndex((r) => r.valid_to !== null)}.valid_to`,
+      ],
+      [
+        'a current version given an end',
+        (d) => {
+          const i = d.entity_history!.findIndex((r) => r.valid_to === null);
+          d.entity_history![i]!.valid_to = '2999-01-01T00:00:00.000Z';
+        },
+        `body.entity_history.${good.entity_history!.findIndex((r) => r.valid_to === null)}.valid_to`,
       ],
       [
         'count without section',
@@ -217,6 +248,22 @@ describe('restores with and without entity versions', () => {
         name,
       ).toContain(path);
     }
+    // The detail says what the value must be.
+    const shifted = structuredClone(good);
+    const k = shifted.entity_history!.findIndex((r) => r.valid_to !== null);
+    const next = shifted.entity_history!.find(
+      (r, i) => i > k && r.entity_kind === shifted.entity_history![k]!.entity_kind && r.entity_id === shifted.entity_history![k]!.entity_id,
+    )!;
+    shifted.entity_history![k]!.valid_to = '2999-01-01T00:00:00Z';
+    const res = await stage(shifted);
+    expect(res.body).toMatchObject({
+      details: [
+        {
+          path: `body.entity_history.${k}.valid_to`,
+          message: `must be ${new Date(next.valid_from as string).toISOString().replace('Z', '000Z')}, the valid_from of the next version of its entity (id ${next.id as number}): a version is current until the next one begins`,
+        },
+      ],
+    });
     const notArray = structuredClone(good) as unknown as Row;
     notArray.entity_history = { rows: [] };
     expect((await stage(notArray as unknown as Doc)).status).toBe(400);

@@ -27,7 +27,7 @@ interface Version {
 function versionsOf(kind: string, id: number): Promise<Version[]> {
   return t.deps.sql<Version[]>`
     select revision, operation, valid_from, valid_to, actor_kind, actor_principal_id, initiator_principal_id, collection_id, data
-    from entity_history where entity_kind = ${kind} and entity_id = ${id} order by id`;
+    from entity_versions where entity_kind = ${kind} and entity_id = ${id} order by id`;
 }
 
 describe('entity history (written by triggers in the change transaction)', () => {
@@ -261,6 +261,51 @@ describe('listObjectHistory and getObjectAsOf (and by name)', () => {
 });
 
 describe('the history of collections, classes, relations, export templates and remote targets', () => {
+  it('versions that begin at one instant: two changes in one transaction, and a transaction older than the version it replaces', async () => {
+    const cls = await createClass(t, await collection(t));
+    const o = await createObject(t, cls.id, { v: 0 });
+    const base = `/api/v1/classes/${cls.id}/${o.id}/history`;
+    // Two changes in one transaction: the first version ends the instant it begins.
+    await t.deps.sql.begin(async (tx) => {
+      await tx`update objects set json_data = '{"v": 1}', revision = revision + 1 where id = ${o.id}`;
+      await tx`update objects set json_data = '{"v": 2}', revision = revision + 1 where id = ${o.id}`;
+    });
+    // A transaction that began before the next change commits changes the object after it: its
+    // version begins where the one it replaces began, never before.
+    const older = await t.deps.sql.reserve();
+    try {
+      await older`begin`;
+      await older`select now()`; // the transaction's time, fixed from here
+      await sleep(20);
+      expect((await t.request('PATCH', `/api/v1/classes/${cls.id}/${o.id}`, { body: { json_data: { v: 3 } } })).status).toBe(200);
+      await older`update objects set json_data = '{"v": 4}', revision = revision + 1 where id = ${o.id}`;
+      await older`commit`;
+    } finally {
+      older.release();
+    }
+    const list = await t.request('GET', base);
+    expect(list.status, list.text).toBe(200);
+    const v = (list.body as WireVersion[]).reverse();
+    expect(v.map((x) => x.revision)).toEqual([1, 2, 3, 4, 5]);
+    for (let i = 0; i < v.length - 1; i++) expect(v[i]!.valid_to).toBe(v[i + 1]!.valid_from);
+    expect(v[1]!.valid_to).toBe(v[1]!.valid_from);
+    expect(v[3]!.valid_to).toBe(v[3]!.valid_from);
+    expect(v[4]!.valid_to).toBeNull();
+    // As of the instant two versions began, the later one was current.
+    for (const [at, revision] of [
+      [v[1]!.valid_from, 3],
+      [v[3]!.valid_from, 5],
+      [v[0]!.valid_from, v[0]!.valid_from === v[1]!.valid_from ? 3 : 1],
+    ] as const) {
+      const asOf = await t.request('GET', `${base}/as-of`, { query: { at } });
+      expect(asOf.status, asOf.text).toBe(200);
+      expect((asOf.body as WireVersion).revision, at).toBe(revision);
+    }
+    // Before the first version: nothing.
+    const before = await t.request('GET', `${base}/as-of`, { query: { at: new Date(Date.parse(v[0]!.valid_from) - 1).toISOString() } });
+    expect(before.status).toBe(404);
+  });
+
   it('list and as-of for each kind (200, 403 for a reader of neither version, 404 unknown, 400 bad instant); relations judged by their ends then', async () => {
     const c1 = await collection(t);
     const c2 = await collection(t);
@@ -365,23 +410,83 @@ describe('history operations without a token', () => {
 });
 
 describe('history retention (SVC_HISTORY_RETENTION_DAYS)', () => {
-  it('purges closed versions older than the setting in batches; current versions stay; 0 is off', async () => {
+  const days = (n: number) => ({ ...t.deps, config: { ...t.deps.config, SVC_HISTORY_RETENTION_DAYS: n } });
+  /** Moves the versions of `revisions` back by `ago` days (a version ends when the next begins). */
+  const age = (id: number, revisions: number[], ago: number) => t.deps.sql`
+    update entity_history set valid_from = valid_from - make_interval(days => ${ago}::int)
+    where entity_kind = 'object' and entity_id = ${id} and revision = any(${revisions}::int[])`;
+
+  it('purges versions that ended longer ago than the setting; the current version stays; 0 is off', async () => {
     const cls = await createClass(t, await collection(t));
     const o = await createObject(t, cls.id, { v: 0 });
     for (const v of [1, 2]) {
       expect((await t.request('PATCH', `/api/v1/classes/${cls.id}/${o.id}`, { body: { json_data: { v } } })).status).toBe(200);
     }
-    // Age the two closed versions by 40 days.
-    await t.deps.sql`update entity_history set valid_from = valid_from - interval '40 days', valid_to = valid_to - interval '40 days'
-      where entity_kind = 'object' and entity_id = ${o.id} and valid_to is not null`;
-    const off = await purgeHistory(t.deps);
-    expect(off).toBe(0);
+    // All three began 40 days ago: the first two ended then, the third is current.
+    await age(o.id, [1, 2, 3], 40);
+    expect(await purgeHistory(t.deps)).toBe(0);
     expect((await versionsOf('object', o.id)).length).toBe(3);
-    await purgeHistory({ ...t.deps, config: { ...t.deps.config, SVC_HISTORY_RETENTION_DAYS: 30 } });
+    expect(await purgeHistory(days(30))).toBeGreaterThanOrEqual(2);
     const left = await versionsOf('object', o.id);
     expect(left.map((v) => [v.revision, v.valid_to])).toEqual([[3, null]]);
     const res = await t.request('GET', `/api/v1/classes/${cls.id}/${o.id}/history`);
     expect((res.body as WireVersion[]).map((v) => v.revision)).toEqual([3]);
+    // The current version is the one found as of any instant after it began.
+    const asOf = await t.request('GET', `/api/v1/classes/${cls.id}/${o.id}/history/as-of`, {
+      query: { at: new Date(Date.now() - 20 * 86_400_000).toISOString() },
+    });
+    expect(asOf.status, asOf.text).toBe(200);
+    expect((asOf.body as WireVersion).revision).toBe(3);
+  });
+
+  it('a version is purged by when it ended (when the next began), not when it began; a tombstone is current', async () => {
+    const cls = await createClass(t, await collection(t));
+    const o = await createObject(t, cls.id, { v: 0 });
+    const other = await createObject(t, cls.id, { v: 0 });
+    for (const v of [1, 2, 3]) {
+      expect((await t.request('PATCH', `/api/v1/classes/${cls.id}/${o.id}`, { body: { json_data: { v } } })).status).toBe(200);
+    }
+    expect((await t.request('DELETE', `/api/v1/classes/${cls.id}/${o.id}`)).status).toBe(204);
+    // Revisions 1 and 2 began 40 days ago, 3 20 days ago, 4 10 days ago; the tombstone (5) now.
+    await age(o.id, [1, 2], 40);
+    await age(o.id, [3], 20);
+    await age(o.id, [4], 10);
+    await age(other.id, [1], 40);
+
+    await purgeHistory(days(30)); // 1 ended 40 days ago; 2 ended 20 days ago
+    expect((await versionsOf('object', o.id)).map((v) => v.revision)).toEqual([2, 3, 4, 5]);
+    await purgeHistory(days(15)); // 2 (ended 20 days ago); 3 ended 10 days ago
+    expect((await versionsOf('object', o.id)).map((v) => v.revision)).toEqual([3, 4, 5]);
+    await purgeHistory(days(1)); // 3 (ended 10 days ago); 4 ended now, when the tombstone began
+    const left = await versionsOf('object', o.id);
+    expect(left.map((v) => [v.revision, v.operation])).toEqual([
+      [4, 'update'],
+      [5, 'delete'],
+    ]);
+    expect(left[0]!.valid_to).toEqual(left[1]!.valid_from);
+    expect(left[1]!.valid_to).toBeNull();
+    // Another object's only version is current, however old.
+    expect((await versionsOf('object', other.id)).map((v) => v.revision)).toEqual([1]);
+    expect(await purgeHistory(days(1))).toBe(0);
+  });
+
+  it('one purger at a time: while another holds the purge, a purge deletes nothing and the next one does', async () => {
+    const cls = await createClass(t, await collection(t));
+    const o = await createObject(t, cls.id, { v: 0 });
+    expect((await t.request('PATCH', `/api/v1/classes/${cls.id}/${o.id}`, { body: { json_data: { v: 1 } } })).status).toBe(200);
+    await age(o.id, [1, 2], 40);
+    const other = await t.deps.sql.reserve();
+    try {
+      await other`begin`;
+      await other`select pg_advisory_xact_lock(727331)`;
+      expect(await purgeHistory(days(30))).toBe(0);
+      expect((await versionsOf('object', o.id)).length).toBe(2);
+      await other`commit`;
+    } finally {
+      other.release();
+    }
+    expect(await purgeHistory(days(30))).toBeGreaterThanOrEqual(1);
+    expect((await versionsOf('object', o.id)).map((v) => v.revision)).toEqual([2]);
   });
 });
 

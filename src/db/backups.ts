@@ -78,7 +78,8 @@ export async function readSnapshot(
     let entityHistory: Row[] | null = null;
     if (includeEntityHistory) {
       await between();
-      entityHistory = await readSection(tx, ENTITY_HISTORY);
+      const { source, key, fields } = ENTITY_HISTORY;
+      entityHistory = await readSection(tx, { table: source, key, fields });
     }
     return { state, history, entityHistory };
   });

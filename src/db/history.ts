@@ -1,5 +1,6 @@
 // Entity history (#11): the versions that the triggers of migrations/0170_entity_history.sql
-// write, and the one place that tells those triggers who is acting.
+// (insert-only since 0330) write, read through the view entity_versions (which derives each
+// version's valid_to from the next one), and the one place that tells those triggers who is acting.
 import { textPart, type Db } from './sql.ts';
 import type { Actor } from '../domain/actor.ts';
 import { isUnscopedAdmin, type Authority } from '../domain/authz.ts';
@@ -164,7 +165,7 @@ export interface HistoryFacts {
 
 export async function historyFacts(db: Db, auth: Authority, kind: HistoryKind, id: number): Promise<HistoryFacts> {
   const [row] = await db<{ n: number; deleted: boolean | null; class_id: number | null; visible: boolean | null }[]>`
-    select count(*)::int as n, bool_or(h.valid_to is null and h.operation = 'delete') as deleted, max(h.class_id) as class_id,
+    select count(*)::int as n, (array_agg(h.operation order by h.id desc))[1] = 'delete' as deleted, max(h.class_id) as class_id,
       bool_or(${versionVisible(db, auth, kind)}) as visible
     from entity_history h where h.entity_kind = ${kind} and h.entity_id = ${id}::int`;
   return { exists: (row?.n ?? 0) > 0, deleted: row?.deleted ?? false, classId: row?.class_id ?? null, anyVisible: row?.visible ?? false };
@@ -173,7 +174,7 @@ export async function historyFacts(db: Db, auth: Authority, kind: HistoryKind, i
 /** One page of an entity's versions visible to the caller. */
 export function listVersions(db: Db, auth: Authority, kind: HistoryKind, id: number, parsed: ParsedList): Promise<ListPage<VersionRow>> {
   return runList<VersionRow>(db, {
-    from: db`entity_history h` as Fragment,
+    from: db`entity_versions h` as Fragment,
     select: versionCols(db),
     where: [db`h.entity_kind = ${kind} and h.entity_id = ${id}::int` as Fragment, versionVisible(db, auth, kind)],
     parsed,
@@ -189,24 +190,46 @@ export async function versionAt(
   id: number,
   at: string,
 ): Promise<(VersionRow & { visible: boolean }) | undefined> {
+  // The newest version begun at or before `at`: valid_from never decreases along an entity's
+  // versions, so the next one (which ends it) begins after `at`. Versions begun in one millisecond
+  // end at the same instant they began but the last, which this picks.
   const [row] = await db<(VersionRow & { visible: boolean })[]>`
     select ${versionCols(db)}, ${versionVisible(db, auth, kind)} as visible
-    from entity_history h
-    where h.entity_kind = ${kind} and h.entity_id = ${id}::int
-      and h.valid_from <= ${at}::text::timestamptz and (h.valid_to is null or h.valid_to > ${at}::text::timestamptz)
-    order by h.id desc limit 1`;
+    from entity_versions h
+    where h.id = (select c.id from entity_history c
+      where c.entity_kind = ${kind} and c.entity_id = ${id}::int and c.valid_from <= ${at}::text::timestamptz
+      order by c.id desc limit 1)`;
   return row;
 }
 
+/** Advisory lock key of the purge: one purger at a time (two deleting one entity's versions could deadlock). */
+const PURGE_LOCK = 727331;
+
 /**
- * Deletes up to `limit` closed versions (valid_to before `cutoff`); current versions and
- * tombstones are never purged. Rows another purger holds are skipped. Returns the number deleted.
+ * One batch of retention: takes up to `limit` versions that replaced a kept version and began
+ * before `cutoff` (the partial index of migration 0330), deletes every earlier version of their
+ * entities (each ended when its next version began, so before `cutoff`) and clears their mark.
+ * Current versions and tombstones are never purged. Another purger at work: nothing, this time.
+ * Returns the versions taken (a batch that took `limit` may have left more) and those deleted.
  */
-export async function purgeClosedVersions(db: Db, cutoff: Date, limit: number): Promise<number> {
-  const rows = await db`
-    delete from entity_history where id in (
-      select id from entity_history where valid_to is not null and valid_to < ${cutoff.toISOString()}::text::timestamptz
-      order by valid_to limit ${limit} for update skip locked)
-    returning id`;
-  return rows.length;
+export async function purgeReplacedVersions(db: Db, cutoff: Date, limit: number): Promise<{ taken: number; deleted: number }> {
+  const [row] = await db<{ taken: number; deleted: number }[]>`
+    with taken as (
+      select id, entity_kind, entity_id from entity_history
+      where supersedes and valid_from < ${cutoff.toISOString()}::text::timestamptz
+        and (select pg_try_advisory_xact_lock(${PURGE_LOCK}))
+      order by valid_from limit ${limit}
+      for update
+    ), newest as (
+      select distinct on (entity_kind, entity_id) id, entity_kind, entity_id from taken
+      order by entity_kind, entity_id, id desc
+    ), deleted as (
+      delete from entity_history v using newest n
+      where v.entity_kind = n.entity_kind and v.entity_id = n.entity_id and v.id < n.id
+      returning v.id
+    ), cleared as (
+      update entity_history h set supersedes = false from newest n where h.id = n.id
+    )
+    select (select count(*) from taken)::int as taken, (select count(*) from deleted)::int as deleted`;
+  return { taken: row?.taken ?? 0, deleted: row?.deleted ?? 0 };
 }

@@ -57,26 +57,63 @@ export async function dryRunDocument(tx: TransactionSql, doc: BackupDocument): P
   const details: ErrorDetail[] = [];
   const sections = [
     ...SECTIONS.map((s) => ({ s, path: `body.${s.part}.${s.section}`, rows: (s.part === 'state' ? doc.state : doc.history)?.[s.section] })),
-    // Entity versions: the table's checks and its one-current-version-per-entity unique index.
+    // Entity versions: the table's checks, and each version's valid_to against the next version.
     { s: ENTITY_HISTORY, path: `body.${ENTITY_HISTORY.section}`, rows: doc.entity_history },
   ];
   for (const { s, path, rows = [] } of sections) {
     if (rows.length === 0) continue;
     const copy = `${CHECK_PREFIX}${s.table}`;
     const fields = [...s.fields];
+    const derived: readonly string[] = 'derived' in s ? s.derived : [];
     try {
       await savepoint(tx, async (sp) => {
         await sp`create temp table ${sp(copy)} (like ${sp(s.table)} including defaults including constraints including indexes including identity)
           on commit drop`;
+        for (const f of derived) await sp`alter table ${sp(copy)} add column ${sp(f)} timestamptz`;
         await sp`insert into ${sp(copy)} (${sp(fields)}) overriding system value
           select ${sp(fields)} from jsonb_populate_recordset(null::${sp(copy)}, ${sp.json(rows as never)}::jsonb)`;
       });
     } catch (err) {
       if (!(err && typeof err === 'object' && 'code' in err)) throw err;
       details.push({ path, message: publicPgMessage(err) });
+      continue;
+    }
+    if (s === ENTITY_HISTORY) {
+      const broken = await brokenInterval(tx, copy);
+      if (broken) {
+        const i = rows.findIndex((r) => (r as { id?: unknown }).id === broken.id);
+        details.push({ path: `${path}.${i}.valid_to`, message: broken.message });
+      }
     }
   }
   return details;
+}
+
+/**
+ * The first version (by id) in `copy` (a dry run's copy of the entity versions) whose valid_to is
+ * not what entity_versions would derive for it: the valid_from of the entity's next version, null
+ * for its last; and never before its own valid_from (so valid_from never decreases along an
+ * entity's versions, which the as-of read relies on).
+ */
+async function brokenInterval(tx: TransactionSql, copy: string): Promise<{ id: number; message: string } | undefined> {
+  const [row] = await tx<{ id: number; next_id: number | null; next_from: string | null; backwards: boolean }[]>`
+    select id::float8 as id, next_id::float8 as next_id,
+      to_char(next_from at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as next_from, (valid_to < valid_from) as backwards
+    from (
+      select id, valid_from, valid_to,
+        lead(id) over w as next_id, lead(valid_from) over w as next_from
+      from ${tx(copy)}
+      window w as (partition by entity_kind, entity_id order by id)
+    ) x
+    where valid_to is distinct from next_from or valid_to < valid_from
+    order by id limit 1`;
+  if (!row) return undefined;
+  if (row.backwards) return { id: row.id, message: 'is before valid_from (a version ends after it begins)' };
+  if (row.next_id === null) return { id: row.id, message: 'must be null: this is the newest version of its entity (the current one)' };
+  return {
+    id: row.id,
+    message: `must be ${row.next_from}, the valid_from of the next version of its entity (id ${row.next_id}): a version is current until the next one begins`,
+  };
 }
 
 export interface NewStage {
@@ -184,11 +221,15 @@ export async function applyStage(tx: TransactionSql, stageId: number, actor: Act
     select (document ? ${ENTITY_HISTORY.section}) as present from restore_stages where id = ${stageId}::int`;
   const restoreVersions = eh?.present === true;
   if (restoreVersions) {
-    const fields = [...ENTITY_HISTORY.fields];
+    // valid_to is derived (the dry run checked the document's against it); `supersedes` marks each
+    // version with an earlier one of its entity, for retention (migration 0330).
+    const derived: readonly string[] = ENTITY_HISTORY.derived;
+    const fields = ENTITY_HISTORY.fields.filter((f) => !derived.includes(f));
     await tx`delete from ${tx(ENTITY_HISTORY.table)}`;
     await tx`
-      insert into ${tx(ENTITY_HISTORY.table)} (${tx(fields)}) overriding system value
-      select ${tx(fields)} from jsonb_populate_recordset(null::${tx(ENTITY_HISTORY.table)},
+      insert into ${tx(ENTITY_HISTORY.table)} (${tx(fields)}, supersedes) overriding system value
+      select ${tx(fields)}, row_number() over (partition by entity_kind, entity_id order by id) > 1
+      from jsonb_populate_recordset(null::${tx(ENTITY_HISTORY.table)},
         (select document -> ${ENTITY_HISTORY.section} from restore_stages where id = ${stageId}::int))`;
   }
 

@@ -448,10 +448,15 @@ export const EXCLUDED_TABLES: readonly ExcludedTable[] = [
  * by the restore"); the identity sequence moves past the restored ids. A document without the
  * section leaves the table as it is (today's behaviour). No links are checked: versions outlive
  * their entities (tombstones), and principals and tasks named as actors may be gone.
+ * The table stores no valid_to (migration 0330): a backup reads the rows from the view `source`,
+ * which derives it from the next version, and a restore checks that each row's valid_to is that
+ * (src/db/restores.ts), then stores the rest.
  */
 export const ENTITY_HISTORY = {
   section: 'entity_history',
   table: 'entity_history',
+  source: 'entity_versions',
+  derived: ['valid_to'],
   key: ['id'],
   fields: [
     'id',
@@ -469,7 +474,7 @@ export const ENTITY_HISTORY = {
     'collection_id',
     'class_id',
   ],
-} as const satisfies Pick<SectionSpec, 'section' | 'table' | 'key' | 'fields'>;
+} as const satisfies Pick<SectionSpec, 'section' | 'table' | 'key' | 'fields'> & { source: string; derived: readonly string[] };
 
 export function sectionsOf(part: Part, format: BackupFormat = BACKUP_FORMAT): SectionSpec[] {
   return SECTIONS.filter((s) => s.part === part && (s.since ?? 6) <= format);

@@ -3,7 +3,7 @@
 // stay. Event retention (event-retention.ts) never touches entity history, nor this the events.
 import type { Deps } from '../deps.ts';
 import { intervalGate, type Loop } from './loop.ts';
-import { purgeClosedVersions } from '../db/history.ts';
+import { purgeReplacedVersions } from '../db/history.ts';
 
 const DAY_MS = 86_400_000;
 const BATCH = 1000;
@@ -16,9 +16,9 @@ export async function purgeHistory(deps: Deps, now: Date = new Date(), signal?: 
   const cutoff = new Date(now.getTime() - days * DAY_MS);
   let total = 0;
   for (;;) {
-    const n = await purgeClosedVersions(deps.sql, cutoff, BATCH);
-    total += n;
-    if (n < BATCH || signal?.aborted) break;
+    const { taken, deleted } = await purgeReplacedVersions(deps.sql, cutoff, BATCH);
+    total += deleted;
+    if (taken < BATCH || signal?.aborted) break;
   }
   return total;
 }
