@@ -13,20 +13,20 @@
 -- earlier versions of each such version older than its cutoff and clears its mark, so the index
 -- holds only what is still to purge.
 --
--- Existing versions: each gets its mark from whether an earlier version of its entity is kept;
--- their valid_to (equal to the next version's valid_from: 0170 wrote both from one value) goes.
--- On a large table this rewrites the rows of every replacing version once.
-
-alter table entity_history add column supersedes boolean not null default false;
-update entity_history h set supersedes = true
-  where exists (
-    select 1 from entity_history p
-    where p.entity_kind = h.entity_kind and p.entity_id = h.entity_id and p.id < h.id);
+-- Existing versions: their valid_to (equal to the next version's valid_from: 0170 wrote both
+-- from one value) goes, and each gets its mark from whether an earlier version of its entity is
+-- kept. This rewrites the row of every replacing version once, after the indexes it no longer
+-- needs are gone: ~18 s for 1,000,000 versions (200 entities × 5,000) on the development machine,
+-- where a correlated EXISTS per row with those indexes still there took ~2 minutes.
 
 drop index entity_history_current_key;
 drop index entity_history_closed_idx;
 alter table entity_history drop constraint entity_history_interval;
 alter table entity_history drop column valid_to;
+alter table entity_history add column supersedes boolean not null default false;
+update entity_history h set supersedes = true
+  from (select id, lag(id) over (partition by entity_kind, entity_id order by id) as prev from entity_history) p
+  where p.id = h.id and p.prev is not null;
 create index entity_history_supersedes_idx on entity_history (valid_from) where supersedes;
 
 -- Every version with the interval it was current in: [valid_from, valid_to), valid_to null while
