@@ -18,7 +18,8 @@ import { join } from 'node:path';
 import { createHistogram } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
-import { freePort, scratchDatabase, type ScratchDatabase } from './scratch-database.ts';
+import { scratchDatabase, type ScratchDatabase } from './scratch-database.ts';
+import { freePort } from '../src/db/embedded.ts';
 
 const ROOT = join(import.meta.dirname, '..');
 const num = (name: string, dflt: number) => Math.max(1, Number(process.env[name] ?? dflt) || dflt);

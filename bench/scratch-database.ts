@@ -1,9 +1,7 @@
 // A database of a benchmark's own: on the server of SVC_DATABASE_URL when it is set, else on an
 // embedded PostgreSQL in a temporary directory; created empty, dropped (and the embedded server
-// stopped, its directory removed) by drop(). And a free local port for the processes a benchmark
-// starts. Used by bench/throughput.ts and bench/pending-lists.ts.
+// stopped, its directory removed) by drop(). Used by bench/throughput.ts and bench/pending-lists.ts.
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
@@ -45,16 +43,4 @@ export async function scratchDatabase(prefix: string): Promise<ScratchDatabase> 
       return dropping;
     },
   };
-}
-
-/** A port on 127.0.0.1 nothing listens on now. */
-export function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => ok(port));
-    });
-  });
 }

@@ -34,7 +34,8 @@ import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type AutocannonInstance, type AutocannonRequest } from 'autocannon';
 import postgres from 'postgres';
-import { freePort, scratchDatabase, type ScratchDatabase } from './scratch-database.ts';
+import { scratchDatabase, type ScratchDatabase } from './scratch-database.ts';
+import { freePort } from '../src/db/embedded.ts';
 import { SERVER_SCHEMA } from './objects.ts';
 import { bundle, SERVER_BUNDLE } from '../scripts/build-server.ts';
 

@@ -5,12 +5,12 @@
 // must simply work. A stop signal must end the server and its PostgreSQL (no process left), and
 // nothing may warn on stderr.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readlink, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../src/db/embedded.ts';
 
 const ADMIN_PASSWORD = 'embedded-start-admin-password';
 let outer: string;
@@ -39,17 +39,6 @@ afterAll(async () => {
   if (target) await rm(target, { recursive: true, force: true });
   await rm(outer, { recursive: true, force: true });
 });
-
-async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => ok(typeof addr === 'object' && addr ? addr.port : 0));
-    });
-  });
-}
 
 interface Started {
   child: ChildProcess;

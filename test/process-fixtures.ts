@@ -5,10 +5,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { createServer } from 'node:net';
 import { basename } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkResponse, type CheckedResponse } from './contract-check.ts';
+import { freePort } from '../src/db/embedded.ts';
+
+export { freePort };
 
 export const REPO = fileURLToPath(new URL('..', import.meta.url));
 export const API_UNIT = 'deploy/svc-api@.service';
@@ -41,17 +43,6 @@ export function unitCommand(unitFile: string, instance: string): UnitCommand {
     env[assignment.slice(0, eq)] = assignment.slice(eq + 1);
   }
   return { argv, env };
-}
-
-export async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      srv.close(() => ok(typeof addr === 'object' && addr ? addr.port : 0));
-    });
-  });
 }
 
 /** A new, empty (unmigrated) database on the test server; drop() removes it. */

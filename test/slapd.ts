@@ -5,9 +5,10 @@
 // install it: they are never skipped.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, connect } from 'node:net';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { selfSignedCert } from './tls-fixtures.ts';
+import { freePort } from '../src/db/embedded.ts';
 
 const SBIN = ['/usr/sbin', '/usr/local/sbin', '/usr/bin', '/usr/local/bin'];
 const SCHEMAS = ['core', 'cosine', 'inetorgperson', 'nis'].map((s) => `/etc/ldap/schema/${s}.schema`);
@@ -39,17 +40,6 @@ export function ensureSlapd(): string {
   const installed = findProgram('slapd');
   if (r.status !== 0 || !installed) throw new Error(`apt-get install slapd failed (${r.status}): ${r.stderr || r.stdout}`);
   return installed;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
-    const s = createServer();
-    s.once('error', fail);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => ok(port));
-    });
-  });
 }
 
 /** A 127.0.0.1 port nothing listens on (a directory that is down). */

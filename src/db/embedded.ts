@@ -61,7 +61,8 @@ interface Ids {
 
 const run = promisify(execFile);
 
-async function freePort(): Promise<number> {
+/** A port on 127.0.0.1 that nothing listens on now (the kernel's pick; also for tests and benchmarks). */
+export async function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
     const srv = createServer();
     srv.once('error', fail);

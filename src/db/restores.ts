@@ -64,12 +64,13 @@ export async function dryRunDocument(tx: TransactionSql, doc: BackupDocument): P
     if (rows.length === 0) continue;
     const copy = `${CHECK_PREFIX}${s.table}`;
     const fields = [...s.fields];
-    const derived: readonly string[] = 'derived' in s ? s.derived : [];
+    const versions = s === ENTITY_HISTORY;
     try {
       await savepoint(tx, async (sp) => {
         await sp`create temp table ${sp(copy)} (like ${sp(s.table)} including defaults including constraints including indexes including identity)
           on commit drop`;
-        for (const f of derived) await sp`alter table ${sp(copy)} add column ${sp(f)} timestamptz`;
+        // The documents' valid_to, which the table does not store (entity_versions derives it).
+        if (versions) await sp`alter table ${sp(copy)} add column valid_to timestamptz`;
         await sp`insert into ${sp(copy)} (${sp(fields)}) overriding system value
           select ${sp(fields)} from jsonb_populate_recordset(null::${sp(copy)}, ${sp.json(rows as never)}::jsonb)`;
       });
@@ -78,7 +79,7 @@ export async function dryRunDocument(tx: TransactionSql, doc: BackupDocument): P
       details.push({ path, message: publicPgMessage(err) });
       continue;
     }
-    if (s === ENTITY_HISTORY) {
+    if (versions) {
       const broken = await brokenInterval(tx, copy);
       if (broken) {
         const i = rows.findIndex((r) => (r as { id?: unknown }).id === broken.id);
