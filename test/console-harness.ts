@@ -9,7 +9,7 @@ import { serve } from '@hono/node-server';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { createClient, type InventoryClient } from '../clients/typescript/index.ts';
-import { checkResponse } from './contract-check.ts';
+import { checkResponse, decodedText } from './contract-check.ts';
 import { ADMIN_PASSWORD, startTestApp, type TestApp } from './helpers.ts';
 import { createDatabase, type OwnDatabase } from './db-fixtures.ts';
 
@@ -83,7 +83,7 @@ export async function startConsole(dbPrefix: string): Promise<ConsoleSession> {
         const path = new URL(req.url).pathname;
         if (path.startsWith('/api/')) {
           try {
-            checkResponse(req.method, path, res.status, res.headers, await res.clone().text());
+            checkResponse(req.method, path, res.status, res.headers, await decodedText(res.clone()));
           } catch (e) {
             violations.push(String(e));
           }

@@ -1,6 +1,7 @@
 // Validates every response a test receives against openapi.yaml: the status must be declared
 // (or covered by `default`), the body must match the schema of its media type, and every
 // declared required header must be present and valid.
+import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { OpenAPIRouter } from 'openapi-backend';
 import { openapiDocument } from '../src/http/openapi.ts';
 import { SchemaRegistry, escapePointer } from '../src/http/schemas.ts';
@@ -9,6 +10,19 @@ const registry = new SchemaRegistry();
 const router = new OpenAPIRouter({ definition: openapiDocument() });
 
 export class ContractViolation extends Error {}
+
+/**
+ * A response's body as text, decoded from its Content-Encoding (br or gzip, src/http/compression.ts):
+ * what a client that asked for the coding reads. app.fetch hands the coded bytes over as they are.
+ */
+export async function decodedText(res: Response): Promise<string> {
+  const bytes = Buffer.from(await res.arrayBuffer());
+  const coding = res.headers.get('content-encoding');
+  if (coding === 'br') return brotliDecompressSync(bytes).toString('utf8');
+  if (coding === 'gzip') return gunzipSync(bytes).toString('utf8');
+  if (coding) throw new ContractViolation(`a content coding the service does not send: ${coding}`);
+  return bytes.toString('utf8');
+}
 
 export interface CheckedResponse {
   status: number;

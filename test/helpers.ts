@@ -11,7 +11,7 @@ import { createApp } from '../src/app.ts';
 import { serveApp, serveOptionsOf } from '../src/http/server.ts';
 import type { App } from '../src/http/contract.ts';
 import type { Deps } from '../src/deps.ts';
-import { checkResponse, type CheckedResponse } from './contract-check.ts';
+import { checkResponse, decodedText, type CheckedResponse } from './contract-check.ts';
 
 export const ADMIN_PASSWORD = 'test-admin-password';
 
@@ -104,7 +104,7 @@ export async function startTestApp(overrides: Partial<Config> = {}): Promise<Tes
     else if (opts.body !== undefined) body = JSON.stringify(opts.body);
     if (body !== undefined) headers.set('content-type', opts.contentType ?? 'application/json');
     const res = await app.fetch(new Request(url, { method, headers, body }));
-    const text = await res.text();
+    const text = await decodedText(res);
     return checkResponse(method, url.pathname, res.status, res.headers, text);
   }
 

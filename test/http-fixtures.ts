@@ -3,7 +3,7 @@
 // in-process helpers do; a violation is recorded (the client still gets the response) and the test
 // asserts that none was.
 import { serve } from '@hono/node-server';
-import { checkResponse } from './contract-check.ts';
+import { checkResponse, decodedText } from './contract-check.ts';
 import type { TestApp } from './helpers.ts';
 
 export interface HttpServer {
@@ -21,7 +21,7 @@ export async function serveOverHttp(t: TestApp): Promise<HttpServer> {
     port: 0,
     fetch: async (req: Request) => {
       const res = await t.app.fetch(req);
-      const text = await res.clone().text();
+      const text = await decodedText(res.clone());
       try {
         checkResponse(req.method, new URL(req.url).pathname, res.status, res.headers, text);
       } catch (e) {

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pageCsp } from './security-headers.ts';
+import { StaticBody, type CodedBody } from './compression.ts';
 
 // The web console (README "Console"): a single-page app built by `make console` (Vite, console/)
 // into console/dist and served from there at /console by this process. Everything it loads comes
@@ -31,18 +32,42 @@ async function readIfFile(path: string) {
   }
 }
 
-/** The response for GET /console and everything under it (`path` is the request path). */
-export async function serveConsole(path: string): Promise<Response> {
+/**
+ * The hashed files under assets/, each read once and kept with its compressed forms: a build never
+ * changes a file of a given name (a rebuild while the process runs adds new names, and index.html,
+ * read at every request, names them).
+ */
+const hashedAssets = new Map<string, StaticBody>();
+
+async function hashedAsset(file: string): Promise<StaticBody | null> {
+  const known = hashedAssets.get(file);
+  if (known) return known;
+  const bytes = await readIfFile(file);
+  if (!bytes) return null;
+  const body = new StaticBody(bytes);
+  hashedAssets.set(file, body);
+  return body;
+}
+
+/**
+ * The response for GET /console and everything under it (`path` is the request path); the hashed
+ * assets in the content coding `acceptEncoding` prefers (http/compression.ts).
+ */
+export async function serveConsole(path: string, acceptEncoding?: string): Promise<Response> {
   const headers = new Headers({ 'content-security-policy': CONSOLE_CSP });
   const rel = decodeURIComponent(path.replace(/^\/console\/?/, ''));
   const file = resolve(DIST, rel);
   // A built asset (never outside console/dist); the hashed names under assets/ never change.
   if (rel !== '' && file.startsWith(DIST.endsWith(sep) ? DIST : DIST + sep) && TYPES[extname(file)]) {
-    const body = await readIfFile(file);
+    const hashed = rel.startsWith('assets/');
+    const body: CodedBody | null | undefined = hashed
+      ? await (await hashedAsset(file))?.forRequest(acceptEncoding)
+      : await readIfFile(file).then((b) => b && { body: b, headers: {} });
     if (body) {
       headers.set('content-type', TYPES[extname(file)]!);
-      headers.set('cache-control', rel.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache');
-      return new Response(body, { headers });
+      headers.set('cache-control', hashed ? 'public, max-age=31536000, immutable' : 'no-cache');
+      for (const [name, value] of Object.entries(body.headers)) headers.set(name, value);
+      return new Response(body.body, { headers });
     }
     if (rel.startsWith('assets/')) {
       headers.set('content-type', 'application/json');

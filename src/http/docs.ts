@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { StaticBody } from './compression.ts';
 
 // The reference page runs on closed networks: every asset comes from the installed
 // swagger-ui-dist package, nothing from a CDN.
@@ -43,7 +44,21 @@ export const DOCS_HTML = `<!doctype html>
 </html>
 `;
 
-export async function serveDocsAsset(file: string): Promise<Response> {
+/** The assets as read from swagger-ui-dist, each read once (they do not change while the process runs). */
+const assetBodies = new Map<string, Promise<StaticBody>>();
+
+function assetBody(file: string): Promise<StaticBody> {
+  let body = assetBodies.get(file);
+  if (!body) {
+    body = readFile(join(distDir, file)).then((bytes) => new StaticBody(bytes));
+    body.catch(() => assetBodies.delete(file)); // read again next time
+    assetBodies.set(file, body);
+  }
+  return body;
+}
+
+/** GET /docs/assets/{file}, in the content coding `acceptEncoding` prefers (http/compression.ts). */
+export async function serveDocsAsset(file: string, acceptEncoding: string | undefined): Promise<Response> {
   if (file === 'init.js') {
     return new Response(INIT_JS, { headers: { 'content-type': 'application/javascript; charset=utf-8' } });
   }
@@ -53,6 +68,6 @@ export async function serveDocsAsset(file: string): Promise<Response> {
       status: 404,
       headers: { 'content-type': 'application/json' },
     });
-  const body = await readFile(join(distDir, file));
-  return new Response(body, { headers: { 'content-type': type, 'cache-control': 'public, max-age=3600' } });
+  const coded = await (await assetBody(file)).forRequest(acceptEncoding);
+  return new Response(coded.body, { headers: { 'content-type': type, 'cache-control': 'public, max-age=3600', ...coded.headers } });
 }

@@ -7,6 +7,7 @@ import { Hono } from 'hono';
 import type { Deps } from '../deps.ts';
 import { ApiError, reasonPhrase, type ErrorBody } from '../domain/errors.ts';
 import { METRICS_CONTENT_TYPE, renderMetrics } from '../metrics.ts';
+import { codedDynamicBody } from './compression.ts';
 import { clientIp } from './client-ip.ts';
 import { checkMetricsAccess } from './metrics.ts';
 import { serveApp, serveOptionsOf } from './server.ts';
@@ -29,9 +30,14 @@ export function metricsOnlyApp(deps: Pick<Deps, 'config' | 'sql'>): Hono {
     } catch (err) {
       return errorResponse(err as ApiError, requestId);
     }
-    return new Response(await renderMetrics(deps.sql), {
-      headers: { 'content-type': METRICS_CONTENT_TYPE, 'x-request-id': requestId, 'cache-control': 'no-store', ...SECURITY_HEADERS },
-    });
+    // gzipped for a scraper that accepts it, as Prometheus does (http/compression.ts)
+    const coded = await codedDynamicBody(await renderMetrics(deps.sql), c.req.header('accept-encoding'));
+    const headers: Record<string, string> = {
+      'content-type': METRICS_CONTENT_TYPE,
+      'x-request-id': requestId,
+      'cache-control': 'no-store',
+    };
+    return new Response(coded.body, { headers: Object.assign(headers, coded.headers, SECURITY_HEADERS) });
   });
   hono.all('*', (c) => {
     const known = c.req.path === '/metrics';
