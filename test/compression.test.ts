@@ -142,11 +142,14 @@ describe('the API reference assets', () => {
     },
   );
 
-  it('HEAD names the coding, without the body', async () => {
+  it('HEAD names the coding and the coded length, without the body', async () => {
+    const coded = await get('/docs/assets/swagger-ui.css', { 'accept-encoding': 'gzip' });
+    expect(Number(coded.headers['content-length'])).toBe(coded.bytes.length);
     const head = await get('/docs/assets/swagger-ui.css', { 'accept-encoding': 'gzip' }, 'HEAD');
     expect(head.status).toBe(200);
     expect(head.headers['content-encoding']).toBe('gzip');
     expect(head.bytes.length).toBe(0);
+    expect(Number(head.headers['content-length'])).toBe(coded.bytes.length);
   });
 
   it('a body too small to gain (init.js) goes as it is, without Vary', async () => {

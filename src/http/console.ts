@@ -67,6 +67,8 @@ export async function serveConsole(path: string, acceptEncoding?: string): Promi
       headers.set('content-type', TYPES[extname(file)]!);
       headers.set('cache-control', hashed ? 'public, max-age=31536000, immutable' : 'no-cache');
       for (const [name, value] of Object.entries(body.headers)) headers.set(name, value);
+      // the length given, so that the request log line and a HEAD reply have it
+      headers.set('content-length', String(body.body.byteLength));
       return new Response(body.body, { headers });
     }
     if (rel.startsWith('assets/')) {

@@ -69,5 +69,7 @@ export async function serveDocsAsset(file: string, acceptEncoding: string | unde
       headers: { 'content-type': 'application/json' },
     });
   const coded = await (await assetBody(file)).forRequest(acceptEncoding);
-  return new Response(coded.body, { headers: { 'content-type': type, 'cache-control': 'public, max-age=3600', ...coded.headers } });
+  // the length given, so that the request log line and a HEAD reply have it
+  const headers = { 'content-type': type, 'cache-control': 'public, max-age=3600', 'content-length': String(coded.body.byteLength) };
+  return new Response(coded.body, { headers: Object.assign(headers, coded.headers) });
 }
