@@ -15,7 +15,7 @@
 import { badRequest } from './errors.ts';
 import type { Filter, ParsedList } from './list-query.ts';
 import { isUnscoped, type Authority } from './authz.ts';
-import { isoTime, type ResponseBody } from './wire.ts';
+import { isoTime, isoTimeJson, type ResponseBody } from './wire.ts';
 import { jsonMember, type JsonTexts } from './json-text.ts';
 
 /** Collection-less events are for unscoped administrators only. */
@@ -124,7 +124,7 @@ export function eventWire(r: EventRow, texts?: JsonTexts): ResponseBody<'listEve
 export function eventJsonText(r: EventRow): string {
   const text = (v: unknown) => (v === null || v === undefined ? 'null' : (v as string));
   return (
-    `{"id":${jsonMember(r.id)},"event_id":${jsonMember(r.event_id)},"occurred_at":${jsonMember(isoTime(r.occurred_at))},` +
+    `{"id":${jsonMember(r.id)},"event_id":${jsonMember(r.event_id)},"occurred_at":${isoTimeJson(r.occurred_at)},` +
     `"entity_type":${jsonMember(r.entity_type)},"entity_id":${jsonMember(r.entity_id)},"entity_name":${jsonMember(r.entity_name)},` +
     `"collection_id":${jsonMember(r.collection_id)},"action":${jsonMember(r.action)},"actor_kind":${jsonMember(r.actor_kind)},` +
     `"actor_user_id":${jsonMember(r.actor_user_id)},"initiator_user_id":${jsonMember(r.initiator_user_id)},"task_id":${jsonMember(r.task_id)},` +

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isoTime } from './wire.ts';
+import { isoTime, isoTimeJson } from './wire.ts';
 
 describe('isoTime', () => {
   it('writes a Date as JSON.stringify would', () => {
@@ -24,5 +24,25 @@ describe('isoTime', () => {
 
   it('leaves ISO text as it is', () => {
     expect(isoTime('2026-11-25T06:25:27.123Z')).toBe('2026-11-25T06:25:27.123Z');
+  });
+});
+
+describe('isoTimeJson', () => {
+  it("is JSON.stringify(isoTime(d)) for Dates, the database's texts and texts it passes through", () => {
+    for (const d of [
+      new Date('2026-11-25T06:25:27.123Z'),
+      new Date(0),
+      new Date('+010000-01-01T00:00:00.000Z'),
+      '2026-11-25 06:25:27.123456',
+      '2026-11-25 06:25:27',
+      '2026-11-25T06:25:27.123Z',
+      'infinity',
+      '-infinity',
+      '10000-01-01 00:00:00',
+      '0044-03-15 12:00:00 BC',
+      'a "quoted" \\ text\n\u0001',
+    ]) {
+      expect(isoTimeJson(d), String(d)).toBe(JSON.stringify(isoTime(d)));
+    }
   });
 });

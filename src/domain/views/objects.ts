@@ -1,7 +1,7 @@
 // Objects: the row as the database returns it, its wire view, and the audit event a change of it
 // appends. Pure functions (no SQL); src/db reads and writes the rows.
 import { type NewEvent } from '../new-event.ts';
-import { isoTime, type ResponseBody } from '../wire.ts';
+import { isoTime, isoTimeJson, type ResponseBody } from '../wire.ts';
 import { jsonMember } from '../json-text.ts';
 
 export interface ObjectRow {
@@ -44,7 +44,7 @@ export function objectJsonText(r: ObjectRow & { json_data: string }): string {
   return (
     `{"id":${jsonMember(r.id)},"name":${JSON.stringify(r.name)},"description":${JSON.stringify(r.description)},` +
     `"collection_id":${jsonMember(r.collection_id)},"svc_class_id":${jsonMember(r.class_id)},"json_data":${r.json_data},` +
-    `"created_at":${JSON.stringify(isoTime(r.created_at))},"updated_at":${JSON.stringify(isoTime(r.updated_at))},` +
+    `"created_at":${isoTimeJson(r.created_at)},"updated_at":${isoTimeJson(r.updated_at)},` +
     `"revision":${jsonMember(r.revision)}}`
   );
 }
