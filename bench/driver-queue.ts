@@ -37,7 +37,7 @@ const CALLERS = 50;
 const POOL = 10;
 
 /** src/queue.js of postgres 3.4.9 as published (the array that is only reset when it empties). */
-const UPSTREAM_VERSION = '3.4.9';
+export const UPSTREAM_VERSION = '3.4.9';
 const UPSTREAM_QUEUE = `export default Queue
 
 function Queue(initial = []) {
@@ -128,7 +128,7 @@ const WRITING: Replacement[] = [
 
     q.prepare = options.prepare && ('prepare' in q.options ? q.options.prepare : true)
     q.string = string
-    q.signature = q.prepare && (shape !== null ? shape.signature : types + string)
+    q.signature = q.prepare && (shape !== null ? shape.signature : signatureOf(string, types))
 `,
     upstream: `    const string = stringify(q, q.strings[0], q.args[0], parameters, types, options)
 
@@ -202,8 +202,8 @@ const WRITING: Replacement[] = [
 type Postgres = typeof postgres;
 type Part = 'queue' | 'query' | 'species' | 'text';
 
-/** What loadUpstream puts back for each part but the queue (a whole file). */
-const PUT_BACK: Record<Exclude<Part, 'queue'>, Replacement[]> = {
+/** What loadUpstream puts back for each part but the queue (a whole file); test/driver-put-back.test.ts checks it still finds them. */
+export const PUT_BACK: Record<Exclude<Part, 'queue'>, Replacement[]> = {
   // the prototype's resolve and reject stay; upstream's own arrow functions shadow them
   query: [{ file: 'query.js', patched: PATCHED_QUERY_OPENING, upstream: UPSTREAM_QUERY_OPENING }],
   species: SPECIES,
@@ -273,7 +273,9 @@ async function loadUpstream(tmp: string, part: Part): Promise<Postgres | string>
   if (part === 'queue') await writeFile(join(tmp, 'src', 'queue.js'), UPSTREAM_QUEUE);
   for (const { file, patched, upstream } of part === 'queue' ? [] : PUT_BACK[part]) {
     const text = await readFile(join(tmp, 'src', file), 'utf8');
-    if (!text.includes(patched)) return `the installed ${file} is not the patched one`;
+    // the patch changed and this file did not follow: fail rather than skip the part unnoticed
+    if (!text.includes(patched))
+      throw new Error(`bench/driver-queue.ts: the installed ${file} no longer holds the patched text of the ${part} part`);
     await writeFile(join(tmp, 'src', file), text.replace(patched, upstream));
   }
   return ((await import(pathToFileURL(join(tmp, 'src', 'index.js')).href)) as { default: Postgres }).default;
