@@ -36,14 +36,14 @@ export async function createApp(deps: Deps): Promise<App> {
 
   hono.get('/docs/assets/:file', (c) => {
     requestFacts(c).route = '/docs/assets/{file}';
-    return serveDocsAsset(c.req.param('file'), c.req.header('accept-encoding'));
+    return serveDocsAsset(c.req.param('file'), c.req.header('accept-encoding'), c.req.header('if-none-match'));
   });
 
   // The web console (README "Console"): its built files and, for its own routes, index.html.
   hono.get('/console', (c) => c.redirect('/console/', 301));
   hono.get('/console/*', (c) => {
     requestFacts(c).route = '/console/*';
-    return serveConsole(c.req.path, c.req.header('accept-encoding'));
+    return serveConsole(c.req.path, c.req.header('accept-encoding'), c.req.header('if-none-match'));
   });
 
   hono.all('*', (c) => serveApi(c.req.raw, c.env, requestFacts(c), c.req.path, urlParts(c.req.url)));

@@ -152,6 +152,27 @@ describe('the API reference assets', () => {
     expect(Number(head.headers['content-length'])).toBe(coded.bytes.length);
   });
 
+  it('carries a weak ETag of the body, the same in every coding; If-None-Match naming it gets a 304 without the body', async () => {
+    const br = await get('/docs/assets/swagger-ui.css', { 'accept-encoding': 'br' });
+    const plain = await get('/docs/assets/swagger-ui.css');
+    const etag = br.headers.etag!;
+    expect(etag).toMatch(/^W\/"[A-Za-z0-9_-]{27}"$/);
+    expect(plain.headers.etag).toBe(etag);
+    for (const ifNoneMatch of [etag, etag.slice(2), `"other", ${etag}`, '*']) {
+      const revalidated = await get('/docs/assets/swagger-ui.css', { 'accept-encoding': 'br', 'if-none-match': ifNoneMatch });
+      expect(revalidated.status, ifNoneMatch).toBe(304);
+      expect(revalidated.bytes.length).toBe(0);
+      expect(revalidated.headers.etag).toBe(etag);
+      expect(revalidated.headers.vary).toBe('accept-encoding');
+      expect(revalidated.headers['cache-control']).toBe('public, max-age=3600');
+    }
+    const changed = await get('/docs/assets/swagger-ui.css', { 'accept-encoding': 'br', 'if-none-match': 'W/"another-version"' });
+    expect(changed.status).toBe(200);
+    expect(changed.decoded.equals(plain.bytes)).toBe(true);
+    // another file has another tag
+    expect((await get('/docs/assets/swagger-ui-bundle.js')).headers.etag).not.toBe(etag);
+  });
+
   it('a body too small to gain (init.js) goes as it is, without Vary', async () => {
     const res = await get('/docs/assets/init.js', { 'accept-encoding': 'br' });
     expect(res.status).toBe(200);

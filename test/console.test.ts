@@ -75,6 +75,12 @@ describe('the web console', () => {
     // compressed for a client that accepts it (fetch asks for gzip; the browser below gets brotli)
     expect(js.headers.get('content-encoding')).toBe('gzip');
     expect(js.headers.get('vary')).toBe('accept-encoding');
+    // and revalidated by its ETag
+    const etag = js.headers.get('etag') ?? '';
+    expect(etag).toMatch(/^W\/"/);
+    const again = await fetch(`${baseUrl}${script}`, { headers: { 'if-none-match': etag } });
+    expect(again.status).toBe(304);
+    expect(await again.text()).toBe('');
     const deep = await fetch(`${baseUrl}/console/classes/${classId}/objects/1`);
     expect(deep.status).toBe(200);
     expect(await deep.text()).toBe(html);

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pageCsp } from './security-headers.ts';
-import { StaticBody, type CodedBody } from './compression.ts';
+import { StaticBody, staticReply, type StaticReply } from './compression.ts';
 
 // The web console (README "Console"): a single-page app built by `make console` (Vite, console/)
 // into console/dist and served from there at /console by this process. Everything it loads comes
@@ -51,25 +51,30 @@ async function hashedAsset(file: string): Promise<StaticBody | null> {
 
 /**
  * The response for GET /console and everything under it (`path` is the request path); the hashed
- * assets in the content coding `acceptEncoding` prefers (http/compression.ts).
+ * assets in the content coding `acceptEncoding` prefers, or 304 when `ifNoneMatch` names them
+ * (http/compression.ts).
  */
-export async function serveConsole(path: string, acceptEncoding?: string): Promise<Response> {
+export async function serveConsole(path: string, acceptEncoding?: string, ifNoneMatch?: string): Promise<Response> {
   const headers = new Headers({ 'content-security-policy': CONSOLE_CSP });
   const rel = decodeURIComponent(path.replace(/^\/console\/?/, ''));
   const file = resolve(DIST, rel);
   // A built asset (never outside console/dist); the hashed names under assets/ never change.
   if (rel !== '' && file.startsWith(DIST.endsWith(sep) ? DIST : DIST + sep) && TYPES[extname(file)]) {
     const hashed = rel.startsWith('assets/');
-    const body: CodedBody | null | undefined = hashed
-      ? await (await hashedAsset(file))?.forRequest(acceptEncoding)
-      : await readIfFile(file).then((b) => b && { body: b, headers: {} });
-    if (body) {
+    let reply: StaticReply | null;
+    if (hashed) {
+      const asset = await hashedAsset(file);
+      reply = asset && (await staticReply(asset, acceptEncoding, ifNoneMatch));
+    } else {
+      const bytes = await readIfFile(file);
+      reply = bytes && { status: 200, body: bytes, headers: { 'content-length': String(bytes.byteLength) } };
+    }
+    if (reply) {
       headers.set('content-type', TYPES[extname(file)]!);
       headers.set('cache-control', hashed ? 'public, max-age=31536000, immutable' : 'no-cache');
-      for (const [name, value] of Object.entries(body.headers)) headers.set(name, value);
-      // the length given, so that the request log line and a HEAD reply have it
-      headers.set('content-length', String(body.body.byteLength));
-      return new Response(body.body, { headers });
+      // (with the length, so that the request log line and a HEAD reply have it)
+      for (const [name, value] of Object.entries(reply.headers)) headers.set(name, value);
+      return new Response(reply.body, { status: reply.status, headers });
     }
     if (rel.startsWith('assets/')) {
       headers.set('content-type', 'application/json');

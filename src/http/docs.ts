@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { StaticBody } from './compression.ts';
+import { StaticBody, staticReply } from './compression.ts';
 
 // The reference page runs on closed networks: every asset comes from the installed
 // swagger-ui-dist package, nothing from a CDN.
@@ -57,8 +57,11 @@ function assetBody(file: string): Promise<StaticBody> {
   return body;
 }
 
-/** GET /docs/assets/{file}, in the content coding `acceptEncoding` prefers (http/compression.ts). */
-export async function serveDocsAsset(file: string, acceptEncoding: string | undefined): Promise<Response> {
+/**
+ * GET /docs/assets/{file}, in the content coding `acceptEncoding` prefers, or 304 when
+ * `ifNoneMatch` names what the browser has (http/compression.ts).
+ */
+export async function serveDocsAsset(file: string, acceptEncoding: string | undefined, ifNoneMatch?: string): Promise<Response> {
   if (file === 'init.js') {
     return new Response(INIT_JS, { headers: { 'content-type': 'application/javascript; charset=utf-8' } });
   }
@@ -68,8 +71,7 @@ export async function serveDocsAsset(file: string, acceptEncoding: string | unde
       status: 404,
       headers: { 'content-type': 'application/json' },
     });
-  const coded = await (await assetBody(file)).forRequest(acceptEncoding);
-  // the length given, so that the request log line and a HEAD reply have it
-  const headers = { 'content-type': type, 'cache-control': 'public, max-age=3600', 'content-length': String(coded.body.byteLength) };
-  return new Response(coded.body, { headers: Object.assign(headers, coded.headers) });
+  const reply = await staticReply(await assetBody(file), acceptEncoding, ifNoneMatch);
+  const headers = { 'content-type': type, 'cache-control': 'public, max-age=3600' };
+  return new Response(reply.body, { status: reply.status, headers: Object.assign(headers, reply.headers) });
 }
