@@ -225,6 +225,7 @@ function errorReply(thrown: unknown, deps?: Deps, requestId?: string): Reply {
     const headers: Record<string, string> = {};
     if (err.retryAfterSeconds !== undefined) headers['retry-after'] = String(err.retryAfterSeconds);
     if (err.etag !== undefined) headers.etag = err.etag;
+    if (err.allow !== undefined) headers.allow = err.allow;
     return { status: err.status, body: err.body(), headers };
   }
   deps?.log.error({ err, request_id: requestId }, 'unhandled error');

@@ -76,6 +76,44 @@ describe('probes and documents', () => {
     const b = await t.app.fetch(new Request('http://test.local/healthz', { method: 'DELETE' }));
     expect(b.status).toBe(405);
     expect(b.headers.get('x-request-id')).toBeTruthy();
+    // RFC 9110: a 405 names the methods the path takes
+    expect(b.headers.get('allow')).toBe('GET, HEAD');
+    const c = await t.app.fetch(
+      new Request('http://test.local/api/v1/collections', { method: 'PUT', headers: { authorization: `Bearer ${t.adminToken}` } }),
+    );
+    expect(c.status).toBe(405);
+    expect(c.headers.get('allow')).toBe('GET, HEAD, POST');
+    // a templated path: the methods of every route it matched
+    const d = await t.app.fetch(
+      new Request('http://test.local/api/v1/collections/1', { method: 'POST', headers: { authorization: `Bearer ${t.adminToken}` } }),
+    );
+    expect(d.status).toBe(405);
+    expect(d.headers.get('allow')).toBe('GET, HEAD, PATCH, DELETE');
+  });
+
+  it('HEAD answers wherever GET does: its status and headers, no body (as a load balancer probes)', async () => {
+    for (const path of ['/healthz', '/readyz', '/api-doc/openapi.json', '/docs', '/metrics']) {
+      const head = await t.app.fetch(new Request(`http://test.local${path}`, { method: 'HEAD' }));
+      expect(head.status, path).toBe(200);
+      expect(await head.text(), path).toBe('');
+      expect(head.headers.get('x-request-id'), path).toBeTruthy();
+    }
+    // an operation with a bearer token: authorised as its GET is
+    const denied = await t.app.fetch(new Request('http://test.local/api/v1/collections', { method: 'HEAD' }));
+    expect(denied.status).toBe(401);
+    const listed = await t.app.fetch(
+      new Request('http://test.local/api/v1/collections', { method: 'HEAD', headers: { authorization: `Bearer ${t.adminToken}` } }),
+    );
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get('content-type')).toBe('application/json');
+    expect(await listed.text()).toBe('');
+    const missing = await t.app.fetch(
+      new Request('http://test.local/api/v1/collections/999999999', {
+        method: 'HEAD',
+        headers: { authorization: `Bearer ${t.adminToken}` },
+      }),
+    );
+    expect(missing.status).toBe(404);
   });
 });
 

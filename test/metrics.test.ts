@@ -340,7 +340,12 @@ describe('SVC_METRICS_BIND: the metrics-only listener (worker processes)', () =>
       expect(find(samples, 'svc_database_up')[0]?.value).toBe(1);
       expect(find(samples, 'svc_db_pool_max')).toHaveLength(1);
       expect((await fetch(`${base}/api/v1/collections`)).status).toBe(404);
-      expect((await fetch(`${base}/metrics`, { method: 'POST' })).status).toBe(405);
+      const post = await fetch(`${base}/metrics`, { method: 'POST' });
+      expect(post.status).toBe(405);
+      expect(post.headers.get('allow')).toBe('GET, HEAD');
+      const head = await fetch(`${base}/metrics`, { method: 'HEAD', headers: { authorization: `Bearer ${secret}` } });
+      expect(head.status).toBe(200);
+      expect(await head.text()).toBe('');
     } finally {
       await new Promise<void>((ok) => server.close(() => ok()));
     }

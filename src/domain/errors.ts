@@ -39,6 +39,8 @@ export interface ApiErrorOptions {
   retryAfterSeconds?: number;
   /** The resource's current entity tag (precondition_failed); rendered as ETag. */
   etag?: string;
+  /** The methods the path takes (method_not_allowed); rendered as Allow. */
+  allow?: string;
 }
 
 /** The one error type the layers throw; the app renders it. */
@@ -49,6 +51,7 @@ export class ApiError extends Error {
   readonly details?: ErrorDetail[];
   readonly retryAfterSeconds?: number;
   readonly etag?: string;
+  readonly allow?: string;
 
   constructor(kind: ErrorKind, message: string, opts: ApiErrorOptions = {}) {
     // A client error (4xx) is an answer, not a fault: the app renders it and logs no stack of it
@@ -65,6 +68,7 @@ export class ApiError extends Error {
     this.details = opts.details;
     this.retryAfterSeconds = opts.retryAfterSeconds;
     this.etag = opts.etag;
+    this.allow = opts.allow;
   }
 
   get status(): number {

@@ -260,26 +260,26 @@ export class ContractRouter {
    * as before).
    */
   match(req: Pick<RawRequest, 'method' | 'path'>): Operation {
+    // HEAD is GET without the body (RFC 9110 9.3.2: a server supports HEAD wherever it supports
+    // GET): the GET operation answers, and the server sends its status and headers only.
+    const method = req.method === 'head' ? 'get' : req.method;
     // A literal path's route comes first of any that match (the order above).
-    const exact = this.exact.get(req.path)?.methods.get(req.method);
+    const exact = this.exact.get(req.path)?.methods.get(method);
     if (exact) return exact;
     const candidates: Route[] = [];
     collectRoutes(this.routes, req.path.split('/'), 0, candidates);
     if (candidates.length > 1) candidates.sort((a, b) => a.order - b.order);
-    let pathMatched = false;
     let loose: Operation | undefined;
     for (const route of candidates) {
-      const op = route.methods.get(req.method);
-      if (!op) {
-        pathMatched = true;
-      } else if (route.typed === undefined || route.typed.test(req.path)) {
-        return op;
-      } else {
-        loose ??= op;
-      }
+      const op = route.methods.get(method);
+      if (!op) continue;
+      if (route.typed === undefined || route.typed.test(req.path)) return op;
+      loose ??= op;
     }
     if (loose) return loose;
-    if (pathMatched) throw new ApiError('method_not_allowed', 'this method is not allowed on this path');
+    if (candidates.length) {
+      throw new ApiError('method_not_allowed', 'this method is not allowed on this path', { allow: allowedMethods(candidates) });
+    }
     throw new ApiError('not_found', 'no route matches this request');
   }
 
@@ -451,6 +451,19 @@ interface Route {
   /** The path with its integer parameters as integers; undefined when it has none. */
   typed: RegExp | undefined;
   methods: Map<string, Operation>;
+}
+
+/** The Allow header of a 405 (RFC 9110 10.2.1): the methods of the routes the path matched, HEAD beside GET. */
+function allowedMethods(routes: Route[]): string {
+  const methods = new Set<string>();
+  for (const route of routes) {
+    for (const m of route.methods.keys()) {
+      methods.add(m.toUpperCase());
+      if (m === 'get') methods.add('HEAD');
+    }
+  }
+  const order = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
+  return [...methods].sort((a, b) => (order.indexOf(a) + 1 || 99) - (order.indexOf(b) + 1 || 99) || a.localeCompare(b)).join(', ');
 }
 
 /** A node of the route trie: one path segment. */

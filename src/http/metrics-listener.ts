@@ -45,10 +45,9 @@ export function metricsOnlyApp(deps: Pick<Deps, 'config' | 'sql'>): Hono {
       error: reasonPhrase(known ? 405 : 404),
       message: known ? 'this method is not allowed on this path' : 'this listener serves GET /metrics only',
     };
-    return new Response(JSON.stringify(body), {
-      status: known ? 405 : 404,
-      headers: { 'content-type': 'application/json', 'x-request-id': randomUUID(), ...SECURITY_HEADERS },
-    });
+    const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': randomUUID() };
+    if (known) headers.allow = 'GET, HEAD';
+    return new Response(JSON.stringify(body), { status: known ? 405 : 404, headers: Object.assign(headers, SECURITY_HEADERS) });
   });
   return hono;
 }

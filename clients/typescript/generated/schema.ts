@@ -7084,9 +7084,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description The path exists but does not take this method (for example a client generated from another version of the contract); nothing was done. */
+        /** @description The path exists but does not take this method (for example a client generated from another version of the contract); nothing was done. `Allow` lists the methods it takes. Every path with a GET operation also answers HEAD: the GET's status and headers, without the body. */
         MethodNotAllowed: {
             headers: {
+                /** @description The methods the path takes, e.g. `GET, HEAD, POST` (HEAD wherever GET is). */
+                Allow: string;
                 "X-Correlation-ID": components["headers"]["XCorrelationId"];
                 "X-Request-Id": components["headers"]["XRequestId"];
                 [name: string]: unknown;
