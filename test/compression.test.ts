@@ -8,11 +8,11 @@ import { readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { negotiateCoding } from '../src/http/compression.ts';
 import { serveMetrics } from '../src/http/metrics-listener.ts';
-import { checkResponse } from './contract-check.ts';
+import { checkResponse, decodeBody } from './contract-check.ts';
+import { toHeaders } from './process-fixtures.ts';
 import { listen, startTestApp, type Listening, type TestApp } from './helpers.ts';
 
 let t: TestApp;
@@ -44,15 +44,7 @@ function get(path: string, headers: Record<string, string> = {}, method = 'GET',
       res.on('error', fail);
       res.on('end', () => {
         const bytes = Buffer.concat(chunks);
-        const coding = res.headers['content-encoding'];
-        const decoded = !bytes.length
-          ? bytes
-          : coding === 'br'
-            ? brotliDecompressSync(bytes)
-            : coding === 'gzip'
-              ? gunzipSync(bytes)
-              : bytes;
-        ok({ status: res.statusCode!, headers: res.headers, bytes, decoded });
+        ok({ status: res.statusCode!, headers: res.headers, bytes, decoded: decodeBody(bytes, res.headers['content-encoding']) });
       });
     });
     req.on('error', fail);
@@ -61,11 +53,7 @@ function get(path: string, headers: Record<string, string> = {}, method = 'GET',
 }
 
 /** The Headers of a raw response, for checkResponse. */
-function headersOf(raw: RawResponse): Headers {
-  const h = new Headers();
-  for (const [k, v] of Object.entries(raw.headers)) if (v !== undefined) h.set(k, Array.isArray(v) ? v.join(', ') : v);
-  return h;
-}
+const headersOf = (raw: RawResponse) => toHeaders(raw.headers);
 
 describe('negotiateCoding (RFC 9110 Accept-Encoding)', () => {
   it.each([

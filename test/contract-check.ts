@@ -11,17 +11,20 @@ const router = new OpenAPIRouter({ definition: openapiDocument() });
 
 export class ContractViolation extends Error {}
 
+/** Bytes as sent in a Content-Encoding (br or gzip, src/http/compression.ts), decoded. */
+export function decodeBody(bytes: Buffer, coding: string | null | undefined): Buffer {
+  if (!coding || !bytes.length) return bytes;
+  if (coding === 'br') return brotliDecompressSync(bytes);
+  if (coding === 'gzip') return gunzipSync(bytes);
+  throw new ContractViolation(`a content coding the service does not send: ${coding}`);
+}
+
 /**
- * A response's body as text, decoded from its Content-Encoding (br or gzip, src/http/compression.ts):
- * what a client that asked for the coding reads. app.fetch hands the coded bytes over as they are.
+ * A response's body as text, decoded from its Content-Encoding: what a client that asked for the
+ * coding reads. app.fetch hands the coded bytes over as they are.
  */
 export async function decodedText(res: Response): Promise<string> {
-  const bytes = Buffer.from(await res.arrayBuffer());
-  const coding = res.headers.get('content-encoding');
-  if (coding === 'br') return brotliDecompressSync(bytes).toString('utf8');
-  if (coding === 'gzip') return gunzipSync(bytes).toString('utf8');
-  if (coding) throw new ContractViolation(`a content coding the service does not send: ${coding}`);
-  return bytes.toString('utf8');
+  return decodeBody(Buffer.from(await res.arrayBuffer()), res.headers.get('content-encoding')).toString('utf8');
 }
 
 export interface CheckedResponse {

@@ -9,6 +9,7 @@
 // to 0.39 MB in ~0.1 s, the 1.4 MB of the OpenAPI document to 0.1 MB in ~0.04 s. A dynamic body
 // (the metrics) is gzipped at the default level per reply.
 import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
 import { brotliCompress, constants, gzip } from 'node:zlib';
 
@@ -57,17 +58,12 @@ export function negotiateCoding(
   return best;
 }
 
-/** `bytes` in `coding`: harder for a static body (compressed once) than for one made per reply. */
-export function compress(bytes: Uint8Array, coding: ContentCoding, level: 'static' | 'dynamic'): Promise<Buffer<ArrayBuffer>> {
-  if (coding === 'br') {
-    return brotliAsync(bytes, {
-      params: {
-        [constants.BROTLI_PARAM_QUALITY]: level === 'static' ? 9 : 4,
-        [constants.BROTLI_PARAM_SIZE_HINT]: bytes.byteLength,
-      },
-    });
-  }
-  return gzipAsync(bytes, { level: level === 'static' ? 9 : constants.Z_DEFAULT_COMPRESSION });
+/** A static body in `coding`, at the highest levels a body compressed once can afford. */
+function compressStatic(bytes: Uint8Array, coding: ContentCoding): Promise<Buffer<ArrayBuffer>> {
+  if (coding === 'gzip') return gzipAsync(bytes, { level: 9 });
+  return brotliAsync(bytes, {
+    params: { [constants.BROTLI_PARAM_QUALITY]: 9, [constants.BROTLI_PARAM_SIZE_HINT]: bytes.byteLength },
+  });
 }
 
 /** A body and the headers that go with it: `content-encoding` when coded, `vary` when it could be. */
@@ -128,7 +124,7 @@ export class StaticBody {
   #codedIn(coding: ContentCoding): Promise<Buffer<ArrayBuffer> | null> {
     let coded = this.#coded.get(coding);
     if (!coded) {
-      coded = compress(this.bytes, coding, 'static').then(
+      coded = compressStatic(this.bytes, coding).then(
         // a coded form no smaller than the body is not worth a header
         (out) => (out.byteLength < this.bytes.byteLength ? out : null),
         (err: unknown) => {
@@ -140,6 +136,29 @@ export class StaticBody {
     }
     return coded.catch(() => null);
   }
+}
+
+/** Files read once as static bodies, by path (those found; a missing one is looked for again). */
+const staticFiles = new Map<string, Promise<StaticBody | null>>();
+
+/**
+ * The file at `path` as a StaticBody, read on first demand and kept for the life of the process
+ * (files that do not change while it runs: the API reference's assets, the console's hashed
+ * assets); null when there is no such file.
+ */
+export function staticFile(path: string): Promise<StaticBody | null> {
+  let body = staticFiles.get(path);
+  if (!body) {
+    body = readFile(path).then(
+      (bytes) => new StaticBody(bytes),
+      () => {
+        staticFiles.delete(path); // looked for again next time
+        return null;
+      },
+    );
+    staticFiles.set(path, body);
+  }
+  return body;
 }
 
 /** A static body's reply to a request: its status, bytes (none for a 304) and headers. */
@@ -178,5 +197,5 @@ export async function codedDynamicBody(body: string | Buffer<ArrayBuffer>, accep
   // saves little more than gzip on such text
   const coding = negotiateCoding(acceptEncoding, ['gzip']);
   if (!coding) return { body: bytes, headers: { vary: 'accept-encoding' } };
-  return { body: await compress(bytes, coding, 'dynamic'), headers: { vary: 'accept-encoding', 'content-encoding': coding } };
+  return { body: await gzipAsync(bytes), headers: { vary: 'accept-encoding', 'content-encoding': coding } };
 }

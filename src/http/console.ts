@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { extname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pageCsp } from './security-headers.ts';
-import { StaticBody, staticReply, type StaticReply } from './compression.ts';
+import { staticFile, staticReply, type StaticReply } from './compression.ts';
 
 // The web console (README "Console"): a single-page app built by `make console` (Vite, console/)
 // into console/dist and served from there at /console by this process. Everything it loads comes
@@ -33,23 +33,6 @@ async function readIfFile(path: string) {
 }
 
 /**
- * The hashed files under assets/, each read once and kept with its compressed forms: a build never
- * changes a file of a given name (a rebuild while the process runs adds new names, and index.html,
- * read at every request, names them).
- */
-const hashedAssets = new Map<string, StaticBody>();
-
-async function hashedAsset(file: string): Promise<StaticBody | null> {
-  const known = hashedAssets.get(file);
-  if (known) return known;
-  const bytes = await readIfFile(file);
-  if (!bytes) return null;
-  const body = new StaticBody(bytes);
-  hashedAssets.set(file, body);
-  return body;
-}
-
-/**
  * The response for GET /console and everything under it (`path` is the request path); the hashed
  * assets in the content coding `acceptEncoding` prefers, or 304 when `ifNoneMatch` names them
  * (http/compression.ts).
@@ -63,7 +46,9 @@ export async function serveConsole(path: string, acceptEncoding?: string, ifNone
     const hashed = rel.startsWith('assets/');
     let reply: StaticReply | null;
     if (hashed) {
-      const asset = await hashedAsset(file);
+      // read once and kept with its compressed forms: a build never changes a file of a given name
+      // (a rebuild while the process runs adds new names, and index.html, read at every request, names them)
+      const asset = await staticFile(file);
       reply = asset && (await staticReply(asset, acceptEncoding, ifNoneMatch));
     } else {
       const bytes = await readIfFile(file);

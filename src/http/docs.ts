@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { StaticBody, staticReply } from './compression.ts';
+import { staticFile, staticReply } from './compression.ts';
 
 // The reference page runs on closed networks: every asset comes from the installed
 // swagger-ui-dist package, nothing from a CDN.
@@ -44,19 +43,6 @@ export const DOCS_HTML = `<!doctype html>
 </html>
 `;
 
-/** The assets as read from swagger-ui-dist, each read once (they do not change while the process runs). */
-const assetBodies = new Map<string, Promise<StaticBody>>();
-
-function assetBody(file: string): Promise<StaticBody> {
-  let body = assetBodies.get(file);
-  if (!body) {
-    body = readFile(join(distDir, file)).then((bytes) => new StaticBody(bytes));
-    body.catch(() => assetBodies.delete(file)); // read again next time
-    assetBodies.set(file, body);
-  }
-  return body;
-}
-
 /**
  * GET /docs/assets/{file}, in the content coding `acceptEncoding` prefers, or 304 when
  * `ifNoneMatch` names what the browser has (http/compression.ts).
@@ -71,7 +57,9 @@ export async function serveDocsAsset(file: string, acceptEncoding: string | unde
       status: 404,
       headers: { 'content-type': 'application/json' },
     });
-  const reply = await staticReply(await assetBody(file), acceptEncoding, ifNoneMatch);
+  const body = await staticFile(join(distDir, file));
+  if (!body) throw new Error(`swagger-ui-dist has no ${file}`);
+  const reply = await staticReply(body, acceptEncoding, ifNoneMatch);
   const headers = { 'content-type': type, 'cache-control': 'public, max-age=3600' };
   return new Response(reply.body, { status: reply.status, headers: Object.assign(headers, reply.headers) });
 }
