@@ -56,6 +56,7 @@ export async function createApp(deps: Deps): Promise<App> {
    */
   function serveApi(req: Request, env: unknown, facts: RequestFacts, path: string, url: UrlParts): Response | Promise<Response> {
     let reply: Reply | Promise<Reply>;
+    if (req.method === 'HEAD') facts.head = true;
     try {
       reply = dispatch(req, env, facts, url);
     } catch (err) {
@@ -254,6 +255,11 @@ function render(facts: RequestFacts | undefined, path: string, reply: Reply): Re
     bytes =
       typeof raw === 'string' ? Buffer.byteLength(raw) : raw instanceof Uint8Array || raw instanceof ArrayBuffer ? raw.byteLength : NaN;
     body = reply.raw as BodyInit;
+    // A HEAD sends no body: a stream (server-sent events) is cancelled, so its producer stops.
+    if (facts?.head && body instanceof ReadableStream) {
+      void body.cancel();
+      body = null;
+    }
   } else if (reply.body === undefined || reply.status === 204 || reply.status === 304) {
     bytes = 0;
     body = null;
@@ -264,7 +270,11 @@ function render(facts: RequestFacts | undefined, path: string, reply: Reply): Re
     bytes = Buffer.byteLength(body);
   }
   if (facts) {
-    if (!Number.isNaN(bytes)) facts.bytes = bytes;
+    if (!Number.isNaN(bytes)) {
+      facts.bytes = bytes;
+      // A HEAD's reply has no body to measure: the length its GET would send (not for 204 or 304).
+      if (facts.head && body !== null && headers['content-length'] === undefined) headers['content-length'] = String(bytes);
+    }
     finishHeaders(facts, path, headers);
   }
   return new Response(body, { status: reply.status, headers });

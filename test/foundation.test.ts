@@ -97,6 +97,11 @@ describe('probes and documents', () => {
       expect(head.status, path).toBe(200);
       expect(await head.text(), path).toBe('');
       expect(head.headers.get('x-request-id'), path).toBeTruthy();
+      // the length its GET sends (RFC 9110 8.6), for a client sizing a download or a cache
+      if (path !== '/metrics') {
+        const got = await t.app.fetch(new Request(`http://test.local${path}`));
+        expect(head.headers.get('content-length'), path).toBe(String((await got.arrayBuffer()).byteLength));
+      } else expect(Number(head.headers.get('content-length')), path).toBeGreaterThan(0);
     }
     // an operation with a bearer token: authorised as its GET is
     const denied = await t.app.fetch(new Request('http://test.local/api/v1/collections', { method: 'HEAD' }));
@@ -107,6 +112,19 @@ describe('probes and documents', () => {
     expect(listed.status).toBe(200);
     expect(listed.headers.get('content-type')).toBe('application/json');
     expect(await listed.text()).toBe('');
+    // a stream (server-sent events): its headers, no body, no length (its producer is cancelled)
+    const streamed = await t.app.fetch(
+      new Request('http://test.local/api/v1/search/stream?q=anything', {
+        method: 'HEAD',
+        headers: { authorization: `Bearer ${t.adminToken}` },
+      }),
+    );
+    expect(streamed.status).toBe(200);
+    expect(streamed.headers.get('content-type')).toBe('text/event-stream');
+    expect(streamed.headers.get('content-length')).toBeNull();
+    expect(await streamed.text()).toBe('');
+    const listedGet = await t.request('GET', '/api/v1/collections');
+    expect(listed.headers.get('content-length')).toBe(String(Buffer.byteLength(JSON.stringify(listedGet.body))));
     const missing = await t.app.fetch(
       new Request('http://test.local/api/v1/collections/999999999', {
         method: 'HEAD',

@@ -32,6 +32,11 @@ export interface RequestFacts {
   /** Bytes of the response body when known before it is sent (null for streams). */
   bytes: number | null;
   /**
+   * A HEAD request (answered by its GET operation without the body): the app's renderer states the
+   * body's length in Content-Length, as the GET would send it (RFC 9110 9.3.2, 8.6).
+   */
+  head?: boolean;
+  /**
    * The response's headers as finishHeaders completed them (the app's own renderer): the
    * middleware then leaves the response alone. Undefined for other responses (docs, console).
    */
