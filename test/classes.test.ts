@@ -320,8 +320,24 @@ describe('deleteClass and deleteClassByName', () => {
     expect((await t.request('GET', `/api/v1/classes/${other.id}/${o2.id}`)).status).toBe(200);
     expect((await eventsOf(t, 'class', cls.id)).at(-1)!.action).toBe('deleted');
     expect((await eventsOf(t, 'object', o1.id)).at(-1)).toMatchObject({ action: 'deleted', metadata: { cause: 'class_deleted' } });
-    expect((await eventsOf(t, 'object_relation', or!.id)).at(-1)!.action).toBe('deleted');
-    expect((await eventsOf(t, 'class_relation', cr!.id)).at(-1)!.action).toBe('deleted');
+    expect((await eventsOf(t, 'object_relation', or!.id)).at(-1)).toMatchObject({
+      action: 'deleted',
+      metadata: { cause: 'class_deleted', class_id: cls.id },
+    });
+    expect((await eventsOf(t, 'class_relation', cr!.id)).at(-1)).toMatchObject({
+      action: 'deleted',
+      metadata: { cause: 'class_deleted', class_id: cls.id },
+    });
+    const summaries = await t.deps.sql<{ summary: string }[]>`
+      select summary from events where (entity_type, entity_id) in (('object_relation', ${or!.id}::int), ('class_relation', ${cr!.id}::int))
+      order by entity_type desc`;
+    expect(summaries.map((r) => r.summary)).toEqual([
+      `object relation ${or!.id} deleted with class ${cls.name}`,
+      `class relation ${cr!.id} deleted with class ${cls.name}`,
+    ]);
+    const left = await t.deps.sql`
+      select 1 from object_relations where id = ${or!.id} union all select 1 from class_relations where id = ${cr!.id}`;
+    expect(left).toHaveLength(0);
   });
 
   it('deleteClass 412 stale, 403 without DeleteClass, 404 missing', async () => {

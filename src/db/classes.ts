@@ -277,6 +277,37 @@ export function isEmptyCascade(c: ClassCascade): boolean {
   return !c.objects.length && !c.objectRelations.length && !c.classRelations.length && !c.fields.length;
 }
 
+/** Object or class relations deleted with class `cls`, each with its `deleted` event. */
+async function deleteRelationsWithClass(
+  tx: TransactionSql,
+  actor: Actor,
+  cls: ClassRow,
+  meta: Record<string, unknown>,
+  kind: 'object' | 'class',
+  rows: readonly ((ObjectRelationRow | ClassRelationRow) & RelationEnds)[],
+): Promise<void> {
+  if (!rows.length) return;
+  await tx`delete from ${tx(`${kind}_relations`)} where id = any(${rows.map((r) => r.id)}::int[])`;
+  await appendMany(
+    tx,
+    actor,
+    rows.map((r) => {
+      const { from_collection_id, to_collection_id, ...snapshot } = r;
+      return {
+        entityType: `${kind}_relation`,
+        entityId: r.id,
+        collectionId: from_collection_id,
+        relatedCollectionIds: [to_collection_id],
+        action: 'deleted',
+        summary: `${kind} relation ${r.id} deleted with class ${cls.name}`,
+        before: snapshot,
+        beforeRevision: r.revision,
+        metadata: meta,
+      };
+    }),
+  );
+}
+
 /**
  * Deletes what depends on a class (locked by the caller, `cascade` as readClassCascade read it), each
  * row with a `deleted` event: object relations, class relations, objects, computed fields.
@@ -284,48 +315,8 @@ export function isEmptyCascade(c: ClassCascade): boolean {
 export async function deleteClassDependents(tx: TransactionSql, actor: Actor, cls: ClassRow, cascade: ClassCascade): Promise<void> {
   const meta = { class_id: cls.id, cause: 'class_deleted' };
   const { objects, objectRelations, classRelations, fields } = cascade;
-  if (objectRelations.length) {
-    await tx`delete from object_relations where id = any(${objectRelations.map((r) => r.id)}::int[])`;
-    await appendMany(
-      tx,
-      actor,
-      objectRelations.map((r) => {
-        const { from_collection_id, to_collection_id, ...snapshot } = r;
-        return {
-          entityType: 'object_relation',
-          entityId: r.id,
-          collectionId: from_collection_id,
-          relatedCollectionIds: [to_collection_id],
-          action: 'deleted',
-          summary: `object relation ${r.id} deleted with class ${cls.name}`,
-          before: snapshot,
-          beforeRevision: r.revision,
-          metadata: meta,
-        };
-      }),
-    );
-  }
-  if (classRelations.length) {
-    await tx`delete from class_relations where id = any(${classRelations.map((r) => r.id)}::int[])`;
-    await appendMany(
-      tx,
-      actor,
-      classRelations.map((r) => {
-        const { from_collection_id, to_collection_id, ...snapshot } = r;
-        return {
-          entityType: 'class_relation',
-          entityId: r.id,
-          collectionId: from_collection_id,
-          relatedCollectionIds: [to_collection_id],
-          action: 'deleted',
-          summary: `class relation ${r.id} deleted with class ${cls.name}`,
-          before: snapshot,
-          beforeRevision: r.revision,
-          metadata: meta,
-        };
-      }),
-    );
-  }
+  await deleteRelationsWithClass(tx, actor, cls, meta, 'object', objectRelations);
+  await deleteRelationsWithClass(tx, actor, cls, meta, 'class', classRelations);
   if (objects.length) {
     await tx`delete from objects where class_id = ${cls.id}::int`;
     await appendMany(
