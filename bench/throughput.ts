@@ -24,7 +24,11 @@
 // --cpu-prof-dir=/tmp/prof` to profile them under the load; bench/cpuprofile-top.ts summarises a
 // profile), BENCH_BARE_NODE_OPTIONS (the same for the bare server), BENCH_LOADER (wrk or autocannon;
 // default wrk when it is on the PATH), BENCH_SVC_LOG_LEVEL (the service's SVC_LOG_LEVEL, default
-// warn: no `request` log line per request; info measures them).
+// warn: no `request` log line per request; info measures them), BENCH_PROCESS_CPU (a fraction of a
+// core, e.g. 0.3: each server process, bare or service, in a cgroup of its own with that CPU quota,
+// bench/cpu-cap.ts; root. On a machine with too few cores for two server processes, PostgreSQL and
+// the load generator, `2 processes vs 1` then measures how a server scales with processes, each
+// with the same CPU, instead of the cores left over).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -34,6 +38,7 @@ import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import autocannon, { type AutocannonInstance, type AutocannonRequest } from 'autocannon';
 import postgres from 'postgres';
+import { CpuCap } from './cpu-cap.ts';
 import { scratchDatabase, type ScratchDatabase } from './scratch-database.ts';
 import { freePort } from '../src/db/embedded.ts';
 import { SERVER_SCHEMA } from './objects.ts';
@@ -59,6 +64,8 @@ const SVC_NODE_OPTIONS = (process.env.BENCH_SVC_NODE_OPTIONS ?? '').split(' ').f
 const SVC_LOG_LEVEL = process.env.BENCH_SVC_LOG_LEVEL ?? 'warn';
 const BARE_NODE_OPTIONS = (process.env.BENCH_BARE_NODE_OPTIONS ?? '').split(' ').filter(Boolean);
 const LOADER = loader(process.env.BENCH_LOADER);
+/** BENCH_PROCESS_CPU: each server process under a CPU quota of its own (bench/cpu-cap.ts), or none. */
+const CAP = process.env.BENCH_PROCESS_CPU ? new CpuCap(Number(process.env.BENCH_PROCESS_CPU)) : undefined;
 const ADMIN_PASSWORD = 'bench-throughput-password';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BARE_BUNDLE = 'dist/bench/bare-server.js';
@@ -112,6 +119,7 @@ async function startProc(
     env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  CAP?.place(child.pid!);
   // Its last chunks of output, for the errors below, kept as they came: a service logging every
   // request (BENCH_SVC_LOG_LEVEL=info) then costs this process a read a chunk, as a log collector.
   const chunks: Buffer[] = [];
@@ -611,6 +619,7 @@ function cleanup(): Promise<void> {
     for (const inst of running) inst.stop();
     for (const child of generators) child.kill('SIGKILL');
     await Promise.all([...live].map(stopProc));
+    CAP?.remove();
     await maker?.end({ timeout: 5 });
     await scratch?.drop();
   })();
@@ -1167,12 +1176,16 @@ function report(results: Measurement[], soaks: Soak[], run: { load0: number; loa
       mean(two) >= 1.5,
       `${mean(two).toFixed(2)}×`,
       (bareTwo ? `; the bare select server's 2 processes ${mean(bareTwo).toFixed(2)}× its one` : '') +
-        (cpu.length < 4 ? `; this machine has ${cpu.length} cores for both processes, PostgreSQL and the load generator` : ''),
+        (CAP
+          ? `; each process capped at ${CAP.share} of a core (BENCH_PROCESS_CPU), on ${cpu.length} cores`
+          : cpu.length < 4
+            ? `; this machine has ${cpu.length} cores for both processes, PostgreSQL and the load generator`
+            : ''),
     );
   return [
     `Throughput, ${new Date().toISOString().slice(0, 10)}, ${cpu.length} × ${cpu[0]?.model.trim() ?? 'CPU'}, Node ${process.version}, ${run.db}; ` +
       `load by ${LOADER === 'wrk' ? 'wrk -t1' : 'autocannon'}, ${CONNECTIONS} connections, ${DURATION} s per measurement after ${WARMUP} s warm-up, ${ROUNDS} rounds (bare, service, bare, service), ` +
-      `fresh processes (service: SVC_RUNTIME_ROLE=api); load average ${run.load0.toFixed(2)} before, ${run.load1.toFixed(2)} after; total ${run.seconds.toFixed(0)} s.`,
+      `fresh processes (service: SVC_RUNTIME_ROLE=api)${CAP ? `, each server process capped at ${CAP.share} of a core (BENCH_PROCESS_CPU)` : ''}; load average ${run.load0.toFixed(2)} before, ${run.load1.toFixed(2)} after; total ${run.seconds.toFixed(0)} s.`,
     '',
     `| ${header.join(' | ')} |`,
     `|${header.map(() => '---').join('|')}|`,
