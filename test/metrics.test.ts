@@ -401,9 +401,18 @@ describe('request log', () => {
     });
     const wrong = await t.request('POST', '/api/v0/auth/login', { token: null, body: { name, password: `${password}-wrong` } });
     expect(wrong.status).toBe(401);
+    const head = await t.app.fetch(
+      new Request('http://test.local/api/v1/collections', { method: 'HEAD', headers: { authorization: `Bearer ${token}` } }),
+    );
+    expect(head.status).toBe(200);
+    const got = await t.request('GET', '/api/v1/collections', { token });
 
     const lines = logLines.filter((l) => l.msg === 'request');
-    expect(lines).toHaveLength(2);
+    expect(lines).toHaveLength(4);
+    // a HEAD: its Content-Length states the GET's body, none of which was sent
+    expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(got.text)));
+    expect(lines[2]).toMatchObject({ method: 'HEAD', route: '/api/v1/collections', status: 200, principal_id: userId, bytes: 0 });
+    expect(lines[3]).toMatchObject({ method: 'GET', route: '/api/v1/collections', status: 200, bytes: Buffer.byteLength(got.text) });
     expect(lines[0]).toMatchObject({
       level: 30,
       request_id: me.headers.get('x-request-id'),

@@ -1,7 +1,8 @@
 // What the app records of every request: its ids (an incoming valid X-Request-Id is kept), the
 // security headers of its response, the HTTP metrics, and one INFO log line:
 //   request_id, correlation_id, method, route (the OpenAPI path template, never the path: paths
-//   hold names), status, duration_ms, principal_id, bytes (null for a streamed body).
+//   hold names), status, duration_ms, principal_id, bytes of the body sent (null for a streamed
+//   body, 0 for a HEAD).
 // Never a header value other than the two ids, a query string or a body: nothing that could hold
 // a token, password or secret.
 import { randomUUID } from 'node:crypto';
@@ -85,7 +86,8 @@ export function endRequest(
   recordRequest(m, facts.route, res.status, ms / 1000);
   if (!deps.log.isLevelEnabled('info')) return;
   const length = finished ? (finished['content-length'] ?? null) : res.headers.get('content-length');
-  const bytes = length !== null ? Number(length) : facts.bytes;
+  // a HEAD sends none of the body its Content-Length states
+  const bytes = method === 'HEAD' ? 0 : length !== null ? Number(length) : facts.bytes;
   // Its fields, below, are all it says: nothing to redact. Written as pino would write them (the
   // line's cost through pino: src/log.ts writeInfoLine). JSON.stringify of a number that is not
   // finite gives null, as pino's.
