@@ -15,7 +15,8 @@
 //
 // Uses SVC_DATABASE_URL when set (a scratch database is created on that server and dropped), else an
 // embedded PostgreSQL in a temporary directory. Knobs: BENCH_CONNECTIONS (50), BENCH_DURATION (10 s
-// per measurement), BENCH_WARMUP (3 s), BENCH_ROUNDS (2), BENCH_SOAK_SECONDS (60; 0 skips the soaks),
+// per measurement), BENCH_WARMUP (3 s; under BENCH_PROCESS_CPU, 3 s of CPU at its share), BENCH_ROUNDS
+// (2), BENCH_SOAK_SECONDS (60; 0 skips the soaks),
 // BENCH_SOAK_WINDOW (10 s compared at each end of the soak), BENCH_SOAK_CHUNK (300 s: the soak's
 // middle is loaded and reported in chunks of at most this), BENCH_ONLY (a comma-separated list of
 // scenario ids, e.g. `bare-constant,svc-healthz`, and soaks, `soak`, `soak-create` and
@@ -51,7 +52,6 @@ const int = (name: string, fallback: number, min = 1) => {
 };
 const CONNECTIONS = int('BENCH_CONNECTIONS', 50, 2);
 const DURATION = int('BENCH_DURATION', 10);
-const WARMUP = int('BENCH_WARMUP', 3);
 const ROUNDS = int('BENCH_ROUNDS', 2);
 const SOAK = int('BENCH_SOAK_SECONDS', 60, 0);
 const SOAK_WINDOW = Math.min(int('BENCH_SOAK_WINDOW', 10), Math.max(1, Math.floor(SOAK / 3)));
@@ -66,6 +66,8 @@ const BARE_NODE_OPTIONS = (process.env.BENCH_BARE_NODE_OPTIONS ?? '').split(' ')
 const LOADER = loader(process.env.BENCH_LOADER);
 /** BENCH_PROCESS_CPU: each server process under a CPU quota of its own (bench/cpu-cap.ts), or none. */
 const CAP = process.env.BENCH_PROCESS_CPU ? new CpuCap(Number(process.env.BENCH_PROCESS_CPU)) : undefined;
+/** The warm-up: 3 s, or under a cap as much CPU as 3 s uncapped would give (0.3 of a core: 10 s). */
+const WARMUP = int('BENCH_WARMUP', CAP && CAP.share < 1 ? Math.ceil(3 / CAP.share) : 3);
 const ADMIN_PASSWORD = 'bench-throughput-password';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const BARE_BUNDLE = 'dist/bench/bare-server.js';
