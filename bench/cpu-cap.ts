@@ -73,13 +73,10 @@ export class CpuCap {
 
   /** Puts process `pid` (and the threads it starts from now on) under a quota of its own. */
   place(pid: number): void {
-    const dir = this.#made.length > 0 && this.#idle(this.#made[this.#made.length - 1]!) ? this.#made[this.#made.length - 1]! : this.#make();
+    // the last group again when its process has exited (a process that exits leaves its group)
+    const last = this.#made.at(-1);
+    const dir = last !== undefined && readFileSync(join(last, 'cgroup.procs'), 'utf8').trim() === '' ? last : this.#make();
     writeFileSync(join(dir, 'cgroup.procs'), String(pid));
-  }
-
-  /** A group with no process in it (a process that exited leaves its group). */
-  #idle(dir: string): boolean {
-    return readFileSync(join(dir, 'cgroup.procs'), 'utf8').trim() === '';
   }
 
   /** Removes the groups it made (each must be empty: call after the processes have exited). */

@@ -273,7 +273,7 @@ function render(facts: RequestFacts | undefined, path: string, reply: Reply): Re
     if (!Number.isNaN(bytes)) {
       facts.bytes = bytes;
       // A HEAD's reply has no body to measure: the length its GET would send (not for 204 or 304).
-      if (facts.head && body !== null && headers['content-length'] === undefined) headers['content-length'] = String(bytes);
+      if (facts.head && body !== null) headers['content-length'] = String(bytes);
     }
     finishHeaders(facts, path, headers);
   }
