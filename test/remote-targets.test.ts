@@ -481,6 +481,43 @@ describe('invokeRemoteTarget (queueing)', () => {
     void classA2;
   });
 
+  it('relation subjects: reading one needs its read permission at both ends, whichever end is refused', async () => {
+    const [from, to] = [await createClass(colA), await createClass(colB)];
+    const relRes = await post('/api/v1/relations/classes', { from_class_id: from, to_class_id: to });
+    expect(relRes.status, relRes.text).toBe(201);
+    const rel = (relRes.body as { id: number }).id;
+    const [fromObj, toObj] = [await createObject(from), await createObject(to)];
+    const objRes = await post('/api/v1/relations/objects', { class_relation_id: rel, from_object_id: fromObj, to_object_id: toObj });
+    expect(objRes.status, objRes.text).toBe(201);
+    const orel = (objRes.body as { id: number }).id;
+    const rt = await createTarget({ allowed_subject_types: ['class_relation', 'object_relation'] });
+    const subjects = [
+      { type: 'class_relation', id: rel },
+      { type: 'object_relation', id: orel },
+    ];
+    const reads = ['ReadClassRelation', 'ReadObjectRelation'];
+    // the from end (colA, which also holds the target) alone, the to end (colB) alone, both
+    const fromOnly = await userWith(t, [[colA, ['ExecuteRemoteTarget', ...reads]]]);
+    const toOnly = await userWith(t, [
+      [colA, ['ExecuteRemoteTarget']],
+      [colB, reads],
+    ]);
+    const both = await userWith(t, [
+      [colA, ['ExecuteRemoteTarget', ...reads]],
+      [colB, reads],
+    ]);
+    for (const subject of subjects) {
+      for (const [who, status] of [
+        [fromOnly, 403],
+        [toOnly, 403],
+        [both, 202],
+      ] as const) {
+        const res = await invoke(rt.id, { subject }, { token: who.token });
+        expect(res.status, `${subject.type} ${res.text}`).toBe(status);
+      }
+    }
+  });
+
   it('403 without ExecuteRemoteTarget or without read permission on the subject; ReadRemoteTarget is not needed', async () => {
     const rt = await createTarget({ allowed_subject_types: ['object', 'collection'], class_id: classA });
     const noExec = await userWith(t, [[colA, ['ReadRemoteTarget', 'ReadCollection', 'ReadObject']]]);

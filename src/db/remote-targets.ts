@@ -150,72 +150,83 @@ export async function hasIdempotentRemoteCall(db: Db, principalId: number, key: 
 
 type Rec = Record<string, unknown>;
 
-async function collectionRec(db: Db, id: number): Promise<Rec | undefined> {
+// Each reader takes the row's id as an SQL expression: a value, or a scalar subquery through the
+// subject's row, so that every statement of a subject's context can be sent at once (one round
+// trip, tx.ts's "Pipelines") instead of each waiting for the ids the one before it read.
+
+function given(db: Db, id: number): Fragment {
+  return db`${id}::int` as Fragment;
+}
+
+async function collectionRec(db: Db, id: Fragment): Promise<Rec | undefined> {
   const [r] = await db<Rec[]>`
-    select id, name, description, parent_collection_id, created_at, updated_at, revision from collections where id = ${id}::int`;
+    select id, name, description, parent_collection_id, created_at, updated_at, revision from collections where id = ${id}`;
   return r;
 }
 
-async function classRec(db: Db, id: number): Promise<Rec | undefined> {
+async function classRec(db: Db, id: Fragment): Promise<Rec | undefined> {
   const [r] = await db<Rec[]>`
     select id, name, description, collection_id, validate_schema, json_schema, created_at, updated_at, revision
-    from classes where id = ${id}::int`;
+    from classes where id = ${id}`;
   return r;
 }
 
-async function objectRec(db: Db, id: number): Promise<Rec | undefined> {
+async function objectRec(db: Db, id: Fragment): Promise<Rec | undefined> {
   const [r] = await db<Rec[]>`
     select id, name, description, collection_id, class_id as svc_class_id, json_data as data, created_at, updated_at, revision
-    from objects where id = ${id}::int`;
+    from objects where id = ${id}`;
   return r;
 }
 
-async function classRelationRec(db: Db, id: number): Promise<Rec | undefined> {
+async function classRelationRec(db: Db, id: Fragment): Promise<Rec | undefined> {
   const [r] = await db<Rec[]>`
     select id, from_class_id, to_class_id, forward_alias, reverse_alias, from_max_relations, to_max_relations,
       created_at, updated_at, revision
-    from class_relations where id = ${id}::int`;
+    from class_relations where id = ${id}`;
   return r;
 }
 
-async function objectRelationRec(db: Db, id: number): Promise<Rec | undefined> {
+async function objectRelationRec(db: Db, id: Fragment): Promise<Rec | undefined> {
   const [r] = await db<Rec[]>`
     select id, class_relation_id, from_object_id, to_object_id, created_at, updated_at, revision
-    from object_relations where id = ${id}::int`;
+    from object_relations where id = ${id}`;
   return r;
 }
 
-async function collectionsRec(db: Db, ids: number[]): Promise<Rec[]> {
-  const unique = [...new Set(ids)];
+/** The collections whose ids `ids` (a subquery) selects, by id. */
+async function collectionsRec(db: Db, ids: Fragment): Promise<Rec[]> {
   return db<Rec[]>`
     select id, name, description, parent_collection_id, created_at, updated_at, revision
-    from collections where id = any(${unique}::int[]) order by id`;
+    from collections where id in (${ids}) order by id`;
 }
 
 /**
- * Loads a subject and everything its template context names. undefined when any part is missing
- * (the subject, or for objects a class_id that is not the object's class).
+ * Loads a subject and everything its template context names, in one round trip. undefined when
+ * any part is missing (the subject, or for objects a class_id that is not the object's class).
  */
 export async function loadSubjectContext(db: Db, s: Subject): Promise<SubjectContext | undefined> {
   const type: SubjectType = s.type;
   switch (s.type) {
     case 'collection': {
-      const collection = await collectionRec(db, s.id);
+      const collection = await collectionRec(db, given(db, s.id));
       if (!collection) return undefined;
       return { subject_type: type, subject: collection, collection, collectionIds: [s.id] };
     }
     case 'class': {
-      const klass = await classRec(db, s.id);
+      const [klass, collection] = await Promise.all([
+        classRec(db, given(db, s.id)),
+        collectionRec(db, db`(select collection_id from classes where id = ${s.id}::int)` as Fragment),
+      ]);
       if (!klass) return undefined;
-      const collection = await collectionRec(db, klass.collection_id as number);
       return { subject_type: type, subject: klass, class: klass, collection, collectionIds: [klass.collection_id as number] };
     }
     case 'object': {
-      const object = await objectRec(db, s.object_id);
-      if (!object || object.svc_class_id !== s.class_id) return undefined;
-      const klass = await classRec(db, s.class_id);
-      if (!klass) return undefined;
-      const collection = await collectionRec(db, object.collection_id as number);
+      const [object, klass, collection] = await Promise.all([
+        objectRec(db, given(db, s.object_id)),
+        classRec(db, given(db, s.class_id)),
+        collectionRec(db, db`(select collection_id from objects where id = ${s.object_id}::int)` as Fragment),
+      ]);
+      if (!object || object.svc_class_id !== s.class_id || !klass) return undefined;
       return {
         subject_type: type,
         subject: object,
@@ -226,33 +237,48 @@ export async function loadSubjectContext(db: Db, s: Subject): Promise<SubjectCon
       };
     }
     case 'class_relation': {
-      const rel = await classRelationRec(db, s.id);
-      if (!rel) return undefined;
-      const from = await classRec(db, rel.from_class_id as number);
-      const to = await classRec(db, rel.to_class_id as number);
-      if (!from || !to) return undefined;
-      const ids = [from.collection_id as number, to.collection_id as number];
+      const end = (column: 'from_class_id' | 'to_class_id') =>
+        db`(select ${db(column)} from class_relations where id = ${s.id}::int)` as Fragment;
+      const [rel, from, to, collections] = await Promise.all([
+        classRelationRec(db, given(db, s.id)),
+        classRec(db, end('from_class_id')),
+        classRec(db, end('to_class_id')),
+        collectionsRec(
+          db,
+          db`select c.collection_id from classes c join class_relations r on c.id in (r.from_class_id, r.to_class_id)
+            where r.id = ${s.id}::int` as Fragment,
+        ),
+      ]);
+      if (!rel || !from || !to) return undefined;
       return {
         subject_type: type,
         subject: rel,
         class_relation: rel,
         from_class: from,
         to_class: to,
-        collections: await collectionsRec(db, ids),
-        collectionIds: ids,
+        collections,
+        collectionIds: [from.collection_id as number, to.collection_id as number],
       };
     }
     case 'object_relation': {
-      const rel = await objectRelationRec(db, s.id);
-      if (!rel) return undefined;
-      const from = await objectRec(db, rel.from_object_id as number);
-      const to = await objectRec(db, rel.to_object_id as number);
-      const classRel = await classRelationRec(db, rel.class_relation_id as number);
-      if (!from || !to || !classRel) return undefined;
-      const fromClass = await classRec(db, from.svc_class_id as number);
-      const toClass = await classRec(db, to.svc_class_id as number);
-      if (!fromClass || !toClass) return undefined;
-      const ids = [from.collection_id as number, to.collection_id as number];
+      const end = (column: 'from_object_id' | 'to_object_id' | 'class_relation_id') =>
+        db`(select ${db(column)} from object_relations where id = ${s.id}::int)` as Fragment;
+      const classOf = (column: 'from_object_id' | 'to_object_id') =>
+        db`(select o.class_id from objects o join object_relations r on o.id = r.${db(column)} where r.id = ${s.id}::int)` as Fragment;
+      const [rel, from, to, classRel, fromClass, toClass, collections] = await Promise.all([
+        objectRelationRec(db, given(db, s.id)),
+        objectRec(db, end('from_object_id')),
+        objectRec(db, end('to_object_id')),
+        classRelationRec(db, end('class_relation_id')),
+        classRec(db, classOf('from_object_id')),
+        classRec(db, classOf('to_object_id')),
+        collectionsRec(
+          db,
+          db`select o.collection_id from objects o join object_relations r on o.id in (r.from_object_id, r.to_object_id)
+            where r.id = ${s.id}::int` as Fragment,
+        ),
+      ]);
+      if (!rel || !from || !to || !classRel || !fromClass || !toClass) return undefined;
       return {
         subject_type: type,
         subject: rel,
@@ -262,11 +288,17 @@ export async function loadSubjectContext(db: Db, s: Subject): Promise<SubjectCon
         class_relation: classRel,
         from_class: fromClass,
         to_class: toClass,
-        collections: await collectionsRec(db, ids),
-        collectionIds: ids,
+        collections,
+        collectionIds: [from.collection_id as number, to.collection_id as number],
       };
     }
   }
+}
+
+/** Awaits checks sent together (one round trip), failing with the first in order that failed. */
+async function inOrder(checks: Promise<unknown>[]): Promise<void> {
+  for (const c of checks) c.catch(() => undefined); // awaited below, in order
+  for (const c of checks) await c;
 }
 
 /**
@@ -296,16 +328,20 @@ export async function requireSubjectRead(db: Db, auth: Authority, s: Subject): P
       const [rel] = await db<{ from_class_id: number; to_class_id: number }[]>`
         select from_class_id, to_class_id from class_relations where id = ${s.id}::int`;
       if (!rel) throw notFound('class relation');
-      await requireClassPermission(db, auth, rel.from_class_id, 'ReadClassRelation');
-      await requireClassPermission(db, auth, rel.to_class_id, 'ReadClassRelation');
+      await inOrder([
+        requireClassPermission(db, auth, rel.from_class_id, 'ReadClassRelation'),
+        requireClassPermission(db, auth, rel.to_class_id, 'ReadClassRelation'),
+      ]);
       return;
     }
     case 'object_relation': {
       const [rel] = await db<{ from_object_id: number; to_object_id: number }[]>`
         select from_object_id, to_object_id from object_relations where id = ${s.id}::int`;
       if (!rel) throw notFound('object relation');
-      await requireObjectPermission(db, auth, rel.from_object_id, 'ReadObjectRelation');
-      await requireObjectPermission(db, auth, rel.to_object_id, 'ReadObjectRelation');
+      await inOrder([
+        requireObjectPermission(db, auth, rel.from_object_id, 'ReadObjectRelation'),
+        requireObjectPermission(db, auth, rel.to_object_id, 'ReadObjectRelation'),
+      ]);
       return;
     }
   }

@@ -1,0 +1,127 @@
+// The template context of a remote call's subject (src/db/remote-targets.ts loadSubjectContext):
+// every statement of it goes out at once, and what they read is the subject's own rows.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import postgres from 'postgres';
+import { startTestApp, uniq, type TestApp } from './helpers.ts';
+import { HoldingProxy } from './holding-proxy.ts';
+import { loadSubjectContext } from '../src/db/remote-targets.ts';
+import type { Db } from '../src/db/sql.ts';
+import type { Subject } from '../src/domain/remote-targets.ts';
+
+let t: TestApp;
+const ids: Record<string, number> = {};
+
+async function made(path: string, body: unknown): Promise<number> {
+  const res = await t.request('POST', path, { token: t.adminToken, body });
+  expect(res.status, res.text).toBe(201);
+  return (res.body as { id: number }).id;
+}
+
+beforeAll(async () => {
+  t = await startTestApp();
+  ids.colA = await made('/api/v1/collections', { name: uniq('col') });
+  ids.colB = await made('/api/v1/collections', { name: uniq('col') });
+  ids.classA = await made('/api/v1/classes', { name: uniq('class'), collection_id: ids.colA });
+  ids.classB = await made('/api/v1/classes', { name: uniq('class'), collection_id: ids.colB });
+  ids.objA = await made(`/api/v1/classes/${ids.classA}/objects`, { name: 'from-obj', json_data: { port: 1 } });
+  ids.objB = await made(`/api/v1/classes/${ids.classB}/objects`, { name: 'to-obj', json_data: {} });
+  ids.classRel = await made('/api/v1/relations/classes', { from_class_id: ids.classA, to_class_id: ids.classB });
+  ids.objectRel = await made('/api/v1/relations/objects', {
+    class_relation_id: ids.classRel,
+    from_object_id: ids.objA,
+    to_object_id: ids.objB,
+  });
+});
+
+afterAll(async () => {
+  await t.close();
+});
+
+// An Execute message: 'E', length 9, the unnamed portal, no row limit (one a statement run).
+const EXECUTE = 'E\0\0\0\t\0\0\0\0\0';
+
+describe('loadSubjectContext', () => {
+  it('sends all of a subject context at once: no statement waits for the answer to another', async () => {
+    // A client of one connection that passes a proxy holding PostgreSQL's answers: a statement is
+    // run (its Execute on the wire) while they are held only if it did not wait for one.
+    const url = new URL(inject('dbUrl'));
+    const proxy = new HoldingProxy();
+    const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
+    url.hostname = '127.0.0.1';
+    url.port = String(port);
+    const sql = postgres(url.toString(), { max: 1, onnotice: () => undefined });
+    try {
+      // each subject and the statements its context reads
+      const cases: [Subject, number][] = [
+        [{ type: 'collection', id: ids.colA! }, 1],
+        [{ type: 'class', id: ids.classA! }, 2],
+        [{ type: 'object', class_id: ids.classA!, object_id: ids.objA! }, 3],
+        [{ type: 'class_relation', id: ids.classRel! }, 4],
+        [{ type: 'object_relation', id: ids.objectRel! }, 7],
+      ];
+      for (const [subject, statements] of cases) {
+        await sql.begin(async (tx) => {
+          // once with the answers flowing: the connection then has the statements prepared (a
+          // statement new to it waits for PostgreSQL to describe its parameters before it is run)
+          expect(await loadSubjectContext(tx as unknown as Db, subject), subject.type).toBeDefined();
+          proxy.hold();
+          const loading = loadSubjectContext(tx as unknown as Db, subject);
+          await proxy.until(Array<string>(statements).fill(EXECUTE)).finally(() => proxy.release());
+          expect(await loading, subject.type).toBeDefined();
+        });
+      }
+    } finally {
+      proxy.release();
+      await sql.end({ timeout: 5 });
+      await proxy.close();
+    }
+  });
+
+  it("reads the subject's own rows: both ends of a relation, their classes and collections", async () => {
+    const sql = t.deps.sql;
+    const rel = await loadSubjectContext(sql, { type: 'object_relation', id: ids.objectRel! });
+    expect(rel).toMatchObject({
+      subject_type: 'object_relation',
+      subject: { id: ids.objectRel, class_relation_id: ids.classRel, from_object_id: ids.objA, to_object_id: ids.objB },
+      from_object: { id: ids.objA, name: 'from-obj', data: { port: 1 }, svc_class_id: ids.classA, collection_id: ids.colA },
+      to_object: { id: ids.objB, name: 'to-obj', svc_class_id: ids.classB, collection_id: ids.colB },
+      class_relation: { id: ids.classRel, from_class_id: ids.classA, to_class_id: ids.classB },
+      from_class: { id: ids.classA, collection_id: ids.colA },
+      to_class: { id: ids.classB, collection_id: ids.colB },
+      collectionIds: [ids.colA, ids.colB],
+    });
+    expect(rel!.collections!.map((c) => c.id)).toEqual([ids.colA, ids.colB].sort((a, b) => a! - b!));
+    expect(rel!.object_relation).toBe(rel!.subject);
+
+    const classRel = await loadSubjectContext(sql, { type: 'class_relation', id: ids.classRel! });
+    expect(classRel).toMatchObject({
+      subject: { id: ids.classRel },
+      from_class: { id: ids.classA },
+      to_class: { id: ids.classB },
+      collectionIds: [ids.colA, ids.colB],
+    });
+    expect(classRel!.collections!.map((c) => c.id)).toEqual([ids.colA, ids.colB].sort((a, b) => a! - b!));
+
+    const obj = await loadSubjectContext(sql, { type: 'object', class_id: ids.classA!, object_id: ids.objA! });
+    expect(obj).toMatchObject({ object: { id: ids.objA }, class: { id: ids.classA }, collection: { id: ids.colA } });
+    const klass = await loadSubjectContext(sql, { type: 'class', id: ids.classB! });
+    expect(klass).toMatchObject({ class: { id: ids.classB }, collection: { id: ids.colB }, collectionIds: [ids.colB] });
+  });
+
+  it('is undefined for a subject that is not there, or an object of another class', async () => {
+    const sql = t.deps.sql;
+    const gone = 2_000_000_000;
+    for (const subject of [
+      { type: 'collection', id: gone },
+      { type: 'class', id: gone },
+      { type: 'object', class_id: ids.classA!, object_id: gone },
+      { type: 'object', class_id: ids.classB!, object_id: ids.objA! },
+      { type: 'object', class_id: gone, object_id: ids.objA! },
+      { type: 'class_relation', id: gone },
+      { type: 'object_relation', id: gone },
+    ] as Subject[]) {
+      expect(await loadSubjectContext(sql, subject), JSON.stringify(subject)).toBeUndefined();
+    }
+  });
+});
