@@ -243,11 +243,7 @@ export async function loadSubjectContext(db: Db, s: Subject): Promise<SubjectCon
         classRelationRec(db, given(db, s.id)),
         classRec(db, end('from_class_id')),
         classRec(db, end('to_class_id')),
-        collectionsRec(
-          db,
-          db`select c.collection_id from classes c join class_relations r on c.id in (r.from_class_id, r.to_class_id)
-            where r.id = ${s.id}::int` as Fragment,
-        ),
+        collectionsRec(db, db`select collection_id from classes where id in (${end('from_class_id')}, ${end('to_class_id')})` as Fragment),
       ]);
       if (!rel || !from || !to) return undefined;
       return {
@@ -264,7 +260,7 @@ export async function loadSubjectContext(db: Db, s: Subject): Promise<SubjectCon
       const end = (column: 'from_object_id' | 'to_object_id' | 'class_relation_id') =>
         db`(select ${db(column)} from object_relations where id = ${s.id}::int)` as Fragment;
       const classOf = (column: 'from_object_id' | 'to_object_id') =>
-        db`(select o.class_id from objects o join object_relations r on o.id = r.${db(column)} where r.id = ${s.id}::int)` as Fragment;
+        db`(select class_id from objects where id = ${end(column)})` as Fragment;
       const [rel, from, to, classRel, fromClass, toClass, collections] = await Promise.all([
         objectRelationRec(db, given(db, s.id)),
         objectRec(db, end('from_object_id')),
@@ -274,8 +270,7 @@ export async function loadSubjectContext(db: Db, s: Subject): Promise<SubjectCon
         classRec(db, classOf('to_object_id')),
         collectionsRec(
           db,
-          db`select o.collection_id from objects o join object_relations r on o.id in (r.from_object_id, r.to_object_id)
-            where r.id = ${s.id}::int` as Fragment,
+          db`select collection_id from objects where id in (${end('from_object_id')}, ${end('to_object_id')})` as Fragment,
         ),
       ]);
       if (!rel || !from || !to || !classRel || !fromClass || !toClass) return undefined;
