@@ -142,6 +142,22 @@ export async function benchRoundTrips(b: Bench, collectionId: number): Promise<s
     await timeEach('createExport (the objects of a class)', () =>
       call('POST', '/api/v1/exports', { scope: { kind: 'objects_in_class', class_id: classId } }),
     );
+    // A remote call queued (the task and its events; no worker runs it here): what it checks and
+    // reads of its subject goes out beside the target's read, an object relation's ends' permissions after it
+    const remote = await call('POST', '/api/v1/remote-targets', {
+      collection_id: collectionId,
+      name: `rt-remote-${Date.now()}`,
+      description: 'a remote call',
+      method: 'post',
+      url_template: 'https://hooks.example.com/{{ subject.id }}',
+      allowed_subject_types: ['collection', 'object_relation'],
+    });
+    await timeEach('invokeRemoteTarget (collection subject)', () =>
+      call('POST', `/api/v1/remote-targets/${remote.id}/invoke`, { subject: { type: 'collection', id: collectionId } }),
+    );
+    await timeEach('invokeRemoteTarget (object relation subject)', () =>
+      call('POST', `/api/v1/remote-targets/${remote.id}/invoke`, { subject: { type: 'object_relation', id: relations[0]! } }),
+    );
     let nextRelation = 0;
     await timeEach('deleteObjectRelation (audit event)', () => call('DELETE', `/api/v1/relations/objects/${relations[nextRelation++]!}`));
     for (let i = made.length; i <= CALLS + 1; i++)
