@@ -5,7 +5,9 @@ import { inject } from 'vitest';
 import postgres from 'postgres';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
 import { HoldingProxy } from './holding-proxy.ts';
-import { loadSubjectContext } from '../src/db/remote-targets.ts';
+import { userWith } from './iam-fixtures.ts';
+import type { Authority } from '../src/domain/authz.ts';
+import { loadSubjectContext, requireSubjectRead } from '../src/db/remote-targets.ts';
 import type { Db } from '../src/db/sql.ts';
 import type { Subject } from '../src/domain/remote-targets.ts';
 
@@ -41,40 +43,47 @@ afterAll(async () => {
 // An Execute message: 'E', length 9, the unnamed portal, no row limit (one a statement run).
 const EXECUTE = 'E\0\0\0\t\0\0\0\0\0';
 
+/**
+ * Runs `fn` twice in a transaction of a one-connection client whose connection passes a proxy that
+ * holds PostgreSQL's answers: once with the answers flowing (the connection then has its statements
+ * prepared: a statement new to it waits for PostgreSQL to describe its parameters before it is run),
+ * then with them held until `statements` statements have been run (their Execute on the wire, which
+ * a statement waiting for another's answer could not be).
+ */
+async function inOneRoundTrip(statements: number, fn: (db: Db) => Promise<unknown>): Promise<void> {
+  const url = new URL(inject('dbUrl'));
+  const proxy = new HoldingProxy();
+  const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  const sql = postgres(url.toString(), { max: 1, onnotice: () => undefined });
+  try {
+    await sql.begin(async (tx) => {
+      await fn(tx as unknown as Db);
+      proxy.hold();
+      const running = fn(tx as unknown as Db);
+      await proxy.until(Array<string>(statements).fill(EXECUTE)).finally(() => proxy.release());
+      await running;
+    });
+  } finally {
+    proxy.release();
+    await sql.end({ timeout: 5 });
+    await proxy.close();
+  }
+}
+
 describe('loadSubjectContext', () => {
   it('sends all of a subject context at once: no statement waits for the answer to another', async () => {
-    // A client of one connection that passes a proxy holding PostgreSQL's answers: a statement is
-    // run (its Execute on the wire) while they are held only if it did not wait for one.
-    const url = new URL(inject('dbUrl'));
-    const proxy = new HoldingProxy();
-    const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
-    url.hostname = '127.0.0.1';
-    url.port = String(port);
-    const sql = postgres(url.toString(), { max: 1, onnotice: () => undefined });
-    try {
-      // each subject and the statements its context reads
-      const cases: [Subject, number][] = [
-        [{ type: 'collection', id: ids.colA! }, 1],
-        [{ type: 'class', id: ids.classA! }, 2],
-        [{ type: 'object', class_id: ids.classA!, object_id: ids.objA! }, 3],
-        [{ type: 'class_relation', id: ids.classRel! }, 4],
-        [{ type: 'object_relation', id: ids.objectRel! }, 7],
-      ];
-      for (const [subject, statements] of cases) {
-        await sql.begin(async (tx) => {
-          // once with the answers flowing: the connection then has the statements prepared (a
-          // statement new to it waits for PostgreSQL to describe its parameters before it is run)
-          expect(await loadSubjectContext(tx as unknown as Db, subject), subject.type).toBeDefined();
-          proxy.hold();
-          const loading = loadSubjectContext(tx as unknown as Db, subject);
-          await proxy.until(Array<string>(statements).fill(EXECUTE)).finally(() => proxy.release());
-          expect(await loading, subject.type).toBeDefined();
-        });
-      }
-    } finally {
-      proxy.release();
-      await sql.end({ timeout: 5 });
-      await proxy.close();
+    // each subject and the statements its context reads
+    const cases: [Subject, number][] = [
+      [{ type: 'collection', id: ids.colA! }, 1],
+      [{ type: 'class', id: ids.classA! }, 2],
+      [{ type: 'object', class_id: ids.classA!, object_id: ids.objA! }, 3],
+      [{ type: 'class_relation', id: ids.classRel! }, 4],
+      [{ type: 'object_relation', id: ids.objectRel! }, 7],
+    ];
+    for (const [subject, statements] of cases) {
+      await inOneRoundTrip(statements, async (db) => expect(await loadSubjectContext(db, subject), subject.type).toBeDefined());
     }
   });
 
@@ -122,6 +131,24 @@ describe('loadSubjectContext', () => {
       { type: 'object_relation', id: gone },
     ] as Subject[]) {
       expect(await loadSubjectContext(sql, subject), JSON.stringify(subject)).toBeUndefined();
+    }
+  });
+});
+
+describe('requireSubjectRead', () => {
+  it("checks a relation subject in one round trip: the relation and both ends' permissions together", async () => {
+    const reads = ['ReadClassRelation', 'ReadObjectRelation'];
+    const reader = await userWith(t, [
+      [ids.colA!, reads],
+      [ids.colB!, reads],
+    ]);
+    // a reader whose grants the statements read (no token cache here)
+    const auth: Authority = { principal: { id: reader.id }, isAdmin: false, token: { scope: null } };
+    for (const subject of [
+      { type: 'class_relation', id: ids.classRel! },
+      { type: 'object_relation', id: ids.objectRel! },
+    ] as Subject[]) {
+      await inOneRoundTrip(3, (db) => requireSubjectRead(db, auth, subject));
     }
   });
 });

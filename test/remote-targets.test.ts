@@ -516,6 +516,15 @@ describe('invokeRemoteTarget (queueing)', () => {
         expect(res.status, `${subject.type} ${res.text}`).toBe(status);
       }
     }
+    // a relation that is not there is 404 as that relation, whatever its ends' checks found
+    for (const [type, noun] of [
+      ['class_relation', 'class relation'],
+      ['object_relation', 'object relation'],
+    ]) {
+      const res = await invoke(rt.id, { subject: { type, id: 2_000_000_000 } }, { token: both.token });
+      expect(res.status, res.text).toBe(404);
+      expect((res.body as { message: string }).message).toContain(noun);
+    }
   });
 
   it('403 without ExecuteRemoteTarget or without read permission on the subject; ReadRemoteTarget is not needed', async () => {

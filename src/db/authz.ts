@@ -351,8 +351,16 @@ export async function requireClassCollectionPermission(db: Db, auth: Authority, 
   return row.collection_id;
 }
 
+/**
+ * A row's id as a scalar subquery of the statement that reads the row (`(select … where …)`), so
+ * that a check of a row named by another can go out beside the read of that other (one round trip).
+ */
+export interface IdBy {
+  idBy: Fragment;
+}
+
 /** 404 when the class does not exist; 403 when the caller lacks `perm` on its collection or is scoped out. */
-export async function requireClassPermission(db: Db, auth: Authority, classId: number, perm: Permission): Promise<ClassRef> {
+export async function requireClassPermission(db: Db, auth: Authority, classId: number | IdBy, perm: Permission): Promise<ClassRef> {
   const row = await readClassAs<ClassRef>(db, auth, classId, perm, partOf(db)`k.id, k.collection_id` as Fragment);
   return { id: row.id, collection_id: row.collection_id };
 }
@@ -376,13 +384,13 @@ export function classPermissionOf(auth: Authority, classId: number, collectionId
 
 /**
  * requireClassPermission and a read of the class's `columns` (over alias `k`, and what `join` adds)
- * in one statement. The class is named by id or by name. `lock: 'share'` also share-locks the class
+ * in one statement. The class is named by id, by name or by an id subquery (IdBy). `lock: 'share'` also share-locks the class
  * row (a write under the class holds its schema).
  */
 export async function readClassAs<R extends object>(
   db: Db,
   auth: Authority,
-  cls: number | { name: string },
+  cls: number | { name: string } | IdBy,
   perm: Permission,
   columns: Fragment,
   opts: { lock?: 'share'; join?: Fragment } = {},
@@ -391,7 +399,13 @@ export async function readClassAs<R extends object>(
     select ${columns}, k.id as svc_class_id, k.collection_id as svc_collection_id,
       ${grantColumn(db, auth, perm, partOf(db)`k.collection_id` as Fragment)} as svc_granted
     from classes k ${opts.join ?? db``}
-    where ${typeof cls === 'number' ? partOf(db)`k.id = ${cls}::int` : partOf(db)`k.name = ${cls.name}::text`}
+    where ${
+      typeof cls === 'number'
+        ? partOf(db)`k.id = ${cls}::int`
+        : 'idBy' in cls
+          ? partOf(db)`k.id = ${cls.idBy}`
+          : partOf(db)`k.name = ${cls.name}::text`
+    }
     ${opts.lock === 'share' ? partOf(db)`for share of k` : partOf(db)``}`;
   if (!row) throw notFound('class');
   enforceGranted(auth, perm, { kind: 'class', id: row.svc_class_id, collectionId: row.svc_collection_id }, row.svc_granted);
@@ -405,7 +419,7 @@ export async function readClassAs<R extends object>(
 export async function requireObjectPermission(
   db: Db,
   auth: Authority,
-  objectId: number,
+  objectId: number | IdBy,
   perm: Permission,
   opts: { classId?: number } = {},
 ): Promise<ObjectRef> {
@@ -416,14 +430,14 @@ export async function requireObjectPermission(
 /**
  * requireObjectPermission and a read of the object's `columns` (over alias `o`) in one statement, so
  * an authorized point read is one round trip; `lock: 'update'` also locks the row for a write. The
- * object is named by id, by name within `opts.classId`, or by name within the class named
+ * object is named by id, by an id subquery (IdBy), by name within `opts.classId`, or by name within the class named
  * `className` (a 404 then says which of the two names is unknown, with a second statement). The row
  * also holds svc_* helper columns; views pick their members by name.
  */
 export async function readObjectAs<R extends object>(
   db: Db,
   auth: Authority,
-  object: number | { name: string; className?: string },
+  object: number | { name: string; className?: string } | IdBy,
   perm: Permission,
   opts: { classId?: number },
   columns: Fragment,
@@ -431,6 +445,7 @@ export async function readObjectAs<R extends object>(
 ): Promise<R> {
   let where: Fragment;
   if (typeof object === 'number') where = partOf(db)`o.id = ${object}::int` as Fragment;
+  else if ('idBy' in object) where = partOf(db)`o.id = ${object.idBy}` as Fragment;
   else if (object.className !== undefined)
     where = partOf(db)`o.class_id = (select k.id from classes k where k.name = ${object.className}::text)
       and o.name = ${object.name}::text` as Fragment;
@@ -442,7 +457,7 @@ export async function readObjectAs<R extends object>(
     from objects o
     where ${where}
     ${lock === 'update' ? partOf(db)`for update of o` : partOf(db)``}`;
-  if (!row && typeof object !== 'number' && object.className !== undefined) {
+  if (!row && typeof object !== 'number' && 'name' in object && object.className !== undefined) {
     const [cls] = await db`select 1 from classes k where k.name = ${object.className}::text`;
     if (!cls) throw notFound('class');
   }

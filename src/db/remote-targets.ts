@@ -158,6 +158,16 @@ function given(db: Db, id: number): Fragment {
   return db`${id}::int` as Fragment;
 }
 
+/** The id in `column` of class relation `id`, as a subquery. */
+function classRelationEnd(db: Db, id: number, column: 'from_class_id' | 'to_class_id'): Fragment {
+  return db`(select ${db(column)} from class_relations where id = ${id}::int)` as Fragment;
+}
+
+/** The id in `column` of object relation `id`, as a subquery. */
+function objectRelationEnd(db: Db, id: number, column: 'from_object_id' | 'to_object_id' | 'class_relation_id'): Fragment {
+  return db`(select ${db(column)} from object_relations where id = ${id}::int)` as Fragment;
+}
+
 async function collectionRec(db: Db, id: Fragment): Promise<Rec | undefined> {
   const [r] = await db<Rec[]>`
     select id, name, description, parent_collection_id, created_at, updated_at, revision from collections where id = ${id}`;
@@ -237,8 +247,7 @@ export async function loadSubjectContext(db: Db, s: Subject): Promise<SubjectCon
       };
     }
     case 'class_relation': {
-      const end = (column: 'from_class_id' | 'to_class_id') =>
-        db`(select ${db(column)} from class_relations where id = ${s.id}::int)` as Fragment;
+      const end = (column: 'from_class_id' | 'to_class_id') => classRelationEnd(db, s.id, column);
       const [rel, from, to, collections] = await Promise.all([
         classRelationRec(db, given(db, s.id)),
         classRec(db, end('from_class_id')),
@@ -257,8 +266,7 @@ export async function loadSubjectContext(db: Db, s: Subject): Promise<SubjectCon
       };
     }
     case 'object_relation': {
-      const end = (column: 'from_object_id' | 'to_object_id' | 'class_relation_id') =>
-        db`(select ${db(column)} from object_relations where id = ${s.id}::int)` as Fragment;
+      const end = (column: 'from_object_id' | 'to_object_id' | 'class_relation_id') => objectRelationEnd(db, s.id, column);
       const classOf = (column: 'from_object_id' | 'to_object_id') =>
         db`(select class_id from objects where id = ${end(column)})` as Fragment;
       const [rel, from, to, classRel, fromClass, toClass, collections] = await Promise.all([
@@ -319,23 +327,28 @@ export async function requireSubjectRead(db: Db, auth: Authority, s: Subject): P
       }
       return;
     }
+    // the relation and its ends' checks go out together, each end named through the relation
     case 'class_relation': {
-      const [rel] = await db<{ from_class_id: number; to_class_id: number }[]>`
-        select from_class_id, to_class_id from class_relations where id = ${s.id}::int`;
-      if (!rel) throw notFound('class relation');
+      const found = (async () => {
+        const [rel] = await db`select 1 from class_relations where id = ${s.id}::int`;
+        if (!rel) throw notFound('class relation');
+      })();
       await inOrder([
-        requireClassPermission(db, auth, rel.from_class_id, 'ReadClassRelation'),
-        requireClassPermission(db, auth, rel.to_class_id, 'ReadClassRelation'),
+        found,
+        requireClassPermission(db, auth, { idBy: classRelationEnd(db, s.id, 'from_class_id') }, 'ReadClassRelation'),
+        requireClassPermission(db, auth, { idBy: classRelationEnd(db, s.id, 'to_class_id') }, 'ReadClassRelation'),
       ]);
       return;
     }
     case 'object_relation': {
-      const [rel] = await db<{ from_object_id: number; to_object_id: number }[]>`
-        select from_object_id, to_object_id from object_relations where id = ${s.id}::int`;
-      if (!rel) throw notFound('object relation');
+      const found = (async () => {
+        const [rel] = await db`select 1 from object_relations where id = ${s.id}::int`;
+        if (!rel) throw notFound('object relation');
+      })();
       await inOrder([
-        requireObjectPermission(db, auth, rel.from_object_id, 'ReadObjectRelation'),
-        requireObjectPermission(db, auth, rel.to_object_id, 'ReadObjectRelation'),
+        found,
+        requireObjectPermission(db, auth, { idBy: objectRelationEnd(db, s.id, 'from_object_id') }, 'ReadObjectRelation'),
+        requireObjectPermission(db, auth, { idBy: objectRelationEnd(db, s.id, 'to_object_id') }, 'ReadObjectRelation'),
       ]);
       return;
     }

@@ -71,11 +71,10 @@ export const remoteTargetsHandlers = {
     const bodyOverride = body.body_override ?? {};
     const idempotencyKey = parseIdempotencyKey(input.headers['idempotency-key']);
     const { task } = await withTx(ctx.deps.sql, async (tx) => {
-      // What the submission checks goes out together (one round trip; a relation subject's check
-      // takes a second, its ends' permissions once the relation is read), read in the order that
-      // decides which error a request gets: the target with its check,
-      // the subject's check and context, the caller's active calls (behind the caller's lock), the
-      // task's id. The task with its events follows, with COMMIT.
+      // What the submission checks goes out together (one round trip), read in the order that
+      // decides which error a request gets: the target with its check, the subject's check and
+      // context, the caller's active calls (behind the caller's lock), the task's id. The task with
+      // its events follows, with COMMIT.
       const reading = readRemoteTargetAs(tx, auth, id, 'ExecuteRemoteTarget');
       const subjectChecked = requireSubjectRead(tx, auth, subject);
       const loading = loadSubjectContext(tx, subject);
