@@ -328,31 +328,27 @@ export async function requireSubjectRead(db: Db, auth: Authority, s: Subject): P
       return;
     }
     // the relation and its ends' checks go out together, each end named through the relation
-    case 'class_relation': {
-      const found = (async () => {
-        const [rel] = await db`select 1 from class_relations where id = ${s.id}::int`;
-        if (!rel) throw notFound('class relation');
-      })();
+    case 'class_relation':
       await inOrder([
-        found,
+        relationFound(db, 'class_relations', s.id, 'class relation'),
         requireClassPermission(db, auth, { idBy: classRelationEnd(db, s.id, 'from_class_id') }, 'ReadClassRelation'),
         requireClassPermission(db, auth, { idBy: classRelationEnd(db, s.id, 'to_class_id') }, 'ReadClassRelation'),
       ]);
       return;
-    }
-    case 'object_relation': {
-      const found = (async () => {
-        const [rel] = await db`select 1 from object_relations where id = ${s.id}::int`;
-        if (!rel) throw notFound('object relation');
-      })();
+    case 'object_relation':
       await inOrder([
-        found,
+        relationFound(db, 'object_relations', s.id, 'object relation'),
         requireObjectPermission(db, auth, { idBy: objectRelationEnd(db, s.id, 'from_object_id') }, 'ReadObjectRelation'),
         requireObjectPermission(db, auth, { idBy: objectRelationEnd(db, s.id, 'to_object_id') }, 'ReadObjectRelation'),
       ]);
       return;
-    }
   }
+}
+
+/** 404 (the `noun` not found) unless relation `id` of `table` exists. */
+async function relationFound(db: Db, table: 'class_relations' | 'object_relations', id: number, noun: string): Promise<void> {
+  const [rel] = await db`select 1 from ${db(table)} where id = ${id}::int`;
+  if (!rel) throw notFound(noun);
 }
 
 // ---- results --------------------------------------------------------------------------------
