@@ -384,8 +384,8 @@ export function classPermissionOf(auth: Authority, classId: number, collectionId
 
 /**
  * requireClassPermission and a read of the class's `columns` (over alias `k`, and what `join` adds)
- * in one statement. The class is named by id, by name or by an id subquery (IdBy). `lock: 'share'` also share-locks the class
- * row (a write under the class holds its schema).
+ * in one statement. The class is named by id, by name or by an id subquery (IdBy). `lock: 'share'`
+ * also share-locks the class row (a write under the class holds its schema).
  */
 export async function readClassAs<R extends object>(
   db: Db,
@@ -430,9 +430,9 @@ export async function requireObjectPermission(
 /**
  * requireObjectPermission and a read of the object's `columns` (over alias `o`) in one statement, so
  * an authorized point read is one round trip; `lock: 'update'` also locks the row for a write. The
- * object is named by id, by an id subquery (IdBy), by name within `opts.classId`, or by name within the class named
- * `className` (a 404 then says which of the two names is unknown, with a second statement). The row
- * also holds svc_* helper columns; views pick their members by name.
+ * object is named by id, by an id subquery (IdBy), by name within `opts.classId`, or by name within
+ * the class named `className` (a 404 then says which of the two names is unknown, with a second
+ * statement). The row also holds svc_* helper columns; views pick their members by name.
  */
 export async function readObjectAs<R extends object>(
   db: Db,
