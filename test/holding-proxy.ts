@@ -85,6 +85,19 @@ export class HoldingProxy {
   }
 }
 
+/** An Execute message as a client sends it: 'E', length 9, the unnamed portal, no row limit (one a statement run). */
+export const EXECUTE = 'E\0\0\0\t\0\0\0\0\0';
+
+/** A HoldingProxy in front of the tests' database, and that database's URL through it. */
+export async function proxyToTestDatabase(): Promise<{ proxy: HoldingProxy; url: string }> {
+  const url = new URL(inject('dbUrl'));
+  const proxy = new HoldingProxy();
+  const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
+  url.hostname = '127.0.0.1';
+  url.port = String(port);
+  return { proxy, url: url.toString() };
+}
+
 /**
  * Opens three connections of `sql` and resolves once none of its statements is under way or
  * waiting. What the app started on its own (learnTextOrder, the token cache's reads) has then been
@@ -122,13 +135,9 @@ export async function withProxiedApp(
     quiet: () => Promise<void>;
   }) => Promise<void>,
 ): Promise<void> {
-  const url = new URL(inject('dbUrl'));
-  const proxy = new HoldingProxy();
-  const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
-  url.hostname = '127.0.0.1';
-  url.port = String(port);
+  const { proxy, url } = await proxyToTestDatabase();
   const config = { ...t.deps.config, SVC_TOKEN_CACHE_SIZE: 100 };
-  const sql = createSql(url.toString(), config);
+  const sql = createSql(url, config);
   try {
     const app = await createApp({ ...t.deps, config, sql });
     await readyPool(sql);

@@ -1,10 +1,9 @@
 // The template context of a remote call's subject (src/db/remote-targets.ts loadSubjectContext):
 // every statement of it goes out at once, and what they read is the subject's own rows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inject } from 'vitest';
 import postgres from 'postgres';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
-import { HoldingProxy } from './holding-proxy.ts';
+import { EXECUTE, proxyToTestDatabase } from './holding-proxy.ts';
 import { userWith } from './iam-fixtures.ts';
 import type { Authority } from '../src/domain/authz.ts';
 import { loadSubjectContext, requireSubjectRead } from '../src/db/remote-targets.ts';
@@ -40,9 +39,6 @@ afterAll(async () => {
   await t.close();
 });
 
-// An Execute message: 'E', length 9, the unnamed portal, no row limit (one a statement run).
-const EXECUTE = 'E\0\0\0\t\0\0\0\0\0';
-
 /**
  * Runs `fn` twice in a transaction of a one-connection client whose connection passes a proxy that
  * holds PostgreSQL's answers: once with the answers flowing (the connection then has its statements
@@ -51,12 +47,8 @@ const EXECUTE = 'E\0\0\0\t\0\0\0\0\0';
  * a statement waiting for another's answer could not be).
  */
 async function inOneRoundTrip(statements: number, fn: (db: Db) => Promise<unknown>): Promise<void> {
-  const url = new URL(inject('dbUrl'));
-  const proxy = new HoldingProxy();
-  const port = await proxy.start(url.hostname || '127.0.0.1', Number(url.port || 5432));
-  url.hostname = '127.0.0.1';
-  url.port = String(port);
-  const sql = postgres(url.toString(), { max: 1, onnotice: () => undefined });
+  const { proxy, url } = await proxyToTestDatabase();
+  const sql = postgres(url, { max: 1, onnotice: () => undefined });
   try {
     await sql.begin(async (tx) => {
       await fn(tx as unknown as Db);
