@@ -1,5 +1,6 @@
 // The template context of a remote call's subject (src/db/remote-targets.ts loadSubjectContext):
-// every statement of it goes out at once, and what they read is the subject's own rows.
+// every statement of it goes out at once, and what they read is the subject's own rows; the
+// remote-call worker's reads before its call go out together too.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import postgres from 'postgres';
 import { startTestApp, uniq, type TestApp } from './helpers.ts';
@@ -9,6 +10,9 @@ import type { Authority } from '../src/domain/authz.ts';
 import { loadSubjectContext, requireSubjectRead } from '../src/db/remote-targets.ts';
 import type { Db } from '../src/db/sql.ts';
 import type { Subject } from '../src/domain/remote-targets.ts';
+import { createSql } from '../src/db/sql.ts';
+import { executeRemoteCall } from '../src/workers/remote-call.ts';
+import type { TaskOutcome, TaskRunContext } from '../src/workers/task-context.ts';
 
 let t: TestApp;
 const ids: Record<string, number> = {};
@@ -141,6 +145,54 @@ describe('requireSubjectRead', () => {
       { type: 'object_relation', id: ids.objectRel! },
     ] as Subject[]) {
       await inOneRoundTrip(3, (db) => requireSubjectRead(db, auth, subject));
+    }
+  });
+});
+
+describe('the remote-call worker', () => {
+  it("reads the target, the subject's context and the submitter's checks in one round trip", async () => {
+    const targetId = await made('/api/v1/remote-targets', {
+      collection_id: ids.colA,
+      name: uniq('rt'),
+      description: '',
+      method: 'get',
+      // loopback: the test app refuses private destinations, so the call stops there, after every check passed
+      url_template: 'https://127.0.0.1:9/{{ from_object.name }}/{{ to_class.name }}',
+      allowed_subject_types: ['object_relation'],
+    });
+    const submitter = await userWith(t, [
+      [ids.colA!, ['ExecuteRemoteTarget', 'ReadObjectRelation']],
+      [ids.colB!, ['ReadObjectRelation']],
+    ]);
+    const authority: Authority = { principal: { id: submitter.id }, isAdmin: false, token: { scope: null } };
+    const { proxy, url } = await proxyToTestDatabase();
+    const sql = createSql(url, Object.assign({}, t.deps.config, { SVC_DB_POOL_MAX: 1, SVC_DB_LIST_POOL_MAX: 0 }));
+    const ctx = {
+      deps: Object.assign({}, t.deps, { sql }),
+      task: { id: 0, request: { target_id: targetId, subject: { type: 'object_relation', id: ids.objectRel } } },
+      authority,
+      signal: new AbortController().signal,
+      checkpoint: () => Promise.resolve(),
+      event: () => Promise.resolve(),
+    } as unknown as TaskRunContext;
+    const outcome = (o: TaskOutcome) => {
+      const details = o.details as { error: { reason: string }; url: string };
+      return [o.status, details.error.reason, details.url];
+    };
+    try {
+      // the first run prepares the connection's statements (a new one waits to be described)
+      const first = outcome(await executeRemoteCall(ctx));
+      expect(first.slice(0, 2)).toEqual(['failed', 'blocked_destination']);
+      expect(first[2]).toMatch(/^https:\/\/127\.0\.0\.1:9\/from-obj\/class-/);
+      proxy.hold();
+      const running = executeRemoteCall(ctx);
+      // the target 1, the context 7, ExecuteRemoteTarget 1, the relation and its ends 3
+      await proxy.until(Array<string>(12).fill(EXECUTE)).finally(() => proxy.release());
+      expect(outcome(await running)).toEqual(first);
+    } finally {
+      proxy.release();
+      await sql.end({ timeout: 5 });
+      await proxy.close();
     }
   });
 });

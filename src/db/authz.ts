@@ -208,8 +208,16 @@ export interface ObjectRef {
   collection_id: number;
 }
 
-/** 404 when the collection does not exist; 403 when the caller lacks `perm` on it or is scoped out. */
-export async function requireCollectionPermission(db: Db, auth: Authority, collectionId: number, perm: Permission): Promise<CollectionRef> {
+/**
+ * 404 when the collection does not exist; 403 when the caller lacks `perm` on it or is scoped out.
+ * The collection is named by id or by an id subquery (IdBy).
+ */
+export async function requireCollectionPermission(
+  db: Db,
+  auth: Authority,
+  collectionId: number | IdBy,
+  perm: Permission,
+): Promise<CollectionRef> {
   const row = await readCollectionAs<CollectionRef>(db, auth, collectionId, perm, partOf(db)`c.id, c.parent_collection_id` as Fragment);
   return { id: row.id, parent_collection_id: row.parent_collection_id };
 }
@@ -255,18 +263,23 @@ export async function readUnderCollection<T extends { rows: unknown[] }>(
   return result;
 }
 
-/** requireCollectionPermission and a read of the collection's `columns` (over alias `c`) in one statement. */
+/**
+ * requireCollectionPermission and a read of the collection's `columns` (over alias `c`) in one
+ * statement; the collection named by id or by an id subquery (IdBy).
+ */
 export function readCollectionAs<R extends object>(
   db: Db,
   auth: Authority,
-  collectionId: number,
+  collectionId: number | IdBy,
   perm: Permission,
   columns: Fragment,
 ): Promise<R> {
   return readInCollectionAs<R>(db, auth, perm, 'collection', {
     columns,
     from: partOf(db)`collections c` as Fragment,
-    where: partOf(db)`c.id = ${collectionId}::int` as Fragment,
+    where: (typeof collectionId === 'number'
+      ? partOf(db)`c.id = ${collectionId}::int`
+      : partOf(db)`c.id = ${collectionId.idBy}`) as Fragment,
     collection: 'c.id',
   });
 }

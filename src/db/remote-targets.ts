@@ -345,6 +345,24 @@ export async function requireSubjectRead(db: Db, auth: Authority, s: Subject): P
   }
 }
 
+/**
+ * What a remote call re-checks of its submitter before it runs: ExecuteRemoteTarget on the
+ * collection of target `targetId` (named through the target) and read permission on the subject
+ * (requireSubjectRead), sent together (one round trip); fails with the first in that order that
+ * failed.
+ */
+export async function requireRemoteCallPermissions(db: Db, auth: Authority, targetId: number, s: Subject): Promise<void> {
+  await inOrder([
+    requireCollectionPermission(
+      db,
+      auth,
+      { idBy: db`(select collection_id from remote_targets where id = ${targetId}::int)` as Fragment },
+      'ExecuteRemoteTarget',
+    ),
+    requireSubjectRead(db, auth, s),
+  ]);
+}
+
 /** 404 (the `noun` not found) unless relation `id` of `table` exists. */
 async function relationFound(db: Db, table: 'class_relations' | 'object_relations', id: number, noun: string): Promise<void> {
   const [rel] = await db`select 1 from ${db(table)} where id = ${id}::int`;

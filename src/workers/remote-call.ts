@@ -15,14 +15,14 @@
 // the outbound request: never in templates, results, task details, events or logs.
 import type { Deps } from '../deps.ts';
 import { ApiError } from '../domain/errors.ts';
-import { requireCollectionPermission } from '../db/authz.ts';
 import {
   findRemoteTarget,
   insertRemoteCallResult,
   loadSubjectContext,
-  requireSubjectRead,
+  requireRemoteCallPermissions,
   type RemoteCallResult,
 } from '../db/remote-targets.ts';
+import { withTx } from '../db/tx.ts';
 import {
   TemplateError,
   renderCall,
@@ -61,6 +61,12 @@ interface Request {
   subject: Subject;
   parameters?: Record<string, unknown>;
   body_override?: Record<string, unknown>;
+}
+
+/** The value of a settled read, or its error thrown. */
+function valueOf<T>(r: PromiseSettledResult<T>): T {
+  if (r.status === 'rejected') throw r.reason;
+  return r.value;
 }
 
 function preview(body: Buffer): { text: string; truncated: boolean } {
@@ -123,8 +129,18 @@ export async function executeRemoteCall(ctx: TaskRunContext): Promise<TaskOutcom
     };
   };
 
-  // 1. target and subject
-  const target = await findRemoteTarget(db, req.target_id);
+  // 1–2. The target, the subject's context and the submitter's permissions (live grants ∩ the
+  // token scope snapshot) are read together on one connection (one round trip, then COMMIT), and
+  // decided in the order that picks a failure's reason.
+  const authority = ctx.authority;
+  const read = await withTx(db, (tx) =>
+    Promise.allSettled([
+      findRemoteTarget(tx, req.target_id),
+      loadSubjectContext(tx, subject),
+      authority ? requireRemoteCallPermissions(tx, authority, req.target_id, subject) : Promise.resolve(),
+    ] as const),
+  );
+  const target = valueOf(read[0]);
   if (!target) return fail('target_not_found', 'the remote target no longer exists');
   method = target.method;
   if (!target.enabled) return fail('target_disabled', 'the remote target is disabled');
@@ -132,16 +148,13 @@ export async function executeRemoteCall(ctx: TaskRunContext): Promise<TaskOutcom
     return fail('subject_not_allowed', `the remote target no longer accepts ${subject.type} subjects`);
   if (subject.type === 'object' && subject.class_id !== target.class_id)
     return fail('subject_not_allowed', 'the object is not of the target class');
-  const sc = await loadSubjectContext(db, subject);
+  const sc = valueOf(read[1]);
   if (!sc) return fail('subject_not_found', 'the subject no longer exists');
   if (!sc.collectionIds.includes(target.collection_id))
     return fail('subject_not_allowed', "the target's collection is not one of the subject's collections");
-
-  // 2. permissions of the submitter, under the token scope snapshot
-  if (!ctx.authority) return fail('permission_denied', 'the submitter no longer exists');
+  if (!authority) return fail('permission_denied', 'the submitter no longer exists');
   try {
-    await requireCollectionPermission(db, ctx.authority, target.collection_id, 'ExecuteRemoteTarget');
-    await requireSubjectRead(db, ctx.authority, subject);
+    valueOf(read[2]);
   } catch (err) {
     if (err instanceof ApiError && err.kind === 'not_found') return fail('subject_not_found', 'the subject no longer exists');
     if (err instanceof ApiError && err.kind === 'bad_request') return fail('subject_not_allowed', 'the object is not of the target class');
