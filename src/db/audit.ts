@@ -31,12 +31,14 @@ export const EVENT_LIST_SPEC: ListSpec = {
   defaultSort: [{ field: 'id', desc: true }],
 };
 
-/** Full visibility of an event row `e`: ReadAudit on its own collection, or collection-less for unscoped admins. */
+/**
+ * Full visibility of an event row `e`: ReadAudit on its own collection; every event for an unscoped
+ * administrator (who holds ReadAudit everywhere and alone reads collection-less events).
+ */
 function fullVisibility(db: Db, auth: Authority): Fragment {
+  if (readsCollectionlessEvents(auth)) return partOf(db)`true` as Fragment;
   const granted = collectionWhere(db, auth, 'ReadAudit', { id: 'e.collection_id' });
-  const own = partOf(db)`(e.collection_id is not null and ${granted})` as Fragment;
-  if (!readsCollectionlessEvents(auth)) return own;
-  return or(db, [own, partOf(db)`e.collection_id is null` as Fragment]);
+  return partOf(db)`(e.collection_id is not null and ${granted})` as Fragment;
 }
 
 /**
