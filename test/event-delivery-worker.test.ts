@@ -24,6 +24,8 @@ import { claimDeliveries } from '../src/db/event-deliveries.ts';
 import { savepoint, withTx } from '../src/db/tx.ts';
 import { EVENTS_CHANNEL, wake } from '../src/db/wakeups.ts';
 import { appendEvent } from '../src/db/events.ts';
+import { createSql } from '../src/db/sql.ts';
+import { EXECUTE, proxyToTestDatabase } from './holding-proxy.ts';
 import { SYSTEM_ACTOR } from '../src/domain/actor.ts';
 
 let peer: Peer;
@@ -413,6 +415,38 @@ describe('claim fencing', () => {
     ).toBe(1);
     expect(await runDeliveryOnce(t.deps, { sinkIds: [sinkId] })).toBe(1);
     expect(peer.seen.length).toBe(10);
+  });
+
+  it("reads a batch's sinks, subscriptions and events with the claim: three statements for the batch, not three a row", async () => {
+    const sinkId = (await createSink(t)).id;
+    const col = await createCollection(t);
+    for (let i = 0; i < 2; i++) {
+      await createSubscription(t, col, {
+        sink_id: sinkId,
+        entity_types: ['collection'],
+        actions: ['updated'],
+        routing: { url: peer.url() },
+      });
+    }
+    for (let i = 0; i < 3; i++) await t.request('PATCH', `/api/v1/collections/${col}`, { body: { description: `d${i}` } });
+    await fanOutAll(t);
+    // the worker's statements (each an Execute, COMMIT too), counted on their way to PostgreSQL over
+    // one connection already open
+    const { proxy, url } = await proxyToTestDatabase();
+    const sql = createSql(url, Object.assign({}, t.deps.config, { SVC_DB_POOL_MAX: 1, SVC_DB_LIST_POOL_MAX: 0 }));
+    try {
+      await sql`select 1`;
+      proxy.sent = '';
+      expect(await runDeliveryOnce(Object.assign({}, t.deps, { sql }), { sinkIds: [sinkId] })).toBe(6);
+      // the claim with its COMMIT, the batch's sinks, subscriptions and events, then each row's claim
+      // check with its COMMIT, and its result
+      expect(proxy.sent.split(EXECUTE).length - 1).toBe(2 + 3 + 6 * 3);
+    } finally {
+      await sql.end({ timeout: 5 });
+      await proxy.close();
+    }
+    expect(peer.seen.length).toBe(6);
+    expect(new Set(peer.seen.map((r) => JSON.parse(r.body).event_id as string)).size).toBe(3);
   });
 });
 

@@ -39,6 +39,11 @@ export async function findEventSink(db: Db, id: number): Promise<EventSinkRow | 
   return row;
 }
 
+/** The sinks of `ids` that exist (in no order). */
+export async function findEventSinks(db: Db, ids: number[]): Promise<EventSinkRow[]> {
+  return await db<EventSinkRow[]>`select ${sinkCols(db)} from event_sinks k where k.id = any(${ids}::int[])`;
+}
+
 /** The sink locked for a write, with the transaction's now() (the updated_at of the write). */
 export async function lockEventSink(tx: TransactionSql, id: number): Promise<(EventSinkRow & { svc_now: Date }) | undefined> {
   const [row] = await tx<(EventSinkRow & { svc_now: Date })[]>`

@@ -54,6 +54,11 @@ export async function findEventSubscription(db: Db, id: number): Promise<EventSu
   return row;
 }
 
+/** The subscriptions of `ids` that exist (in no order). */
+export async function findEventSubscriptions(db: Db, ids: number[]): Promise<EventSubscriptionRow[]> {
+  return await db<EventSubscriptionRow[]>`select ${cols(db)} from event_subscriptions s where s.id = any(${ids}::int[])`;
+}
+
 /**
  * The subscription when it belongs to the scope (a collection, or null for system), locked, with the
  * transaction's now() (the updated_at of the write).

@@ -3,7 +3,7 @@
 // db/wakeups.ts) with polling as the fallback.
 // Each cycle claims at most min(SVC_EVENT_DELIVERY_BATCH_SIZE, 8) due rows, each under its own claim
 // token locked for SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, and sends them concurrently:
-//   1. load sink, subscription and event; refuse (dead, nothing sent, no secret resolved) a
+//   1. load sink, subscription and event (for the whole batch, with the claim); refuse (dead, nothing sent, no secret resolved) a
 //      routing that is neither listed in the sink's config.allowed_routing nor set by an unscoped
 //      administrator for this sink; build the envelope (before/after are redacted when the
 //      subscription's collection is only a related collection of the event, as audit reads do);
@@ -20,14 +20,16 @@
 //      shutdown aborted the send. A replaced or revoked claim records nothing.
 import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
-import { withTx } from '../db/tx.ts';
+import { finalFor, notFinal, withTx } from '../db/tx.ts';
 import { DELIVERIES_CHANNEL } from '../db/wakeups.ts';
-import { findEventSink } from '../db/event-sinks.ts';
-import { sinkDefinition } from '../domain/views/event-sinks.ts';
-import { findEventSubscription } from '../db/event-subscriptions.ts';
+import type { Db } from '../db/sql.ts';
+import { findEventSinks } from '../db/event-sinks.ts';
+import { sinkDefinition, type EventSinkRow } from '../domain/views/event-sinks.ts';
+import { findEventSubscriptions } from '../db/event-subscriptions.ts';
+import type { EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
 import {
   claimDeliveries,
-  findEventByUuid,
+  findEventsByUuids,
   lockLiveClaim,
   nextDueAt,
   recordDeliveryResult,
@@ -35,6 +37,7 @@ import {
   type ClaimedDelivery,
   type DeliveryClaimFilter,
   type DeliveryResult,
+  type StoredEvent,
 } from '../db/event-deliveries.ts';
 import { backoffMs, deliveryEnvelope } from '../domain/event-subscriptions.ts';
 import { transportFor } from '../sinks/index.ts';
@@ -95,14 +98,44 @@ async function record(deps: Deps, c: ClaimedDelivery, transport: string, r: Deli
   return ok ? 'recorded' : 'claim_lost';
 }
 
-/** Delivers one claimed row (steps 1–5 of the header). */
-export async function deliverClaimed(deps: Deps, c: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryStep> {
-  const cfg = deps.config;
-  const [sink, sub, event] = await Promise.all([
-    findEventSink(deps.sql, c.sink_id),
-    findEventSubscription(deps.sql, c.subscription_id),
-    findEventByUuid(deps.sql, c.event_id),
+/** What a claimed row is sent with: its sink, subscription and event (each undefined when gone). */
+export interface DeliveryContext {
+  sink: EventSinkRow | undefined;
+  sub: EventSubscriptionRow | undefined;
+  event: StoredEvent | undefined;
+}
+
+/**
+ * The sinks, subscriptions and events of `claimed`, by delivery id: three statements for the whole
+ * batch, sent together (one round trip on a transaction's connection).
+ */
+export async function deliveryContexts(db: Db, claimed: ClaimedDelivery[]): Promise<Map<number, DeliveryContext>> {
+  const unique = <T>(values: T[]) => [...new Set(values)];
+  const [sinks, subs, events] = await Promise.all([
+    findEventSinks(db, unique(claimed.map((c) => c.sink_id))),
+    findEventSubscriptions(db, unique(claimed.map((c) => c.subscription_id))),
+    findEventsByUuids(db, unique(claimed.map((c) => c.event_id))),
   ]);
+  const sinkById = new Map(sinks.map((k) => [k.id, k]));
+  const subById = new Map(subs.map((s) => [s.id, s]));
+  const eventById = new Map(events.map((e) => [e.event_id, e]));
+  return new Map(
+    claimed.map((c) => [c.id, { sink: sinkById.get(c.sink_id), sub: subById.get(c.subscription_id), event: eventById.get(c.event_id) }]),
+  );
+}
+
+/**
+ * Delivers one claimed row (steps 1–5 of the header), with its sink, subscription and event as
+ * read with the claim (deliveryContexts), or read now when not given.
+ */
+export async function deliverClaimed(
+  deps: Deps,
+  c: ClaimedDelivery,
+  signal: AbortSignal,
+  context?: DeliveryContext,
+): Promise<DeliveryStep> {
+  const cfg = deps.config;
+  const { sink, sub, event } = context ?? (await deliveryContexts(deps.sql, [c])).get(c.id)!;
   // deleting a sink, subscription or event deletes its delivery rows: nothing left to record
   if (!sink || !sub || !event) return 'gone';
   if (sub.sink_id !== sink.id) {
@@ -140,7 +173,9 @@ export async function deliverClaimed(deps: Deps, c: ClaimedDelivery, signal: Abo
   }
 
   const gate = await withTx(deps.sql, async (tx): Promise<DeliveryStep | 'send'> => {
-    if (!(await lockLiveClaim(tx, c.id, c.claim_token))) return 'claim_lost';
+    // without pacing the check is the transaction's one statement: COMMIT goes with it
+    const final = sink.min_interval_ms === null ? finalFor(deps.sql, tx) : notFinal;
+    if (!(await lockLiveClaim(tx, c.id, c.claim_token, final))) return 'claim_lost';
     if (sink.min_interval_ms !== null) {
       const freeAt = await takeSendSlot(tx, sink.id, sink.min_interval_ms);
       if (freeAt !== null) {
@@ -184,12 +219,16 @@ export interface DeliveryRunOptions extends DeliveryClaimFilter {
 export async function runDeliveryOnce(deps: Deps, opts: DeliveryRunOptions = {}): Promise<number> {
   const cfg = deps.config;
   const limit = Math.min(cfg.SVC_EVENT_DELIVERY_BATCH_SIZE, MAX_CLAIM);
-  const claimed = await withTx(deps.sql, (tx) => claimDeliveries(tx, limit, cfg.SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, opts));
+  // the claimed rows, then their sinks, subscriptions and events, on the claim's connection
+  const { claimed, contexts } = await withTx(deps.sql, async (tx) => {
+    const rows = await claimDeliveries(tx, limit, cfg.SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, opts);
+    return { claimed: rows, contexts: rows.length === 0 ? new Map<number, DeliveryContext>() : await deliveryContexts(tx, rows) };
+  });
   if (claimed.length === 0) return 0;
   const signal = opts.signal ?? new AbortController().signal;
   await Promise.all(
     claimed.map((c) =>
-      deliverClaimed(deps, c, signal).catch((err: unknown) => {
+      deliverClaimed(deps, c, signal, contexts.get(c.id)).catch((err: unknown) => {
         deps.log.error({ err, delivery_id: c.id }, 'event delivery failed');
       }),
     ),
