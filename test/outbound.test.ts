@@ -4,9 +4,11 @@ import { execFileSync, execFile } from 'node:child_process';
 import { createServer } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readFileSync, writeFileSync } from 'node:fs';
+import tls from 'node:tls';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startPeer, type Peer, type Seen } from './tls-fixtures.ts';
 import {
   classifyAddress,
@@ -17,6 +19,7 @@ import {
   redactHeaders,
   type OutboundRequest,
 } from '../src/outbound/http.ts';
+import { trustContext } from '../src/outbound/trust.ts';
 
 let peer: Peer;
 let dir: string;
@@ -288,6 +291,52 @@ describe('outboundRequest against a local HTTPS peer', () => {
       env: { ...process.env, NODE_EXTRA_CA_CERTS: caFile },
     });
     expect(stdout).toBe('200 extra-ca');
+  });
+});
+
+describe('the trust context of a CA file (src/outbound/trust.ts)', () => {
+  it('is built once and shared by every connection while the file stays as it is', async () => {
+    const first = trustContext(caFile);
+    expect(first).toBeDefined();
+    // TLS contexts made while connecting (node's TLS socket makes one per connection unless given one)
+    const made = vi.spyOn(tls, 'createSecureContext');
+    try {
+      for (let i = 0; i < 3; i++) expect((await outboundRequest(base({}))).status).toBe(200);
+      expect(made).not.toHaveBeenCalled();
+    } finally {
+      made.mockRestore();
+    }
+    expect(trustContext(caFile)).toBe(first);
+    expect(trustContext(undefined)).toBeUndefined();
+  });
+
+  it('a changed file is read again: a rotated CA is trusted from the next connection, the old one no longer', async () => {
+    const other = await startPeer({ prefix: 'svc-outbound-rotated-' });
+    const file = join(dir, 'rotating-ca.pem');
+    try {
+      writeFileSync(file, readFileSync(caFile));
+      const before = trustContext(file);
+      expect((await outboundRequest(base({ caFile: file }))).status).toBe(200);
+      expect((await failure(base({ caFile: file, url: other.url() }))).code).toBe('tls_failure');
+      // the rotation: the other peer's CA in place of the first (another size, so another version
+      // even within the file system's timestamp resolution)
+      writeFileSync(file, `${readFileSync(other.caFile, 'utf8')}\n`);
+      expect(trustContext(file)).not.toBe(before);
+      expect((await outboundRequest(base({ caFile: file, url: other.url() }))).status).toBe(200);
+      expect((await failure(base({ caFile: file }))).code).toBe('tls_failure');
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('a file without a certificate, or none at all, fails the call before anything is sent', async () => {
+    const empty = join(dir, 'no-certificate.pem');
+    writeFileSync(empty, 'not a certificate\n');
+    expect(() => trustContext(empty)).toThrow(/no PEM certificate/);
+    const before = seen.length;
+    expect((await failure(base({ caFile: empty }))).code).toBe('connection_failed');
+    expect((await failure(base({ caFile: join(dir, 'missing.pem') }))).code).toBe('connection_failed');
+    expect(seen.length).toBe(before);
   });
 });
 

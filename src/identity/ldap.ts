@@ -3,13 +3,13 @@
 // always encrypted (ldaps:// or StartTLS). A directory that cannot be reached, times out or answers
 // with an error is `unavailable` (503, reason identity_provider_unavailable); only a refused user
 // bind is a wrong password. Passwords are never logged.
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { rootCertificates, type ConnectionOptions } from 'node:tls';
+import type { ConnectionOptions } from 'node:tls';
 import { Client, InvalidCredentialsError, NoSuchObjectError, SizeLimitExceededError, escapeFilter, type Entry } from 'ldapts';
 import type { Config } from '../config.ts';
 import { ApiError } from '../domain/errors.ts';
 import { resolveSecretAlias, type SecretNamespace } from '../sinks/secrets.ts';
+import { MIN_TLS_VERSION, trustContext } from '../outbound/trust.ts';
 import {
   membersAreNames,
   normalizeDn,
@@ -41,11 +41,13 @@ export class DirectoryError extends Error {
   }
 }
 
+/** The connection's TLS options; the provider's CA file as one context shared by its connections (outbound/trust.ts). */
 function tlsOptions(p: LdapProvider): ConnectionOptions {
   const host = new URL(p.url).hostname.replace(/^\[|\]$/g, '');
-  const opts: ConnectionOptions = { host, minVersion: 'TLSv1.2' };
+  const opts: ConnectionOptions = { host, minVersion: MIN_TLS_VERSION };
   if (isIP(host) === 0) opts.servername = host;
-  if (p.caFile) opts.ca = [...rootCertificates, readFileSync(p.caFile, 'utf8')];
+  const trusted = trustContext(p.caFile);
+  if (trusted) opts.secureContext = trusted;
   return opts;
 }
 
@@ -83,12 +85,13 @@ function all(entry: Entry, attribute: string): string[] {
  * Any failure but what fn itself decides is a DirectoryError; the whole session has a deadline.
  */
 async function session<T>(cfg: SecretConfig, p: LdapProvider, fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = newClient(p);
+  let client: Client | undefined;
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_ok, fail) => {
     timer = setTimeout(() => fail(new Error(`no answer within ${3 * p.timeoutMs} ms`)), 3 * p.timeoutMs);
   });
   const run = async (): Promise<T> => {
+    client = newClient(p); // a CA file that cannot be read fails here, as the directory's error
     await connect(client, p);
     if (p.bindDn) {
       const secret = await resolveSecretAlias(cfg, LDAP_SECRETS, p.bindPasswordAlias ?? '');
@@ -104,7 +107,7 @@ async function session<T>(cfg: SecretConfig, p: LdapProvider, fn: (client: Clien
     throw new DirectoryError(p, err);
   } finally {
     clearTimeout(timer);
-    await client.unbind().catch(() => undefined);
+    await client?.unbind().catch(() => undefined);
   }
 }
 

@@ -10,13 +10,12 @@
 //   - reads the body only up to maxResponseBytes and drops the connection after that;
 //   - reports response headers with sensitive values redacted.
 // Extra trust anchors: SVC_OUTBOUND_CA_FILE (caFile) and NODE_EXTRA_CA_CERTS, added to Node's
-// bundled roots. Errors are OutboundError with a code and a message that never names the URL or
+// bundled roots (one TLS context per CA file, shared: trust.ts). Errors are OutboundError with a code and a message that never names the URL or
 // contains response content.
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { readFileSync } from 'node:fs';
 import { isIP, type LookupFunction } from 'node:net';
-import { rootCertificates } from 'node:tls';
 import { Agent } from 'undici';
+import { trustContext } from './trust.ts';
 import { HEADER_NAME, isTransportHeader, OutboundError, parseOutboundUrl } from '../domain/outbound.ts';
 
 export {
@@ -283,37 +282,6 @@ export async function resolveAndScreen(
   return addresses[0]!;
 }
 
-// ---- trust anchors --------------------------------------------------------------------------
-
-const caCache = new Map<string, string[]>();
-
-function pemBlocks(text: string): string[] {
-  return text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
-}
-
-/** Node's bundled roots + NODE_EXTRA_CA_CERTS + the given PEM file (cached per path). */
-export function trustAnchors(caFile: string | undefined): string[] | undefined {
-  const extraEnv = process.env.NODE_EXTRA_CA_CERTS;
-  if (!caFile) return undefined; // Node's default store (which already includes NODE_EXTRA_CA_CERTS)
-  const key = `${caFile}\0${extraEnv ?? ''}`;
-  let list = caCache.get(key);
-  if (!list) {
-    const fromFile = pemBlocks(readFileSync(caFile, 'utf8'));
-    if (fromFile.length === 0) throw new Error(`no PEM certificate found in ${caFile}`);
-    let fromEnv: string[] = [];
-    if (extraEnv) {
-      try {
-        fromEnv = pemBlocks(readFileSync(extraEnv, 'utf8'));
-      } catch {
-        fromEnv = [];
-      }
-    }
-    list = [...rootCertificates, ...fromEnv, ...fromFile];
-    caCache.set(key, list);
-  }
-  return list;
-}
-
 // ---- the request ----------------------------------------------------------------------------
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']);
@@ -397,7 +365,7 @@ export async function outboundRequest(req: OutboundRequest): Promise<OutboundRes
     agent = new Agent({
       connect: {
         lookup: pinnedLookup,
-        ca: trustAnchors(req.caFile),
+        secureContext: trustContext(req.caFile),
         rejectUnauthorized: true,
         timeout: req.timeoutMs,
       },

@@ -3,9 +3,11 @@
 // pinned address, TLS trust, payload limits, attempt deadlines, template context, and error
 // texts that never carry URIs, secrets or payloads.
 import { isIP } from 'node:net';
+import type { SecureContext } from 'node:tls';
 import type { Config } from '../config.ts';
 import { SETTINGS } from '../config.ts';
-import { OutboundError, resolveAndScreen, trustAnchors, type ResolvedAddress } from '../outbound/http.ts';
+import { OutboundError, resolveAndScreen, type ResolvedAddress } from '../outbound/http.ts';
+import { MIN_TLS_VERSION, trustContext } from '../outbound/trust.ts';
 import type { TemplateLimits } from '../domain/remote-targets.ts';
 import { mergeMembers } from '../domain/json-patch.ts';
 import type { ConfigProblem, EventEnvelope, SendResult } from './types.ts';
@@ -115,7 +117,7 @@ export interface Destination {
   /** Path without the leading slash, still percent-encoded. */
   path: string;
   query: URLSearchParams;
-  tls: { servername?: string; ca?: string[]; rejectUnauthorized: true; minVersion: 'TLSv1.2' };
+  tls: { servername?: string; secureContext?: SecureContext; rejectUnauthorized: true; minVersion: typeof MIN_TLS_VERSION };
 }
 
 /**
@@ -152,16 +154,16 @@ export async function prepareDestination(
     throw err;
   }
   const hostname = url.hostname.replace(/^\[|\]$/g, '');
-  let ca: string[] | undefined;
+  let trusted: SecureContext | undefined;
   try {
-    ca = trustAnchors(config.SVC_OUTBOUND_CA_FILE);
+    trusted = trustContext(config.SVC_OUTBOUND_CA_FILE);
   } catch {
     throw new SinkFailure('retry', 'the trusted CA file could not be read');
   }
   // TLS options for the socket: built by assignment (eslint.config.js); their order does not matter
-  const tls: Destination['tls'] = { rejectUnauthorized: true, minVersion: 'TLSv1.2' };
+  const tls: Destination['tls'] = { rejectUnauthorized: true, minVersion: MIN_TLS_VERSION };
   if (!isIP(hostname)) tls.servername = hostname;
-  if (ca) tls.ca = ca;
+  if (trusted) tls.secureContext = trusted;
   return {
     hostname,
     address,
