@@ -71,6 +71,7 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
   const scope = uniq('dir');
   const downScope = uniq('down');
   const posixScope = uniq('posix');
+  const noCaScope = uniq('noca');
   const alias = `ldaptest_${randomBytes(4).toString('hex')}`;
 
   beforeAll(async () => {
@@ -79,8 +80,9 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
     const p = ldapPrefix(scope);
     const d = ldapPrefix(downScope);
     const x = ldapPrefix(posixScope);
+    const n = ldapPrefix(noCaScope);
     const ldapProviders = parseLdapProviders({
-      SVC_LDAP_PROVIDERS: `${scope},${downScope},${posixScope}`,
+      SVC_LDAP_PROVIDERS: `${scope},${downScope},${posixScope},${noCaScope}`,
       [`${p}URL`]: slapd.url, // ldap:// is always upgraded with StartTLS
       [`${p}CA_FILE`]: slapd.caFile,
       [`${p}BIND_DN`]: SERVICE_DN,
@@ -103,6 +105,12 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
       [`${x}GROUP_FILTER`]: '(objectClass=posixGroup)',
       [`${x}GROUP_MEMBER_ATTRIBUTE`]: 'memberUid',
       [`${x}GROUP_MAP`]: `cn=operators,${GROUPS}=>operators`,
+      // the directory is up, its CA file is not there
+      [`${n}URL`]: slapd.ldapsUrl,
+      [`${n}CA_FILE`]: `${slapd.caFile}.missing`,
+      [`${n}USER_BASE`]: PEOPLE,
+      [`${n}GROUP_BASE`]: GROUPS,
+      [`${n}GROUP_MAP`]: `cn=operators,${GROUPS}=>operators`,
     });
     t = await startTestApp({ ldapProviders, SVC_TRUSTED_PROXIES: '127.0.0.1' });
   }, 300_000);
@@ -133,7 +141,7 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
   it('listAuthProviders 200 lists local and every configured directory scope', async () => {
     const res = await t.request('GET', '/api/v0/auth/providers', { token: null });
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ providers: ['local', scope, downScope, posixScope] });
+    expect(res.body).toEqual({ providers: ['local', scope, downScope, posixScope, noCaScope] });
   });
 
   it('login 200 as a directory user: provider-managed user, mapped groups, their permissions', async () => {
@@ -262,6 +270,12 @@ describe('LDAP identity provider (OpenLDAP slapd)', () => {
     expect(local.status).toBe(200);
     // the failed directory attempts were not counted as wrong passwords
     for (let i = 0; i < 5; i++) expect((await login('alice', 'x', downScope, '192.0.2.51')).status).toBe(503);
+  });
+
+  it('login 503 when the CA file of the directory cannot be read', async () => {
+    const res = await login('alice', 'alice-directory-password', noCaScope, '192.0.2.52');
+    expect(res.status, res.text).toBe(503);
+    expect(res.body).toMatchObject({ reason: 'identity_provider_unavailable' });
   });
 
   it('the group sync of a directory that is down records the attempt, not a success, and keeps memberships', async () => {
