@@ -7,7 +7,8 @@
 // Uses SVC_DATABASE_URL when set (a fresh database is created and dropped), else an embedded
 // PostgreSQL in a temporary directory. BENCH_ITERATIONS (default 500) scales the iteration counts;
 // BENCH_OBJECTS (default 20000) the size of the large class, BENCH_EVENTS (default 50000) the
-// audit table, BENCH_FANOUT_EVENTS (default 5000) the fan-out batch, BENCH_GRAPH_OBJECTS (default
+// audit table, BENCH_FANOUT_EVENTS (default 5000) the fan-out batch, BENCH_DELIVERIES (default
+// 1000) the webhook deliveries of a run (bench/tasks.ts), BENCH_GRAPH_OBJECTS (default
 // 100000, with four relations each) the relation graph (bench/graph.ts). The driver cases
 // (bench/driver-queue.ts: the queue, then statements of tagged-template fragments) run last and
 // print their own tables (BENCH_DRIVER_QUERIES, BENCH_DRIVER_UPSTREAM_QUERIES and
@@ -19,7 +20,7 @@ import { benchSearch } from './search.ts';
 import { benchGraph } from './graph.ts';
 import { benchAudit } from './audit.ts';
 import { benchIdentity } from './identity.ts';
-import { benchExport, benchFanout } from './tasks.ts';
+import { benchDelivery, benchExport, benchFanout } from './tasks.ts';
 import { benchDriverQueue } from './driver-queue.ts';
 import { benchRoundTrips } from './round-trips.ts';
 
@@ -31,6 +32,7 @@ const int = (name: string, fallback: number) => {
 const OBJECTS = int('BENCH_OBJECTS', 20_000);
 const EVENTS = int('BENCH_EVENTS', 50_000);
 const FANOUT_EVENTS = int('BENCH_FANOUT_EVENTS', 5_000);
+const DELIVERIES = int('BENCH_DELIVERIES', 1_000);
 const RUNS = Math.max(2, Math.round(3 * (ITER / 500)));
 
 const started = performance.now();
@@ -49,6 +51,7 @@ try {
   await benchAudit(b, EVENTS);
   await benchExport(b, big, RUNS);
   await benchFanout(b, collectionId, FANOUT_EVENTS, RUNS);
+  await benchDelivery(b, DELIVERIES, RUNS);
   const roundTrips = await benchRoundTrips(b, collectionId);
   const driverQueue = await benchDriverQueue(b.deps.config.SVC_DATABASE_URL!);
 

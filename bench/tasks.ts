@@ -1,9 +1,15 @@
 // Background paths: an export of the large class run through the task executor (time and memory
-// per exported item, at two sizes so growth beyond linear shows), and the event fan-out of N new
-// events to a few subscriptions.
+// per exported item, at two sizes so growth beyond linear shows), the event fan-out of N new
+// events to a few subscriptions, and the webhook delivery of N deliveries to a local HTTPS peer
+// trusted through a CA file, beside the same number of bare POSTs to it.
+import { readFileSync } from 'node:fs';
+import { createSecureContext } from 'node:tls';
+import { Agent } from 'undici';
 import { runTaskOnce } from '../src/workers/tasks.ts';
 import { runEventFanoutOnce } from '../src/workers/event-fanout.ts';
-import { uniq, type Bench } from './setup.ts';
+import { MAX_CLAIM, runDeliveryOnce } from '../src/workers/event-delivery.ts';
+import { startPeer } from '../test/tls-fixtures.ts';
+import { createCollection, uniq, type Bench } from './setup.ts';
 import type { SeededClass } from './objects.ts';
 import { fmtBytes, fmtCount, recordMemory, sampleMemory, throughputCase } from './harness.ts';
 
@@ -146,6 +152,104 @@ export async function benchFanout(b: Bench, collectionId: number, events: number
     (perSecond) =>
       `${fmtCount(perSecond)} events/s, ${(expected / events).toFixed(2)} deliveries/event, batch ${b.deps.config.SVC_EVENT_FANOUT_BATCH_SIZE}`,
   );
+}
+
+/** Appends `n` object.updated events to collection `collectionId` (the workload, not the work). */
+async function appendEvents(b: Bench, collectionId: number, n: number): Promise<void> {
+  await b.sql`
+    insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, actor_user_id,
+      initiator_user_id, provenance, summary, after, after_revision)
+    select 'object', g, 'srv-' || g, ${collectionId}, 'updated', 'user', ${b.adminId}, ${b.adminId},
+      jsonb_build_object('actor', jsonb_build_object('kind', 'user', 'principal', jsonb_build_object('id', ${b.adminId}::int, 'name', 'admin')),
+        'initiator', jsonb_build_object('principal_id', ${b.adminId}::int, 'name', 'admin'), 'task_id', null),
+      'object updated', jsonb_build_object('counter', g), 2
+    from generate_series(1, ${n}::int) g`;
+}
+
+/**
+ * Webhook delivery: `deliveries` rows to a local HTTPS peer whose certificate is trusted through
+ * SVC_OUTBOUND_CA_FILE, sent by `WORKERS` delivery cycles at once (each sends up to 8 rows at once),
+ * per delivery; beside it, the same number of bare POSTs of the same size to the same peer, as
+ * many at once, each on a new connection as the service's are, with one TLS context.
+ */
+export async function benchDelivery(b: Bench, deliveries: number, runs: number): Promise<void> {
+  const WORKERS = 4;
+  const peer = await startPeer({ prefix: 'svc-bench-peer-' });
+  try {
+    const config = Object.assign({}, b.deps.config, { SVC_OUTBOUND_CA_FILE: peer.caFile, SVC_EVENT_SINK_ALLOW_PRIVATE_TARGETS: true });
+    const deps = Object.assign({}, b.deps, { config });
+    const collectionId = await createCollection(b);
+    const [sink] = await b.sql<{ id: number }[]>`
+      insert into event_sinks (name, kind, config) values (${uniq('bench-hook')}, 'webhook', ${b.sql.json({})}) returning id`;
+    await b.sql`
+      insert into event_subscriptions (collection_id, sink_id, name, entity_types, actions, filter, routing, routing_admin_approved)
+      values (${collectionId}, ${sink!.id}, ${uniq('bench-hook-sub')}, ${['object']}::text[], ${['updated']}::text[], ${b.sql.json({})},
+        ${b.sql.json({ url: peer.url() })}, true)`;
+    let bodyBytes = 0;
+    let delivered = 0;
+
+    await throughputCase(
+      AREA,
+      `webhook delivery of ${fmtCount(deliveries)} events (HTTPS, CA file)`,
+      runs,
+      async () => {
+        await appendEvents(b, collectionId, deliveries);
+        while ((await runEventFanoutOnce(b.deps)).claimed > 0);
+        peer.seen.length = 0;
+        const start = process.hrtime.bigint();
+        let sent = 0;
+        await Promise.all(
+          Array.from({ length: WORKERS }, async () => {
+            for (let n; (n = await runDeliveryOnce(deps, { sinkIds: [sink!.id] })) > 0;) sent += n;
+          }),
+        );
+        const us = Number(process.hrtime.bigint() - start) / 1e3;
+        if (sent !== deliveries || peer.seen.length !== deliveries) {
+          throw new Error(`delivered ${sent} (the peer saw ${peer.seen.length}), expected ${deliveries}`);
+        }
+        bodyBytes = Buffer.byteLength(peer.seen[0]!.body);
+        return { items: deliveries, us };
+      },
+      (perSecond) => {
+        delivered = perSecond;
+        return `${fmtCount(perSecond)} deliveries/s, ${WORKERS} cycles at once; bare POSTs below`;
+      },
+    );
+
+    // the bare sends: the same peer, body size and concurrency, a new connection each
+    const secureContext = createSecureContext({ ca: readFileSync(peer.caFile) });
+    const body = 'x'.repeat(bodyBytes);
+    await throughputCase(
+      AREA,
+      `bare POSTs of ${fmtCount(deliveries)} such bodies (new connection each)`,
+      runs,
+      async () => {
+        peer.seen.length = 0;
+        let next = 0;
+        await Promise.all(
+          Array.from({ length: WORKERS * MAX_CLAIM }, async () => {
+            while (next < deliveries) {
+              next++;
+              const agent = new Agent({ connect: { secureContext }, connections: 1, pipelining: 1 });
+              try {
+                const res = await agent.request({ origin: `https://127.0.0.1:${peer.port}`, path: '/hook', method: 'POST', body });
+                await res.body.dump();
+                if (res.statusCode !== 200) throw new Error(`the peer answered ${res.statusCode}`);
+              } finally {
+                await agent.destroy();
+              }
+            }
+          }),
+        );
+        if (peer.seen.length !== deliveries) throw new Error(`the peer saw ${peer.seen.length} POSTs, expected ${deliveries}`);
+        return deliveries;
+      },
+      (perSecond) =>
+        `${fmtCount(perSecond)} POSTs/s, ${fmtCount(bodyBytes)} B bodies, ${WORKERS * MAX_CLAIM} at once; delivery / bare ${(delivered / perSecond).toFixed(2)}`,
+    );
+  } finally {
+    await peer.close();
+  }
 }
 
 function median(xs: number[]): number {
