@@ -130,14 +130,7 @@ export async function benchFanout(b: Bench, collectionId: number, events: number
     `event fan-out of ${fmtCount(events)} events to 3 subscriptions`,
     runs,
     async () => {
-      await b.sql`
-        insert into events (entity_type, entity_id, entity_name, collection_id, action, actor_kind, actor_user_id,
-          initiator_user_id, provenance, summary, after, after_revision)
-        select 'object', g, 'srv-' || g, ${collectionId}, 'updated', 'user', ${b.adminId}, ${b.adminId},
-          jsonb_build_object('actor', jsonb_build_object('kind', 'user', 'principal', jsonb_build_object('id', ${b.adminId}::int, 'name', 'admin')),
-            'initiator', jsonb_build_object('principal_id', ${b.adminId}::int, 'name', 'admin'), 'task_id', null),
-          'object updated', jsonb_build_object('counter', g), 2
-        from generate_series(1, ${events}::int) g`;
+      await appendEvents(b, collectionId, events);
       const start = process.hrtime.bigint();
       let created = 0;
       for (;;) {
