@@ -10,8 +10,8 @@
 //   - reads the body only up to maxResponseBytes and drops the connection after that;
 //   - reports response headers with sensitive values redacted.
 // Extra trust anchors: SVC_OUTBOUND_CA_FILE (caFile) and NODE_EXTRA_CA_CERTS, added to Node's
-// bundled roots (one TLS context per CA file, shared: trust.ts). Errors are OutboundError with a code and a message that never names the URL or
-// contains response content.
+// bundled roots (one TLS context per CA file, shared by the connections: trust.ts). Errors are
+// OutboundError with a code and a message that never names the URL or contains response content.
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent } from 'undici';
