@@ -3,9 +3,9 @@
 // db/wakeups.ts) with polling as the fallback.
 // Each cycle claims at most min(SVC_EVENT_DELIVERY_BATCH_SIZE, 8) due rows, each under its own claim
 // token locked for SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, and sends them concurrently:
-//   1. load sink, subscription and event (for the whole batch, with the claim); refuse (dead, nothing sent, no secret resolved) a
-//      routing that is neither listed in the sink's config.allowed_routing nor set by an unscoped
-//      administrator for this sink; build the envelope (before/after are redacted when the
+//   1. load sink, subscription and event (for the whole batch, with the claim); refuse (dead,
+//      nothing sent, no secret resolved) a routing that is neither listed in the sink's
+//      config.allowed_routing nor set by an unscoped administrator for this sink; build the envelope (before/after are redacted when the
 //      subscription's collection is only a related collection of the event, as audit reads do);
 //   2. resolve secret_ref and config.url_secret_ref (missing secret: a failed attempt, nothing sent);
 //   3. right before transport, re-check the claim (token unchanged, lock unexpired) and take the
