@@ -5,8 +5,9 @@
 // token locked for SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, and sends them concurrently:
 //   1. load sink, subscription and event (for the whole batch, with the claim); refuse (dead,
 //      nothing sent, no secret resolved) a routing that is neither listed in the sink's
-//      config.allowed_routing nor set by an unscoped administrator for this sink; build the envelope (before/after are redacted when the
-//      subscription's collection is only a related collection of the event, as audit reads do);
+//      config.allowed_routing nor set by an unscoped administrator for this sink; build the
+//      envelope (before/after are redacted when the subscription's collection is only a related
+//      collection of the event, as audit reads do);
 //   2. resolve secret_ref and config.url_secret_ref (missing secret: a failed attempt, nothing sent);
 //   3. right before transport, re-check the claim (token unchanged, lock unexpired) and take the
 //      sink's send slot when delivery_policy.min_interval_ms is set (else defer the row:
