@@ -4,7 +4,7 @@
 // trusted through a CA file, beside the same number of bare POSTs to it.
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
-import { Agent } from 'undici';
+import { Pool } from 'undici';
 import { runTaskOnce } from '../src/workers/tasks.ts';
 import { runEventFanoutOnce } from '../src/workers/event-fanout.ts';
 import { MAX_CLAIM, runDeliveryOnce } from '../src/workers/event-delivery.ts';
@@ -163,7 +163,7 @@ async function appendEvents(b: Bench, collectionId: number, n: number): Promise<
  * Webhook delivery: `deliveries` rows to a local HTTPS peer whose certificate is trusted through
  * SVC_OUTBOUND_CA_FILE, sent by `WORKERS` delivery cycles at once (each sends up to 8 rows at once),
  * per delivery; beside it, the same number of bare POSTs of the same size to the same peer, as
- * many at once, each on a new connection as the service's are, with one TLS context.
+ * many at once, on kept-alive connections (as the service's are) with one TLS context.
  */
 export async function benchDelivery(b: Bench, deliveries: number, runs: number): Promise<void> {
   const WORKERS = 4;
@@ -209,31 +209,31 @@ export async function benchDelivery(b: Bench, deliveries: number, runs: number):
       },
     );
 
-    // the bare sends: the same peer, body size and concurrency, a new connection each
+    // the bare sends: the same peer, body size and concurrency, on kept-alive connections
     const secureContext = createSecureContext({ ca: readFileSync(peer.caFile) });
     const body = 'x'.repeat(bodyBytes);
     await throughputCase(
       AREA,
-      `bare POSTs of ${fmtCount(deliveries)} such bodies (new connection each)`,
+      `bare POSTs of ${fmtCount(deliveries)} such bodies (kept-alive connections)`,
       runs,
       async () => {
         peer.seen.length = 0;
         let next = 0;
-        await Promise.all(
-          Array.from({ length: WORKERS * MAX_CLAIM }, async () => {
-            while (next < deliveries) {
-              next++;
-              const agent = new Agent({ connect: { secureContext }, connections: 1, pipelining: 1 });
-              try {
-                const res = await agent.request({ origin: `https://127.0.0.1:${peer.port}`, path: '/hook', method: 'POST', body });
+        const pool = new Pool(`https://127.0.0.1:${peer.port}`, { connect: { secureContext }, pipelining: 1 });
+        try {
+          await Promise.all(
+            Array.from({ length: WORKERS * MAX_CLAIM }, async () => {
+              while (next < deliveries) {
+                next++;
+                const res = await pool.request({ path: '/hook', method: 'POST', body });
                 await res.body.dump();
                 if (res.statusCode !== 200) throw new Error(`the peer answered ${res.statusCode}`);
-              } finally {
-                await agent.destroy();
               }
-            }
-          }),
-        );
+            }),
+          );
+        } finally {
+          await pool.close();
+        }
         if (peer.seen.length !== deliveries) throw new Error(`the peer saw ${peer.seen.length} POSTs, expected ${deliveries}`);
         return deliveries;
       },

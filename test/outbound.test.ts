@@ -19,6 +19,7 @@ import {
   redactHeaders,
   type OutboundRequest,
 } from '../src/outbound/http.ts';
+import { closeConnections, destinationCount } from '../src/outbound/pools.ts';
 import { trustContext } from '../src/outbound/trust.ts';
 
 let peer: Peer;
@@ -291,6 +292,135 @@ describe('outboundRequest against a local HTTPS peer', () => {
       env: { ...process.env, NODE_EXTRA_CA_CERTS: caFile },
     });
     expect(stdout).toBe('200 extra-ca');
+  });
+});
+
+describe('kept-alive connections (src/outbound/pools.ts)', () => {
+  beforeEach(async () => {
+    await closeConnections();
+  });
+
+  it('requests to the same origin, address, trust and deadline share one connection; headers stay per request', async () => {
+    const before = seen.length;
+    const opened = peer.connections.opened;
+    await outboundRequest(base({ headers: { Authorization: 'Bearer first' } }));
+    await outboundRequest(base({ method: 'POST', body: '{}' }));
+    await outboundRequest(base({}));
+    const got = seen.slice(before);
+    expect(got.map((r) => r.connection)).toEqual([opened + 1, opened + 1, opened + 1]);
+    expect(peer.connections.opened).toBe(opened + 1);
+    expect(got[0]!.headers.authorization).toBe('Bearer first');
+    expect(got[1]!.headers.authorization).toBeUndefined();
+    expect(got[2]!.headers.authorization).toBeUndefined();
+  });
+
+  it('another host name, address, CA file or deadline gets a connection of its own', async () => {
+    const any = await startPeer({ prefix: 'svc-outbound-any-', host: '0.0.0.0', altNames: ['DNS:peer.test', 'DNS:localhost'] });
+    const to = (address: string, extra: Partial<OutboundRequest> = {}) =>
+      base(
+        Object.assign(
+          { url: `https://peer.test:${any.port}/`, caFile: any.caFile, resolve: async () => [{ address, family: 4 as const }] },
+          extra,
+        ),
+      );
+    const copy = join(any.dir, 'copy.pem');
+    writeFileSync(copy, readFileSync(any.caFile));
+    try {
+      await outboundRequest(to('127.0.0.1'));
+      await outboundRequest(to('127.0.0.2'));
+      await outboundRequest(to('127.0.0.1', { caFile: copy }));
+      await outboundRequest(to('127.0.0.1', { timeoutMs: 4000 }));
+      await outboundRequest(base({ url: `https://localhost:${any.port}/`, caFile: any.caFile }));
+      await outboundRequest(to('127.0.0.2'));
+      await outboundRequest(to('127.0.0.1'));
+      expect(any.seen.map((r) => r.connection)).toEqual([1, 2, 3, 4, 5, 2, 1]);
+      expect(any.seen.map((r) => r.localAddress)).toEqual([
+        '127.0.0.1',
+        '127.0.0.2',
+        '127.0.0.1',
+        '127.0.0.1',
+        '127.0.0.1',
+        '127.0.0.2',
+        '127.0.0.1',
+      ]);
+      expect(destinationCount()).toBe(5);
+    } finally {
+      await closeConnections();
+      await any.close();
+    }
+  });
+
+  it('a kept connection does not pass the screening: the next request to a refused address is refused', async () => {
+    const to = (address: string, allowPrivate: boolean) =>
+      base({ url: `https://peer.test:${port}/`, allowPrivate, resolve: async () => [{ address, family: 4 as const }] });
+    expect((await outboundRequest(to('127.0.0.1', true))).status).toBe(200);
+    const before = seen.length;
+    expect((await failure(to('127.0.0.1', false))).code).toBe('blocked_destination');
+    expect((await failure(to('169.254.169.254', true))).code).toBe('blocked_destination');
+    expect(seen.length).toBe(before);
+  });
+
+  // (undici then opens one connection more for the dropped request, which it discards once
+  // connected; that idle connection serves the next request)
+  it('a response read only in part drops its connection: the next request goes on another one', async () => {
+    respond = (req, res) => res.end(req.url === '/big' ? Buffer.alloc(500_000, 0x61) : 'small');
+    const before = seen.length;
+    const cut = await outboundRequest(base({ url: `https://localhost:${port}/big`, maxResponseBytes: 100 }));
+    expect(cut.truncated).toBe(true);
+    const first = seen[before]!.connection;
+    await vi.waitFor(() => expect(peer.connections.closed.has(first)).toBe(true));
+    const next = await outboundRequest(base({ url: `https://localhost:${port}/small` }));
+    expect(next.body.toString()).toBe('small');
+    expect(seen[before + 1]!.connection).toBeGreaterThan(first);
+  });
+
+  it('a request past its deadline drops its connection', async () => {
+    respond = (req, res) => {
+      if (req.url !== '/slow') res.end('quick');
+    };
+    const before = seen.length;
+    expect((await failure(base({ url: `https://localhost:${port}/slow`, timeoutMs: 300 }))).code).toBe('timeout');
+    const first = seen[before]!.connection;
+    await vi.waitFor(() => expect(peer.connections.closed.has(first)).toBe(true));
+    expect((await outboundRequest(base({ url: `https://localhost:${port}/quick`, timeoutMs: 300 }))).status).toBe(200);
+    expect(seen[before + 1]!.connection).toBeGreaterThan(first);
+  });
+
+  it('a kept connection the peer closes as the request goes out: the request goes once more, on a new connection', async () => {
+    await outboundRequest(base({}));
+    const kept = seen.at(-1)!.connection;
+    const before = seen.length;
+    respond = (req, res) => {
+      if (seen.at(-1)!.connection === kept) req.socket.destroy();
+      else res.end('again');
+    };
+    const res = await outboundRequest(base({ method: 'POST', body: '{"n":1}' }));
+    expect(res.body.toString()).toBe('again');
+    const tries = seen.slice(before);
+    expect(tries.map((r) => r.connection === kept)).toEqual([true, false]);
+    expect(tries.map((r) => r.body)).toEqual(['{"n":1}', '{"n":1}']);
+  });
+
+  it('a new connection closed without an answer is a failure: the request is not sent again', async () => {
+    const before = seen.length;
+    respond = (req) => req.socket.destroy();
+    expect((await failure(base({ method: 'POST', body: '{}' }))).code).toBe('connection_failed');
+    expect(seen.length).toBe(before + 1);
+  });
+
+  it('requests at once use as many connections, which are reused afterwards', async () => {
+    let hold: (() => void)[] = [];
+    respond = (_req, res) => hold.push(() => res.end('ok'));
+    const { opened } = peer.connections;
+    const sent = Promise.all([1, 2, 3].map(() => outboundRequest(base({}))));
+    await vi.waitFor(() => expect(hold.length).toBe(3));
+    for (const h of hold) h();
+    hold = [];
+    await sent;
+    expect(peer.connections.opened).toBe(opened + 3);
+    respond = (_req, res) => res.end('ok');
+    await Promise.all([1, 2, 3].map(() => outboundRequest(base({}))));
+    expect(peer.connections.opened).toBe(opened + 3);
   });
 });
 

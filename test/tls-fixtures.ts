@@ -57,6 +57,10 @@ export interface Seen {
   body: string;
   /** The SNI name the client sent. */
   servername: string | false | null | undefined;
+  /** Which TLS connection carried the request (1, 2, … in the order the peer accepted them). */
+  connection: number;
+  /** The peer's own address on that connection (the address the client connected to). */
+  localAddress: string | undefined;
 }
 
 export interface Peer {
@@ -65,6 +69,8 @@ export interface Peer {
   dir: string;
   caFile: string;
   seen: Seen[];
+  /** How many TLS connections were accepted so far, and which of them (by number) have closed. */
+  connections: { opened: number; closed: Set<number> };
   /** Answers each request once its body has arrived; replace it to change the answer (default 200 "ok"). */
   respond: (req: IncomingMessage, res: ServerResponse) => void;
   url(path?: string): string;
@@ -72,13 +78,14 @@ export interface Peer {
 }
 
 /** A local HTTPS server on 127.0.0.1 with a fresh self-signed certificate (see selfSignedCert). */
-export async function startPeer(opts: { prefix?: string; altNames?: string[] } = {}): Promise<Peer> {
+export async function startPeer(opts: { prefix?: string; altNames?: string[]; host?: string } = {}): Promise<Peer> {
   const { dir, caFile, key, cert } = selfSignedCert(opts.prefix ?? 'svc-peer-', opts.altNames);
   const peer: Peer = {
     port: 0,
     dir,
     caFile,
     seen: [],
+    connections: { opened: 0, closed: new Set<number>() },
     respond: (_req, res) => {
       res.statusCode = 200;
       res.end('ok');
@@ -100,11 +107,19 @@ export async function startPeer(opts: { prefix?: string; altNames?: string[] } =
         headers: req.headers,
         body: Buffer.concat(chunks).toString('utf8'),
         servername: (req.socket as TLSSocket).servername,
+        connection: connectionIds.get(req.socket as TLSSocket) ?? 0,
+        localAddress: req.socket.localAddress,
       });
       peer.respond(req, res);
     });
   });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', () => ok()));
+  const connectionIds = new WeakMap<TLSSocket, number>();
+  server.on('secureConnection', (socket: TLSSocket) => {
+    const id = ++peer.connections.opened;
+    connectionIds.set(socket, id);
+    socket.on('close', () => peer.connections.closed.add(id));
+  });
+  await new Promise<void>((ok) => server.listen(0, opts.host ?? '127.0.0.1', () => ok()));
   peer.port = (server.address() as AddressInfo).port;
   return peer;
 }

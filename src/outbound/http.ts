@@ -8,13 +8,16 @@
 //   - never follows redirects (a 3xx is the final response);
 //   - has one deadline covering DNS, connect, TLS, headers and body;
 //   - reads the body only up to maxResponseBytes and drops the connection after that;
+//   - reuses a kept-alive connection only for the same origin, screened address, trust and
+//     deadline (pools.ts); a kept connection the peer closed as the request went out, before
+//     any answer, is the one case in which a request is sent again (once, on a new connection);
 //   - reports response headers with sensitive values redacted.
 // Extra trust anchors: SVC_OUTBOUND_CA_FILE (caFile) and NODE_EXTRA_CA_CERTS, added to Node's
 // bundled roots (one TLS context per CA file, shared by the connections: trust.ts). Errors are
 // OutboundError with a code and a message that never names the URL or contains response content.
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { isIP, type LookupFunction } from 'node:net';
-import { Agent } from 'undici';
+import { isIP } from 'node:net';
+import { lease, type Lease } from './pools.ts';
 import { trustContext } from './trust.ts';
 import { HEADER_NAME, isTransportHeader, OutboundError, parseOutboundUrl } from '../domain/outbound.ts';
 
@@ -321,6 +324,14 @@ function classifyError(err: unknown, timedOut: boolean, aborted: boolean): Outbo
   return new OutboundError('connection_failed', `the connection to the destination failed${safe}`);
 }
 
+const CLOSED_BY_PEER = new Set(['UND_ERR_SOCKET', 'ECONNRESET', 'EPIPE']);
+
+/** The connection was closed or reset by the peer (before any response, when request() rejects). */
+function closedByPeer(err: unknown): boolean {
+  const e = err as { code?: string; cause?: { code?: string } };
+  return CLOSED_BY_PEER.has(e?.code ?? '') || CLOSED_BY_PEER.has(e?.cause?.code ?? '');
+}
+
 /** Sends one request under the rules at the top of this file. */
 export async function outboundRequest(req: OutboundRequest): Promise<OutboundResponse> {
   const started = performance.now();
@@ -340,7 +351,7 @@ export async function outboundRequest(req: OutboundRequest): Promise<OutboundRes
   req.signal?.addEventListener('abort', onAbort, { once: true });
   if (req.signal?.aborted) ctl.abort();
 
-  let agent: Agent | undefined;
+  let connection: Lease | undefined;
   try {
     const given = req.resolved;
     if (given && !isAddressAllowed(given.address, req.allowPrivate ?? false)) {
@@ -355,34 +366,27 @@ export async function outboundRequest(req: OutboundRequest): Promise<OutboundRes
         resolveAndScreen(url, { allowPrivate: req.allowPrivate, resolve: req.resolve }),
         new Promise<never>((_, fail) => ctl.signal.addEventListener('abort', () => fail(new Error('aborted')), { once: true })),
       ]));
-    const pinnedLookup: LookupFunction = (_hostname, options, callback) => {
-      if ((options as { all?: boolean }).all) {
-        (callback as unknown as (e: null, a: ResolvedAddress[]) => void)(null, [pinned]);
-      } else {
-        callback(null, pinned.address, pinned.family);
-      }
-    };
-    agent = new Agent({
-      connect: {
-        lookup: pinnedLookup,
-        secureContext: trustContext(req.caFile),
-        rejectUnauthorized: true,
-        timeout: req.timeoutMs,
-      },
-      connections: 1,
-      pipelining: 1,
-      keepAliveTimeout: 1000,
-      headersTimeout: req.timeoutMs,
-      bodyTimeout: req.timeoutMs,
-    });
-    const res = await agent.request({
-      origin: url.origin,
-      path: `${url.pathname}${url.search}`,
-      method: method as 'GET',
-      headers,
-      body: req.body ?? undefined,
-      signal: ctl.signal,
-    });
+    const trust = trustContext(req.caFile);
+    const send = (c: Lease) =>
+      c.client.request({
+        path: `${url.pathname}${url.search}`,
+        method: method as 'GET',
+        headers,
+        body: req.body ?? undefined,
+        signal: ctl.signal,
+      });
+    connection = lease(url.origin, pinned, trust, req.timeoutMs);
+    let res: Awaited<ReturnType<typeof send>>;
+    try {
+      res = await send(connection);
+    } catch (err) {
+      // a kept connection the peer closed as this request went out (its idle timeout): nothing was
+      // answered, so the request goes once more, on a new connection
+      if (!connection.reused || ctl.signal.aborted || !closedByPeer(err)) throw err;
+      connection.release();
+      connection = lease(url.origin, pinned, trust, req.timeoutMs, true);
+      res = await send(connection);
+    }
     const chunks: Buffer[] = [];
     let size = 0;
     let truncated = false;
@@ -412,6 +416,6 @@ export async function outboundRequest(req: OutboundRequest): Promise<OutboundRes
   } finally {
     clearTimeout(timer);
     req.signal?.removeEventListener('abort', onAbort);
-    if (agent) void agent.destroy().catch(() => {});
+    connection?.release();
   }
 }
