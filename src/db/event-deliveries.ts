@@ -8,7 +8,6 @@ import type { EventRow } from '../domain/audit.ts';
 import type { SinkKind } from '../domain/event-subscriptions.ts';
 import { DELIVERY_STATUSES, type EventDeliveryRow } from '../domain/views/event-deliveries.ts';
 import { DELIVERIES_CHANNEL, markWake } from './wakeups.ts';
-import { notFinal, type Final } from './tx.ts';
 
 export const EVENT_DELIVERY_LIST_SPEC: ListSpec = {
   fields: {
@@ -164,15 +163,20 @@ export async function claimDeliveries(
     returning d.id, d.event_id::text as event_id, d.subscription_id, d.sink_id, d.purpose, d.attempts, d.claim_token::text as claim_token`;
 }
 
-/**
- * The claimed row, locked, when the claim is still this worker's and unexpired (checked right
- * before transport); `final` when this is the transaction's last statement (tx.ts).
- */
-export async function lockLiveClaim(tx: TransactionSql, id: number, token: string, final: Final = notFinal): Promise<boolean> {
-  const [row] = await final(tx<{ id: number }[]>`
+/** The claimed row, locked, when the claim is still this worker's and unexpired (checked right before transport). */
+export async function lockLiveClaim(tx: TransactionSql, id: number, token: string): Promise<boolean> {
+  const [row] = await tx<{ id: number }[]>`
     select id from event_deliveries
     where id = ${id}::int and claim_token = ${token}::uuid and status = 'in_flight' and locked_until > now()
-    for update`);
+    for update`;
+  return row !== undefined;
+}
+
+/** Whether the claim is still this worker's and unexpired (the same check, without a lock). */
+export async function claimIsLive(db: Db, id: number, token: string): Promise<boolean> {
+  const [row] = await db<{ id: number }[]>`
+    select id from event_deliveries
+    where id = ${id}::int and claim_token = ${token}::uuid and status = 'in_flight' and locked_until > now()`;
   return row !== undefined;
 }
 

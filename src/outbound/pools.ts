@@ -18,7 +18,7 @@ import { Client } from 'undici';
 
 const IDLE_MS = 4_000;
 const DESTINATION_IDLE_MS = 30_000;
-const MAX_IDLE = 16;
+const MAX_IDLE = 64;
 const MAX_DESTINATIONS = 64;
 
 /** A screened address (outbound/http.ts ResolvedAddress). */

@@ -21,7 +21,7 @@
 //      shutdown aborted the send. A replaced or revoked claim records nothing.
 import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
-import { finalFor, notFinal, withTx } from '../db/tx.ts';
+import { withTx } from '../db/tx.ts';
 import { DELIVERIES_CHANNEL } from '../db/wakeups.ts';
 import type { Db } from '../db/sql.ts';
 import { findEventSinks } from '../db/event-sinks.ts';
@@ -30,6 +30,7 @@ import { findEventSubscriptions } from '../db/event-subscriptions.ts';
 import type { EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
 import {
   claimDeliveries,
+  claimIsLive,
   findEventsByUuids,
   lockLiveClaim,
   nextDueAt,
@@ -173,21 +174,23 @@ export async function deliverClaimed(
     urlSecret = s.value;
   }
 
-  const gate = await withTx(deps.sql, async (tx): Promise<DeliveryStep | 'send'> => {
-    // without pacing the check is the transaction's one statement: COMMIT goes with it
-    const final = sink.min_interval_ms === null ? finalFor(deps.sql, tx) : notFinal;
-    if (!(await lockLiveClaim(tx, c.id, c.claim_token, final))) return 'claim_lost';
-    if (sink.min_interval_ms !== null) {
-      const freeAt = await takeSendSlot(tx, sink.id, sink.min_interval_ms);
+  if (sink.min_interval_ms === null) {
+    // without pacing nothing happens under the row's lock: the check is one plain read (a lock
+    // taken and released at once would only make each delivery write and flush one more commit)
+    if (!(await claimIsLive(deps.sql, c.id, c.claim_token))) return 'claim_lost';
+  } else {
+    const gate = await withTx(deps.sql, async (tx): Promise<DeliveryStep | 'send'> => {
+      if (!(await lockLiveClaim(tx, c.id, c.claim_token))) return 'claim_lost';
+      const freeAt = await takeSendSlot(tx, sink.id, sink.min_interval_ms!);
       if (freeAt !== null) {
         await recordDeliveryResult(tx, c.id, c.claim_token, { status: 'pending', reason: 'configured_rate', at: freeAt });
         deliveries.inc({ transport: sink.kind, outcome: 'deferred' });
         return 'deferred';
       }
-    }
-    return 'send';
-  });
-  if (gate !== 'send') return gate;
+      return 'send';
+    });
+    if (gate !== 'send') return gate;
+  }
 
   let result: SendResult;
   try {
