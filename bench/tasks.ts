@@ -162,8 +162,10 @@ async function appendEvents(b: Bench, collectionId: number, n: number): Promise<
 /**
  * Webhook delivery: `deliveries` rows to a local HTTPS peer whose certificate is trusted through
  * SVC_OUTBOUND_CA_FILE, sent by `WORKERS` delivery cycles at once (each sends up to 8 rows at once),
- * per delivery; beside it, the same number of bare POSTs of the same size to the same peer, as
- * many at once, on kept-alive connections (as the service's are) with one TLS context.
+ * per delivery. Beside it, two baselines on kept-alive connections (as the service's are) with one
+ * TLS context: a bare delivery loop doing the minimum SQL for the same job (claim up to 8 due rows
+ * with their events in one statement, POST each, mark each sent: `WORKERS` loops at once), and
+ * the same number of bare POSTs of the same size, as many at once as the service sends, no SQL.
  */
 export async function benchDelivery(b: Bench, deliveries: number, runs: number): Promise<void> {
   const WORKERS = 4;
@@ -205,12 +207,70 @@ export async function benchDelivery(b: Bench, deliveries: number, runs: number):
       },
       (perSecond) => {
         delivered = perSecond;
-        return `${fmtCount(perSecond)} deliveries/s, ${WORKERS} cycles at once; bare POSTs below`;
+        return `${fmtCount(perSecond)} deliveries/s, ${WORKERS} cycles at once; bare loop and POSTs below`;
       },
     );
 
-    // the bare sends: the same peer, body size and concurrency, on kept-alive connections
+    // the bare delivery loop: the same rows, peer and concurrency, the minimum SQL
     const secureContext = createSecureContext({ ca: readFileSync(peer.caFile) });
+    let bareDelivered = 0;
+    await throughputCase(
+      AREA,
+      `bare delivery loop of ${fmtCount(deliveries)} such events (claim + event, POST, mark)`,
+      runs,
+      async () => {
+        await appendEvents(b, collectionId, deliveries);
+        while ((await runEventFanoutOnce(b.deps)).claimed > 0);
+        peer.seen.length = 0;
+        const pool = new Pool(`https://127.0.0.1:${peer.port}`, { connect: { secureContext }, pipelining: 1 });
+        const start = process.hrtime.bigint();
+        let sent = 0;
+        try {
+          await Promise.all(
+            Array.from({ length: WORKERS }, async () => {
+              for (;;) {
+                const rows = await b.sql<{ id: number; claim_token: string; event: unknown }[]>`
+                  with c as (
+                    select id from event_deliveries
+                    where sink_id = ${sink!.id}::int and status in ('pending', 'failed') and next_attempt_at <= now()
+                    order by next_attempt_at, id limit ${MAX_CLAIM}::int for update skip locked)
+                  update event_deliveries d set status = 'in_flight', claim_token = gen_random_uuid(),
+                    locked_until = now() + interval '30 seconds', updated_at = now()
+                  from c, events e where d.id = c.id and e.event_id = d.event_id
+                  returning d.id, d.claim_token::text as claim_token,
+                    jsonb_build_object('event_id', e.event_id, 'entity_type', e.entity_type, 'entity_id', e.entity_id,
+                      'action', e.action, 'summary', e.summary, 'provenance', e.provenance, 'after', e.after) as event`;
+                if (rows.length === 0) return;
+                await Promise.all(
+                  rows.map(async (r) => {
+                    const res = await pool.request({ path: '/hook', method: 'POST', body: JSON.stringify(r.event) });
+                    await res.body.dump();
+                    if (res.statusCode !== 200) throw new Error(`the peer answered ${res.statusCode}`);
+                    await b.sql`
+                      update event_deliveries set status = 'succeeded', locked_until = null, claim_token = null, updated_at = now()
+                      where id = ${r.id}::int and claim_token = ${r.claim_token}::uuid and status = 'in_flight'`;
+                    sent++;
+                  }),
+                );
+              }
+            }),
+          );
+        } finally {
+          await pool.close();
+        }
+        const us = Number(process.hrtime.bigint() - start) / 1e3;
+        if (sent !== deliveries || peer.seen.length !== deliveries) {
+          throw new Error(`the bare loop delivered ${sent} (the peer saw ${peer.seen.length}), expected ${deliveries}`);
+        }
+        return { items: deliveries, us };
+      },
+      (perSecond) => {
+        bareDelivered = perSecond;
+        return `${fmtCount(perSecond)} deliveries/s, ${WORKERS} loops at once; delivery / bare ${(delivered / perSecond).toFixed(2)}`;
+      },
+    );
+
+    // the bare sends: the same peer, body size and concurrency, on kept-alive connections, no SQL
     const body = 'x'.repeat(bodyBytes);
     await throughputCase(
       AREA,
@@ -238,7 +298,7 @@ export async function benchDelivery(b: Bench, deliveries: number, runs: number):
         return deliveries;
       },
       (perSecond) =>
-        `${fmtCount(perSecond)} POSTs/s, ${fmtCount(bodyBytes)} B bodies, ${WORKERS * MAX_CLAIM} at once; delivery / bare ${(delivered / perSecond).toFixed(2)}`,
+        `${fmtCount(perSecond)} POSTs/s, ${fmtCount(bodyBytes)} B bodies, ${WORKERS * MAX_CLAIM} at once; bare loop / POSTs ${(bareDelivered / perSecond).toFixed(2)}, delivery / POSTs ${(delivered / perSecond).toFixed(2)}`,
     );
   } finally {
     await peer.close();
