@@ -20,7 +20,7 @@ import {
 } from './event-fixtures.ts';
 import { runDeliveryOnce, deliverClaimed, runDeliveryWorkers } from '../src/workers/event-delivery.ts';
 import { runEventFanoutWorkers } from '../src/workers/event-fanout.ts';
-import { claimDeliveries } from '../src/db/event-deliveries.ts';
+import { claimDeliveries, liveClaims, type ClaimedDelivery } from '../src/db/event-deliveries.ts';
 import { savepoint, withTx } from '../src/db/tx.ts';
 import { EVENTS_CHANNEL, wake } from '../src/db/wakeups.ts';
 import { appendEvent } from '../src/db/events.ts';
@@ -403,6 +403,23 @@ describe('claim fencing', () => {
     expect((await row(t, s.delivery.id)).status).toBe('succeeded');
   });
 
+  it("the batch's one claim check keeps each row's own fence: token, status and expiry", async () => {
+    const sinkId = (await createSink(t)).id;
+    const col = await createCollection(t);
+    await createSubscription(t, col, { sink_id: sinkId, entity_types: ['collection'], actions: ['updated'], routing: { url: peer.url() } });
+    for (let i = 0; i < 4; i++) await t.request('PATCH', `/api/v1/collections/${col}`, { body: { description: `d${i}` } });
+    await fanOutAll(t);
+    const claims = await withTx(t.deps.sql, (tx) => claimDeliveries(tx, 8, 30_000, { sinkIds: [sinkId] }));
+    expect(claims.length).toBe(4);
+    const [kept, revoked, expired, other] = claims as [ClaimedDelivery, ClaimedDelivery, ClaimedDelivery, ClaimedDelivery];
+    expect((await t.request('POST', `/api/v1/event-deliveries/${revoked.id}/dead`)).status).toBe(200);
+    await t.deps.sql`update event_deliveries set locked_until = now() - interval '1 second' where id = ${expired.id}`;
+    const asked = [kept, revoked, expired].map((c) => ({ id: c.id, token: c.claim_token }));
+    // another row's token does not pass for this row
+    asked.push({ id: other.id, token: kept.claim_token });
+    expect([...(await liveClaims(t.deps.sql, asked))]).toEqual([kept.id]);
+  });
+
   it('a worker claims at most min(batch size, 8) rows', async () => {
     const sinkId = (await createSink(t)).id;
     const col = await createCollection(t);
@@ -438,9 +455,9 @@ describe('claim fencing', () => {
       await sql`select 1`;
       proxy.sent = '';
       expect(await runDeliveryOnce(Object.assign({}, t.deps, { sql }), { sinkIds: [sinkId] })).toBe(6);
-      // the claim with its COMMIT, the batch's sinks, subscriptions and events, then each row's claim
-      // check (a plain read without pacing: no transaction of its own) and its result
-      expect(proxy.sent.split(EXECUTE).length - 1).toBe(2 + 3 + 6 * 2);
+      // the claim with its COMMIT, the batch's sinks, subscriptions and events, then the claim check
+      // of the whole batch (one plain read: no pacing) and each row's result
+      expect(proxy.sent.split(EXECUTE).length - 1).toBe(2 + 3 + 1 + 6);
     } finally {
       await sql.end({ timeout: 5 });
       await proxy.close();

@@ -30,7 +30,7 @@ import { findEventSubscriptions } from '../db/event-subscriptions.ts';
 import type { EventSubscriptionRow } from '../domain/views/event-subscriptions.ts';
 import {
   claimDeliveries,
-  claimIsLive,
+  liveClaims,
   findEventsByUuids,
   lockLiveClaim,
   nextDueAt,
@@ -45,7 +45,7 @@ import { backoffMs, deliveryEnvelope } from '../domain/event-subscriptions.ts';
 import { transportFor } from '../sinks/index.ts';
 import { unlistedRouting } from '../sinks/allowed-routing.ts';
 import { resolveEventSinkSecret } from '../sinks/secrets.ts';
-import type { SendResult } from '../sinks/types.ts';
+import type { EventEnvelope, SendResult, SinkTransport } from '../sinks/types.ts';
 import { runWokenWorkers } from './waker.ts';
 import { deliveryWakeups, type WakeupStats } from '../worker-stats.ts';
 import { deliveries } from '../metrics.ts';
@@ -126,18 +126,21 @@ export async function deliveryContexts(db: Db, claimed: ClaimedDelivery[]): Prom
   );
 }
 
-/**
- * Delivers one claimed row (steps 1–5 of the header), with its sink, subscription and event as
- * read with the claim (deliveryContexts), or read now when not given.
- */
-export async function deliverClaimed(
-  deps: Deps,
-  c: ClaimedDelivery,
-  signal: AbortSignal,
-  context?: DeliveryContext,
-): Promise<DeliveryStep> {
+/** A claimed row ready to be sent: what steps 1 and 2 found. */
+interface Ready {
+  c: ClaimedDelivery;
+  sink: EventSinkRow;
+  sub: EventSubscriptionRow;
+  transport: SinkTransport;
+  envelope: EventEnvelope;
+  secret: string | null;
+  urlSecret: string | null;
+}
+
+/** Steps 1 and 2 of the header for one row: what is recorded instead of a send, or the row ready. */
+async function prepare(deps: Deps, c: ClaimedDelivery, context: DeliveryContext): Promise<DeliveryStep | Ready> {
   const cfg = deps.config;
-  const { sink, sub, event } = context ?? (await deliveryContexts(deps.sql, [c])).get(c.id)!;
+  const { sink, sub, event } = context;
   // deleting a sink, subscription or event deletes its delivery rows: nothing left to record
   if (!sink || !sub || !event) return 'gone';
   if (sub.sink_id !== sink.id) {
@@ -173,15 +176,34 @@ export async function deliverClaimed(
     if (!s.ok) return record(deps, c, sink.kind, afterFailure(deps, c, `the URL secret alias ${urlRef} is not available`));
     urlSecret = s.value;
   }
+  return { c, sink, sub, transport, envelope, secret, urlSecret };
+}
 
+/**
+ * Step 3 for the rows of sinks without pacing: their claims checked in one read (nothing happens
+ * under the rows' locks, so no transaction: a lock taken and released at once would only make each
+ * delivery write and flush one more commit). The ids whose claims are still live.
+ */
+async function liveUnpaced(deps: Deps, ready: Ready[]): Promise<Set<number>> {
+  const unpaced = ready.filter((r) => r.sink.min_interval_ms === null);
+  if (unpaced.length === 0) return new Set();
+  return liveClaims(
+    deps.sql,
+    unpaced.map((r) => ({ id: r.c.id, token: r.c.claim_token })),
+  );
+}
+
+/** Steps 3 (for paced sinks; `live` tells the rest) to 5 for one ready row. */
+async function send(deps: Deps, r: Ready, signal: AbortSignal, live: Set<number>): Promise<DeliveryStep> {
+  const cfg = deps.config;
+  const { c, sink, sub } = r;
   if (sink.min_interval_ms === null) {
-    // without pacing nothing happens under the row's lock: the check is one plain read (a lock
-    // taken and released at once would only make each delivery write and flush one more commit)
-    if (!(await claimIsLive(deps.sql, c.id, c.claim_token))) return 'claim_lost';
+    if (!live.has(c.id)) return 'claim_lost';
   } else {
+    const interval = sink.min_interval_ms;
     const gate = await withTx(deps.sql, async (tx): Promise<DeliveryStep | 'send'> => {
       if (!(await lockLiveClaim(tx, c.id, c.claim_token))) return 'claim_lost';
-      const freeAt = await takeSendSlot(tx, sink.id, sink.min_interval_ms!);
+      const freeAt = await takeSendSlot(tx, sink.id, interval);
       if (freeAt !== null) {
         await recordDeliveryResult(tx, c.id, c.claim_token, { status: 'pending', reason: 'configured_rate', at: freeAt });
         deliveries.inc({ transport: sink.kind, outcome: 'deferred' });
@@ -194,14 +216,14 @@ export async function deliverClaimed(
 
   let result: SendResult;
   try {
-    result = await transport.send({
+    result = await r.transport.send({
       sink: sinkDefinition(sink),
       routing: sub.routing,
-      envelope,
+      envelope: r.envelope,
       purpose: c.purpose,
       deliveryId: c.id,
-      secret,
-      urlSecret,
+      secret: r.secret,
+      urlSecret: r.urlSecret,
       timeoutMs: cfg.SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS,
       signal,
       config: cfg,
@@ -213,6 +235,21 @@ export async function deliverClaimed(
   // a send cut short by shutdown is not the destination's fault: release it without an attempt
   if (signal.aborted && result.outcome === 'retry') return record(deps, c, sink.kind, { status: 'released' });
   return record(deps, c, sink.kind, fromSend(deps, c, result));
+}
+
+/**
+ * Delivers one claimed row (steps 1–5 of the header), with its sink, subscription and event as
+ * read with the claim (deliveryContexts), or read now when not given.
+ */
+export async function deliverClaimed(
+  deps: Deps,
+  c: ClaimedDelivery,
+  signal: AbortSignal,
+  context?: DeliveryContext,
+): Promise<DeliveryStep> {
+  const ready = await prepare(deps, c, context ?? (await deliveryContexts(deps.sql, [c])).get(c.id)!);
+  if (typeof ready === 'string') return ready;
+  return send(deps, ready, signal, await liveUnpaced(deps, [ready]));
 }
 
 export interface DeliveryRunOptions extends DeliveryClaimFilter {
@@ -230,13 +267,21 @@ export async function runDeliveryOnce(deps: Deps, opts: DeliveryRunOptions = {})
   });
   if (claimed.length === 0) return 0;
   const signal = opts.signal ?? new AbortController().signal;
-  await Promise.all(
-    claimed.map((c) =>
-      deliverClaimed(deps, c, signal, contexts.get(c.id)).catch((err: unknown) => {
-        deps.log.error({ err, delivery_id: c.id }, 'event delivery failed');
-      }),
-    ),
-  );
+  const failed = (c: ClaimedDelivery) => (err: unknown) => {
+    deps.log.error({ err, delivery_id: c.id }, 'event delivery failed');
+    return 'gone' as const;
+  };
+  // steps 1-2 for every row, one claim check for the rows without pacing, then the sends
+  const prepared = await Promise.all(claimed.map((c) => prepare(deps, c, contexts.get(c.id)!).catch(failed(c))));
+  const ready = prepared.filter((p): p is Ready => typeof p !== 'string');
+  let live = new Set<number>();
+  try {
+    live = await liveUnpaced(deps, ready);
+  } catch (err) {
+    // the claims stay in flight and expire; the rows are claimed again then
+    deps.log.error({ err }, 'event delivery claim check failed');
+  }
+  await Promise.all(ready.map((r) => send(deps, r, signal, live).catch(failed(r.c))));
   return claimed.length;
 }
 
