@@ -8,7 +8,7 @@ import { createServer as createTlsServer, type Server as TlsServer } from 'node:
 import amqplib, { type Channel, type ChannelModel, type ConsumeMessage } from 'amqplib';
 import { Redis } from 'ioredis';
 import { SMTPServer, type SMTPServerAddress } from 'smtp-server';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Config } from '../src/config.ts';
 import { ApiError } from '../src/domain/errors.ts';
 import { amqpTransport } from '../src/sinks/amqp.ts';
@@ -38,9 +38,16 @@ function listen(server: NetServer | TlsServer): Promise<number> {
   return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok((server.address() as AddressInfo).port)));
 }
 
+/** Connections each TLS proxy accepted, and those still open, by the proxy's port. */
+const proxied = new Map<number, { accepted: number; open: Set<Socket> }>();
+
 /** A TLS-terminating proxy in front of a local plaintext port. */
-function tlsProxy(upstreamPort: number): Promise<number> {
+async function tlsProxy(upstreamPort: number): Promise<number> {
+  const seen = { accepted: 0, open: new Set<Socket>() };
   const server = createTlsServer({ key, cert }, (client) => {
+    seen.accepted++;
+    seen.open.add(client);
+    client.on('close', () => seen.open.delete(client));
     const upstream: Socket = netConnect(upstreamPort, '127.0.0.1');
     client.pipe(upstream).pipe(client);
     client.on('error', () => upstream.destroy());
@@ -48,7 +55,9 @@ function tlsProxy(upstreamPort: number): Promise<number> {
     client.on('close', () => upstream.destroy());
     upstream.on('close', () => client.destroy());
   });
-  return listen(server);
+  const port = await listen(server);
+  proxied.set(port, seen);
+  return port;
 }
 
 /** A port that accepts connections and never answers. */
@@ -316,6 +325,49 @@ describe('amqp transport', () => {
     });
   });
 
+  it('kept connection: sends to one destination share one; another secret is not served by it', async () => {
+    await amqpTransport.close!();
+    const { exchange, next } = await boundExchange();
+    const seen = proxied.get(proxyPort)!;
+    const before = seen.accepted;
+    for (let i = 0; i < 3; i++) {
+      expect(await send(amqpTransport, sink('amqp', { uri: uri(), exchange }, 'rabbit'), {}, { secret: 'guest' })).toEqual({
+        outcome: 'succeeded',
+      });
+    }
+    for (let i = 0; i < 3; i++) await next();
+    expect(seen.accepted).toBe(before + 1);
+    const wrong = await send(amqpTransport, sink('amqp', { uri: uri(), exchange }, 'rabbit'), {}, { secret: 'wrong-secret-value' });
+    expect(wrong.outcome).toBe('retry');
+    expect(expectSafeError(wrong, 'wrong-secret-value')).toMatch(/ACCESS_REFUSED|403/);
+    expect(seen.accepted).toBe(before + 2);
+  });
+
+  it('kept connection: a send that fails on it drops it; one the broker closed is not used again', async () => {
+    await amqpTransport.close!();
+    const { exchange, next } = await boundExchange();
+    const seen = proxied.get(proxyPort)!;
+    const before = seen.accepted;
+    const missing = await send(
+      amqpTransport,
+      sink('amqp', { uri: uri(), exchange: uniq('svc-missing-x') }, 'rabbit'),
+      {},
+      { secret: 'guest' },
+    );
+    expect(missing.outcome).toBe('retry');
+    const good = sink('amqp', { uri: uri(), exchange }, 'rabbit');
+    expect(await send(amqpTransport, good, {}, { secret: 'guest' })).toEqual({ outcome: 'succeeded' });
+    expect(seen.accepted).toBe(before + 2);
+    // the broker (here the proxy in front of it) closes the connection while it is idle
+    for (const socket of seen.open) socket.destroy();
+    await vi.waitFor(() => expect(seen.open.size).toBe(0));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await send(amqpTransport, good, {}, { secret: 'guest' })).toEqual({ outcome: 'succeeded' });
+    expect(seen.accepted).toBe(before + 3);
+    await next();
+    await next();
+  });
+
   it('send: a payload above max_payload_bytes is dead before connecting', async () => {
     const { exchange, received } = await boundExchange();
     const result = await send(
@@ -484,6 +536,31 @@ describe('redis_stream transport', () => {
       outcome: 'dead',
       error: 'the redis server refused the entry (WRONGTYPE)',
     });
+  });
+
+  it('kept client: sends to one destination share one connection; a refusal by the server keeps it; another secret is not served by it', async () => {
+    await redisStreamTransport.close!();
+    const seen = proxied.get(proxyPort)!;
+    const before = seen.accepted;
+    const s = sink('redis_stream', { uri: uri() }, 'redis');
+    const key = stream();
+    for (let i = 0; i < 3; i++)
+      expect(await send(redisStreamTransport, s, { stream: key }, { secret: password })).toEqual({ outcome: 'succeeded' });
+    const other = stream();
+    await redis.set(other, 'plain string');
+    expect((await send(redisStreamTransport, s, { stream: other }, { secret: password })).outcome).toBe('dead');
+    expect(await send(redisStreamTransport, s, { stream: key }, { secret: password })).toEqual({ outcome: 'succeeded' });
+    expect(await redis.xlen(key)).toBe(4);
+    expect(seen.accepted).toBe(before + 1);
+    const wrong = await send(redisStreamTransport, s, { stream: key }, { secret: 'nope-not-it' });
+    expect(wrong.outcome).toBe('retry');
+    expect(seen.accepted).toBe(before + 2);
+    // closed by the server while idle: the next send connects again
+    for (const socket of seen.open) socket.destroy();
+    await vi.waitFor(() => expect(seen.open.size).toBe(0));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await send(redisStreamTransport, s, { stream: key }, { secret: password })).toEqual({ outcome: 'succeeded' });
+    expect(seen.accepted).toBe(before + 3);
   });
 
   it('send: payload limit is dead; private destination refused; unreachable and silent peers retry', async () => {

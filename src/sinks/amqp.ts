@@ -1,9 +1,12 @@
-// Message-broker sink (AMQP 0-9-1 over TLS). One connection and confirm channel per attempt: the
-// destination is screened and pinned afresh each time and a rotated secret takes effect at once.
+// Message-broker sink (AMQP 0-9-1 over TLS). A connection and its confirm channel are kept per
+// destination and credentials (kept.ts): the destination is screened and pinned afresh at each
+// attempt, a new address or a rotated secret opens a new connection at once, and a failed attempt
+// drops its connection.
 // Routing key `<entity_type>.<action>`, message id = event UUID, persistent when durable; the
 // attempt succeeds only on a publisher confirm, and with `mandatory` a returned (unroutable)
 // message is a failed attempt.
-import amqplib, { type ChannelModel, type Message, type Options } from 'amqplib';
+import amqplib, { type ChannelModel, type ConfirmChannel, type Message, type Options } from 'amqplib';
+import { ConnectionKeeper, destinationKey, trustId, type Held } from './kept.ts';
 import type { ConfigProblem, SendInput, SendResult, SinkTransport } from './types.ts';
 import {
   checkBool,
@@ -96,12 +99,52 @@ function replyFailure(err: unknown): SinkFailure | null {
   return new SinkFailure(PERMANENT_REPLIES.has(code) ? 'dead' : 'retry', `the broker refused the message (${code} ${name})`);
 }
 
+/** A kept connection with its confirm channel (kept.ts). */
+interface Publisher {
+  model: ChannelModel;
+  ch: ConfirmChannel;
+  /** Exchanges declared on this channel (name, type, durability). */
+  declared: Set<string>;
+  /** Messages the broker returned as unroutable, by message id, not yet seen by their sender. */
+  returned: Map<string, number>;
+  /** What closed the channel (a broker refusal such as 404 NOT_FOUND), when it was closed. */
+  channelError: unknown;
+}
+
+async function openPublisher(connect: Options.Connect, socket: object): Promise<Publisher> {
+  const model = await amqplib.connect(connect, socket);
+  model.on('error', () => {}); // surfaced through the pending operation instead
+  try {
+    const ch = await model.createConfirmChannel();
+    const p: Publisher = { model, ch, declared: new Set(), returned: new Map(), channelError: undefined };
+    ch.on('error', (err: unknown) => {
+      p.channelError = err;
+    });
+    ch.on('return', (msg: Message) => {
+      const id = msg.properties.messageId as string | undefined;
+      if (id) p.returned.set(id, (p.returned.get(id) ?? 0) + 1);
+    });
+    return p;
+  } catch (err) {
+    void closeQuietly(model);
+    throw err;
+  }
+}
+
+const publishers = new ConnectionKeeper<Publisher>(
+  (p) => closeQuietly(p.model),
+  (p, drop) => {
+    p.model.on('close', drop);
+    p.ch.on('close', drop);
+  },
+);
+
 async function send(input: SendInput): Promise<SendResult> {
   const { sink, envelope } = input;
   const cfg = sink.config;
   const deadline = new Deadline(input.timeoutMs, input.signal);
-  let conn: ChannelModel | undefined;
-  let finished = false;
+  let held: Held<Publisher> | undefined;
+  let broken = true;
   try {
     const body = Buffer.from(JSON.stringify(envelope), 'utf8');
     checkPayloadSize(body.length, cfg);
@@ -121,26 +164,36 @@ async function send(input: SendInput): Promise<SendResult> {
       frameMax: num('frameMax'),
       channelMax: num('channelMax'),
     };
-    const connecting = amqplib.connect(connect, { timeout: input.timeoutMs, noDelay: true, ...dest.tls });
-    // a connection that completes after the deadline is closed at once
-    void connecting.then((c) => (finished ? closeQuietly(c) : undefined)).catch(() => {});
-    conn = await deadline.run(connecting);
-    conn.on('error', () => {}); // surfaced through the pending operation instead
-    const ch = await deadline.run(conn.createConfirmChannel());
-    let channelError: unknown;
-    ch.on('error', (err: unknown) => {
-      channelError = err;
-    });
-    const messageId = envelope.event_id;
-    let returned = false;
-    ch.on('return', (msg: Message) => {
-      if (msg.properties.messageId === messageId) returned = true;
-    });
+    const key = destinationKey([
+      'amqp',
+      dest.hostname,
+      dest.address.address,
+      dest.port,
+      trustId(dest.tls.secureContext),
+      connect.username,
+      connect.password,
+      connect.vhost,
+      connect.heartbeat,
+      connect.frameMax,
+      connect.channelMax,
+    ]);
+    held = await publishers.take(
+      key,
+      () => openPublisher(connect, Object.assign({ timeout: input.timeoutMs, noDelay: true }, dest.tls)),
+      (p) => deadline.run(p),
+    );
+    const p = held.conn;
     const exchange = cfg.exchange as string;
     const durable = cfg.durable !== false;
     if (cfg.declare_exchange === true) {
-      await deadline.run(ch.assertExchange(exchange, (cfg.exchange_type as string | undefined) ?? 'topic', { durable }));
+      const type = (cfg.exchange_type as string | undefined) ?? 'topic';
+      const declared = JSON.stringify([exchange, type, durable]);
+      if (!p.declared.has(declared)) {
+        await deadline.run(p.ch.assertExchange(exchange, type, { durable }));
+        p.declared.add(declared);
+      }
     }
+    const messageId = envelope.event_id;
     const headers: Record<string, string> = { 'x-svc-event-id': envelope.event_id };
     if (input.purpose === 'test') headers['x-svc-delivery-purpose'] = 'test';
     const occurred = Date.parse(String(envelope.occurred_at ?? ''));
@@ -158,15 +211,23 @@ async function send(input: SendInput): Promise<SendResult> {
     try {
       await deadline.run(
         new Promise<void>((ok, fail) => {
-          ch.publish(exchange, routingKey(envelope), body, options, (err: unknown) => (err ? fail(err) : ok()));
+          p.ch.publish(exchange, routingKey(envelope), body, options, (err: unknown) => (err ? fail(err) : ok()));
         }),
       );
     } catch (err) {
-      if (channelError) throw channelError;
+      if (p.channelError) throw p.channelError;
       if (err instanceof SinkFailure) throw err;
       throw new SinkFailure('retry', 'the broker did not confirm the message (nack or channel closed)');
     }
-    if (returned) throw new SinkFailure('retry', 'the broker returned the message as unroutable (mandatory is set)');
+    // confirmed: the channel is fine, whatever became of the message
+    broken = false;
+    // the broker sends a message's return before its confirm
+    const returned = p.returned.get(messageId) ?? 0;
+    if (returned > 0) {
+      if (returned === 1) p.returned.delete(messageId);
+      else p.returned.set(messageId, returned - 1);
+      throw new SinkFailure('retry', 'the broker returned the message as unroutable (mandatory is set)');
+    }
     return { outcome: 'succeeded' };
   } catch (err) {
     if (err instanceof SinkFailure) return { outcome: err.outcome, error: err.message };
@@ -174,17 +235,16 @@ async function send(input: SendInput): Promise<SendResult> {
     if (reply) return { outcome: reply.outcome, error: reply.message };
     return toResult(err, 'broker');
   } finally {
-    finished = true;
     deadline.clear();
-    if (conn) closeQuietly(conn);
+    held?.release(broken);
   }
 }
 
 /** Closes politely, and drops the socket when the broker does not answer within a second. */
-function closeQuietly(conn: ChannelModel): void {
+function closeQuietly(conn: ChannelModel): Promise<void> {
   const socket = (conn.connection as { stream?: { destroy(): void } }).stream;
   const timer = setTimeout(() => socket?.destroy(), 1000);
-  void conn
+  return conn
     .close()
     .catch(() => socket?.destroy())
     .finally(() => clearTimeout(timer));
@@ -198,4 +258,5 @@ export const amqpTransport: SinkTransport = {
     return Promise.resolve(envelope);
   },
   send,
+  close: () => publishers.closeAll(),
 };

@@ -1,7 +1,9 @@
-// Key-value stream sink (Redis XADD over TLS). One client per attempt, connected to the screened
-// address with no reconnects or offline queue, so a lost connection fails the attempt (retried by
-// the worker) instead of replaying the command later.
-import { Redis } from 'ioredis';
+// Key-value stream sink (Redis XADD over TLS). A client is kept per destination and credentials
+// (kept.ts), connected to the screened address with no reconnects or offline queue, so a lost
+// connection fails the attempt (retried by the worker) instead of replaying the command later, and
+// a failed attempt other than the server's own refusal drops its client.
+import { Redis, type RedisOptions } from 'ioredis';
+import { ConnectionKeeper, destinationKey, trustId, type Held } from './kept.ts';
 import type { ConfigProblem, EventEnvelope, SendInput, SendResult, SinkTransport } from './types.ts';
 import {
   checkBool,
@@ -69,23 +71,53 @@ function replyFailure(err: unknown): SinkFailure | null {
   return new SinkFailure(PERMANENT_REPLIES.has(code) ? 'dead' : 'retry', `the redis server refused the entry (${code})`);
 }
 
+/** A kept client (kept.ts) and what its connection last reported. */
+interface Keeper {
+  client: Redis;
+  /**
+   * ioredis reports the cause (refused connection, WRONGPASS) on 'error' and rejects the pending
+   * call with a generic "Connection is closed."; the cause is what the result names
+   */
+  lastError: unknown;
+}
+
+async function openClient(options: RedisOptions): Promise<Keeper> {
+  const k: Keeper = { client: new Redis(options), lastError: undefined };
+  k.client.on('error', (err: unknown) => {
+    k.lastError ??= err;
+  });
+  try {
+    await k.client.connect();
+  } catch (err) {
+    k.client.disconnect();
+    throw k.lastError ?? err;
+  }
+  return k;
+}
+
+const clients = new ConnectionKeeper<Keeper>(
+  (k) => k.client.disconnect(),
+  (k, drop) => {
+    k.client.on('close', drop);
+    k.client.on('end', drop);
+  },
+);
+
 async function send(input: SendInput): Promise<SendResult> {
   const { sink, envelope, routing } = input;
   const cfg = sink.config;
   const ioTimeout = typeof cfg.io_timeout_ms === 'number' ? cfg.io_timeout_ms : DEFAULT_IO_TIMEOUT_MS;
   const timeoutMs = Math.min(ioTimeout, input.timeoutMs);
   const deadline = new Deadline(timeoutMs, input.signal);
-  let client: Redis | undefined;
-  // ioredis reports the cause (refused connection, WRONGPASS) on 'error' and rejects the
-  // pending call with a generic "Connection is closed."; the cause is what the result names
-  let clientError: unknown;
+  let held: Held<Keeper> | undefined;
+  let broken = true;
   try {
     const problems = [...validateConfig(cfg, sink.secret_ref), ...validateRouting(routing)];
     if (problems.length) throw new SinkFailure('dead', `the sink configuration is invalid: ${problems[0]!.message}`);
     const fields = streamFields(envelope, input.purpose);
     checkPayloadSize(Buffer.byteLength(fields.payload!), cfg);
     const dest = await prepareDestination(cfg.uri, sink.secret_ref, input.secret, RULES, input.config, deadline);
-    client = new Redis({
+    const options: RedisOptions = {
       host: dest.address.address,
       port: dest.port,
       family: dest.address.family,
@@ -104,19 +136,40 @@ async function send(input: SendInput): Promise<SendResult> {
       autoResendUnfulfilledCommands: false,
       enableReadyCheck: false,
       enableAutoPipelining: false,
-    });
-    client.on('error', (err: unknown) => {
-      clientError ??= err;
-    });
-    await deadline.run(client.connect());
+    };
+    const key = destinationKey([
+      'redis',
+      dest.hostname,
+      dest.address.address,
+      dest.port,
+      trustId(dest.tls.secureContext),
+      options.username,
+      options.password,
+      options.db,
+      timeoutMs,
+    ]);
+    held = await clients.take(
+      key,
+      () => openClient(options),
+      (p) => deadline.run(p),
+    );
     const trim = typeof cfg.max_len === 'number' ? ['MAXLEN', ...(cfg.approximate_trim === false ? [] : ['~']), String(cfg.max_len)] : [];
     const args = [...trim, '*', ...Object.entries(fields).flat()];
-    const id = await deadline.run(client.xadd(routing.stream as string, ...args));
+    let id: unknown;
+    try {
+      id = await deadline.run(held.conn.client.xadd(routing.stream as string, ...args));
+    } catch (err) {
+      // the server answered: the connection is fine
+      if (replyFailure(err)) broken = false;
+      throw err;
+    }
+    broken = false;
     if (typeof id !== 'string' || id === '') throw new SinkFailure('retry', 'the redis server did not return an entry id');
     return { outcome: 'succeeded' };
   } catch (thrown) {
     const generic = !(thrown instanceof SinkFailure) && /Connection is closed/.test(String((thrown as Error)?.message));
-    const err = generic && clientError ? clientError : thrown;
+    const cause = held?.conn.lastError;
+    const err = generic && cause ? cause : thrown;
     if (err instanceof SinkFailure) return { outcome: err.outcome, error: err.message };
     const reply = replyFailure(err);
     if (reply) return { outcome: reply.outcome, error: reply.message };
@@ -125,7 +178,7 @@ async function send(input: SendInput): Promise<SendResult> {
     return toResult(err, 'redis server');
   } finally {
     deadline.clear();
-    client?.disconnect();
+    held?.release(broken);
   }
 }
 
@@ -137,4 +190,5 @@ export const redisStreamTransport: SinkTransport = {
     return Promise.resolve(streamFields(envelope, purpose));
   },
   send,
+  close: () => clients.closeAll(),
 };

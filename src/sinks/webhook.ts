@@ -20,6 +20,7 @@ import {
   TRANSPORT_HEADERS,
   type OutboundResponse,
 } from '../outbound/http.ts';
+import { closeConnections } from '../outbound/pools.ts';
 import type { ConfigProblem, EventEnvelope, SendInput, SendResult, SinkDefinition, SinkTransport } from './types.ts';
 
 export const DEFAULT_MAX_RESPONSE_BYTES = 65_536;
@@ -321,4 +322,5 @@ export const webhookTransport: SinkTransport = {
     }
   },
   send,
+  close: () => closeConnections(),
 };
