@@ -9,9 +9,10 @@
 //      envelope (before/after are redacted when the subscription's collection is only a related
 //      collection of the event, as audit reads do);
 //   2. resolve secret_ref and config.url_secret_ref (missing secret: a failed attempt, nothing sent);
-//   3. right before transport, re-check the claim (token unchanged, lock unexpired) and take the
-//      sink's send slot when delivery_policy.min_interval_ms is set (else defer the row:
-//      pending, configured_rate, next_attempt_at = when the slot frees);
+//   3. right before transport, re-check the claim (token unchanged, lock unexpired: one read for
+//      the batch's rows without pacing) and take the sink's send slot when
+//      delivery_policy.min_interval_ms is set (else defer the row: pending, configured_rate,
+//      next_attempt_at = when the slot frees);
 //   4. one transport attempt, bounded by SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS (below the lock
 //      timeout, so the result can still be recorded under the claim);
 //   5. record the outcome fenced by the claim token: succeeded; failed with exponential backoff
