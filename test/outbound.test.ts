@@ -386,7 +386,7 @@ describe('kept-alive connections (src/outbound/pools.ts)', () => {
     expect(seen[before + 1]!.connection).toBeGreaterThan(first);
   });
 
-  it('a kept connection the peer closes as the request goes out: the request goes once more, on a new connection', async () => {
+  it('a kept connection the peer closes as a request that may arrive twice goes out: it goes once more, on a new connection', async () => {
     await outboundRequest(base({}));
     const kept = seen.at(-1)!.connection;
     const before = seen.length;
@@ -394,11 +394,31 @@ describe('kept-alive connections (src/outbound/pools.ts)', () => {
       if (seen.at(-1)!.connection === kept) req.socket.destroy();
       else res.end('again');
     };
-    const res = await outboundRequest(base({ method: 'POST', body: '{"n":1}' }));
+    const res = await outboundRequest(base({ method: 'POST', body: '{"n":1}', idempotent: true }));
     expect(res.body.toString()).toBe('again');
     const tries = seen.slice(before);
     expect(tries.map((r) => r.connection === kept)).toEqual([true, false]);
     expect(tries.map((r) => r.body)).toEqual(['{"n":1}', '{"n":1}']);
+  });
+
+  it('a POST not marked idempotent is not sent again, nor on a kept connection the peer closed', async () => {
+    await outboundRequest(base({}));
+    const kept = seen.at(-1)!.connection;
+    const before = seen.length;
+    respond = (req, res) => {
+      if (seen.at(-1)!.connection === kept) req.socket.destroy();
+      else res.end('again');
+    };
+    expect((await failure(base({ method: 'POST', body: '{}' }))).code).toBe('connection_failed');
+    expect(seen.length).toBe(before + 1);
+    // a PUT may arrive twice (RFC 9110): sent again
+    await outboundRequest(base({}));
+    const keptToo = seen.at(-1)!.connection;
+    respond = (req, res) => {
+      if (seen.at(-1)!.connection === keptToo) req.socket.destroy();
+      else res.end('again');
+    };
+    expect((await outboundRequest(base({ method: 'PUT', body: '{}' }))).body.toString()).toBe('again');
   });
 
   it('a new connection closed without an answer is a failure: the request is not sent again', async () => {

@@ -10,7 +10,8 @@
 //   - reads the body only up to maxResponseBytes and drops the connection after that;
 //   - reuses a kept-alive connection only for the same origin, screened address, trust and
 //     deadline (pools.ts); a kept connection the peer closed as the request went out, before
-//     any answer, is the one case in which a request is sent again (once, on a new connection);
+//     any answer, is the one case in which a request is sent again (once, on a new connection),
+//     and only a request that may arrive twice (an idempotent method, or marked so);
 //   - reports response headers with sensitive values redacted.
 // Extra trust anchors: SVC_OUTBOUND_CA_FILE (caFile) and NODE_EXTRA_CA_CERTS, added to Node's
 // bundled roots (one TLS context per CA file, shared by the connections: trust.ts). Errors are
@@ -44,6 +45,12 @@ export interface OutboundRequest {
   body?: string | Uint8Array | null;
   timeoutMs: number;
   maxResponseBytes: number;
+  /**
+   * The request may reach the peer twice (it carries an Idempotency-Key, say): a kept connection
+   * the peer closed as it went out may then be retried on a new one, as GET, HEAD, PUT and DELETE
+   * requests always may.
+   */
+  idempotent?: boolean;
   /** Admit private, loopback, link-local, unique-local and CGNAT destinations. */
   allowPrivate?: boolean;
   /** Extra CA certificates (PEM file), e.g. SVC_OUTBOUND_CA_FILE. */
@@ -288,6 +295,8 @@ export async function resolveAndScreen(
 // ---- the request ----------------------------------------------------------------------------
 
 const METHODS = new Set(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD']);
+/** Methods a peer must treat as idempotent (RFC 9110, 9.2.2). */
+const IDEMPOTENT = new Set(['GET', 'PUT', 'DELETE', 'HEAD']);
 
 function checkHeaders(headers: Record<string, string>): Record<string, string> {
   const out: Record<string, string> = {};
@@ -380,9 +389,9 @@ export async function outboundRequest(req: OutboundRequest): Promise<OutboundRes
     try {
       res = await send(connection);
     } catch (err) {
-      // a kept connection the peer closed as this request went out (its idle timeout): nothing was
-      // answered, so the request goes once more, on a new connection
-      if (!connection.reused || ctl.signal.aborted || !closedByPeer(err)) throw err;
+      // a kept connection the peer closed as this request went out (its idle timeout, most likely):
+      // nothing was answered, so a request that may arrive twice goes once more, on a new connection
+      if (!connection.reused || !(req.idempotent || IDEMPOTENT.has(method)) || ctl.signal.aborted || !closedByPeer(err)) throw err;
       connection.release();
       connection = lease(url.origin, pinned, trust, req.timeoutMs, true);
       res = await send(connection);

@@ -291,6 +291,8 @@ async function send(input: SendInput): Promise<SendResult> {
       allowPrivate: config.SVC_EVENT_SINK_ALLOW_PRIVATE_TARGETS,
       caFile: config.SVC_OUTBOUND_CA_FILE,
       signal: input.signal,
+      // the Idempotency-Key lets the receiver drop a second copy (deliveries are retried anyway)
+      idempotent: true,
     });
   } catch (err) {
     // a refused or unusable destination stays refused: dead at once, as the broker transports do
