@@ -15,6 +15,7 @@
 import type { LookupFunction } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import { Client } from 'undici';
+import { trustId } from './trust.ts';
 
 const IDLE_MS = 4_000;
 const DESTINATION_IDLE_MS = 30_000;
@@ -41,19 +42,6 @@ interface Destination {
 }
 
 const destinations = new Map<string, Destination>();
-const contextIds = new WeakMap<SecureContext, number>();
-let nextContextId = 1;
-
-function contextId(context: SecureContext | undefined): number {
-  if (!context) return 0;
-  let id = contextIds.get(context);
-  if (id === undefined) {
-    id = nextContextId++;
-    contextIds.set(context, id);
-  }
-  return id;
-}
-
 function close(c: Connection): void {
   void c.client.close().catch(() => {});
 }
@@ -71,7 +59,7 @@ function sweep(now: number): void {
 }
 
 function destination(origin: string, pinned: ResolvedAddress, trust: SecureContext | undefined, timeoutMs: number): Destination {
-  const key = `${origin}\0${pinned.address}\0${contextId(trust)}\0${timeoutMs}`;
+  const key = `${origin}\0${pinned.address}\0${trustId(trust)}\0${timeoutMs}`;
   let d = destinations.get(key);
   if (d) return d;
   sweep(Date.now());

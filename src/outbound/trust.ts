@@ -51,3 +51,17 @@ export function trustContext(caFile: string | undefined): SecureContext | undefi
   }
   return context;
 }
+
+const contextIds = new WeakMap<SecureContext, number>();
+let nextContextId = 1;
+
+/** A stable number for a TLS context (0 for none): part of the keys of kept connections. */
+export function trustId(context: SecureContext | undefined): number {
+  if (!context) return 0;
+  let id = contextIds.get(context);
+  if (id === undefined) {
+    id = nextContextId++;
+    contextIds.set(context, id);
+  }
+  return id;
+}

@@ -6,7 +6,8 @@
 // attempt succeeds only on a publisher confirm, and with `mandatory` a returned (unroutable)
 // message is a failed attempt.
 import amqplib, { type ChannelModel, type ConfirmChannel, type Message, type Options } from 'amqplib';
-import { ConnectionKeeper, destinationKey, trustId, type Held } from './kept.ts';
+import { ConnectionKeeper, destinationKey, type Held } from './kept.ts';
+import { trustId } from '../outbound/trust.ts';
 import type { ConfigProblem, SendInput, SendResult, SinkTransport } from './types.ts';
 import {
   checkBool,

@@ -9,7 +9,6 @@
 // when it closes or errors by itself, and after IDLE_MS unused; a failed connect is not kept, so
 // the next send connects again.
 import { createHash } from 'node:crypto';
-import type { SecureContext } from 'node:tls';
 
 const IDLE_MS = 10_000;
 
@@ -24,20 +23,6 @@ export interface Held<T> {
   conn: T;
   /** Gives the connection back; `broken` drops it (closed once its other users are done). */
   release: (broken: boolean) => void;
-}
-
-const contextIds = new WeakMap<SecureContext, number>();
-let nextContextId = 1;
-
-/** A stable number for a TLS context (0 for none), for destination keys. */
-export function trustId(context: SecureContext | undefined): number {
-  if (!context) return 0;
-  let id = contextIds.get(context);
-  if (id === undefined) {
-    id = nextContextId++;
-    contextIds.set(context, id);
-  }
-  return id;
 }
 
 /** The key of a destination: a hash of its parts (which may hold a secret). */

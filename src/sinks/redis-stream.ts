@@ -3,7 +3,8 @@
 // connection fails the attempt (retried by the worker) instead of replaying the command later, and
 // a failed attempt other than the server's own refusal drops its client.
 import { Redis, type RedisOptions } from 'ioredis';
-import { ConnectionKeeper, destinationKey, trustId, type Held } from './kept.ts';
+import { ConnectionKeeper, destinationKey, type Held } from './kept.ts';
+import { trustId } from '../outbound/trust.ts';
 import type { ConfigProblem, EventEnvelope, SendInput, SendResult, SinkTransport } from './types.ts';
 import {
   checkBool,
