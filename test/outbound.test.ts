@@ -386,14 +386,19 @@ describe('kept-alive connections (src/outbound/pools.ts)', () => {
     expect(seen[before + 1]!.connection).toBeGreaterThan(first);
   });
 
-  it('a kept connection the peer closes as a request that may arrive twice goes out: it goes once more, on a new connection', async () => {
+  /** A kept connection (made by one request), which the peer closes at its next request unanswered. */
+  async function keptThenClosed(): Promise<{ kept: number; before: number }> {
     await outboundRequest(base({}));
     const kept = seen.at(-1)!.connection;
-    const before = seen.length;
     respond = (req, res) => {
       if (seen.at(-1)!.connection === kept) req.socket.destroy();
       else res.end('again');
     };
+    return { kept, before: seen.length };
+  }
+
+  it('a kept connection the peer closes as a request that may arrive twice goes out: it goes once more, on a new connection', async () => {
+    const { kept, before } = await keptThenClosed();
     const res = await outboundRequest(base({ method: 'POST', body: '{"n":1}', idempotent: true }));
     expect(res.body.toString()).toBe('again');
     const tries = seen.slice(before);
@@ -402,22 +407,11 @@ describe('kept-alive connections (src/outbound/pools.ts)', () => {
   });
 
   it('a POST not marked idempotent is not sent again, nor on a kept connection the peer closed', async () => {
-    await outboundRequest(base({}));
-    const kept = seen.at(-1)!.connection;
-    const before = seen.length;
-    respond = (req, res) => {
-      if (seen.at(-1)!.connection === kept) req.socket.destroy();
-      else res.end('again');
-    };
+    const { before } = await keptThenClosed();
     expect((await failure(base({ method: 'POST', body: '{}' }))).code).toBe('connection_failed');
     expect(seen.length).toBe(before + 1);
     // a PUT may arrive twice (RFC 9110): sent again
-    await outboundRequest(base({}));
-    const keptToo = seen.at(-1)!.connection;
-    respond = (req, res) => {
-      if (seen.at(-1)!.connection === keptToo) req.socket.destroy();
-      else res.end('again');
-    };
+    await keptThenClosed();
     expect((await outboundRequest(base({ method: 'PUT', body: '{}' }))).body.toString()).toBe('again');
   });
 

@@ -7,7 +7,6 @@
 // message is a failed attempt.
 import amqplib, { type ChannelModel, type ConfirmChannel, type Message, type Options } from 'amqplib';
 import { ConnectionKeeper, destinationKey, type Held } from './kept.ts';
-import { trustId } from '../outbound/trust.ts';
 import type { ConfigProblem, SendInput, SendResult, SinkTransport } from './types.ts';
 import {
   checkBool,
@@ -165,12 +164,7 @@ async function send(input: SendInput): Promise<SendResult> {
       frameMax: num('frameMax'),
       channelMax: num('channelMax'),
     };
-    const key = destinationKey([
-      'amqp',
-      dest.hostname,
-      dest.address.address,
-      dest.port,
-      trustId(dest.tls.secureContext),
+    const key = destinationKey('amqp', dest, [
       connect.username,
       connect.password,
       connect.vhost,

@@ -9,6 +9,8 @@
 // when it closes or errors by itself, and after IDLE_MS unused; a failed connect is not kept, so
 // the next send connects again.
 import { createHash } from 'node:crypto';
+import { trustId } from '../outbound/trust.ts';
+import type { Destination } from './uri.ts';
 
 const IDLE_MS = 10_000;
 
@@ -25,8 +27,13 @@ export interface Held<T> {
   release: (broken: boolean) => void;
 }
 
-/** The key of a destination: a hash of its parts (which may hold a secret). */
-export function destinationKey(parts: unknown[]): string {
+/**
+ * The key of a destination as prepared for a send: the kind, TLS name, screened address, port and
+ * trust context, then the kind's own parts (credentials, database, options); hashed, as those may
+ * hold a secret.
+ */
+export function destinationKey(kind: string, dest: Destination, own: unknown[]): string {
+  const parts = [kind, dest.hostname, dest.address.address, dest.port, trustId(dest.tls.secureContext), ...own];
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url');
 }
 

@@ -4,7 +4,6 @@
 // a failed attempt other than the server's own refusal drops its client.
 import { Redis, type RedisOptions } from 'ioredis';
 import { ConnectionKeeper, destinationKey, type Held } from './kept.ts';
-import { trustId } from '../outbound/trust.ts';
 import type { ConfigProblem, EventEnvelope, SendInput, SendResult, SinkTransport } from './types.ts';
 import {
   checkBool,
@@ -138,17 +137,7 @@ async function send(input: SendInput): Promise<SendResult> {
       enableReadyCheck: false,
       enableAutoPipelining: false,
     };
-    const key = destinationKey([
-      'redis',
-      dest.hostname,
-      dest.address.address,
-      dest.port,
-      trustId(dest.tls.secureContext),
-      options.username,
-      options.password,
-      options.db,
-      timeoutMs,
-    ]);
+    const key = destinationKey('redis', dest, [options.username, options.password, options.db, timeoutMs]);
     held = await clients.take(
       key,
       () => openClient(options),
