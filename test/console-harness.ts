@@ -103,7 +103,8 @@ export async function startConsole(dbPrefix: string): Promise<ConsoleSession> {
     const page = await b.newPage({ viewport: { width: 1280, height: 800 } });
     page.on('pageerror', (e) => pageErrors.push(String(e)));
     page.on('console', (m) => {
-      if (m.type() === 'error') pageErrors.push(m.text());
+      // a failed load names its resource in the location: kept, so a failure says which request it was
+      if (m.type() === 'error') pageErrors.push(`${m.text()} [${m.location().url}]`);
     });
 
     const signInAs = async (name: string, password: string) => {
