@@ -395,6 +395,32 @@ describe('editing in the web console', () => {
     expect(requests).toHaveLength(BIG / 25); // Previous is local
   });
 
+  it('signing out stops the loads still on their way (they would answer 401 once the token is revoked)', async () => {
+    const before = session.pageErrors.length;
+    let held = 0;
+    let settled = 0;
+    // every API load waits a while before it leaves the browser, so it is still on its way at sign-out
+    await page.route('**/api/v1/**', async (route) => {
+      held++;
+      await new Promise((r) => setTimeout(r, 1000));
+      await route.continue().catch(() => {});
+      settled++;
+    });
+    try {
+      await page.getByRole('link', { name: 'Audit events' }).click();
+      await poll(() => held).toBeGreaterThan(0);
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      await page.getByRole('heading', { name: 'Sign in to the inventory', exact: true }).waitFor();
+      await poll(() => settled).toBe(held);
+      // what the browser would log of a load that answered after the revocation
+      await new Promise((r) => setTimeout(r, 500));
+    } finally {
+      await page.unroute('**/api/v1/**');
+    }
+    expect(session.pageErrors.slice(before)).toEqual([]);
+    await session.signInAs('admin', ADMIN_PASSWORD);
+  });
+
   it('raised no page errors or CSP violations, and every API response matched the contract', () => {
     // the browser logs the answers the flows provoke on purpose as failed loads: refused schemas and data (400),
     // objects a stricter schema would break (409), stale edits (412), and 403 (the console learns that a

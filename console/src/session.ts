@@ -5,9 +5,23 @@ import { createClient, isApiRequestError, type InventoryClient } from '../../cli
 
 const KEY = 'inventory-console-token';
 
+// The requests on their way, so that signing out can stop them first: a load still in flight when
+// the token is revoked would answer 401 (and the browser log it as a failed load).
+const inFlight = new Set<AbortController>();
+
+function trackedFetch(request: Request): Promise<Response> {
+  const ctl = new AbortController();
+  // the caller's own signal (a stream's Stop) still ends the request
+  if (request.signal.aborted) ctl.abort();
+  else request.signal.addEventListener('abort', () => ctl.abort(), { once: true });
+  inFlight.add(ctl);
+  return fetch(new Request(request, { signal: ctl.signal })).finally(() => inFlight.delete(ctl));
+}
+
 export const inv: InventoryClient = createClient({
   baseUrl: window.location.origin,
   token: sessionStorage.getItem(KEY) ?? undefined,
+  fetch: trackedFetch,
 });
 
 export function signedIn(): boolean {
@@ -20,6 +34,7 @@ export async function signIn(name: string, password: string, scope: string): Pro
 }
 
 export async function signOut(): Promise<void> {
+  for (const ctl of inFlight) ctl.abort();
   try {
     await inv.logout();
   } catch {
