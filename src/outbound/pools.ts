@@ -9,9 +9,10 @@
 // Each connection is an undici Client used by one request at a time, so a lease knows whether its
 // connection was already open (`reused`): a peer may close an idle connection just as a request
 // is written, and only then is the request worth sending again (outbound/http.ts).
-// Idle connections close after IDLE_MS (sooner when the peer's Keep-Alive says so); a destination
-// unused for DESTINATION_IDLE_MS is forgotten; at most MAX_IDLE connections wait per destination
-// and MAX_DESTINATIONS destinations are kept. Idle sockets do not keep the process alive.
+// Idle connections close after IDLE_MS (sooner when the peer's Keep-Alive says so); when a new
+// destination is added, those unused for DESTINATION_IDLE_MS are forgotten; at most MAX_IDLE
+// connections wait per destination and MAX_DESTINATIONS destinations are kept. Idle sockets do not
+// keep the process alive.
 import type { LookupFunction } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import { Client } from 'undici';

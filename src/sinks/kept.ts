@@ -41,8 +41,8 @@ export class ConnectionKeeper<T> {
   private readonly entries = new Map<string, Entry<T>>();
 
   /**
-   * `close` ends a connection (quietly, settling once it is closed); `watch` is called once per new connection with a
-   * callback that drops it (for its own close and error events).
+   * `close` ends a connection (quietly, settling once it is closed); `watch` is called once per
+   * new connection with a callback that drops it (for its own close and error events).
    */
   constructor(
     private readonly close: (conn: T) => Promise<void> | void,
