@@ -2,6 +2,12 @@
 // header names a caller may set. The remote-target and sink rules check their templates with
 // these; src/outbound/http.ts enforces them again on every request it sends.
 
+/** An address a destination's host name resolved to (and, once screened, the one to connect to). */
+export interface ResolvedAddress {
+  address: string;
+  family: 4 | 6;
+}
+
 export type OutboundErrorCode =
   'invalid_url' | 'invalid_request' | 'blocked_destination' | 'dns_failure' | 'timeout' | 'tls_failure' | 'connection_failed' | 'aborted';
 

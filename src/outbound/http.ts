@@ -20,7 +20,7 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { lease, type Lease } from './pools.ts';
 import { trustContext } from './trust.ts';
-import { HEADER_NAME, isTransportHeader, OutboundError, parseOutboundUrl } from '../domain/outbound.ts';
+import { HEADER_NAME, isTransportHeader, OutboundError, parseOutboundUrl, type ResolvedAddress } from '../domain/outbound.ts';
 
 export {
   HEADER_NAME,
@@ -29,12 +29,8 @@ export {
   parseOutboundUrl,
   TRANSPORT_HEADERS,
   type OutboundErrorCode,
+  type ResolvedAddress,
 } from '../domain/outbound.ts';
-
-export interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
 
 export interface OutboundRequest {
   url: string;

@@ -17,17 +17,12 @@ import type { LookupFunction } from 'node:net';
 import type { SecureContext } from 'node:tls';
 import { Client } from 'undici';
 import { trustId } from './trust.ts';
+import type { ResolvedAddress } from '../domain/outbound.ts';
 
 const IDLE_MS = 4_000;
 const DESTINATION_IDLE_MS = 30_000;
 const MAX_IDLE = 64;
 const MAX_DESTINATIONS = 64;
-
-/** A screened address (outbound/http.ts ResolvedAddress). */
-interface ResolvedAddress {
-  address: string;
-  family: 4 | 6;
-}
 
 interface Connection {
   client: Client;

@@ -72,7 +72,7 @@ function replyFailure(err: unknown): SinkFailure | null {
 }
 
 /** A kept client (kept.ts) and what its connection last reported. */
-interface Keeper {
+interface KeptClient {
   client: Redis;
   /**
    * ioredis reports the cause (refused connection, WRONGPASS) on 'error' and rejects the pending
@@ -81,8 +81,8 @@ interface Keeper {
   lastError: unknown;
 }
 
-async function openClient(options: RedisOptions): Promise<Keeper> {
-  const k: Keeper = { client: new Redis(options), lastError: undefined };
+async function openClient(options: RedisOptions): Promise<KeptClient> {
+  const k: KeptClient = { client: new Redis(options), lastError: undefined };
   k.client.on('error', (err: unknown) => {
     k.lastError ??= err;
   });
@@ -95,7 +95,7 @@ async function openClient(options: RedisOptions): Promise<Keeper> {
   return k;
 }
 
-const clients = new ConnectionKeeper<Keeper>(
+const clients = new ConnectionKeeper<KeptClient>(
   (k) => k.client.disconnect(),
   (k, drop) => {
     k.client.on('close', drop);
@@ -109,7 +109,7 @@ async function send(input: SendInput): Promise<SendResult> {
   const ioTimeout = typeof cfg.io_timeout_ms === 'number' ? cfg.io_timeout_ms : DEFAULT_IO_TIMEOUT_MS;
   const timeoutMs = Math.min(ioTimeout, input.timeoutMs);
   const deadline = new Deadline(timeoutMs, input.signal);
-  let held: Held<Keeper> | undefined;
+  let held: Held<KeptClient> | undefined;
   let broken = true;
   try {
     const problems = [...validateConfig(cfg, sink.secret_ref), ...validateRouting(routing)];
