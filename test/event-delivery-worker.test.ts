@@ -3,6 +3,7 @@
 // SVC_EVENT_SINK_ALLOW_PRIVATE_TARGETS): exact request, secrets (env and file), response policy,
 // retries with backoff, dead-lettering, 429 deferral, claim fencing, min_interval spacing, and the
 // LISTEN-driven worker loops.
+import type { ServerResponse } from 'node:http';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -689,6 +690,46 @@ describe('worker loops', () => {
       expect(heard.filter((p) => p === '')).toHaveLength(2);
     } finally {
       await sub.unlisten();
+    }
+  });
+
+  it('a slow destination holds only its own rows: a worker claims again for the free part of its window', async () => {
+    const deps = { ...t.deps, config: { ...t.deps.config, SVC_EVENT_DELIVERY_POLL_INTERVAL_MS: 60_000, SVC_EVENT_DELIVERY_WORKERS: 1 } };
+    const slow = await subscribedCollection('/slow');
+    const fast = await subscribedCollection('/fast');
+    for (let i = 0; i < 2; i++) await t.request('PATCH', `/api/v1/collections/${slow.col}`, { body: { description: uniq() } });
+    for (let i = 0; i < 12; i++) await t.request('PATCH', `/api/v1/collections/${fast.col}`, { body: { description: uniq() } });
+    await fanOutAll(t);
+    // the slow rows first in the claim order, so the first claim of 8 holds both of them
+    await t.deps.sql`update event_deliveries set next_attempt_at = now() - interval '1 minute' where sink_id = ${slow.sinkId}`;
+    const held: ServerResponse[] = [];
+    peer.respond = (req, res) => {
+      res.statusCode = 200;
+      if (req.url === '/slow') held.push(res);
+      else res.end('ok');
+    };
+    const sent = (url: string) => peer.seen.filter((r) => r.url === url).length;
+    const ctl = new AbortController();
+    const loop = runDeliveryWorkers(deps, ctl.signal, { notification: 0, poll: 0 }, { sinkIds: [slow.sinkId, fast.sinkId] });
+    try {
+      const deadline = Date.now() + 10_000;
+      while (Date.now() < deadline && sent('/fast') < 12) await new Promise((r) => setTimeout(r, 50));
+      // in rounds, the first claim's 6 fast rows would be all until the slow ones answered
+      expect([sent('/slow'), sent('/fast')]).toEqual([2, 12]);
+      expect(held).toHaveLength(2);
+      for (const res of held) res.end('ok');
+      const statuses = async () =>
+        (
+          await t.deps.sql<{ status: string }[]>`
+          select status from event_deliveries where sink_id in (${slow.sinkId}, ${fast.sinkId})`
+        ).map((r) => r.status);
+      const until = Date.now() + 10_000;
+      while (Date.now() < until && (await statuses()).some((s) => s !== 'succeeded')) await new Promise((r) => setTimeout(r, 50));
+      expect(await statuses()).toEqual(Array(14).fill('succeeded'));
+    } finally {
+      for (const res of held) if (!res.writableEnded) res.end('ok');
+      ctl.abort();
+      await loop;
     }
   });
 

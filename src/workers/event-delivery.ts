@@ -1,8 +1,9 @@
 // The event delivery worker. SVC_EVENT_DELIVERY_WORKERS workers per process (0 = delivery off),
 // woken by LISTEN svc_event_deliveries (sent after the commit that made or released rows:
 // db/wakeups.ts) with polling as the fallback.
-// Each cycle claims at most min(SVC_EVENT_DELIVERY_BATCH_SIZE, 8) due rows, each under its own claim
-// token locked for SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, and sends them concurrently:
+// A worker holds at most min(SVC_EVENT_DELIVERY_BATCH_SIZE, 8) claimed rows at once, each under its
+// own claim token locked for SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, and sends them concurrently; it
+// claims again for the free part of that window once half of it is free (deliveryWorker). A row:
 //   1. load sink, subscription and event (for the whole batch, with the claim); refuse (dead,
 //      nothing sent, no secret resolved) a routing that is neither listed in the sink's
 //      config.allowed_routing nor set by an unscoped administrator for this sink; build the
@@ -47,7 +48,7 @@ import { transportFor } from '../sinks/index.ts';
 import { unlistedRouting } from '../sinks/allowed-routing.ts';
 import { resolveEventSinkSecret } from '../sinks/secrets.ts';
 import type { EventEnvelope, SendResult, SinkTransport } from '../sinks/types.ts';
-import { runWokenWorkers } from './waker.ts';
+import { runWokenWorkers, type Waker } from './waker.ts';
 import { deliveryWakeups, type WakeupStats } from '../worker-stats.ts';
 import { deliveries } from '../metrics.ts';
 
@@ -257,48 +258,80 @@ export interface DeliveryRunOptions extends DeliveryClaimFilter {
   signal?: AbortSignal;
 }
 
-/** One delivery cycle: claim up to min(batch, 8) due rows and deliver them concurrently. Returns the rows claimed. */
-export async function runDeliveryOnce(deps: Deps, opts: DeliveryRunOptions = {}): Promise<number> {
-  const cfg = deps.config;
-  const limit = Math.min(cfg.SVC_EVENT_DELIVERY_BATCH_SIZE, MAX_CLAIM);
-  // the claimed rows, then their sinks, subscriptions and events, on the claim's connection
-  const { claimed, contexts } = await withTx(deps.sql, async (tx) => {
-    const rows = await claimDeliveries(tx, limit, cfg.SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, opts);
-    return { claimed: rows, contexts: rows.length === 0 ? new Map<number, DeliveryContext>() : await deliveryContexts(tx, rows) };
+/** A claimed batch with the sinks, subscriptions and events of its rows. */
+interface Batch {
+  claimed: ClaimedDelivery[];
+  contexts: Map<number, DeliveryContext>;
+}
+
+/** Claims up to `limit` due rows and reads their sinks, subscriptions and events on the claim's connection. */
+async function claimBatch(deps: Deps, limit: number, opts: DeliveryClaimFilter): Promise<Batch> {
+  return withTx(deps.sql, async (tx) => {
+    const claimed = await claimDeliveries(tx, limit, deps.config.SVC_EVENT_DELIVERY_LOCK_TIMEOUT_MS, opts);
+    return { claimed, contexts: claimed.length === 0 ? new Map<number, DeliveryContext>() : await deliveryContexts(tx, claimed) };
   });
-  if (claimed.length === 0) return 0;
-  const signal = opts.signal ?? new AbortController().signal;
+}
+
+/**
+ * Steps 1-5 for a claimed batch: every row prepared, one claim check for the rows without pacing,
+ * then the sends. One promise a row, settled when that row is done (never rejected), so a slow send
+ * holds only its own row.
+ */
+function deliverBatch(deps: Deps, { claimed, contexts }: Batch, signal: AbortSignal): Promise<DeliveryStep>[] {
   const failed = (c: ClaimedDelivery) => (err: unknown) => {
     deps.log.error({ err, delivery_id: c.id }, 'event delivery failed');
     return 'gone' as const;
   };
-  // steps 1-2 for every row, one claim check for the rows without pacing, then the sends
-  const prepared = await Promise.all(claimed.map((c) => prepare(deps, c, contexts.get(c.id)!).catch(failed(c))));
-  const ready = prepared.filter((p): p is Ready => typeof p !== 'string');
-  let live = new Set<number>();
-  try {
-    live = await liveUnpaced(deps, ready);
-  } catch (err) {
-    // the claims stay in flight and expire; the rows are claimed again then
-    deps.log.error({ err }, 'event delivery claim check failed');
-  }
-  await Promise.all(ready.map((r) => send(deps, r, signal, live).catch(failed(r.c))));
-  return claimed.length;
+  const prepared = claimed.map((c) => prepare(deps, c, contexts.get(c.id)!).catch(failed(c)));
+  const live = Promise.all(prepared).then(async (all) => {
+    try {
+      return await liveUnpaced(
+        deps,
+        all.filter((p): p is Ready => typeof p !== 'string'),
+      );
+    } catch (err) {
+      // the claims stay in flight and expire; the rows are claimed again then
+      deps.log.error({ err }, 'event delivery claim check failed');
+      return new Set<number>();
+    }
+  });
+  return prepared.map((p) => p.then(async (r) => (typeof r === 'string' ? r : send(deps, r, signal, await live).catch(failed(r.c)))));
 }
 
-/** Runs SVC_EVENT_DELIVERY_WORKERS workers until `signal` aborts. */
-export async function runDeliveryWorkers(
-  deps: Deps,
-  signal: AbortSignal,
-  stats: WakeupStats = deliveryWakeups,
-  only: DeliveryClaimFilter = {},
-): Promise<void> {
+/** One delivery cycle: claim up to min(batch, 8) due rows and deliver them concurrently. Returns the rows claimed. */
+export async function runDeliveryOnce(deps: Deps, opts: DeliveryRunOptions = {}): Promise<number> {
+  const batch = await claimBatch(deps, Math.min(deps.config.SVC_EVENT_DELIVERY_BATCH_SIZE, MAX_CLAIM), opts);
+  if (batch.claimed.length === 0) return 0;
+  await Promise.all(deliverBatch(deps, batch, opts.signal ?? new AbortController().signal));
+  return batch.claimed.length;
+}
+
+/**
+ * One delivery worker until `signal` aborts: at most min(batch, 8) rows claimed at once, as a
+ * window rather than in rounds. Once half the window is free (or all of it) the worker claims
+ * again for the free part, without waiting for the rows still being sent: a slow destination holds
+ * its own rows, not the others' behind it. With nothing due it sleeps until woken, the poll
+ * interval or the next due row; on abort it waits for its rows (a cut-short send is released).
+ */
+async function deliveryWorker(deps: Deps, signal: AbortSignal, waker: Waker, stats: WakeupStats, only: DeliveryClaimFilter): Promise<void> {
   const cfg = deps.config;
-  await runWokenWorkers(deps, signal, { count: cfg.SVC_EVENT_DELIVERY_WORKERS, channel: DELIVERIES_CHANNEL }, async (waker) => {
+  const limit = Math.min(cfg.SVC_EVENT_DELIVERY_BATCH_SIZE, MAX_CLAIM);
+  const refill = Math.ceil(limit / 2);
+  const inFlight = new Set<Promise<DeliveryStep>>();
+  try {
     while (!signal.aborted) {
+      if (limit - inFlight.size < refill) {
+        await Promise.race(inFlight);
+        continue;
+      }
       let claimed = 0;
       try {
-        claimed = await runDeliveryOnce(deps, Object.assign({}, only, { signal }));
+        const batch = await claimBatch(deps, limit - inFlight.size, only);
+        claimed = batch.claimed.length;
+        for (const row of deliverBatch(deps, batch, signal)) {
+          const held: Promise<DeliveryStep> = row.finally(() => inFlight.delete(held));
+          inFlight.add(held);
+        }
       } catch (err) {
         deps.log.error({ err, worker: 'event-delivery' }, 'event delivery cycle failed');
       }
@@ -315,7 +348,21 @@ export async function runDeliveryWorkers(
       if (woken) stats.notification++;
       else stats.poll++;
     }
-  });
+  } finally {
+    await Promise.all(inFlight);
+  }
+}
+
+/** Runs SVC_EVENT_DELIVERY_WORKERS workers until `signal` aborts. */
+export async function runDeliveryWorkers(
+  deps: Deps,
+  signal: AbortSignal,
+  stats: WakeupStats = deliveryWakeups,
+  only: DeliveryClaimFilter = {},
+): Promise<void> {
+  await runWokenWorkers(deps, signal, { count: deps.config.SVC_EVENT_DELIVERY_WORKERS, channel: DELIVERIES_CHANNEL }, (waker) =>
+    deliveryWorker(deps, signal, waker, stats, only),
+  );
 }
 
 /** The delivery workers as a background loop (src/workers/index.ts); a tick lasts until shutdown. */
