@@ -651,6 +651,10 @@ describe('email transport', () => {
   const smtpUser = 'mailer';
   const smtpPassword = `s3cr:et/@%${randomBytes(3).toString('hex')}`;
   let rcptReply: ((address: string) => Error | null) | null = null;
+  /** While set, messages are read but never answered (a stalled server). */
+  let stallData = false;
+  /** Connections the SMTP server accepted, and those still open. */
+  const smtpConnections = { accepted: 0, open: new Set<Socket>() };
 
   beforeAll(async () => {
     const auths = new Map<string, { username?: string; password?: string }>();
@@ -670,6 +674,10 @@ describe('email transport', () => {
         cb(err ?? undefined);
       },
       onData(stream, session, cb) {
+        if (stallData) {
+          stream.resume();
+          return;
+        }
         const chunks: Buffer[] = [];
         stream.on('data', (c: Buffer) => chunks.push(c));
         stream.on('end', () => {
@@ -686,8 +694,16 @@ describe('email transport', () => {
       },
     });
     server.on('error', () => {});
-    port = await listen(server.server as unknown as TlsServer);
+    const tlsServer = server.server as unknown as TlsServer;
+    tlsServer.on('connection', (socket: Socket) => {
+      smtpConnections.accepted++;
+      smtpConnections.open.add(socket);
+      socket.on('close', () => smtpConnections.open.delete(socket));
+    });
+    port = await listen(tlsServer);
   });
+
+  afterAll(() => emailTransport.close!());
 
   const baseConfig = () => ({
     uri: `smtps://${smtpUser}:{secret}@localhost:${port}`,
@@ -801,6 +817,69 @@ describe('email transport', () => {
     expect(slow).toEqual({ outcome: 'retry', error: expect.stringMatching(/timeout/) });
     expect(Date.now() - started).toBeLessThan(3000);
     expect(received.length).toBe(before);
+  });
+
+  it('kept connection: messages to one destination share one, a refused message keeps it; another secret opens its own', async () => {
+    await emailTransport.close!();
+    await vi.waitFor(() => expect(smtpConnections.open.size).toBe(0));
+    const before = smtpConnections.accepted;
+    const sent: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const env = envelope();
+      expect(await send(emailTransport, sink('email', baseConfig(), 'smtp'), routing, { envelope: env, secret: smtpPassword })).toEqual({
+        outcome: 'succeeded',
+      });
+      sent.push(env.event_id);
+    }
+    expect(smtpConnections.accepted).toBe(before + 1);
+    const [first] = smtpConnections.open;
+    try {
+      rcptReply = () => Object.assign(new Error('mailbox unavailable'), { responseCode: 550 });
+      expect((await send(emailTransport, sink('email', baseConfig(), 'smtp'), routing, { secret: smtpPassword })).outcome).toBe('dead');
+    } finally {
+      rcptReply = null;
+    }
+    const after = envelope();
+    expect(await send(emailTransport, sink('email', baseConfig(), 'smtp'), routing, { envelope: after, secret: smtpPassword })).toEqual({
+      outcome: 'succeeded',
+    });
+    // the refusal reset the connection's session (RSET) rather than closing it; the next message
+    // goes on it, or on a second one when it came while the reset was under way
+    expect(smtpConnections.open.has(first!)).toBe(true);
+    expect(smtpConnections.accepted).toBeLessThanOrEqual(before + 2);
+    // each message whole, with its own envelope, on the shared connection
+    for (const id of [...sent, after.event_id])
+      expect(lastFor(id).rcpt.sort()).toEqual(['cc@example.com', 'hidden@example.com', 'ops-team@example.com']);
+    const accepted = smtpConnections.accepted;
+    const wrong = await send(emailTransport, sink('email', baseConfig(), 'smtp'), routing, { secret: 'not-the-password' });
+    expect(wrong.outcome).toBe('retry');
+    expect(smtpConnections.accepted).toBe(accepted + 1);
+    await emailTransport.close!();
+    await vi.waitFor(() => expect(smtpConnections.open.size).toBe(0));
+  });
+
+  it('kept connection: one the server closed is not used again; a send cut short by its deadline closes its connection', async () => {
+    await emailTransport.close!();
+    await vi.waitFor(() => expect(smtpConnections.open.size).toBe(0));
+    const before = smtpConnections.accepted;
+    const ok = () => send(emailTransport, sink('email', baseConfig(), 'smtp'), routing, { secret: smtpPassword });
+    expect(await ok()).toEqual({ outcome: 'succeeded' });
+    for (const socket of smtpConnections.open) socket.destroy();
+    await vi.waitFor(() => expect(smtpConnections.open.size).toBe(0));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await ok()).toEqual({ outcome: 'succeeded' });
+    expect(smtpConnections.accepted).toBe(before + 2);
+    stallData = true;
+    try {
+      const stalled = await send(emailTransport, sink('email', baseConfig(), 'smtp'), routing, { secret: smtpPassword, timeoutMs: 300 });
+      expect(stalled).toEqual({ outcome: 'retry', error: expect.stringMatching(/timeout/) });
+    } finally {
+      stallData = false;
+    }
+    expect(await ok()).toEqual({ outcome: 'succeeded' });
+    expect(smtpConnections.accepted).toBe(before + 3);
+    // the stalled one is ended at once and destroyed when the server has not closed its side in 5 s
+    await vi.waitFor(() => expect(smtpConnections.open.size).toBe(1), { timeout: 8000 });
   });
 
   it('render: the preview payload; a template that cannot render this event is a 400', async () => {

@@ -1,9 +1,14 @@
-// E-mail sink (SMTP over implicit TLS). One SMTP connection per attempt to the screened address;
-// the certificate is verified for the URI's host name. Subject and body come from the sink's
-// templates (context: envelope fields at top level plus `event`); recipients from the
-// subscription's routing. A 5xx reply is permanent; other failures are retried.
+// E-mail sink (SMTP over implicit TLS) to the screened address; the certificate is verified for the
+// URI's host name. Subject and body come from the sink's templates (context: envelope fields at top
+// level plus `event`); recipients from the subscription's routing. A 5xx reply is permanent; other
+// failures are retried.
+// Connections are kept: a nodemailer SMTP pool per destination as prepared for the send (kept.ts:
+// screened address, TLS name, trust, credentials, timeout), up to POOL_CONNECTIONS connections that
+// each carry up to 100 messages (RSET after a refused message). The pool sends a message again on
+// a new connection only when a kept connection closed before a byte of it went out, once
+// (maxRequeues); a send cut short by its deadline closes the connection it was on.
 import nodemailer from 'nodemailer';
-import type { SendMailOptions, SMTPTransportOptions } from 'nodemailer';
+import type { Mail, SendMailOptions, SMTPPoolOptions, SMTPPoolSentMessageInfo } from 'nodemailer';
 import addressparser from 'nodemailer/lib/addressparser';
 import { badRequest } from '../domain/errors.ts';
 import type { Config } from '../config.ts';
@@ -23,12 +28,17 @@ import {
   type UriRules,
 } from './uri.ts';
 import { templateLimits } from '../domain/templates.ts';
+import { ConnectionKeeper, destinationKey, type Held } from './kept.ts';
 
 const RULES: UriRules = { scheme: 'smtps', plainScheme: 'smtp', defaultPort: 465, path: 'none', query: [] };
 const MAX_SUBJECT_TEMPLATE = 8192;
 const MAX_ADDRESS_LENGTH = 998;
 const MAX_RECIPIENTS = 100;
 const ROUTING_MEMBERS = new Set(['recipients', 'to', 'cc', 'bcc']);
+/** Connections a kept pool opens to one destination at most. */
+const POOL_CONNECTIONS = 4;
+/** A pool's connection unused this long says QUIT (the keeper closes a pool unused as long). */
+const POOL_IDLE_MS = 10_000;
 
 /** What one send carries (also the sink preview payload). */
 export interface RenderedMail {
@@ -174,12 +184,19 @@ function smtpFailure(err: unknown): SinkFailure | null {
   return new SinkFailure(code >= 500 ? 'dead' : 'retry', `the mail server refused the message (${code})`);
 }
 
+type Mailer = Mail<SMTPPoolSentMessageInfo, SMTPPoolOptions>;
+
+const pools = new ConnectionKeeper<Mailer>(
+  (mailer) => mailer.close(),
+  (mailer, drop) => mailer.on('error', drop),
+);
+
 async function send(input: SendInput): Promise<SendResult> {
   const { sink } = input;
   const cfg = sink.config;
   const deadline = new Deadline(input.timeoutMs, input.signal);
-  let transport: ReturnType<typeof nodemailer.createTransport> | undefined;
-  // closes the SMTP connection of a send still running when the deadline ends the attempt
+  let held: Held<Mailer> | undefined;
+  // takes the message off its pool (closing the connection it is on) when the deadline ends the attempt
   const cancel = new AbortController();
   try {
     const problems = [...validateConfig(cfg, sink.secret_ref), ...validateRouting(input.routing)];
@@ -195,7 +212,12 @@ async function send(input: SendInput): Promise<SendResult> {
     const dest = await prepareDestination(cfg.uri, sink.secret_ref, input.secret, RULES, input.config, deadline);
     const hasAuth = dest.username !== '' || dest.password !== '';
     // option bags: the optional members are assigned after the literal (eslint.config.js); nodemailer reads them by name
-    const smtp: SMTPTransportOptions = {
+    const smtp: SMTPPoolOptions = {
+      pool: true,
+      maxConnections: POOL_CONNECTIONS,
+      maxMessages: 100,
+      maxRequeues: 1,
+      idleTimeout: POOL_IDLE_MS,
       host: dest.address.address,
       port: dest.port,
       secure: true,
@@ -211,7 +233,12 @@ async function send(input: SendInput): Promise<SendResult> {
     };
     if (dest.tls.servername) smtp.servername = dest.tls.servername;
     if (hasAuth) smtp.auth = { user: dest.username, pass: dest.password };
-    transport = nodemailer.createTransport(smtp);
+    const key = destinationKey('email', dest, [dest.username, dest.password, input.timeoutMs]);
+    held = await pools.take(
+      key,
+      () => Promise.resolve(nodemailer.createTransport(smtp)),
+      (p) => deadline.run(p),
+    );
     const headers: Record<string, string> = { 'X-Svc-Event-Id': input.envelope.event_id };
     if (input.purpose === 'test') headers['X-Svc-Delivery-Purpose'] = 'test';
     const message: SendMailOptions = {
@@ -226,7 +253,7 @@ async function send(input: SendInput): Promise<SendResult> {
       signal: cancel.signal,
     };
     if (mail.reply_to) message.replyTo = mail.reply_to;
-    const info = await deadline.run(transport.sendMail(message));
+    const info = await deadline.run(held.conn.sendMail(message));
     if (!Array.isArray(info.accepted) || info.accepted.length === 0) {
       throw new SinkFailure('dead', 'the mail server accepted none of the recipients');
     }
@@ -239,7 +266,8 @@ async function send(input: SendInput): Promise<SendResult> {
   } finally {
     deadline.clear();
     cancel.abort();
-    transport?.close();
+    // the pool looks after its connections (a failed one is closed and not used again)
+    held?.release(false);
   }
 }
 
@@ -258,4 +286,5 @@ export const emailTransport: SinkTransport = {
     }
   },
   send,
+  close: () => pools.closeAll(),
 };
