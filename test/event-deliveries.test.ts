@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventsOf, startTestApp, uniq, type TestApp } from './helpers.ts';
 import { createAdmin, createHuman, tokenFor, type Human } from './iam-fixtures.ts';
 import { createCollection, createSink, createSubscription, deliveriesOf, fanOutAll } from './event-fixtures.ts';
-import { claimDeliveries, recordDeliveryResult } from '../src/db/event-deliveries.ts';
+import { claimDeliveries, recordDeliveryResult, recordSucceeded } from '../src/db/event-deliveries.ts';
 import { withTx } from '../src/db/tx.ts';
+import { createSql } from '../src/db/sql.ts';
+import { EXECUTE, proxyToTestDatabase } from './holding-proxy.ts';
 
 let t: TestApp;
 let human: Human;
@@ -216,5 +218,47 @@ describe('administrator delivery actions are audited', () => {
       metadata: { subscription_id: subId, sink_id: sinkId, purpose: 'event' },
     });
     expect(events[1]).toMatchObject({ before: { status: 'pending' }, after: { status: 'dead' } });
+  });
+});
+
+describe('succeeded results written together (recordSucceeded)', () => {
+  it('results ready while a write is under way go in one statement after it; each keeps its own fence', async () => {
+    const sub = (await createSubscription(t, col, { sink_id: sinkId, entity_types: ['collection'], actions: ['updated'] })).id;
+    for (let i = 0; i < 6; i++) await t.request('PATCH', `/api/v1/collections/${col}`, { body: { description: uniq('w') } });
+    await fanOutAll(t);
+    const mine = (await deliveriesOf(t, sub)).map((d) => d.id);
+    expect(mine).toHaveLength(6);
+    await t.deps.sql`update event_deliveries set status = 'dead' where sink_id = ${sinkId} and not (id = any(${mine}::int[]))
+      and status in ('pending', 'failed')`;
+    const claims = await withTx(t.deps.sql, (tx) => claimDeliveries(tx, 8, 30_000, { sinkIds: [sinkId] }));
+    expect(claims.map((c) => c.id).sort()).toEqual([...mine].sort());
+    const [first, ...rest] = claims;
+    // one row's claim revoked (the dead action), one given with a token not its own
+    await t.request('POST', `/api/v1/event-deliveries/${rest[0]!.id}/dead`);
+    const wrongToken = { ...rest[1]!, claim_token: claims[0]!.claim_token };
+    const { proxy, url } = await proxyToTestDatabase();
+    const sql = createSql(url, Object.assign({}, t.deps.config, { SVC_DB_POOL_MAX: 1, SVC_DB_LIST_POOL_MAX: 0 }));
+    try {
+      // the statement prepared (its first use waits for the types PostgreSQL describes)
+      expect(await recordSucceeded(sql, 0, first!.claim_token)).toBe(false);
+      proxy.hold();
+      const firstWrite = recordSucceeded(sql, first!.id, first!.claim_token);
+      await proxy.until([EXECUTE]);
+      // the first statement's answer is held: these wait for it, then go as one
+      const others = [rest[0]!, wrongToken, ...rest.slice(2)].map((c) => recordSucceeded(sql, c.id, c.claim_token));
+      proxy.release();
+      expect(await firstWrite).toBe(true);
+      expect(await Promise.all(others)).toEqual([false, false, true, true, true]);
+      expect(proxy.sent.split(EXECUTE).length - 1).toBe(2);
+    } finally {
+      await sql.end({ timeout: 5 });
+      await proxy.close();
+    }
+    const statuses = await t.deps.sql<{ id: number; status: string }[]>`
+      select id, status from event_deliveries where id = any(${mine}::int[]) order by id`;
+    const want = new Map(claims.map((c) => [c.id, 'succeeded']));
+    want.set(rest[0]!.id, 'dead');
+    want.set(rest[1]!.id, 'in_flight');
+    expect(statuses.map((r) => [r.id, r.status])).toEqual([...want].sort((x, y) => x[0] - y[0]));
   });
 });

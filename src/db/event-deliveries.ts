@@ -254,6 +254,77 @@ export async function recordDeliveryResult(db: Db, id: number, token: string, r:
   return rows.length > 0;
 }
 
+/** A succeeded result waiting for its write. */
+interface Waiting {
+  id: number;
+  token: string;
+  settle: (recorded: boolean) => void;
+  fail: (err: unknown) => void;
+}
+
+/** At most this many succeeded results go in one statement. */
+const MAX_SUCCEEDED_WRITE = 256;
+
+/**
+ * Succeeded results of one pool written together: a result that arrives while the previous write
+ * is under way waits for it and goes with every other such result in the next statement (one
+ * commit for all), so none waits when results are few and a busy process writes one statement
+ * per round trip rather than one per delivery. Each row keeps its own fence (id, claim token,
+ * in_flight).
+ */
+class SucceededWriter {
+  private queue: Waiting[] = [];
+  private writing = false;
+
+  constructor(private readonly db: Db) {}
+
+  record(id: number, token: string): Promise<boolean> {
+    return new Promise((settle, fail) => {
+      this.queue.push({ id, token, settle, fail });
+      if (!this.writing) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.queue.length > 0) {
+        const batch = this.queue.splice(0, MAX_SUCCEEDED_WRITE);
+        try {
+          const rows = await this.db<{ id: number }[]>`
+            update event_deliveries d set status = 'succeeded', deferred_reason = null, locked_until = null,
+              claim_token = null, updated_at = now()
+            from unnest(${batch.map((w) => w.id)}::int[], ${batch.map((w) => w.token)}::uuid[]) as r(id, token)
+            where d.id = r.id and d.claim_token = r.token and d.status = 'in_flight'
+            returning d.id`;
+          const recorded = new Set(rows.map((r) => r.id));
+          for (const w of batch) w.settle(recorded.has(w.id));
+        } catch (err) {
+          for (const w of batch) w.fail(err);
+        }
+      }
+    } finally {
+      this.writing = false;
+    }
+  }
+}
+
+const succeededWriters = new WeakMap<Db, SucceededWriter>();
+
+/**
+ * Records a succeeded delivery, fenced by its claim token like recordDeliveryResult, together with
+ * the other succeeded results of `db` (a pool, not a transaction) that are ready at the same time.
+ * True when recorded; false when the claim was replaced or revoked.
+ */
+export function recordSucceeded(db: Db, id: number, token: string): Promise<boolean> {
+  let writer = succeededWriters.get(db);
+  if (!writer) {
+    writer = new SucceededWriter(db);
+    succeededWriters.set(db, writer);
+  }
+  return writer.record(id, token);
+}
+
 /** The earliest future next_attempt_at (an idle worker sleeps until then at most). */
 export async function nextDueAt(db: Db): Promise<Date | null> {
   const [row] = await db<{ at: Date | null }[]>`

@@ -16,7 +16,8 @@
 //      next_attempt_at = when the slot frees);
 //   4. one transport attempt, bounded by SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS (below the lock
 //      timeout, so the result can still be recorded under the claim);
-//   5. record the outcome fenced by the claim token: succeeded; failed with exponential backoff
+//   5. record the outcome fenced by the claim token: succeeded (in one statement with the other
+//      succeeded results of the process ready at the same time: db/event-deliveries.ts); failed with exponential backoff
 //      (BASE·2^(n−1) capped at MAX) or dead once SVC_EVENT_DELIVERY_MAX_ATTEMPTS attempts failed;
 //      dead at once for permanent failures; pending with provider_rate and the Retry-After cooldown
 //      for rate limits (no attempt consumed); released (pending, due now, no attempt consumed) when
@@ -37,6 +38,7 @@ import {
   lockLiveClaim,
   nextDueAt,
   recordDeliveryResult,
+  recordSucceeded,
   takeSendSlot,
   type ClaimedDelivery,
   type DeliveryClaimFilter,
@@ -90,7 +92,10 @@ function outcomeOf(r: DeliveryResult): string {
 }
 
 async function record(deps: Deps, c: ClaimedDelivery, transport: string, r: DeliveryResult): Promise<DeliveryStep> {
-  const ok = await recordDeliveryResult(deps.sql, c.id, c.claim_token, r);
+  const ok =
+    r.status === 'succeeded'
+      ? await recordSucceeded(deps.sql, c.id, c.claim_token)
+      : await recordDeliveryResult(deps.sql, c.id, c.claim_token, r);
   deliveries.inc({ transport, outcome: ok ? outcomeOf(r) : 'claim_lost' });
   if (!ok) deps.log.warn({ delivery_id: c.id }, 'event delivery claim was replaced or revoked; the result is discarded');
   else if (r.status === 'failed' || r.status === 'dead') {
