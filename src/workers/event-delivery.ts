@@ -17,11 +17,12 @@
 //   4. one transport attempt, bounded by SVC_EVENT_DELIVERY_TRANSPORT_TIMEOUT_MS (below the lock
 //      timeout, so the result can still be recorded under the claim);
 //   5. record the outcome fenced by the claim token: succeeded (in one statement with the other
-//      succeeded results of the process ready at the same time: db/event-deliveries.ts); failed with exponential backoff
-//      (BASE·2^(n−1) capped at MAX) or dead once SVC_EVENT_DELIVERY_MAX_ATTEMPTS attempts failed;
-//      dead at once for permanent failures; pending with provider_rate and the Retry-After cooldown
-//      for rate limits (no attempt consumed); released (pending, due now, no attempt consumed) when
-//      shutdown aborted the send. A replaced or revoked claim records nothing.
+//      succeeded results of the process ready at the same time: db/event-deliveries.ts); failed
+//      with exponential backoff (BASE·2^(n−1) capped at MAX) or dead once
+//      SVC_EVENT_DELIVERY_MAX_ATTEMPTS attempts failed; dead at once for permanent failures;
+//      pending with provider_rate and the Retry-After cooldown for rate limits (no attempt
+//      consumed); released (pending, due now, no attempt consumed) when shutdown aborted the send.
+//      A replaced or revoked claim records nothing.
 import type { Deps } from '../deps.ts';
 import type { Loop } from './loop.ts';
 import { withTx } from '../db/tx.ts';
