@@ -7,18 +7,23 @@
 // no secret is kept as a map key. Every send still resolves and screens its destination first.
 // A connection is dropped (and closed) when a send on it fails in a way that may have broken it,
 // when it closes or errors by itself, and after IDLE_MS unused; a failed connect is not kept, so
-// the next send connects again.
+// the next send connects again. A connection is not given to new sends once MAX_AGE_MS old (it
+// closes when its last send is done): credentials are checked when a connection logs in, so a
+// password revoked at the broker or mail server stops working here within that time at most.
 import { createHash } from 'node:crypto';
 import { trustId } from '../outbound/trust.ts';
 import type { Destination } from './uri.ts';
 
 const IDLE_MS = 10_000;
+/** A kept connection older than this serves no new send. */
+export const MAX_AGE_MS = 10 * 60_000;
 
 interface Entry<T> {
   opening: Promise<T>;
   users: number;
   idleTimer: NodeJS.Timeout | undefined;
   closed: boolean;
+  openedAt: number;
 }
 
 export interface Held<T> {
@@ -42,11 +47,13 @@ export class ConnectionKeeper<T> {
 
   /**
    * `close` ends a connection (quietly, settling once it is closed); `watch` is called once per
-   * new connection with a callback that drops it (for its own close and error events).
+   * new connection with a callback that drops it (for its own close and error events); `maxAgeMs`
+   * is for tests.
    */
   constructor(
     private readonly close: (conn: T) => Promise<void> | void,
     private readonly watch: (conn: T, drop: () => void) => void,
+    private readonly maxAgeMs = MAX_AGE_MS,
   ) {}
 
   /**
@@ -55,9 +62,13 @@ export class ConnectionKeeper<T> {
    */
   async take(key: string, open: () => Promise<T>, wait: <R>(p: Promise<R>) => Promise<R>): Promise<Held<T>> {
     let entry = this.entries.get(key);
+    if (entry && Date.now() - entry.openedAt >= this.maxAgeMs) {
+      this.drop(key, entry);
+      entry = undefined;
+    }
     if (!entry) {
       const opening = open();
-      const e: Entry<T> = { opening, users: 0, idleTimer: undefined, closed: false };
+      const e: Entry<T> = { opening, users: 0, idleTimer: undefined, closed: false, openedAt: Date.now() };
       entry = e;
       this.entries.set(key, e);
       opening.then(
