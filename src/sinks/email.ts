@@ -28,7 +28,7 @@ import {
   type UriRules,
 } from './uri.ts';
 import { templateLimits } from '../domain/templates.ts';
-import { ConnectionKeeper, destinationKey, type Held } from './kept.ts';
+import { ConnectionKeeper, destinationKey, IDLE_MS, type Held } from './kept.ts';
 
 const RULES: UriRules = { scheme: 'smtps', plainScheme: 'smtp', defaultPort: 465, path: 'none', query: [] };
 const MAX_SUBJECT_TEMPLATE = 8192;
@@ -37,8 +37,6 @@ const MAX_RECIPIENTS = 100;
 const ROUTING_MEMBERS = new Set(['recipients', 'to', 'cc', 'bcc']);
 /** Connections a kept pool opens to one destination at most. */
 const POOL_CONNECTIONS = 4;
-/** A pool's connection unused this long says QUIT (the keeper closes a pool unused as long). */
-const POOL_IDLE_MS = 10_000;
 
 /** What one send carries (also the sink preview payload). */
 export interface RenderedMail {
@@ -217,7 +215,8 @@ async function send(input: SendInput): Promise<SendResult> {
       maxConnections: POOL_CONNECTIONS,
       maxMessages: 100,
       maxRequeues: 1,
-      idleTimeout: POOL_IDLE_MS,
+      // a pool's connection unused as long as the keeper keeps an unused pool says QUIT
+      idleTimeout: IDLE_MS,
       host: dest.address.address,
       port: dest.port,
       secure: true,

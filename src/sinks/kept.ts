@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
 import { trustId } from '../outbound/trust.ts';
 import type { Destination } from './uri.ts';
 
-const IDLE_MS = 10_000;
+/** A kept connection unused this long is closed. */
+export const IDLE_MS = 10_000;
 /** A kept connection older than this serves no new send. */
 export const MAX_AGE_MS = 10 * 60_000;
 

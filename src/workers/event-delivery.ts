@@ -245,21 +245,6 @@ async function send(deps: Deps, r: Ready, signal: AbortSignal, live: Set<number>
   return record(deps, c, sink.kind, fromSend(deps, c, result));
 }
 
-/**
- * Delivers one claimed row (steps 1–5 of the header), with its sink, subscription and event as
- * read with the claim (deliveryContexts), or read now when not given.
- */
-export async function deliverClaimed(
-  deps: Deps,
-  c: ClaimedDelivery,
-  signal: AbortSignal,
-  context?: DeliveryContext,
-): Promise<DeliveryStep> {
-  const ready = await prepare(deps, c, context ?? (await deliveryContexts(deps.sql, [c])).get(c.id)!);
-  if (typeof ready === 'string') return ready;
-  return send(deps, ready, signal, await liveUnpaced(deps, [ready]));
-}
-
 export interface DeliveryRunOptions extends DeliveryClaimFilter {
   signal?: AbortSignal;
 }
@@ -302,6 +287,11 @@ function deliverBatch(deps: Deps, { claimed, contexts }: Batch, signal: AbortSig
     }
   });
   return prepared.map((p) => p.then(async (r) => (typeof r === 'string' ? r : send(deps, r, signal, await live).catch(failed(r.c)))));
+}
+
+/** Delivers one row claimed elsewhere (steps 1-5 of the header), its sink, subscription and event read now. */
+export async function deliverClaimed(deps: Deps, c: ClaimedDelivery, signal: AbortSignal): Promise<DeliveryStep> {
+  return deliverBatch(deps, { claimed: [c], contexts: await deliveryContexts(deps.sql, [c]) }, signal)[0]!;
 }
 
 /** One delivery cycle: claim up to min(batch, 8) due rows and deliver them concurrently. Returns the rows claimed. */
