@@ -7,7 +7,7 @@ import { createSecureContext } from 'node:tls';
 import { Pool } from 'undici';
 import { runTaskOnce } from '../src/workers/tasks.ts';
 import { runEventFanoutOnce } from '../src/workers/event-fanout.ts';
-import { MAX_CLAIM, runDeliveryOnce } from '../src/workers/event-delivery.ts';
+import { MAX_CLAIM, runDeliveryWorkers } from '../src/workers/event-delivery.ts';
 import { startPeer } from '../test/tls-fixtures.ts';
 import { createCollection, uniq, type Bench } from './setup.ts';
 import type { SeededClass } from './objects.ts';
@@ -191,27 +191,45 @@ export async function benchDelivery(b: Bench, deliveries: number, runs: number):
         await appendEvents(b, collectionId, deliveries);
         while ((await runEventFanoutOnce(b.deps)).claimed > 0);
         peer.seen.length = 0;
+        const [before] = await b.sql<{ n: number }[]>`
+          select count(*)::int as n from event_deliveries where sink_id = ${sink!.id} and status = 'succeeded'`;
+        // the delivery workers as deployed (each a window of 8 claimed rows), until every row is recorded
+        const workers = Object.assign({}, deps, {
+          config: Object.assign({}, config, { SVC_EVENT_DELIVERY_WORKERS: WORKERS, SVC_EVENT_DELIVERY_POLL_INTERVAL_MS: 60_000 }),
+        });
+        const stop = new AbortController();
         const start = process.hrtime.bigint();
-        let sent = 0;
-        await Promise.all(
-          Array.from({ length: WORKERS }, async () => {
-            for (let n; (n = await runDeliveryOnce(deps, { sinkIds: [sink!.id] })) > 0;) sent += n;
-          }),
-        );
+        const running = runDeliveryWorkers(workers, stop.signal, { notification: 0, poll: 0 }, { sinkIds: [sink!.id] });
+        let recorded = 0;
+        try {
+          // the peer's count first (no SQL while the workers run), then the recorded rows
+          while (peer.seen.length < deliveries) await new Promise((ok) => setTimeout(ok, 5));
+          for (;;) {
+            const [now] = await b.sql<{ n: number }[]>`
+              select count(*)::int as n from event_deliveries where sink_id = ${sink!.id} and status = 'succeeded'`;
+            recorded = now!.n - before!.n;
+            if (recorded >= deliveries) break;
+            await new Promise((ok) => setTimeout(ok, 5));
+          }
+        } finally {
+          stop.abort();
+          await running;
+        }
         const us = Number(process.hrtime.bigint() - start) / 1e3;
-        if (sent !== deliveries || peer.seen.length !== deliveries) {
-          throw new Error(`delivered ${sent} (the peer saw ${peer.seen.length}), expected ${deliveries}`);
+        if (recorded !== deliveries || peer.seen.length !== deliveries) {
+          throw new Error(`recorded ${recorded} (the peer saw ${peer.seen.length}), expected ${deliveries}`);
         }
         bodyBytes = Buffer.byteLength(peer.seen[0]!.body);
         return { items: deliveries, us };
       },
       (perSecond) => {
         delivered = perSecond;
-        return `${fmtCount(perSecond)} deliveries/s, ${WORKERS} cycles at once; bare loop and POSTs below`;
+        return `${fmtCount(perSecond)} deliveries/s, ${WORKERS} workers; bare loop and POSTs below`;
       },
     );
 
-    // the bare delivery loop: the same rows, peer and concurrency, the minimum SQL
+    // the bare delivery loop: the same rows, peer and concurrency (a window of 8 claimed rows per
+    // loop, claiming again once half are done), the minimum SQL
     const secureContext = createSecureContext({ ca: readFileSync(peer.caFile) });
     let bareDelivered = 0;
     await throughputCase(
@@ -225,33 +243,44 @@ export async function benchDelivery(b: Bench, deliveries: number, runs: number):
         const pool = new Pool(`https://127.0.0.1:${peer.port}`, { connect: { secureContext }, pipelining: 1 });
         const start = process.hrtime.bigint();
         let sent = 0;
+        const deliver = async (r: { id: number; claim_token: string; event: unknown }) => {
+          const res = await pool.request({ path: '/hook', method: 'POST', body: JSON.stringify(r.event) });
+          await res.body.dump();
+          if (res.statusCode !== 200) throw new Error(`the peer answered ${res.statusCode}`);
+          await b.sql`
+            update event_deliveries set status = 'succeeded', locked_until = null, claim_token = null, updated_at = now()
+            where id = ${r.id}::int and claim_token = ${r.claim_token}::uuid and status = 'in_flight'`;
+          sent++;
+        };
         try {
           await Promise.all(
             Array.from({ length: WORKERS }, async () => {
+              const inFlight = new Set<Promise<void>>();
               for (;;) {
+                if (MAX_CLAIM - inFlight.size < MAX_CLAIM / 2) {
+                  await Promise.race(inFlight);
+                  continue;
+                }
                 const rows = await b.sql<{ id: number; claim_token: string; event: unknown }[]>`
                   with c as (
                     select id from event_deliveries
                     where sink_id = ${sink!.id}::int and status in ('pending', 'failed') and next_attempt_at <= now()
-                    order by next_attempt_at, id limit ${MAX_CLAIM}::int for update skip locked)
+                    order by next_attempt_at, id limit ${MAX_CLAIM - inFlight.size}::int for update skip locked)
                   update event_deliveries d set status = 'in_flight', claim_token = gen_random_uuid(),
                     locked_until = now() + interval '30 seconds', updated_at = now()
                   from c, events e where d.id = c.id and e.event_id = d.event_id
                   returning d.id, d.claim_token::text as claim_token,
                     jsonb_build_object('event_id', e.event_id, 'entity_type', e.entity_type, 'entity_id', e.entity_id,
                       'action', e.action, 'summary', e.summary, 'provenance', e.provenance, 'after', e.after) as event`;
-                if (rows.length === 0) return;
-                await Promise.all(
-                  rows.map(async (r) => {
-                    const res = await pool.request({ path: '/hook', method: 'POST', body: JSON.stringify(r.event) });
-                    await res.body.dump();
-                    if (res.statusCode !== 200) throw new Error(`the peer answered ${res.statusCode}`);
-                    await b.sql`
-                      update event_deliveries set status = 'succeeded', locked_until = null, claim_token = null, updated_at = now()
-                      where id = ${r.id}::int and claim_token = ${r.claim_token}::uuid and status = 'in_flight'`;
-                    sent++;
-                  }),
-                );
+                if (rows.length === 0) {
+                  if (inFlight.size === 0) return;
+                  await Promise.race(inFlight);
+                  continue;
+                }
+                for (const r of rows) {
+                  const p: Promise<void> = deliver(r).finally(() => inFlight.delete(p));
+                  inFlight.add(p);
+                }
               }
             }),
           );
